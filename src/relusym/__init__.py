@@ -1,0 +1,50 @@
+"""relusym: exact symmetry classification of shallow ReLU networks x ↦ V·σ(Ax + b) + c.
+
+The public API (spec: interfaces.md).  Heavy optional dependencies are imported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .equivalence import Counterexample, Verdict, equivalent
+from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .group import Stabilizer, Symmetry, find_symmetry, stabilizer
+from .network import Network
+from .normal_form import NormalForm, flip, normal_form
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Network",
+    "Symmetry",
+    "NormalForm",
+    "Verdict",
+    "Counterexample",
+    "Stabilizer",
+    "normal_form",
+    "equivalent",
+    "find_symmetry",
+    "stabilizer",
+    "flip",
+    "load",
+    "save",
+    "InvalidNetworkError",
+    "UnsupportedModelError",
+    "BudgetExceededError",
+    "__version__",
+]
+
+
+def load(path_or_object: Any, **kwargs: Any) -> Network:
+    """Read a network from a file (format found from its content) or an in-memory model object."""
+    from .io import load as _load
+
+    return _load(path_or_object, **kwargs)
+
+
+def save(net: Network, path: Any, **kwargs: Any) -> None:
+    """Write a network atomically, in the format given by the file suffix (or ``like=`` an original file)."""
+    from .io import save as _save
+
+    _save(net, path, **kwargs)

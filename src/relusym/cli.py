@@ -1,0 +1,262 @@
+"""The ``relusym`` command line (interfaces.md, "Command line").  It parses arguments, calls the API and renders
+results; no mathematics lives here.  Exit codes: 0 yes/ok, 1 no (not equivalent, not in orbit), 2 unusable
+input (nothing is written then)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import __version__
+from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .network import Network
+from .numbers import format_vector
+
+__all__ = ["main"]
+
+Result = tuple[dict[str, Any], str, int]
+
+
+def _load(path: str) -> Network:
+    from .io import load
+
+    return load(path)
+
+
+def _fmt_net_shape(net: Network) -> str:
+    return f"m = {net.m} input(s), n = {net.n} neuron(s), k = {net.k} output(s)"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_canon(args: argparse.Namespace) -> Result:
+    from .normal_form import normal_form
+
+    net = _load(args.net)
+    nf = normal_form(net)
+    d = nf.to_dict()
+    lines = [f"normal form of {args.net} ({_fmt_net_shape(net)})",
+             f"{nf.N} kink class(es) (hyperplane û = (α̂, β̂): kink κ):"]
+    shown = nf.K if args.all or nf.N <= 20 else nf.K[:20]
+    for u, kap in shown:
+        lines.append(f"  {format_vector(u)}: {format_vector(kap)}")
+    if len(shown) < nf.N:
+        lines.append(f"  ... {nf.N - len(shown)} more (use --all or --json)")
+    if net.m * net.k <= 40 or args.all:
+        lines.append("M = " + "; ".join(format_vector(r) for r in nf.M))
+    else:
+        lines.append(f"M: a {net.k}×{net.m} matrix (use --json)")
+    lines.append("e = " + format_vector(nf.e))
+    lines.append(f"digest {d['digest']}")
+    return d, "\n".join(lines), 0
+
+
+def cmd_equiv(args: argparse.Namespace) -> Result:
+    net1, net2 = _load(args.net1), _load(args.net2)
+    if args.atol is not None or args.rtol is not None:
+        from .approx import equivalent_approx
+
+        kw: dict[str, float] = {}
+        if args.atol is not None:
+            kw["atol"] = args.atol
+        if args.rtol is not None:
+            kw["rtol"] = args.rtol
+        av = equivalent_approx(net1, net2, **kw)
+        d = av.to_dict()
+        d["equivalent"] = bool(av)
+        d["mode"] = "tolerance"
+        text = (f"{'equivalent' if av else 'NOT equivalent'} within tolerance "
+                f"(largest kink mismatch {av.max_kink_mismatch:.3g}, affine mismatch {av.max_affine_mismatch:.3g}); "
+                "tolerance equality is not transitive")
+        return d, text, 0 if av else 1
+    from .equivalence import equivalent
+
+    v = equivalent(net1, net2)
+    d = v.to_dict()
+    d["mode"] = "exact"
+    lines = [f"{'EQUIVALENT' if v else 'NOT equivalent'}: {v.reason}"]
+    if v.flips:
+        lines.append(f"hidden symmetry: flip the neurons {list(v.flips)} of {args.net1} "
+                     "(σ(t) − σ(−t) = t), then apply the symmetry below")
+    if v.witness is not None:
+        w = v.witness
+        if w.n <= 30:
+            lines.append("symmetry h: neuron j of NET1 → slot π(j), scaled by d_j")
+            for j, (p, s) in enumerate(zip(w.permutation, w.scales, strict=True)):
+                lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+        else:
+            lines.append(f"symmetry h ∈ H_{w.n} found (use --json to see the permutation and scales)")
+    if v.counterexample is not None:
+        ce = v.counterexample
+        lines.append(f"counterexample x = {format_vector(ce.x)}")
+        lines.append(f"  ρ(θ1)(x) = {format_vector(ce.y1)}")
+        lines.append(f"  ρ(θ2)(x) = {format_vector(ce.y2)}")
+    return d, "\n".join(lines), 0 if v else 1
+
+
+def cmd_orbit(args: argparse.Namespace) -> Result:
+    from .group import find_symmetry
+
+    net1, net2 = _load(args.net1), _load(args.net2)
+    if (net1.m, net1.k) != (net2.m, net2.k):
+        raise InvalidNetworkError(f"the networks have different shapes: (m, k) = {(net1.m, net1.k)} "
+                                  f"against {(net2.m, net2.k)}")
+    h = find_symmetry(net1, net2)
+    d: dict[str, Any] = {"in_orbit": h is not None, "symmetry": h.to_dict() if h is not None else None}
+    if h is None:
+        why = "different widths" if net1.n != net2.n else "no h in H_n maps NET1 to NET2"
+        return d, f"NOT in the same H_n-orbit ({why})", 1
+    lines = ["in the same H_n-orbit: NET2 = h·NET1"]
+    if h.n <= 30:
+        for j, (p, s) in enumerate(zip(h.permutation, h.scales, strict=True)):
+            lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+    return d, "\n".join(lines), 0
+
+
+def cmd_stabilizer(args: argparse.Namespace) -> Result:
+    from .group import stabilizer
+
+    net = _load(args.net)
+    st = stabilizer(net)
+    return st.to_dict(), str(st), 0
+
+
+def cmd_fiber(args: argparse.Namespace) -> Result:
+    from .fiber import fiber
+
+    net = _load(args.net)
+    fb = fiber(net, budget=args.budget)
+    return fb.to_dict(), fb.report(), 0
+
+
+def cmd_prune(args: argparse.Namespace) -> Result:
+    from .io import save
+    from .width import prune
+
+    net = _load(args.net)
+    small = prune(net)
+    save(small, args.output, like=args.net)
+    d = {"width": small.n, "n": net.n, "output": args.output}
+    return d, f"minimal width {small.n} (from n = {net.n}); wrote {args.output}", 0
+
+
+def cmd_align(args: argparse.Namespace) -> Result:
+    from .approx import align
+
+    net1, net2 = _load(args.net1), _load(args.net2)
+    al = align(net1, net2)
+    d = al.to_dict()
+    text = (f"matched {al.matched_fraction:.2%} of the neurons; "
+            f"largest residual {float(max(al.residuals, default=0.0)):.3g} (use --json for the permutation)")
+    return d, text, 0
+
+
+def cmd_plot(args: argparse.Namespace) -> Result:
+    from .plot import plot_to_file
+
+    nets = [_load(p) for p in ([args.net] + ([args.net2] if args.net2 else []))]
+    plot_to_file(nets, args.output, labels=[args.net] + ([args.net2] if args.net2 else []))
+    return {"output": args.output}, f"wrote {args.output}", 0
+
+
+def cmd_report(args: argparse.Namespace) -> Result:
+    from .plot import report_to_file
+
+    net = _load(args.net)
+    report_to_file(net, args.output, name=args.net)
+    return {"output": args.output}, f"wrote {args.output}", 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="relusym",
+        description="Exact symmetries of shallow ReLU networks x ↦ V·σ(Ax + b) + c. Networks are read from "
+                    "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
+    )
+    p.add_argument("--version", action="version", version=f"relusym {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], Result], help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
+        sp.set_defaults(func=fn)
+        return sp
+
+    sp = add("canon", cmd_canon, "the normal form NF = (K, M, e): a complete invariant of the function")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("--all", action="store_true", help="print every kink class and M in full")
+
+    sp = add("equiv", cmd_equiv, "decide whether two networks compute the same function, with a certificate")
+    sp.add_argument("net1", metavar="NET1")
+    sp.add_argument("net2", metavar="NET2")
+    sp.add_argument("--atol", type=float, default=None, help="tolerance mode: absolute tolerance")
+    sp.add_argument("--rtol", type=float, default=None, help="tolerance mode: relative tolerance")
+
+    sp = add("orbit", cmd_orbit, "decide whether NET2 = h·NET1 for a permutation-and-positive-scaling h")
+    sp.add_argument("net1", metavar="NET1")
+    sp.add_argument("net2", metavar="NET2")
+
+    sp = add("stabilizer", cmd_stabilizer, "the stabilizer of a network in H_n (Theorem 2)")
+    sp.add_argument("net", metavar="NET")
+
+    sp = add("fiber", cmd_fiber, "the fibre: generic or not, rigidity, hidden flips, strata, dimension, width")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("--budget", type=float, default=10.0, help="seconds for the hard searches (default 10)")
+
+    sp = add("prune", cmd_prune, "write the canonical minimal network (fewest neurons, same function)")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (NET's format)")
+
+    sp = add("align", cmd_align, "align a noisy, permuted, rescaled copy NET2 onto NET1")
+    sp.add_argument("net1", metavar="NET1")
+    sp.add_argument("net2", metavar="NET2")
+
+    sp = add("plot", cmd_plot, "draw the network (m = 1 graph, m = 2 arrangement, m > 2 slice)")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("net2", metavar="NET2", nargs="?")
+    sp.add_argument("-o", "--output", required=True, metavar="FIG", help="figure file (.png, .svg, .pdf)")
+
+    sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("-o", "--output", required=True, metavar="HTML")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        data, text, code = args.func(args)
+    except (InvalidNetworkError, UnsupportedModelError) as exc:
+        print(f"relusym {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except BudgetExceededError as exc:
+        print(f"relusym {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"relusym {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        print(f"relusym {args.command}: this command needs the package {exc.name!r}, which is not installed",
+              file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(data, default=str))
+    else:
+        print(text)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

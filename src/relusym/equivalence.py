@@ -1,0 +1,263 @@
+"""Deciding ρ(θ1) = ρ(θ2) exactly, with a certificate either way (spec §2.4, §3 O0/O4, Theorems A and B).
+
+* equivalent: the witness h ∈ H_n with h·θ1 = θ2 when θ2 is in the orbit; else the flip set T and h with
+  θ2 = h·flip_T(θ1) when θ2 is in the orbit of a flip (Proposition 14); else the shared normal form.
+* not equivalent: an exact rational point x with ρ(θ1)(x) ≠ ρ(θ2)(x), verified by exact evaluation.  It is
+  placed next to a hyperplane where the kinks differ, away from all other hyperplanes, or found from the
+  affine part when the kinks agree.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidNetworkError
+from .group import Symmetry, find_symmetry
+from .network import Network
+from .normal_form import (
+    Difference,
+    HyperplaneClasses,
+    NormalForm,
+    compare,
+    flip,
+    hyperplane_classes,
+)
+from .numbers import fraction_str
+
+__all__ = ["Verdict", "Counterexample", "equivalent"]
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """An exact input x with ρ(θ1)(x) ≠ ρ(θ2)(x), and the two exact outputs."""
+
+    x: tuple[Fraction, ...]
+    y1: tuple[Fraction, ...]
+    y2: tuple[Fraction, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"x": [fraction_str(v) for v in self.x], "y1": [fraction_str(v) for v in self.y1],
+                "y2": [fraction_str(v) for v in self.y2]}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer of :func:`equivalent`: truthy iff ρ(θ1) = ρ(θ2) on all of ℝ^m, with its certificate.
+
+    ``witness``: h ∈ H_n with h·θ1 = θ2 (``flips`` empty), or with h·flip_T(θ1) = θ2 (``flips`` = T);
+    ``flips``: the flip set T (0-based neurons of θ1), or None; ``counterexample``: a verified
+    :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal to NF(θ2) when equivalent);
+    ``reason``: one sentence.
+    """
+
+    equivalent: bool
+    reason: str
+    witness: Symmetry | None = None
+    flips: tuple[int, ...] | None = None
+    counterexample: Counterexample | None = None
+    normal_form: NormalForm | None = None
+
+    def __bool__(self) -> bool:
+        return self.equivalent
+
+    @property
+    def in_orbit(self) -> bool:
+        """θ2 ∈ H_n·θ1."""
+        return self.witness is not None and not self.flips
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"equivalent": self.equivalent, "reason": self.reason, "in_orbit": self.in_orbit}
+        if self.witness is not None:
+            d["witness"] = self.witness.to_dict()
+        if self.flips is not None:
+            d["flips"] = list(self.flips)
+        if self.counterexample is not None:
+            d["counterexample"] = self.counterexample.to_dict()
+        return d
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Verdict:
+    """Decide exactly whether θ1 and θ2 realize the same function on ℝ^m (spec §2.4, Theorem A).
+
+    Widths may differ.  With ``certificate=False`` only the decision is made (no witness search and no
+    counterexample).
+
+    >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
+    >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
+    >>> v = equivalent(e2, flipped)
+    >>> bool(v), v.flips
+    (True, (0, 1))
+    """
+    if not isinstance(net1, Network) or not isinstance(net2, Network):
+        raise InvalidNetworkError("equivalent needs two Network objects")
+    if (net1.m, net1.k) != (net2.m, net2.k):
+        raise InvalidNetworkError(
+            f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
+        )
+    h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
+    diff = compare(h1, h2)
+    nf = NormalForm(h1)
+    if diff.zero:
+        if not certificate:
+            return Verdict(True, "same normal form", normal_form=nf)
+        w = find_symmetry(net1, net2) if net1.n == net2.n else None
+        if w is not None:
+            return Verdict(True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w,
+                           flips=(), normal_form=nf)
+        found = _flip_witness(net1, net2, h1, h2)
+        if found is not None:
+            T, hw = found
+            return Verdict(True, f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) "
+                                 f"(Proposition 14)", witness=hw, flips=T, normal_form=nf)
+        return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)",
+                       normal_form=nf)
+    reason = _reason(diff)
+    if not certificate:
+        return Verdict(False, reason, normal_form=nf)
+    ce = counterexample(net1, net2, h1, h2, diff)
+    return Verdict(False, reason, counterexample=ce, normal_form=nf)
+
+
+def _reason(diff: Difference) -> str:
+    if diff.kink_classes:
+        return f"the kinks differ on {len(diff.kink_classes)} hyperplane(s)"
+    if any(x for row in diff.dM for x in row):
+        return "same kinks, but the linear parts M differ"
+    return "same kinks and linear part, but the offsets e differ"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# hidden-symmetry witness
+
+
+def _flip_witness(net1: Network, net2: Network, h1: HyperplaneClasses,
+                  h2: HyperplaneClasses) -> tuple[tuple[int, ...], Symmetry] | None:
+    """Find T and h with h·flip_T(θ1) = θ2 when such exist, by matching hyperplane neurons up to orientation
+    and scale: the invariant (unoriented û, |λ| v) of a neuron is kept by H_n and by flips."""
+    if net1.n != net2.n:
+        return None
+
+    def keyed(h: HyperplaneClasses) -> dict[tuple[int, bytes], list[int]]:
+        out: dict[tuple[int, bytes], list[int]] = defaultdict(list)
+        V = h.net.V
+        for i in np.nonzero(h.neuron_type == 2)[0].tolist():
+            lam = abs(Fraction(h.lam[i]))
+            prod = tuple(Fraction(x) * lam for x in V[:, i].tolist())
+            out[(int(h.label[i]), repr(prod).encode())].append(i)
+        return out
+
+    # classes of θ1 and θ2 matched exactly
+    from .normal_form import match_classes
+
+    cm = match_classes(h1, h2)
+    to2 = {int(a): int(b) for a, b in cm.pairs.tolist()}
+    k1, k2 = keyed(h1), keyed(h2)
+    T: list[int] = []
+    for (lab, prod), members in k1.items():
+        if lab not in to2:
+            return None
+        partners = k2.get((to2[lab], prod), [])
+        if len(partners) != len(members):
+            return None
+        s1 = sorted(bool(h1.lam[i] < 0) for i in members)
+        s2 = sorted(bool(h2.lam[i] < 0) for i in partners)
+        if s1 != s2:
+            if len(members) != 1:
+                return None
+            T.append(members[0])
+    if not T:
+        return None
+    flipped = flip(net1, T)
+    w = find_symmetry(flipped, net2)
+    if w is None:
+        return None
+    return tuple(sorted(T)), w
+
+
+# ----------------------------------------------------------------------------------------------------------
+# counterexamples
+
+
+def _differs(net1: Network, net2: Network, x: tuple[Fraction, ...]) -> Counterexample | None:
+    y1, y2 = net1.evaluate_exact(x), net2.evaluate_exact(x)
+    return Counterexample(x, y1, y2) if y1 != y2 else None
+
+
+def counterexample(net1: Network, net2: Network, h1: HyperplaneClasses | None = None,
+                   h2: HyperplaneClasses | None = None, diff: Difference | None = None,
+                   *, seed: int = 0) -> Counterexample:
+    """An exact x with ρ(θ1)(x) ≠ ρ(θ2)(x), verified by exact evaluation (θ1 and θ2 must not be equivalent)."""
+    h1 = h1 or hyperplane_classes(net1)
+    h2 = h2 or hyperplane_classes(net2)
+    diff = diff or compare(h1, h2)
+    if diff.zero:
+        raise InvalidNetworkError("the networks are equivalent: there is no counterexample")
+    m = net1.m
+    if not diff.kink_classes:
+        # the difference is the affine map ΔM x + Δe
+        if any(diff.de):
+            x = tuple(Fraction(0) for _ in range(m))
+        else:
+            col = next(j for j in range(m) if any(row[j] for row in diff.dM))
+            x = tuple(Fraction(int(j == col)) for j in range(m))
+        ce = _differs(net1, net2, x)
+        if ce is None:  # pragma: no cover - would contradict Theorem A
+            raise AssertionError("affine difference not confirmed by exact evaluation")
+        return ce
+    side, j = diff.kink_classes[0]
+    h = h1 if side == 1 else h2
+    u = h.u_exact(j)
+    alpha, beta = u[:m], u[m]
+    p = next(i for i in range(m) if alpha[i] != 0)  # α̂_p = 1
+    rng = _random.Random(seed)
+    # all hyperplanes of both networks, as float keys (for a fast screen) and exact data
+    others = [(hh, jj) for hh in (h1, h2) for jj in range(hh.N_all)]
+    keys = np.concatenate([h1.keys, h2.keys], axis=0) if others else np.zeros((0, m + 1))
+    for attempt in range(200):
+        t = [Fraction(rng.randint(-3 - attempt, 3 + attempt), rng.randint(1, 4)) if i != p else Fraction(0)
+             for i in range(m)]
+        x0 = list(t)
+        x0[p] = -beta - sum((alpha[i] * t[i] for i in range(m) if i != p), Fraction(0))
+        x0t = tuple(x0)
+        # distance (along the normal direction d = α̂) to every other hyperplane
+        xf = np.array([float(v) for v in x0t] + [1.0])
+        val = keys @ xf
+        slope = keys[:, :m] @ np.array([float(a) for a in alpha])
+        near = np.abs(val) <= 1e-9 * (1 + np.abs(keys).sum(axis=1) * (1 + np.abs(xf).max()))
+        bad = False
+        for q in np.nonzero(near)[0].tolist():
+            hh, jj = others[q]
+            uu = hh.u_exact(jj)
+            if uu == u or tuple(-v for v in uu) == u:
+                continue
+            r = sum((uu[i] * x0t[i] for i in range(m)), uu[m])
+            if r == 0:
+                bad = True
+                break
+        if bad:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.abs(val) / np.abs(slope)
+        same = np.all(np.abs(keys - np.array([float(v) for v in u])) == 0, axis=1)
+        ratio = np.where(same | ~np.isfinite(ratio) | near, np.inf, ratio)
+        gap = float(ratio.min()) if ratio.size else np.inf
+        eps = Fraction(1) if not np.isfinite(gap) or gap >= 2 else Fraction(gap / 4).limit_denominator(1 << 62)
+        if eps <= 0:
+            eps = Fraction(1, 1 << 40)
+        for _ in range(80):
+            for sign in (1, -1, 0):
+                x = tuple(x0t[i] + sign * eps * alpha[i] for i in range(m))
+                ce = _differs(net1, net2, x)
+                if ce is not None:
+                    return ce
+            eps /= 4
+    raise AssertionError("no counterexample found although the normal forms differ")  # pragma: no cover

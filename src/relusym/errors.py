@@ -1,0 +1,17 @@
+"""The exceptions relusym raises. Each message names the argument, the shape or the index at fault."""
+
+from __future__ import annotations
+
+__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError"]
+
+
+class InvalidNetworkError(ValueError):
+    """The parameters do not describe a network θ ∈ Ω(m, n, k): wrong shapes, NaN, non-numeric entries."""
+
+
+class UnsupportedModelError(ValueError):
+    """A model or file that is not a one-hidden-layer ReLU network (or a format that relusym cannot read)."""
+
+
+class BudgetExceededError(RuntimeError):
+    """A search (flip sets, minimal width) ran past the budget it was given."""

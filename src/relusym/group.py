@@ -1,0 +1,353 @@
+"""The group H_n of positive monomial matrices, its action, orbits and stabilizers (spec §1.2 and §4, Theorem 2)."""
+
+from __future__ import annotations
+
+import math
+import random as _random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidNetworkError
+from .network import Network
+from .numbers import exact_view, float_key, fraction_str, fractions_of, to_fraction
+
+__all__ = ["Symmetry", "find_symmetry", "stabilizer", "Stabilizer"]
+
+
+def _is_power_of_two(q: Fraction) -> bool:
+    p, d = q.numerator, q.denominator
+    return p > 0 and p & (p - 1) == 0 and d & (d - 1) == 0
+
+
+class Symmetry:
+    """An element h = P_π D of H_n (spec §1.2).
+
+    Neuron j moves to slot ``permutation[j]`` and becomes (v_j/d_j, d_j a_j, d_j b_j) with d_j = ``scales[j]``
+    > 0; the output bias is untouched.  ``h @ net`` (or ``h.act(net)``) applies h; ``h @ g`` is the composition
+    "apply g, then h".  Scales are exact rationals (floats are read at their exact value).
+
+    >>> h = Symmetry([1, 0], [2, "1/2"])
+    >>> (h.inverse() @ h) == Symmetry.identity(2)
+    True
+    """
+
+    __slots__ = ("permutation", "scales")
+
+    permutation: tuple[int, ...]
+    scales: tuple[Fraction, ...]
+
+    def __init__(self, permutation: Sequence[int], scales: Sequence[Any] | None = None) -> None:
+        perm = tuple(int(p) for p in permutation)
+        n = len(perm)
+        if sorted(perm) != list(range(n)):
+            raise InvalidNetworkError(f"permutation must be a rearrangement of 0..{n - 1}, got {list(perm)}")
+        if scales is None:
+            sc = tuple(Fraction(1) for _ in range(n))
+        else:
+            sc = tuple(to_fraction(s, f"scales[{i}]") for i, s in enumerate(scales))
+        if len(sc) != n:
+            raise InvalidNetworkError(f"scales must have {n} entries (one per neuron), got {len(sc)}")
+        for i, s in enumerate(sc):
+            if s <= 0:
+                raise InvalidNetworkError(f"scales[{i}] = {fraction_str(s)} is not positive")
+        object.__setattr__(self, "permutation", perm)
+        object.__setattr__(self, "scales", sc)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Symmetry is immutable")
+
+    @property
+    def n(self) -> int:
+        return len(self.permutation)
+
+    @classmethod
+    def identity(cls, n: int) -> Symmetry:
+        """The identity of H_n."""
+        return cls(range(n))
+
+    @classmethod
+    def random(cls, n: int, rng: Any = None, *, dyadic: bool = False, spread: int = 4) -> Symmetry:
+        """A random element: a uniform permutation and random positive rational scales.
+
+        With ``dyadic=True`` the scales are powers of two 2^j, |j| ≤ ``spread``, so that h·θ of a float
+        network is again exactly a float network.  ``rng`` is a ``random.Random``, a numpy Generator or a seed.
+        """
+        r = rng if isinstance(rng, _random.Random) else _random.Random(
+            int(rng.integers(2**63)) if isinstance(rng, np.random.Generator) else rng
+        )
+        perm = list(range(n))
+        r.shuffle(perm)
+        if dyadic:
+            scales = [Fraction(2) ** r.randint(-spread, spread) for _ in range(n)]
+        else:
+            scales = [Fraction(r.randint(1, 2**spread), r.randint(1, 2**spread)) for _ in range(n)]
+        return cls(perm, scales)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Symmetry:
+        return cls(d["permutation"], d.get("scales"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"permutation": list(self.permutation), "scales": [fraction_str(s) for s in self.scales]}
+
+    def inverse(self) -> Symmetry:
+        """h⁻¹: the neuron in slot π(j) goes back to slot j, scaled by 1/d_j."""
+        n = self.n
+        perm = [0] * n
+        scales = [Fraction(1)] * n
+        for j, (p, d) in enumerate(zip(self.permutation, self.scales, strict=True)):
+            perm[p] = j
+            scales[p] = 1 / d
+        return Symmetry(perm, scales)
+
+    def compose(self, other: Symmetry) -> Symmetry:
+        """``self ∘ other``: apply ``other`` first, then ``self``."""
+        if other.n != self.n:
+            raise InvalidNetworkError(f"cannot compose elements of H_{self.n} and H_{other.n}")
+        perm = [self.permutation[p] for p in other.permutation]
+        scales = [d * self.scales[p] for d, p in zip(other.scales, other.permutation, strict=True)]
+        return Symmetry(perm, scales)
+
+    def act(self, net: Network) -> Network:
+        """h·θ = (V h⁻¹, h A, h b, c) (spec §1.2).  Float networks stay float networks when every scale is a
+        power of two (then the result is exact); otherwise the result holds Fractions."""
+        if net.n != self.n:
+            raise InvalidNetworkError(f"this symmetry acts on n = {self.n} neurons, the network has n = {net.n}")
+        inv = np.empty(self.n, dtype=np.int64)
+        inv[np.asarray(self.permutation, dtype=np.int64)] = np.arange(self.n)  # slot -> source neuron
+        src = inv
+        if net.is_float and all(_is_power_of_two(d) for d in self.scales):
+            expo = np.array([d.numerator.bit_length() - d.denominator.bit_length() for d in self.scales],
+                            dtype=np.int64)
+            e = expo[src]
+            V = np.ldexp(net.V[:, src], -e[None, :]).astype(net.V.dtype)
+            A = np.ldexp(net.A[src, :], e[:, None]).astype(net.A.dtype)
+            b = np.ldexp(net.b[src], e).astype(net.b.dtype)
+            ok = (np.array_equal(np.ldexp(V.astype(np.float64), e[None, :]), net.V[:, src].astype(np.float64))
+                  and np.array_equal(np.ldexp(A.astype(np.float64), -e[:, None]), net.A[src].astype(np.float64))
+                  and np.array_equal(np.ldexp(b.astype(np.float64), -e), net.b[src].astype(np.float64))
+                  and np.isfinite(V).all() and np.isfinite(A).all() and np.isfinite(b).all())
+            if ok:
+                return Network(V, A, b, net.c, m=net.m)
+        d = np.array(self.scales, dtype=object)[src]
+        V = fractions_of(net.V)[:, src] / d[None, :]
+        A = fractions_of(net.A)[src, :] * d[:, None]
+        b = fractions_of(net.b)[src] * d
+        return Network(V, A, b, net.c, m=net.m)
+
+    def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, Symmetry):
+            return self.compose(other)
+        if isinstance(other, Network):
+            return self.act(other)
+        return NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Symmetry):
+            return NotImplemented
+        return self.permutation == other.permutation and self.scales == other.scales
+
+    def __hash__(self) -> int:
+        return hash((self.permutation, self.scales))
+
+    def __repr__(self) -> str:
+        if self.n <= 12:
+            return f"Symmetry({list(self.permutation)}, [{', '.join(fraction_str(s) for s in self.scales)}])"
+        return f"Symmetry(<H_{self.n} element>)"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# neuron keys up to positive scaling (the H_n-invariant of one neuron)
+
+
+@dataclass(frozen=True)
+class _ScaleKeys:
+    """For each neuron: a hashable candidate key of (v, w) up to positive scaling, and the exact data to
+    verify candidates.  kind: 0 inactive, 1 w ≠ 0, 2 w = 0 and v ≠ 0."""
+
+    kind: np.ndarray  # (n,) int
+    keys: list[bytes]
+    P: np.ndarray  # n × (m+1+k) exact view of [a | b | v]
+    norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive
+    nw: int  # m + 1
+
+
+def _scale_keys(net: Network, P: np.ndarray) -> _ScaleKeys:
+    n, nw = net.n, net.m + 1
+    W = P[:, :nw]
+    Vt = P[:, nw:]
+    w_nz = W != 0
+    v_nz = Vt != 0
+    has_w = w_nz.any(axis=1)
+    has_v = v_nz.any(axis=1)
+    kind = np.where(has_w, 1, np.where(has_v, 2, 0))
+    qw = np.argmax(w_nz, axis=1)
+    qv = np.argmax(v_nz, axis=1)
+    rows = np.arange(n)
+    norm = np.where(kind == 1, abs(W[rows, qw]), np.where(kind == 2, abs(Vt[rows, qv]), 1))
+    if P.dtype == object:
+        norm = np.array([x if x != 0 else Fraction(1) for x in norm.tolist()], dtype=object)
+        one = Fraction(1)
+    else:
+        norm = norm.astype(np.float64)
+        one = 1.0
+    norm = np.where(kind == 0, one, norm)
+    fk = np.empty((n, P.shape[1]), dtype=np.float64)
+    if n:
+        Wn = W / norm[:, None]
+        Vn = Vt * norm[:, None]
+        Vd = Vt / norm[:, None]
+        fk[:, :nw] = float_key(np.where(kind[:, None] == 1, Wn, W * 0))
+        fk[:, nw:] = float_key(np.where(kind[:, None] == 1, Vn, Vd))
+    kb = np.concatenate([kind[:, None].astype(np.float64), fk], axis=1) + 0.0
+    keys = [kb[i].tobytes() for i in range(n)]
+    return _ScaleKeys(kind, keys, P, norm, nw)
+
+
+def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | None:
+    """The exact d > 0 with neuron l of θ2 = (v_j/d, d w_j) of θ1, or None (exact verification)."""
+    kind = int(sk1.kind[j])
+    if kind != int(sk2.kind[l_]):
+        return None
+    if kind == 0:
+        return Fraction(1)
+    p1, p2 = sk1.P[j], sk2.P[l_]
+    n1, n2 = sk1.norm[j], sk2.norm[l_]
+    nw = sk1.nw
+    if kind == 1:
+        ok = bool(np.all(p2[:nw] * n1 == p1[:nw] * n2)) and bool(np.all(p2[nw:] * n2 == p1[nw:] * n1))
+        return Fraction(n2) / Fraction(n1) if ok else None
+    ok = bool(np.all(p2[nw:] * n1 == p1[nw:] * n2))
+    return Fraction(n1) / Fraction(n2) if ok else None
+
+
+def _neuron_matrix(*nets: Network) -> list[np.ndarray]:
+    arrays: list[np.ndarray] = []
+    for net in nets:
+        arrays += [net.A, net.b, net.V]
+    views = exact_view(*arrays)
+    out = []
+    for i, net in enumerate(nets):
+        A, b, V = views[3 * i: 3 * i + 3]
+        out.append(np.concatenate([A, b[:, None], V.T], axis=1) if net.n else
+                   np.zeros((0, net.m + 1 + net.k), dtype=A.dtype))
+    return out
+
+
+def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
+    """An h ∈ H_n with h·θ1 = θ2 exactly, or None (spec §1.2, §4).
+
+    Neurons are matched by hashing their scale-invariant keys (O(n log n), not an assignment problem); each
+    match is verified in exact arithmetic.
+    """
+    if net1.shape != net2.shape:
+        return None
+    if not all(to_fraction(x) == to_fraction(y) for x, y in zip(net1.c.tolist(), net2.c.tolist(), strict=True)):
+        return None
+    P1, P2 = _neuron_matrix(net1, net2)
+    sk1, sk2 = _scale_keys(net1, P1), _scale_keys(net2, P2)
+    buckets: dict[bytes, list[int]] = defaultdict(list)
+    for l_ in range(net2.n - 1, -1, -1):
+        buckets[sk2.keys[l_]].append(l_)
+    perm = [0] * net1.n
+    scales: list[Fraction] = [Fraction(1)] * net1.n
+    for j in range(net1.n):
+        cand = buckets.get(sk1.keys[j])
+        if not cand:
+            return None
+        found = False
+        for pos in range(len(cand) - 1, -1, -1):
+            l_ = cand[pos]
+            d = _related(sk1, j, sk2, l_)
+            if d is not None:
+                cand.pop(pos)
+                perm[j], scales[j] = l_, d
+                found = True
+                break
+        if not found:
+            return None
+    return Symmetry(perm, scales)
+
+
+@dataclass(frozen=True)
+class Stabilizer:
+    """Stab_{H_n}(θ) ≅ S × H_{n′} (spec §4, Theorem C ≈ Theorem 2).
+
+    ``inactive`` is n′ (all-zero neurons, each giving a free positive scale and permutable among themselves),
+    ``blocks`` the classes (of size ≥ 2) of neurons related by positive scaling (0-based), ``order`` = |S| =
+    Π |C|!, and ``generators`` transpositions P_(j l) D generating S, each verified to fix θ.
+    """
+
+    inactive: int
+    inactive_neurons: tuple[int, ...]
+    blocks: tuple[tuple[int, ...], ...]
+    order: int
+    generators: tuple[Symmetry, ...]
+
+    @property
+    def dimension(self) -> int:
+        """dim Stab = n′."""
+        return self.inactive
+
+    @property
+    def trivial(self) -> bool:
+        return self.inactive == 0 and self.order == 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inactive": self.inactive,
+            "inactive_neurons": list(self.inactive_neurons),
+            "blocks": [list(b) for b in self.blocks],
+            "order": self.order,
+            "dimension": self.dimension,
+            "generators": [g.to_dict() for g in self.generators],
+        }
+
+    def __str__(self) -> str:
+        blocks = ", ".join("{" + ", ".join(map(str, b)) + "}" for b in self.blocks) or "none"
+        return (f"Stab ≅ S × H_{self.inactive}: {self.inactive} inactive neuron(s), "
+                f"blocks related by positive scaling: {blocks}, |S| = {self.order}")
+
+
+def stabilizer(net: Network) -> Stabilizer:
+    """The stabilizer of θ in H_n (spec §4, Theorem C ≈ Theorem 2), with verified generators."""
+    (P,) = _neuron_matrix(net)
+    sk = _scale_keys(net, P)
+    inactive = tuple(i for i in range(net.n) if sk.kind[i] == 0)
+    groups: dict[bytes, list[list[int]]] = defaultdict(list)
+    for i in range(net.n):
+        if sk.kind[i] == 0:
+            continue
+        # exact classes inside one float-key bucket
+        for cls in groups[sk.keys[i]]:
+            if _related(sk, cls[0], sk, i) is not None:
+                cls.append(i)
+                break
+        else:
+            groups[sk.keys[i]].append([i])
+    blocks = sorted(tuple(c) for lst in groups.values() for c in lst if len(c) >= 2)
+    order = math.prod(math.factorial(len(b)) for b in blocks)
+    gens: list[Symmetry] = []
+    for blk in blocks:
+        for j, l_ in zip(blk, blk[1:], strict=False):
+            d = _related(sk, j, sk, l_)  # neuron l = (v_j/d, d w_j)
+            assert d is not None
+            perm = list(range(net.n))
+            perm[j], perm[l_] = l_, j
+            scales = [Fraction(1)] * net.n
+            scales[j], scales[l_] = d, 1 / d
+            g = Symmetry(perm, scales)
+            if not g.act(net).same_parameters(net):  # pragma: no cover - would be a bug
+                raise AssertionError(f"stabilizer generator {g} does not fix θ")
+            gens.append(g)
+    return Stabilizer(len(inactive), inactive, tuple(blocks), order, tuple(gens))
+
+
+def _iter_pairs(xs: Iterable[int]) -> Iterable[tuple[int, int]]:
+    lst = list(xs)
+    return zip(lst, lst[1:], strict=False)

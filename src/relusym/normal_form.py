@@ -1,0 +1,531 @@
+"""Hyperplane classes, kinks and the complete invariant NF(θ) = (K, M, e) (spec §1.3–1.4, §2.2–2.5, Theorem A).
+
+The computation follows Algorithm NF of spec §2.5, vectorised.  Every neuron with a_i ≠ 0 and v_i ≠ 0 lies on
+the unoriented hyperplane class û = w_i / λ_i (λ_i the first nonzero entry of a_i) and adds |λ_i| v_i to the
+kink κ_û; a negatively oriented neuron (λ_i < 0) also adds |λ_i| v_i to the *negative kink* s_û.  Then
+
+    M = Σ_neg v_i a_iᵀ = −Σ_û s_û α̂_ûᵀ,        e = c + Σ_const b_i v_i − Σ_û s_û β̂_û.
+
+Exactness without per-entry Fractions: classes are grouped by the float64 value of û, which is correctly
+rounded, so equal rationals always give equal keys; every group of two or more rows is then checked exactly.
+When all entries fit in float32, the products |λ_i| v_i and the cross-multiplications used in the checks are
+exact in float64; otherwise the same code runs on Fractions.  M and e are computed exactly when asked for;
+comparisons never need them: two NFs have the same affine part iff Σ_û Δs_û û = 0 over the classes whose
+negative kinks differ, which is usually none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidNetworkError
+from .network import Network
+from .numbers import exact_matmul, exact_view, float_key, fraction_str, fractions_of, to_fraction
+
+__all__ = ["NormalForm", "normal_form", "hyperplane_classes", "HyperplaneClasses"]
+
+
+def _to_frac_rows(x: np.ndarray) -> list[tuple[Fraction, ...]]:
+    return [tuple(Fraction(v) for v in row) for row in x.tolist()]
+
+
+@dataclass(frozen=True, eq=False)
+class HyperplaneClasses:
+    """The decomposition of spec §2.2 of one network: its hyperplane classes, kinks and negative kinks.
+
+    Class j has representative neuron ``rep[j]``; ``W`` holds the exact rows w_i = (a_i, b_i) (in the exact
+    view of :func:`relusym.numbers.exact_view`) and ``lam`` the λ_i, so û_j = W[rep[j]] / lam[rep[j]].
+    ``label[i]`` is the class of neuron i (−1 for null and constant neurons).
+    """
+
+    net: Network
+    W: np.ndarray  # n × (m+1) exact view
+    lam: np.ndarray  # (n,) λ_i (0 where a_i = 0)
+    neuron_type: np.ndarray  # (n,) 0 null, 1 constant, 2 hyperplane
+    label: np.ndarray  # (n,) class index or -1
+    keys: np.ndarray  # N × (m+1) float64 keys of û
+    rep: np.ndarray  # (N,) representative neuron
+    kappa: np.ndarray  # N × k exact
+    s: np.ndarray  # N × k exact negative kinks
+    const: tuple[Fraction, ...]  # c + Σ_const b_i v_i
+    sizes: np.ndarray = field(repr=False)  # (N,) neurons per class
+
+    @property
+    def m(self) -> int:
+        return self.net.m
+
+    @property
+    def k(self) -> int:
+        return self.net.k
+
+    @property
+    def N_all(self) -> int:
+        return int(self.rep.shape[0])
+
+    def u_exact(self, j: int) -> tuple[Fraction, ...]:
+        """û_j as exact rationals."""
+        i = int(self.rep[j])
+        lam = Fraction(self.lam[i])
+        return tuple(Fraction(x) / lam for x in self.W[i].tolist())
+
+    def kappa_exact(self, j: int) -> tuple[Fraction, ...]:
+        return tuple(Fraction(x) for x in self.kappa[j].tolist())
+
+    def s_exact(self, j: int) -> tuple[Fraction, ...]:
+        return tuple(Fraction(x) for x in self.s[j].tolist())
+
+    @cached_property
+    def kink_mask(self) -> np.ndarray:
+        """Classes whose kink is nonzero (the classes U* of the normal form)."""
+        return (self.kappa != 0).any(axis=1) if self.N_all else np.zeros(0, dtype=bool)
+
+    @cached_property
+    def key_bytes(self) -> list[bytes]:
+        return [self.keys[j].tobytes() for j in range(self.N_all)]
+
+
+def _group_exact(W: np.ndarray, lam: np.ndarray, idx: np.ndarray, fkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group rows idx by their float keys, then split each group exactly.  Returns (label per idx, reps)."""
+    nh = idx.shape[0]
+    if nh == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    kv = np.ascontiguousarray(fkeys).view(np.dtype((np.void, fkeys.dtype.itemsize * fkeys.shape[1]))).ravel()
+    _, first, inv, counts = np.unique(kv, return_index=True, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    label = inv.astype(np.int64).copy()
+    reps = first.astype(np.int64).copy()
+    multi = np.nonzero(counts > 1)[0]
+    if multi.size:
+        extra: list[int] = []
+        next_label = reps.shape[0]
+        order = np.argsort(inv, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        for g in multi.tolist():
+            members = order[starts[g]:starts[g + 1]]
+            # exact split: rows proportional to the same representative with the same λ-normalisation
+            class_reps: list[tuple[int, int]] = []  # (position in idx, label)
+            for pos in members.tolist():
+                i = int(idx[pos])
+                for rpos, lab in class_reps:
+                    r = int(idx[rpos])
+                    if bool(np.all(W[i] * lam[r] == W[r] * lam[i])):
+                        label[pos] = lab
+                        break
+                else:
+                    if not class_reps:
+                        lab = g
+                        reps[g] = pos
+                    else:
+                        lab = next_label
+                        next_label += 1
+                        extra.append(pos)
+                    label[pos] = lab
+                    class_reps.append((pos, lab))
+        if extra:
+            reps = np.concatenate([reps, np.asarray(extra, dtype=np.int64)])
+    return label, reps
+
+
+def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray) -> np.ndarray:
+    """Exact per-class sums of the rows of ``values`` (float64-exact or Fractions)."""
+    k = values.shape[1]
+    if values.dtype != object and (sizes <= 1).all():
+        out = np.zeros((N, k), dtype=np.float64)
+        if label.size:
+            out[label] = values
+        return out
+    if values.dtype != object:
+        # sums of several exact floats may round: add in Fractions, keep floats if the sums are representable
+        out = np.zeros((N, k), dtype=np.float64)
+        single = sizes[label] == 1
+        out[label[single]] = values[single]
+        multi = np.nonzero(~single)[0]
+        acc: dict[int, list[Fraction]] = {}
+        for i in multi.tolist():
+            row = acc.setdefault(int(label[i]), [Fraction(0)] * k)
+            for r, v in enumerate(values[i].tolist()):
+                row[r] += Fraction(v)
+        if all(Fraction(float(x)) == x for row in acc.values() for x in row):
+            for lab, row in acc.items():
+                out[lab] = [float(x) for x in row]
+            return out
+        obj = fractions_of(out)
+        for lab, row in acc.items():
+            obj[lab] = row
+        return obj
+    out_o = np.empty((N, k), dtype=object)
+    out_o.fill(Fraction(0))
+    for i, lab in enumerate(label.tolist()):
+        out_o[lab] = out_o[lab] + values[i]
+    return out_o
+
+
+def hyperplane_classes(net: Network) -> HyperplaneClasses:
+    """The hyperplane classes, kinks and negative kinks of θ (spec §1.3, §1.4, §2.2)."""
+    m, n, k = net.shape
+    A, b, V, c = exact_view(net.A, net.b, net.V, net.c)
+    W = np.concatenate([A, b[:, None]], axis=1) if n else np.zeros((0, m + 1), dtype=A.dtype)
+    Vt = V.T
+    a_nz = A != 0
+    has_a = a_nz.any(axis=1) if n else np.zeros(0, dtype=bool)
+    has_v = (Vt != 0).any(axis=1) if n else np.zeros(0, dtype=bool)
+    hyper = has_a & has_v
+    constant = ~has_a & has_v & (b > 0)
+    neuron_type = np.where(hyper, 2, np.where(constant, 1, 0)).astype(np.int8)
+    p = np.argmax(a_nz, axis=1) if n else np.zeros(0, dtype=np.int64)
+    lam = A[np.arange(n), p] if n else A[:0, 0] if A.shape[1] else np.zeros(0)
+    lam = np.where(has_a, lam, 0 if A.dtype != object else Fraction(0))
+    idx = np.nonzero(hyper)[0]
+    Wh = W[idx]
+    lh = lam[idx]
+    fkeys = float_key(Wh / lh[:, None]) if idx.size else np.zeros((0, m + 1))
+    lab_h, reps_pos = _group_exact(W, lam, idx, fkeys)
+    N = int(reps_pos.shape[0])
+    sizes = np.bincount(lab_h, minlength=N) if N else np.zeros(0, dtype=np.int64)
+    abs_l = abs(lh)
+    prod = Vt[idx] * abs_l[:, None]
+    kappa = _class_sums(prod, lab_h, N, sizes)
+    neg = lh < 0
+    prod_neg = prod * neg[:, None] if prod.dtype != object else np.where(neg[:, None], prod, Fraction(0))
+    s = _class_sums(prod_neg, lab_h, N, sizes)
+    label = np.full(n, -1, dtype=np.int64)
+    label[idx] = lab_h
+    const = [Fraction(x) for x in c.tolist()]
+    for i in np.nonzero(constant)[0].tolist():
+        bi = Fraction(b[i])
+        for r in range(k):
+            const[r] += bi * Fraction(Vt[i, r])
+    keys = fkeys[reps_pos] if N else np.zeros((0, m + 1))
+    return HyperplaneClasses(net, W, lam, neuron_type, label, keys, idx[reps_pos] if N else reps_pos,
+                             kappa, s, tuple(const), sizes)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# comparing two decompositions
+
+
+@dataclass(frozen=True)
+class ClassMatch:
+    """The classes of two decompositions matched exactly: pairs (j1, j2), and the classes of each side alone."""
+
+    pairs: np.ndarray  # P × 2
+    only1: np.ndarray
+    only2: np.ndarray
+
+
+def _proportional_rows(h1: HyperplaneClasses, j1: np.ndarray, h2: HyperplaneClasses, j2: np.ndarray) -> np.ndarray:
+    """Exact test û(j1) == û(j2) for matched candidate pairs (vectorised when both views are float64)."""
+    i1, i2 = h1.rep[j1], h2.rep[j2]
+    W1, W2, l1, l2 = h1.W[i1], h2.W[i2], h1.lam[i1], h2.lam[i2]
+    if W1.dtype != object and W2.dtype != object:
+        return np.all(W1 * l2[:, None] == W2 * l1[:, None], axis=1)
+    W1, W2, l1, l2 = (fractions_of(x) for x in (W1, W2, l1, l2))
+    return np.array([bool(np.all(W1[t] * l2[t] == W2[t] * l1[t])) for t in range(len(j1))], dtype=bool)
+
+
+def match_classes(h1: HyperplaneClasses, h2: HyperplaneClasses) -> ClassMatch:
+    """Match the hyperplane classes of two networks exactly (hash on float keys, verify exactly)."""
+    N1, N2 = h1.N_all, h2.N_all
+    if N1 == 0 or N2 == 0:
+        return ClassMatch(np.zeros((0, 2), dtype=np.int64), np.arange(N1), np.arange(N2))
+    keys = np.concatenate([h1.keys, h2.keys], axis=0)
+    kv = np.ascontiguousarray(keys).view(np.dtype((np.void, 8 * keys.shape[1]))).ravel()
+    _, inv, counts = np.unique(kv, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    inv1, inv2 = inv[:N1], inv[N1:]
+    # candidate pairs: groups with exactly one class from each side (the common case)
+    c1 = np.bincount(inv1, minlength=counts.shape[0])
+    c2 = np.bincount(inv2, minlength=counts.shape[0])
+    simple = (c1 == 1) & (c2 == 1)
+    pos2 = np.full(counts.shape[0], -1, dtype=np.int64)
+    pos2[inv2] = np.arange(N2)
+    j1 = np.nonzero(simple[inv1])[0]
+    j2 = pos2[inv1[j1]]
+    ok = _proportional_rows(h1, j1, h2, j2) if j1.size else np.zeros(0, dtype=bool)
+    pairs = [np.stack([j1[ok], j2[ok]], axis=1)]
+    matched1 = np.zeros(N1, dtype=bool)
+    matched2 = np.zeros(N2, dtype=bool)
+    matched1[j1[ok]] = True
+    matched2[j2[ok]] = True
+    # rare: collisions of float keys; match them pairwise in exact arithmetic
+    hard = np.nonzero(~simple & (c1 > 0) & (c2 > 0))[0]
+    if hard.size:
+        hard_set = set(hard.tolist())
+        left = [j for j in range(N1) if int(inv1[j]) in hard_set]
+        right = [j for j in range(N2) if int(inv2[j]) in hard_set]
+        extra = []
+        for a in left:
+            for bb in right:
+                if matched2[bb] or inv1[a] != inv2[bb]:
+                    continue
+                if bool(_proportional_rows(h1, np.array([a]), h2, np.array([bb]))[0]):
+                    extra.append((a, bb))
+                    matched1[a] = matched2[bb] = True
+                    break
+        if extra:
+            pairs.append(np.asarray(extra, dtype=np.int64))
+    return ClassMatch(np.concatenate(pairs, axis=0), np.nonzero(~matched1)[0], np.nonzero(~matched2)[0])
+
+
+def _rows_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype != object and y.dtype != object:
+        return np.all(x == y, axis=1)
+    x, y = fractions_of(x), fractions_of(y)
+    return np.array([bool(np.all(x[t] == y[t])) for t in range(x.shape[0])], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """What separates two decompositions: classes whose kinks differ, and the exact affine difference."""
+
+    kink_classes: list[tuple[int, int]]  # (side, class index) with differing kink (side 1 or 2)
+    dM: tuple[tuple[Fraction, ...], ...]
+    de: tuple[Fraction, ...]
+
+    @property
+    def zero(self) -> bool:
+        return (not self.kink_classes and all(x == 0 for row in self.dM for x in row)
+                and all(x == 0 for x in self.de))
+
+
+def compare(h1: HyperplaneClasses, h2: HyperplaneClasses) -> Difference:
+    """The exact difference between NF(θ1) and NF(θ2) (Theorem A: θ1 ≡ θ2 iff it is zero)."""
+    if h1.m != h2.m or h1.k != h2.k:
+        raise InvalidNetworkError(
+            f"the networks have different shapes: m = {h1.m}, k = {h1.k} against m = {h2.m}, k = {h2.k}"
+        )
+    m, k = h1.m, h1.k
+    cm = match_classes(h1, h2)
+    kink_classes: list[tuple[int, int]] = []
+    p1, p2 = cm.pairs[:, 0], cm.pairs[:, 1]
+    same_kappa = _rows_equal(h1.kappa[p1], h2.kappa[p2]) if p1.size else np.zeros(0, dtype=bool)
+    kink_classes += [(1, int(j)) for j in p1[~same_kappa]]
+    kink_classes += [(1, int(j)) for j in cm.only1 if h1.kink_mask[j]]
+    kink_classes += [(2, int(j)) for j in cm.only2 if h2.kink_mask[j]]
+    # affine part: Δ = −Σ Δs_û (α̂_û, β̂_û) over classes whose negative kinks differ, plus Δ(constant)
+    dM = [[Fraction(0)] * m for _ in range(k)]
+    de = [x - y for x, y in zip(h1.const, h2.const, strict=True)]
+    same_s = _rows_equal(h1.s[p1], h2.s[p2]) if p1.size else np.zeros(0, dtype=bool)
+    contributions: list[tuple[HyperplaneClasses, int, tuple[Fraction, ...]]] = []
+    for j1, j2 in zip(p1[~same_s].tolist(), p2[~same_s].tolist(), strict=True):
+        ds = tuple(x - y for x, y in zip(h1.s_exact(j1), h2.s_exact(j2), strict=True))
+        contributions.append((h1, j1, ds))
+    for j in cm.only1.tolist():
+        contributions.append((h1, j, h1.s_exact(j)))
+    for j in cm.only2.tolist():
+        contributions.append((h2, j, tuple(-x for x in h2.s_exact(j))))
+    for h, j, ds in contributions:
+        if not any(ds):
+            continue
+        u = h.u_exact(j)
+        for r in range(k):
+            if ds[r]:
+                for col in range(m):
+                    if u[col]:
+                        dM[r][col] -= ds[r] * u[col]
+                de[r] -= ds[r] * u[m]
+    return Difference(kink_classes, tuple(tuple(r) for r in dM), tuple(de))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the normal form
+
+
+class NormalForm:
+    """NF(θ) = (K, M, e) of spec §2.4: the kink classes (û, κ_û) sorted by û, the linear part M (k×m) and the
+    offset e (k), all exact.  Two networks realize the same function iff their normal forms are equal
+    (Theorem A), whatever their widths.
+
+    Equality and hashing are cheap (no per-entry Fractions); ``K``, ``M``, ``e``, ``to_dict()`` and
+    ``digest()`` compute exact rationals on first use.
+    """
+
+    __slots__ = ("_h", "__dict__")
+
+    def __init__(self, classes: HyperplaneClasses) -> None:
+        self._h = classes
+
+    @property
+    def classes(self) -> HyperplaneClasses:
+        return self._h
+
+    @property
+    def m(self) -> int:
+        return self._h.m
+
+    @property
+    def k(self) -> int:
+        return self._h.k
+
+    @cached_property
+    def K(self) -> tuple[tuple[tuple[Fraction, ...], tuple[Fraction, ...]], ...]:
+        """The kink classes (û, κ_û), κ_û ≠ 0, sorted lexicographically by û (exact)."""
+        h = self._h
+        items = [(h.u_exact(j), h.kappa_exact(j)) for j in np.nonzero(h.kink_mask)[0].tolist()]
+        items.sort(key=lambda t: t[0])
+        return tuple(items)
+
+    @property
+    def N(self) -> int:
+        """Number of kink classes |U*|."""
+        return int(self._h.kink_mask.sum())
+
+    @cached_property
+    def M(self) -> tuple[tuple[Fraction, ...], ...]:
+        """M = Σ over negatively oriented neurons of v_i a_iᵀ (k×m, exact)."""
+        h = self._h
+        net = h.net
+        neg = np.nonzero((h.neuron_type == 2) & (h.lam < 0))[0]
+        if neg.size == 0:
+            return tuple(tuple(Fraction(0) for _ in range(self.m)) for _ in range(self.k))
+        prod = exact_matmul(net.V[:, neg], net.A[neg, :])
+        return tuple(tuple(row) for row in prod.tolist())
+
+    @cached_property
+    def e(self) -> tuple[Fraction, ...]:
+        """e = c + Σ_const b_i v_i + Σ_neg b_i v_i (exact)."""
+        h = self._h
+        net = h.net
+        neg = np.nonzero((h.neuron_type == 2) & (h.lam < 0))[0]
+        out = list(h.const)
+        if neg.size:
+            col = exact_matmul(net.V[:, neg], net.b[neg][:, None])
+            out = [x + y for x, y in zip(out, col[:, 0].tolist(), strict=True)]
+        return tuple(out)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NormalForm):
+            return NotImplemented
+        if (self.m, self.k) != (other.m, other.k):
+            return False
+        return compare(self._h, other._h).zero
+
+    @cached_property
+    def _hash(self) -> int:
+        h = self._h
+        mask = h.kink_mask
+        kf = h.kappa[mask]
+        kf = kf.astype(np.float64) if kf.dtype != object else np.array(
+            [[float(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(kf.shape)
+        items = frozenset(zip([r.tobytes() for r in h.keys[mask]], [r.tobytes() for r in kf + 0.0],
+                              strict=True))
+        return hash((self.m, self.k, items))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``kinks`` (each ``{"hyperplane": û, "kink": κ}``), ``M``, ``e``, ``digest``."""
+        d = self._payload()
+        d["digest"] = self.digest()
+        return d
+
+    def _payload(self) -> dict[str, Any]:
+        return {
+            "m": self.m,
+            "k": self.k,
+            "kinks": [{"hyperplane": [fraction_str(x) for x in u], "kink": [fraction_str(x) for x in kap]}
+                      for u, kap in self.K],
+            "M": [[fraction_str(x) for x in row] for row in self.M],
+            "e": [fraction_str(x) for x in self.e],
+        }
+
+    def digest(self) -> str:
+        """A stable content hash (SHA-256 of the canonical JSON of (m, k, K, M, e)): the same on every machine,
+        Python version and backend, and equal for equal normal forms."""
+        if "_digest" not in self.__dict__:
+            text = json.dumps(self._payload(), sort_keys=True, separators=(",", ":"))
+            self.__dict__["_digest"] = hashlib.sha256(text.encode()).hexdigest()
+        return str(self.__dict__["_digest"])
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NormalForm:
+        """Rebuild a normal form from ``to_dict()`` output (through a network that realizes it)."""
+        return normal_form(realize(d))
+
+    def __repr__(self) -> str:
+        if self.N <= 6 and self.m * self.k <= 6:
+            return f"NormalForm(K={self._payload()['kinks']}, M={self._payload()['M']}, e={self._payload()['e']})"
+        return f"NormalForm(m={self.m}, k={self.k}, N={self.N})"
+
+
+def realize(d: dict[str, Any]) -> Network:
+    """A network realizing the normal form ``d`` (as produced by ``NormalForm.to_dict``): one positively
+    oriented neuron per kink and a cancelling pair σ(x_j) − σ(−x_j) = x_j per nonzero column of M."""
+    try:
+        m, k = int(d["m"]), int(d["k"])
+        kinks = d["kinks"]
+        M = [[to_fraction(x) for x in row] for row in d["M"]]
+        e = [to_fraction(x) for x in d["e"]]
+    except (KeyError, TypeError) as exc:
+        raise InvalidNetworkError(f"not a normal-form object: missing or malformed {exc}") from None
+    V_cols: list[list[Fraction]] = []
+    A_rows: list[list[Fraction]] = []
+    b: list[Fraction] = []
+    for item in kinks:
+        u = [to_fraction(x) for x in item["hyperplane"]]
+        kap = [to_fraction(x) for x in item["kink"]]
+        if len(u) != m + 1 or len(kap) != k:
+            raise InvalidNetworkError("a kink entry has the wrong length for m and k")
+        V_cols.append(kap)
+        A_rows.append(u[:m])
+        b.append(u[m])
+    for j in range(m):
+        col = [M[r][j] for r in range(k)]
+        if any(col):
+            unit = [Fraction(int(i == j)) for i in range(m)]
+            V_cols += [col, [-x for x in col]]
+            A_rows += [unit, [-x for x in unit]]
+            b += [Fraction(0), Fraction(0)]
+    V = [[V_cols[i][r] for i in range(len(V_cols))] for r in range(k)]
+    return Network(V, A_rows, b, e, m=m)
+
+
+def normal_form(net: Network) -> NormalForm:
+    """NF(θ) = (K, M, e), the complete invariant of ρ(θ) (spec §2.4–2.5, Theorem A ≈ Theorems 3 and 4).
+
+    >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
+    >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
+    [(('1', '-1'), ('2',)), (('1', '0'), ('1',))]
+    """
+    if not isinstance(net, Network):
+        raise InvalidNetworkError(f"normal_form needs a Network, got {type(net).__name__}")
+    return NormalForm(hyperplane_classes(net))
+
+
+def flip(net: Network, T: Any) -> Network:
+    """flip_T(θ): (v_i, a_i, b_i) ↦ (v_i, −a_i, −b_i) for i ∈ T and c ↦ c + Σ_T b_i v_i (spec §3, O4).
+
+    It preserves ρ(θ) iff Σ_T v_i a_iᵀ = 0 (Proposition 14)."""
+    T = sorted({int(i) for i in T})
+    for i in T:
+        if not 0 <= i < net.n:
+            raise InvalidNetworkError(f"flip index {i} is out of range for n = {net.n}")
+    idx = np.asarray(T, dtype=np.int64)
+    if net.is_float:
+        A = np.array(net.A, copy=True)
+        b = np.array(net.b, copy=True)
+        A[idx] = -A[idx]
+        b[idx] = -b[idx]
+        dc = exact_matmul(net.V[:, idx], net.b[idx][:, None])[:, 0] if idx.size else np.zeros(net.k, dtype=object)
+        c_new = [Fraction(x) + Fraction(y) for x, y in zip(net.c.tolist(), dc.tolist(), strict=True)]
+        c_arr: Any = np.array([float(x) for x in c_new], dtype=net.c.dtype)
+        if any(Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)):
+            c_arr = c_new  # the new bias is not representable in the float dtype: keep it exact
+        return Network(net.V, A, b, c_arr, m=net.m)
+    A = fractions_of(net.A).copy()
+    b = fractions_of(net.b).copy()
+    c = list(fractions_of(net.c).tolist())
+    for i in T:
+        for r in range(net.k):
+            c[r] += Fraction(net.b[i]) * Fraction(net.V[r, i])
+        A[i] = -A[i]
+        b[i] = -b[i]
+    return Network(net.V, A, b, c, m=net.m)

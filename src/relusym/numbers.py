@@ -1,0 +1,264 @@
+"""Exact scalars and arrays (spec: interfaces.md "Numbers", classification.md §10 item 14).
+
+Every value relusym decides with is an exact rational.  Integers, :class:`fractions.Fraction` and decimal or
+rational strings (``"3/4"``, ``"0.1"``, ``"-2e-3"``) are read exactly; binary floats (Python ``float``, numpy
+``float16/32/64``) are read at their exact binary value.  NaN and infinities are rejected.
+
+Arrays are kept in one of two exact representations:
+
+* a read-only numpy float array (``float16``, ``float32`` or ``float64``), whose exact value is its binary value;
+* a read-only numpy ``object`` array of :class:`~fractions.Fraction`.
+
+The helpers below move between them without ever rounding.  :func:`exact_view` returns a ``float64`` array
+when every product of two entries is exactly representable (all entries fit in ``float32``: 24-bit mantissas),
+which lets the hot paths of the normal form run vectorised in floating point while staying exact; otherwise it
+returns Fractions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidNetworkError
+
+__all__ = [
+    "Rational",
+    "to_fraction",
+    "fraction_str",
+    "as_exact_array",
+    "exact_view",
+    "fractions_of",
+    "float_key",
+    "is_float_array",
+    "products_exact",
+    "integer_matrix",
+    "exact_matmul",
+    "format_vector",
+]
+
+Rational = Fraction
+
+_RATIONAL_RE = re.compile(r"^\s*([+-]?\d+)\s*/\s*([+-]?\d+)\s*$")
+_FLOAT_DTYPES = (np.float16, np.float32, np.float64)
+
+
+def to_fraction(x: Any, where: str = "value") -> Fraction:
+    """Read one scalar exactly: int, Fraction, rational or decimal string, or binary float at its exact value.
+
+    ``where`` names the argument and index in error messages, e.g. ``"A[3, 1]"``.
+    """
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, bool | np.bool_):
+        raise InvalidNetworkError(f"{where} is a boolean ({x!r}), not a number")
+    if isinstance(x, int | np.integer):
+        return Fraction(int(x))
+    if isinstance(x, float | np.floating):
+        xf = float(x) if not isinstance(x, np.longdouble) else x
+        if not np.isfinite(xf):
+            raise InvalidNetworkError(f"{where} is {float(x)!r}; NaN and infinities are not allowed")
+        if isinstance(x, np.longdouble):
+            p, q = x.as_integer_ratio()
+            return Fraction(p, q)
+        return Fraction(float(xf))
+    if isinstance(x, str):
+        s = x.strip()
+        mt = _RATIONAL_RE.match(s)
+        try:
+            if mt:
+                q = int(mt.group(2))
+                if q == 0:
+                    raise InvalidNetworkError(f"{where} is {x!r}, a fraction with zero denominator")
+                return Fraction(int(mt.group(1)), q)
+            if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise InvalidNetworkError(f"{where} is {x!r}; NaN and infinities are not allowed")
+            return Fraction(s)
+        except (ValueError, ZeroDivisionError):
+            raise InvalidNetworkError(f"{where} is {x!r}, which is not a rational number") from None
+    if hasattr(x, "numerator") and hasattr(x, "denominator"):  # numbers.Rational, e.g. flint.fmpq
+        return Fraction(int(x.numerator), int(x.denominator))
+    raise InvalidNetworkError(f"{where} is {x!r} of type {type(x).__name__}, not a number")
+
+
+def fraction_str(q: Fraction | int | float) -> str:
+    """The JSON spelling of a rational: ``"p/q"``, or ``"p"`` for an integer."""
+    q = to_fraction(q)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def format_vector(values: Iterable[Any]) -> str:
+    """A short human-readable rendering of a rational vector."""
+    return "(" + ", ".join(fraction_str(v) for v in values) + ")"
+
+
+def is_float_array(arr: np.ndarray) -> bool:
+    return arr.dtype in _FLOAT_DTYPES
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+def _index_str(idx: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
+    """Validate and store one parameter array exactly (a read-only copy; the caller's object is not touched).
+
+    Float arrays stay float arrays; integers that fit in 53 bits become ``float64`` (exact); everything else
+    (Python ints, Fractions, strings, mixtures) becomes an object array of Fractions.
+    """
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor: read its exact value without importing torch
+        x = x.detach().cpu().numpy()
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x, dtype=object if _has_non_float(x) else None)
+        except ValueError:
+            raise InvalidNetworkError(f"{name} is ragged: its rows do not all have the same length") from None
+    if arr.ndim != ndim:
+        raise InvalidNetworkError(f"{name} must be a {ndim}-dimensional array, got shape {arr.shape}")
+    if arr.dtype in _FLOAT_DTYPES:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InvalidNetworkError(
+                f"{name}{_index_str(idx)} is {arr[idx]!r}; NaN and infinities are not allowed"
+            )
+        return _readonly(np.array(arr, copy=True))
+    if arr.dtype.kind in "iu":
+        if arr.size == 0 or int(np.abs(arr.astype(object)).max()) < 2**53:
+            return _readonly(arr.astype(np.float64))
+    if arr.dtype.kind == "b":
+        raise InvalidNetworkError(f"{name} is a boolean array, not numbers")
+    if arr.dtype.kind in "fc" and arr.dtype not in _FLOAT_DTYPES:
+        if arr.dtype.kind == "c":
+            raise InvalidNetworkError(f"{name} has complex entries; only real numbers are allowed")
+    out = np.empty(arr.shape, dtype=object)
+    for idx in np.ndindex(arr.shape):
+        out[idx] = to_fraction(arr[idx], f"{name}{_index_str(idx)}")
+    return _readonly(out)
+
+
+def _has_non_float(x: Any) -> bool:
+    """True when a nested Python sequence holds something numpy would not read exactly as float64."""
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if isinstance(y, list | tuple):
+            stack.extend(y)
+        elif isinstance(y, bool):
+            return True
+        elif isinstance(y, int):
+            if abs(y) >= 2**53:
+                return True
+        elif not isinstance(y, float | np.floating | np.integer):
+            return True
+    return False
+
+
+def fractions_of(arr: np.ndarray) -> np.ndarray:
+    """The same values as an object array of Fractions (exact)."""
+    if arr.dtype == object:
+        return arr
+    out = np.empty(arr.shape, dtype=object)
+    flat = arr.ravel().tolist()
+    out.ravel()[:] = [Fraction(v) for v in flat] if flat else []
+    return out
+
+
+def products_exact(*arrays: np.ndarray) -> bool:
+    """True when every entry of every array is a float whose value fits in float32, so that the product of
+    any two entries is exact in float64."""
+    for arr in arrays:
+        if arr.dtype == np.float16 or arr.dtype == np.float32:
+            continue
+        if arr.dtype != np.float64:
+            return False
+        with np.errstate(over="ignore"):
+            if not np.array_equal(arr.astype(np.float32).astype(np.float64), arr):
+                return False
+    return True
+
+
+def exact_view(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays in one common exact representation in which products of two entries are exact:
+    float64 when all fit in float32, else object arrays of Fractions."""
+    if products_exact(*arrays):
+        return tuple(a.astype(np.float64) for a in arrays)
+    return tuple(fractions_of(a) for a in arrays)
+
+
+def float_key(arr: np.ndarray) -> np.ndarray:
+    """The float64 value of each entry, correctly rounded (so equal rationals give equal floats), with -0.0
+    turned into 0.0.  Used only for hashing and ordering candidates; exactness is checked separately."""
+    if arr.dtype == object:
+        out = np.array([float(v) for v in arr.ravel().tolist()], dtype=np.float64).reshape(arr.shape)
+    else:
+        out = arr.astype(np.float64)
+    return out + 0.0
+
+
+def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:
+    """Write ``arr`` exactly as ``ints * scale``: an object array of Python ints and one positive rational."""
+    if arr.size == 0:
+        return np.zeros(arr.shape, dtype=object), Fraction(1)
+    if arr.dtype in _FLOAT_DTYPES:
+        a64 = arr.astype(np.float64)
+        mant, expo = np.frexp(a64)
+        ints = (mant * 2.0**53).astype(np.int64)
+        expo = expo.astype(np.int64) - 53
+        nz = ints != 0
+        if not nz.any():
+            return np.zeros(arr.shape, dtype=object), Fraction(1)
+        # remove trailing zero bits so exponents are as large as possible
+        tz = np.zeros_like(ints)
+        tmp = np.where(nz, np.abs(ints), 1)
+        low = tmp & -tmp
+        tz = np.log2(low.astype(np.float64)).astype(np.int64)
+        ints = np.where(nz, ints >> tz, 0)
+        expo = expo + tz
+        e0 = int(expo[nz].min())
+        shifts = np.where(nz, expo - e0, 0)
+        out = np.empty(arr.shape, dtype=object)
+        flat_i = ints.ravel().tolist()
+        flat_s = shifts.ravel().tolist()
+        out.ravel()[:] = [i << s for i, s in zip(flat_i, flat_s, strict=True)]
+        return out, (Fraction(2) ** e0)
+    fr = fractions_of(arr)
+    den = 1
+    for v in fr.ravel().tolist():
+        den = math.lcm(den, v.denominator)
+    out = np.empty(arr.shape, dtype=object)
+    out.ravel()[:] = [v.numerator * (den // v.denominator) for v in fr.ravel().tolist()]
+    return out, Fraction(1, den)
+
+
+def exact_matmul(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The exact product ``X @ Y`` as an object array of Fractions (Python-int arithmetic)."""
+    if X.shape[1] == 0:
+        out = np.empty((X.shape[0], Y.shape[1]), dtype=object)
+        out.fill(Fraction(0))
+        return out
+    xi, xs = integer_matrix(X)
+    yi, ys = integer_matrix(Y)
+    prod = xi.dot(yi)
+    s = xs * ys
+    out = np.empty(prod.shape, dtype=object)
+    out.ravel()[:] = [Fraction(int(v)) * s for v in prod.ravel().tolist()]
+    return out
+
+
+def as_rational_vector(x: Sequence[Any] | np.ndarray, name: str = "x") -> tuple[Fraction, ...]:
+    """A point of ℝ^m as an exact rational vector."""
+    arr = np.asarray(x, dtype=object).ravel()
+    return tuple(to_fraction(v, f"{name}[{i}]") for i, v in enumerate(arr.tolist()))
