@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random as _random
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -61,10 +61,21 @@ class Verdict:
     witness: Symmetry | None = None
     flips: tuple[int, ...] | None = None
     counterexample: Counterexample | None = None
-    normal_form: NormalForm | None = None
+    _classes: HyperplaneClasses | Network | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return self.equivalent
+
+    @property
+    def normal_form(self) -> NormalForm | None:
+        """NF(θ1) (equal to NF(θ2) when equivalent), computed on first use."""
+        src = self._classes
+        if src is None:
+            return None
+        if isinstance(src, Network):
+            src = hyperplane_classes(src)
+            object.__setattr__(self, "_classes", src)
+        return NormalForm(src)
 
     @property
     def in_orbit(self) -> bool:
@@ -103,28 +114,29 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
         raise InvalidNetworkError(
             f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
         )
-    h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
-    diff = compare(h1, h2)
-    nf = NormalForm(h1)
-    if diff.zero:
-        if not certificate:
-            return Verdict(True, "same normal form", normal_form=nf)
-        w = find_symmetry(net1, net2) if net1.n == net2.n else None
+    if certificate and net1.n == net2.n:
+        # an exact orbit witness settles it without normal forms (the common case of permuted copies)
+        w = find_symmetry(net1, net2)
         if w is not None:
             return Verdict(True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w,
-                           flips=(), normal_form=nf)
+                           flips=(), _classes=net1)
+    h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
+    diff = compare(h1, h2)
+    if diff.zero:
+        if not certificate:
+            return Verdict(True, "same normal form", _classes=h1)
         found = _flip_witness(net1, net2, h1, h2)
         if found is not None:
             T, hw = found
             return Verdict(True, f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) "
-                                 f"(Proposition 14)", witness=hw, flips=T, normal_form=nf)
+                                 f"(Proposition 14)", witness=hw, flips=T, _classes=h1)
         return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)",
-                       normal_form=nf)
+                       _classes=h1)
     reason = _reason(diff)
     if not certificate:
-        return Verdict(False, reason, normal_form=nf)
+        return Verdict(False, reason, _classes=h1)
     ce = counterexample(net1, net2, h1, h2, diff)
-    return Verdict(False, reason, counterexample=ce, normal_form=nf)
+    return Verdict(False, reason, counterexample=ce, _classes=h1)
 
 
 def _reason(diff: Difference) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random as _random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -14,7 +14,16 @@ import numpy as np
 
 from .errors import InvalidNetworkError
 from .network import Network
-from .numbers import exact_view, float_key, fraction_str, fractions_of, to_fraction
+from .numbers import (
+    exact_view,
+    float_key,
+    fraction_str,
+    fractions_of,
+    products_exact,
+    row_hash,
+    rows_proportional,
+    to_fraction,
+)
 
 __all__ = ["Symmetry", "find_symmetry", "stabilizer", "Stabilizer"]
 
@@ -167,46 +176,38 @@ class Symmetry:
 
 @dataclass(frozen=True)
 class _ScaleKeys:
-    """For each neuron: a hashable candidate key of (v, w) up to positive scaling, and the exact data to
-    verify candidates.  kind: 0 inactive, 1 w ≠ 0, 2 w = 0 and v ≠ 0."""
+    """For each neuron: a 64-bit hash of (v, w) up to positive scaling (the H_n-invariant of one neuron), and
+    the exact data that verifies candidates.  kind: 0 inactive, 1 w ≠ 0, 2 w = 0 and v ≠ 0."""
 
     kind: np.ndarray  # (n,) int
-    keys: list[bytes]
-    P: np.ndarray  # n × (m+1+k) exact view of [a | b | v]
-    norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive
-    nw: int  # m + 1
+    hashes: np.ndarray  # (n,) uint64
+    W: np.ndarray  # n × (m+1) exact view of [a | b]
+    Vt: np.ndarray  # n × k exact view of v
+    norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive; float64 or Fractions
 
 
-def _scale_keys(net: Network, P: np.ndarray) -> _ScaleKeys:
-    n, nw = net.n, net.m + 1
-    W = P[:, :nw]
-    Vt = P[:, nw:]
+def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
+    n = W.shape[0]
     w_nz = W != 0
     v_nz = Vt != 0
     has_w = w_nz.any(axis=1)
     has_v = v_nz.any(axis=1)
     kind = np.where(has_w, 1, np.where(has_v, 2, 0))
+    rows = np.arange(n)
     qw = np.argmax(w_nz, axis=1)
     qv = np.argmax(v_nz, axis=1)
-    rows = np.arange(n)
-    norm = np.where(kind == 1, abs(W[rows, qw]), np.where(kind == 2, abs(Vt[rows, qv]), 1))
-    if P.dtype == object:
-        norm = np.array([x if x != 0 else Fraction(1) for x in norm.tolist()], dtype=object)
-        one = Fraction(1)
-    else:
-        norm = norm.astype(np.float64)
-        one = 1.0
-    norm = np.where(kind == 0, one, norm)
-    fk = np.empty((n, P.shape[1]), dtype=np.float64)
-    if n:
-        Wn = W / norm[:, None]
-        Vn = Vt * norm[:, None]
-        Vd = Vt / norm[:, None]
-        fk[:, :nw] = float_key(np.where(kind[:, None] == 1, Wn, W * 0))
-        fk[:, nw:] = float_key(np.where(kind[:, None] == 1, Vn, Vd))
-    kb = np.concatenate([kind[:, None].astype(np.float64), fk], axis=1) + 0.0
-    keys = [kb[i].tobytes() for i in range(n)]
-    return _ScaleKeys(kind, keys, P, norm, nw)
+    obj = W.dtype == object or Vt.dtype == object
+    one: Any = Fraction(1) if obj else 1.0
+    norm = np.where(kind == 1, abs(W[rows, qw]), np.where(kind == 2, abs(Vt[rows, qv]), one))
+    norm = np.array(norm.tolist(), dtype=object) if obj else norm.astype(np.float64)
+    if n == 0:
+        return _ScaleKeys(kind, np.zeros(0, dtype=np.uint64), W, Vt, norm)
+    k1 = (kind == 1)[:, None]
+    # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
+    Fw = float_key(W / norm[:, None])
+    Fv = float_key(np.where(k1, Vt * norm[:, None], Vt / norm[:, None]))
+    hashes = row_hash(Fw) + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return _ScaleKeys(kind, hashes, W, Vt, norm)
 
 
 def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | None:
@@ -216,60 +217,96 @@ def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | No
         return None
     if kind == 0:
         return Fraction(1)
-    p1, p2 = sk1.P[j], sk2.P[l_]
-    n1, n2 = sk1.norm[j], sk2.norm[l_]
-    nw = sk1.nw
+    n1, n2 = sk1.norm[[j]], sk2.norm[[l_]]
     if kind == 1:
-        ok = bool(np.all(p2[:nw] * n1 == p1[:nw] * n2)) and bool(np.all(p2[nw:] * n2 == p1[nw:] * n1))
-        return Fraction(n2) / Fraction(n1) if ok else None
-    ok = bool(np.all(p2[nw:] * n1 == p1[nw:] * n2))
-    return Fraction(n1) / Fraction(n2) if ok else None
+        ok = bool(rows_proportional(sk1.W[[j]], n2, sk2.W[[l_]], n1)[0]) and bool(
+            rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0])
+        return Fraction(n2[0]) / Fraction(n1[0]) if ok else None
+    ok = bool(rows_proportional(sk1.Vt[[j]], n2, sk2.Vt[[l_]], n1)[0])
+    return Fraction(n1[0]) / Fraction(n2[0]) if ok else None
 
 
-def _neuron_matrix(*nets: Network) -> list[np.ndarray]:
-    arrays: list[np.ndarray] = []
-    for net in nets:
-        arrays += [net.A, net.b, net.V]
-    views = exact_view(*arrays)
-    out = []
-    for i, net in enumerate(nets):
-        A, b, V = views[3 * i: 3 * i + 3]
-        out.append(np.concatenate([A, b[:, None], V.T], axis=1) if net.n else
-                   np.zeros((0, net.m + 1 + net.k), dtype=A.dtype))
+def _neuron_arrays(net: Network) -> tuple[np.ndarray, np.ndarray]:
+    A, b, V = exact_view(net.A, net.b, net.V)
+    W = np.concatenate([A, b[:, None]], axis=1) if A.dtype != object else np.concatenate(
+        [A, b.reshape(-1, 1)], axis=1)
+    return W, V.T
+
+
+def _scales_of(sk1: _ScaleKeys, sk2: _ScaleKeys, perm: np.ndarray) -> list[Fraction]:
+    """The exact scales d_j: |w'_q| / |w_q| (kind 1), |v_q| / |v'_q| (kind 2), 1 (inactive).
+
+    When the float64 quotient is exact (checked exactly), one Fraction is built per distinct quotient."""
+    kind = sk1.kind
+    num = np.where(kind == 1, sk2.norm[perm], sk1.norm)
+    den = np.where(kind == 1, sk1.norm, sk2.norm[perm])
+    quick = np.zeros(kind.shape[0], dtype=bool)
+    if num.dtype != object and den.dtype != object:
+        with np.errstate(all="ignore"):
+            r = num / den
+            # r·den is exact in float64 when both fit in float32, so this equality is exact
+            quick = (r.astype(np.float32) == r) & products_exact(den) & (r * den == num)
+    cache: dict[float, Fraction] = {}
+    out: list[Fraction] = []
+    for j, (kd, ok) in enumerate(zip(kind.tolist(), quick.tolist(), strict=True)):
+        if kd == 0:
+            out.append(Fraction(1))
+        elif ok:
+            rv = float(r[j])
+            d = cache.get(rv)
+            if d is None:
+                d = cache[rv] = Fraction(rv)
+            out.append(d)
+        else:
+            out.append(Fraction(num[j]) / Fraction(den[j]))
     return out
 
 
 def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
     """An h ∈ H_n with h·θ1 = θ2 exactly, or None (spec §1.2, §4).
 
-    Neurons are matched by hashing their scale-invariant keys (O(n log n), not an assignment problem); each
-    match is verified in exact arithmetic.
+    Neurons are matched by sorting 64-bit hashes of their scale-invariant keys (O(n log n), not an
+    assignment problem); every match is then verified in exact arithmetic.
     """
     if net1.shape != net2.shape:
         return None
     if not all(to_fraction(x) == to_fraction(y) for x, y in zip(net1.c.tolist(), net2.c.tolist(), strict=True)):
         return None
-    P1, P2 = _neuron_matrix(net1, net2)
-    sk1, sk2 = _scale_keys(net1, P1), _scale_keys(net2, P2)
-    buckets: dict[bytes, list[int]] = defaultdict(list)
-    for l_ in range(net2.n - 1, -1, -1):
-        buckets[sk2.keys[l_]].append(l_)
+    sk1 = _scale_keys(*_neuron_arrays(net1))
+    sk2 = _scale_keys(*_neuron_arrays(net2))
+    o1 = np.argsort(sk1.hashes, kind="stable")
+    o2 = np.argsort(sk2.hashes, kind="stable")
+    if not np.array_equal(sk1.hashes[o1], sk2.hashes[o2]):
+        return None  # equal invariants have equal hashes, so the multisets of invariants differ
+    perm = np.empty(net1.n, dtype=np.int64)
+    perm[o1] = o2
+    n1, n2 = sk1.norm, sk2.norm[perm]
+    W2, V2 = sk2.W[perm], sk2.Vt[perm]
+    ok = sk1.kind == sk2.kind[perm]
+    ok &= rows_proportional(sk1.W, n2, W2, n1)
+    ok &= np.where(sk1.kind == 1, rows_proportional(sk1.Vt, n1, V2, n2), rows_proportional(sk1.Vt, n2, V2, n1))
+    if ok.all():
+        return Symmetry(perm.tolist(), _scales_of(sk1, sk2, perm))
+    return _find_symmetry_exact(net1, sk1, sk2)
+
+
+def _find_symmetry_exact(net1: Network, sk1: _ScaleKeys, sk2: _ScaleKeys) -> Symmetry | None:
+    """The same search, one neuron at a time (used only after a hash collision)."""
+    buckets: dict[int, list[int]] = defaultdict(list)
+    for l_ in range(net1.n - 1, -1, -1):
+        buckets[int(sk2.hashes[l_])].append(l_)
     perm = [0] * net1.n
     scales: list[Fraction] = [Fraction(1)] * net1.n
     for j in range(net1.n):
-        cand = buckets.get(sk1.keys[j])
+        cand = buckets.get(int(sk1.hashes[j]))
         if not cand:
             return None
-        found = False
         for pos in range(len(cand) - 1, -1, -1):
-            l_ = cand[pos]
-            d = _related(sk1, j, sk2, l_)
+            d = _related(sk1, j, sk2, cand[pos])
             if d is not None:
-                cand.pop(pos)
-                perm[j], scales[j] = l_, d
-                found = True
+                perm[j], scales[j] = cand.pop(pos), d
                 break
-        if not found:
+        else:
             return None
     return Symmetry(perm, scales)
 
@@ -316,20 +353,19 @@ class Stabilizer:
 
 def stabilizer(net: Network) -> Stabilizer:
     """The stabilizer of θ in H_n (spec §4, Theorem C ≈ Theorem 2), with verified generators."""
-    (P,) = _neuron_matrix(net)
-    sk = _scale_keys(net, P)
+    sk = _scale_keys(*_neuron_arrays(net))
     inactive = tuple(i for i in range(net.n) if sk.kind[i] == 0)
-    groups: dict[bytes, list[list[int]]] = defaultdict(list)
+    groups: dict[int, list[list[int]]] = defaultdict(list)
     for i in range(net.n):
         if sk.kind[i] == 0:
             continue
-        # exact classes inside one float-key bucket
-        for cls in groups[sk.keys[i]]:
+        # exact classes inside one hash bucket
+        for cls in groups[int(sk.hashes[i])]:
             if _related(sk, cls[0], sk, i) is not None:
                 cls.append(i)
                 break
         else:
-            groups[sk.keys[i]].append([i])
+            groups[int(sk.hashes[i])].append([i])
     blocks = sorted(tuple(c) for lst in groups.values() for c in lst if len(c) >= 2)
     order = math.prod(math.factorial(len(b)) for b in blocks)
     gens: list[Symmetry] = []
@@ -346,8 +382,3 @@ def stabilizer(net: Network) -> Stabilizer:
                 raise AssertionError(f"stabilizer generator {g} does not fix θ")
             gens.append(g)
     return Stabilizer(len(inactive), inactive, tuple(blocks), order, tuple(gens))
-
-
-def _iter_pairs(xs: Iterable[int]) -> Iterable[tuple[int, int]]:
-    lst = list(xs)
-    return zip(lst, lst[1:], strict=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -135,7 +136,7 @@ class Network:
             raise IndexError(f"neuron index {i} out of range for n = {self.n}")
         v = tuple(Fraction(x) for x in self.V[:, i].tolist())
         a = tuple(Fraction(x) for x in self.A[i, :].tolist())
-        return v, a, Fraction(self.b[i])
+        return v, a, to_fraction(self.b[i])
 
     # -- conversions --------------------------------------------------------------------------------------
     def to_float(self, dtype: Any = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -197,9 +198,7 @@ class Network:
         if n == 0:
             return tuple(Fraction(v) for v in self.c.tolist())
         Ai, As = integer_matrix(self.A)
-        den = 1
-        for q in xv:
-            den = den * q.denominator // np.gcd(den, q.denominator)
+        den = math.lcm(*(q.denominator for q in xv))
         xi = np.array([q.numerator * (den // q.denominator) for q in xv], dtype=object)
         pre = Ai.dot(xi)
         scale = As / den
@@ -212,7 +211,7 @@ class Network:
         out = []
         for r in range(k):
             row = V[r].tolist()
-            s = Fraction(self.c[r])
+            s = to_fraction(self.c[r])
             for i in range(n):
                 if hidden[i]:
                     s += Fraction(row[i]) * hidden[i]

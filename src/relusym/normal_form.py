@@ -27,7 +27,19 @@ import numpy as np
 
 from .errors import InvalidNetworkError
 from .network import Network
-from .numbers import exact_matmul, exact_view, float_key, fraction_str, fractions_of, to_fraction
+from .numbers import (
+    exact_float,
+    exact_matmul,
+    exact_view,
+    float_key,
+    fraction_str,
+    fractions_of,
+    row_hash,
+    rows_proportional,
+    to_fraction,
+)
+
+_ZERO: Any = Fraction(0)
 
 __all__ = ["NormalForm", "normal_form", "hyperplane_classes", "HyperplaneClasses"]
 
@@ -40,17 +52,20 @@ def _to_frac_rows(x: np.ndarray) -> list[tuple[Fraction, ...]]:
 class HyperplaneClasses:
     """The decomposition of spec §2.2 of one network: its hyperplane classes, kinks and negative kinks.
 
-    Class j has representative neuron ``rep[j]``; ``W`` holds the exact rows w_i = (a_i, b_i) (in the exact
-    view of :func:`relusym.numbers.exact_view`) and ``lam`` the λ_i, so û_j = W[rep[j]] / lam[rep[j]].
-    ``label[i]`` is the class of neuron i (−1 for null and constant neurons).
+    Class j has representative neuron ``rep[j]``; ``A`` and ``b`` are the network's arrays in the exact view
+    of :func:`relusym.numbers.exact_view` and ``lam`` holds λ_i (float64 or Fractions), so
+    û_j = (A[rep[j]], b[rep[j]]) / lam[rep[j]].  ``label[i]`` is the class of neuron i (−1 for null and
+    constant neurons).  ``khash`` is a 64-bit hash of the correctly rounded float64 value of û (equal classes
+    of two networks always have equal hashes; every match is verified exactly).
     """
 
     net: Network
-    W: np.ndarray  # n × (m+1) exact view
+    A: np.ndarray
+    b: np.ndarray
     lam: np.ndarray  # (n,) λ_i (0 where a_i = 0)
     neuron_type: np.ndarray  # (n,) 0 null, 1 constant, 2 hyperplane
     label: np.ndarray  # (n,) class index or -1
-    keys: np.ndarray  # N × (m+1) float64 keys of û
+    khash: np.ndarray  # (N,) uint64
     rep: np.ndarray  # (N,) representative neuron
     kappa: np.ndarray  # N × k exact
     s: np.ndarray  # N × k exact negative kinks
@@ -69,11 +84,16 @@ class HyperplaneClasses:
     def N_all(self) -> int:
         return int(self.rep.shape[0])
 
+    def row(self, i: int) -> np.ndarray:
+        """w_i = (a_i, b_i) in the exact view."""
+        return np.append(self.A[i], self.b[i]) if self.A.dtype != object else np.array(
+            list(self.A[i]) + [self.b[i]], dtype=object)
+
     def u_exact(self, j: int) -> tuple[Fraction, ...]:
         """û_j as exact rationals."""
         i = int(self.rep[j])
         lam = Fraction(self.lam[i])
-        return tuple(Fraction(x) / lam for x in self.W[i].tolist())
+        return tuple(Fraction(x) / lam for x in self.row(i).tolist())
 
     def kappa_exact(self, j: int) -> tuple[Fraction, ...]:
         return tuple(Fraction(x) for x in self.kappa[j].tolist())
@@ -87,20 +107,42 @@ class HyperplaneClasses:
         return (self.kappa != 0).any(axis=1) if self.N_all else np.zeros(0, dtype=bool)
 
     @cached_property
-    def key_bytes(self) -> list[bytes]:
-        return [self.keys[j].tobytes() for j in range(self.N_all)]
+    def keys(self) -> np.ndarray:
+        """N × (m+1) float64 values of the û (correctly rounded), for screening and display."""
+        if self.N_all == 0:
+            return np.zeros((0, self.m + 1))
+        i = self.rep
+        lam = self.lam[i]
+        return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
 
 
-def _group_exact(W: np.ndarray, lam: np.ndarray, idx: np.ndarray, fkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group rows idx by their float keys, then split each group exactly.  Returns (label per idx, reps)."""
+def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """64-bit hashes of the float64 keys of û_i = w_i / λ_i for the neurons idx."""
+    if idx.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint64)
+    all_rows = idx.shape[0] == A.shape[0]
+    Ah = A if all_rows else A[idx]
+    lh = lam[idx]
+    if A.dtype == object:
+        Fa = float_key(Ah / lh[:, None])
+        Fb = float_key((b if all_rows else b[idx]) / lh)
+    else:
+        Fa = Ah / lh[:, None]  # float64 division of exact operands: correctly rounded
+        Fa += 0.0
+        Fb = float_key((b if all_rows else b[idx]) / lh)
+    return row_hash(Fa) + row_hash(Fb[:, None], offset=A.shape[1])
+
+
+def _group_exact(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray,
+                 hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group neurons idx by hash, then split each group exactly.  Returns (label per idx, rep positions)."""
     nh = idx.shape[0]
     if nh == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    kv = np.ascontiguousarray(fkeys).view(np.dtype((np.void, fkeys.dtype.itemsize * fkeys.shape[1]))).ravel()
-    _, first, inv, counts = np.unique(kv, return_index=True, return_inverse=True, return_counts=True)
+    _, first, inv, counts = np.unique(hashes, return_index=True, return_inverse=True, return_counts=True)
     inv = inv.ravel()
-    label = inv.astype(np.int64).copy()
-    reps = first.astype(np.int64).copy()
+    label = inv.astype(np.int64)
+    reps = first.astype(np.int64)
     multi = np.nonzero(counts > 1)[0]
     if multi.size:
         extra: list[int] = []
@@ -109,13 +151,13 @@ def _group_exact(W: np.ndarray, lam: np.ndarray, idx: np.ndarray, fkeys: np.ndar
         starts = np.concatenate([[0], np.cumsum(counts)])
         for g in multi.tolist():
             members = order[starts[g]:starts[g + 1]]
-            # exact split: rows proportional to the same representative with the same λ-normalisation
             class_reps: list[tuple[int, int]] = []  # (position in idx, label)
             for pos in members.tolist():
                 i = int(idx[pos])
                 for rpos, lab in class_reps:
                     r = int(idx[rpos])
-                    if bool(np.all(W[i] * lam[r] == W[r] * lam[i])):
+                    if bool(rows_proportional(A[[i]], lam[[r]], A[[r]], lam[[i]])[0]) and \
+                            b[i] * lam[r] == b[r] * lam[i]:
                         label[pos] = lab
                         break
                 else:
@@ -171,7 +213,6 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     """The hyperplane classes, kinks and negative kinks of θ (spec §1.3, §1.4, §2.2)."""
     m, n, k = net.shape
     A, b, V, c = exact_view(net.A, net.b, net.V, net.c)
-    W = np.concatenate([A, b[:, None]], axis=1) if n else np.zeros((0, m + 1), dtype=A.dtype)
     Vt = V.T
     a_nz = A != 0
     has_a = a_nz.any(axis=1) if n else np.zeros(0, dtype=bool)
@@ -180,30 +221,32 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     constant = ~has_a & has_v & (b > 0)
     neuron_type = np.where(hyper, 2, np.where(constant, 1, 0)).astype(np.int8)
     p = np.argmax(a_nz, axis=1) if n else np.zeros(0, dtype=np.int64)
-    lam = A[np.arange(n), p] if n else A[:0, 0] if A.shape[1] else np.zeros(0)
-    lam = np.where(has_a, lam, 0 if A.dtype != object else Fraction(0))
+    lam = exact_float(A[np.arange(n), p]) if n else exact_float(np.zeros(0, dtype=A.dtype))
+    zero: Any = Fraction(0) if lam.dtype == object else 0.0
+    lam = np.where(has_a, lam, zero)
+    if lam.dtype != object:
+        lam = lam.astype(np.float64)
     idx = np.nonzero(hyper)[0]
-    Wh = W[idx]
-    lh = lam[idx]
-    fkeys = float_key(Wh / lh[:, None]) if idx.size else np.zeros((0, m + 1))
-    lab_h, reps_pos = _group_exact(W, lam, idx, fkeys)
+    hashes = _class_hashes(A, b, lam, idx)
+    lab_h, reps_pos = _group_exact(A, b, lam, idx, hashes)
     N = int(reps_pos.shape[0])
     sizes = np.bincount(lab_h, minlength=N) if N else np.zeros(0, dtype=np.int64)
+    lh = lam[idx]
     abs_l = abs(lh)
-    prod = Vt[idx] * abs_l[:, None]
+    prod = Vt[idx] * abs_l[:, None]  # exact: one float64 factor, both fit in float32
     kappa = _class_sums(prod, lab_h, N, sizes)
     neg = lh < 0
-    prod_neg = prod * neg[:, None] if prod.dtype != object else np.where(neg[:, None], prod, Fraction(0))
+    prod_neg = prod * neg[:, None] if prod.dtype != object else np.where(neg[:, None], prod, _ZERO)
     s = _class_sums(prod_neg, lab_h, N, sizes)
     label = np.full(n, -1, dtype=np.int64)
     label[idx] = lab_h
     const = [Fraction(x) for x in c.tolist()]
     for i in np.nonzero(constant)[0].tolist():
-        bi = Fraction(b[i])
+        bi = to_fraction(b[i])
         for r in range(k):
-            const[r] += bi * Fraction(Vt[i, r])
-    keys = fkeys[reps_pos] if N else np.zeros((0, m + 1))
-    return HyperplaneClasses(net, W, lam, neuron_type, label, keys, idx[reps_pos] if N else reps_pos,
+            const[r] += bi * to_fraction(Vt[i, r])
+    khash = hashes[reps_pos] if N else np.zeros(0, dtype=np.uint64)
+    return HyperplaneClasses(net, A, b, lam, neuron_type, label, khash, idx[reps_pos] if N else reps_pos,
                              kappa, s, tuple(const), sizes)
 
 
@@ -221,26 +264,23 @@ class ClassMatch:
 
 
 def _proportional_rows(h1: HyperplaneClasses, j1: np.ndarray, h2: HyperplaneClasses, j2: np.ndarray) -> np.ndarray:
-    """Exact test û(j1) == û(j2) for matched candidate pairs (vectorised when both views are float64)."""
+    """Exact test û(j1) == û(j2) for matched candidate pairs (vectorised when both views are floats)."""
     i1, i2 = h1.rep[j1], h2.rep[j2]
-    W1, W2, l1, l2 = h1.W[i1], h2.W[i2], h1.lam[i1], h2.lam[i2]
-    if W1.dtype != object and W2.dtype != object:
-        return np.all(W1 * l2[:, None] == W2 * l1[:, None], axis=1)
-    W1, W2, l1, l2 = (fractions_of(x) for x in (W1, W2, l1, l2))
-    return np.array([bool(np.all(W1[t] * l2[t] == W2[t] * l1[t])) for t in range(len(j1))], dtype=bool)
+    l1, l2 = h1.lam[i1], h2.lam[i2]
+    ok = rows_proportional(h1.A[i1], l2, h2.A[i2], l1)
+    ok &= rows_proportional(h1.b[i1][:, None], l2, h2.b[i2][:, None], l1)
+    return ok
 
 
 def match_classes(h1: HyperplaneClasses, h2: HyperplaneClasses) -> ClassMatch:
-    """Match the hyperplane classes of two networks exactly (hash on float keys, verify exactly)."""
+    """Match the hyperplane classes of two networks exactly (hash, then verify exactly)."""
     N1, N2 = h1.N_all, h2.N_all
     if N1 == 0 or N2 == 0:
         return ClassMatch(np.zeros((0, 2), dtype=np.int64), np.arange(N1), np.arange(N2))
-    keys = np.concatenate([h1.keys, h2.keys], axis=0)
-    kv = np.ascontiguousarray(keys).view(np.dtype((np.void, 8 * keys.shape[1]))).ravel()
-    _, inv, counts = np.unique(kv, return_inverse=True, return_counts=True)
+    keys = np.concatenate([h1.khash, h2.khash])
+    _, inv, counts = np.unique(keys, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     inv1, inv2 = inv[:N1], inv[N1:]
-    # candidate pairs: groups with exactly one class from each side (the common case)
     c1 = np.bincount(inv1, minlength=counts.shape[0])
     c2 = np.bincount(inv2, minlength=counts.shape[0])
     simple = (c1 == 1) & (c2 == 1)
@@ -254,7 +294,7 @@ def match_classes(h1: HyperplaneClasses, h2: HyperplaneClasses) -> ClassMatch:
     matched2 = np.zeros(N2, dtype=bool)
     matched1[j1[ok]] = True
     matched2[j2[ok]] = True
-    # rare: collisions of float keys; match them pairwise in exact arithmetic
+    # rare: hash collisions; match those pairwise in exact arithmetic
     hard = np.nonzero(~simple & (c1 > 0) & (c2 > 0))[0]
     if hard.size:
         hard_set = set(hard.tolist())
@@ -414,8 +454,7 @@ class NormalForm:
         kf = h.kappa[mask]
         kf = kf.astype(np.float64) if kf.dtype != object else np.array(
             [[float(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(kf.shape)
-        items = frozenset(zip([r.tobytes() for r in h.keys[mask]], [r.tobytes() for r in kf + 0.0],
-                              strict=True))
+        items = frozenset(zip(h.khash[mask].tolist(), [r.tobytes() for r in kf + 0.0], strict=True))
         return hash((self.m, self.k, items))
 
     def __hash__(self) -> int:
@@ -525,7 +564,7 @@ def flip(net: Network, T: Any) -> Network:
     c = list(fractions_of(net.c).tolist())
     for i in T:
         for r in range(net.k):
-            c[r] += Fraction(net.b[i]) * Fraction(net.V[r, i])
+            c[r] += to_fraction(net.b[i]) * to_fraction(net.V[r, i])
         A[i] = -A[i]
         b[i] = -b[i]
     return Network(net.V, A, b, c, m=net.m)

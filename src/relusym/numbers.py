@@ -35,6 +35,9 @@ __all__ = [
     "exact_view",
     "fractions_of",
     "float_key",
+    "exact_float",
+    "row_hash",
+    "rows_proportional",
     "is_float_array",
     "products_exact",
     "integer_matrix",
@@ -70,15 +73,12 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
     if isinstance(x, str):
         s = x.strip()
         mt = _RATIONAL_RE.match(s)
+        if mt and int(mt.group(2)) == 0:
+            raise InvalidNetworkError(f"{where} is {x!r}, a fraction with zero denominator")
+        if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise InvalidNetworkError(f"{where} is {x!r}; NaN and infinities are not allowed")
         try:
-            if mt:
-                q = int(mt.group(2))
-                if q == 0:
-                    raise InvalidNetworkError(f"{where} is {x!r}, a fraction with zero denominator")
-                return Fraction(int(mt.group(1)), q)
-            if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-                raise InvalidNetworkError(f"{where} is {x!r}; NaN and infinities are not allowed")
-            return Fraction(s)
+            return Fraction(int(mt.group(1)), int(mt.group(2))) if mt else Fraction(s)
         except (ValueError, ZeroDivisionError):
             raise InvalidNetworkError(f"{where} is {x!r}, which is not a rational number") from None
     if hasattr(x, "numerator") and hasattr(x, "denominator"):  # numbers.Rational, e.g. flint.fmpq
@@ -132,7 +132,7 @@ def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
             raise InvalidNetworkError(
-                f"{name}{_index_str(idx)} is {arr[idx]!r}; NaN and infinities are not allowed"
+                f"{name}{_index_str(idx)} is {float(arr[idx])!r}; NaN and infinities are not allowed"
             )
         return _readonly(np.array(arr, copy=True))
     if arr.dtype.kind in "iu":
@@ -178,7 +178,7 @@ def fractions_of(arr: np.ndarray) -> np.ndarray:
 
 def products_exact(*arrays: np.ndarray) -> bool:
     """True when every entry of every array is a float whose value fits in float32, so that the product of
-    any two entries is exact in float64."""
+    any two entries, computed in float64, is exact."""
     for arr in arrays:
         if arr.dtype == np.float16 or arr.dtype == np.float32:
             continue
@@ -191,21 +191,81 @@ def products_exact(*arrays: np.ndarray) -> bool:
 
 
 def exact_view(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The arrays in one common exact representation in which products of two entries are exact:
-    float64 when all fit in float32, else object arrays of Fractions."""
+    """The arrays in one common exact representation: unchanged float arrays when every entry fits in float32
+    (then any product with a float64 factor is exact: callers keep one factor in float64), else object arrays
+    of Fractions."""
     if products_exact(*arrays):
-        return tuple(a.astype(np.float64) for a in arrays)
+        return arrays
     return tuple(fractions_of(a) for a in arrays)
+
+
+def exact_float(arr: np.ndarray) -> np.ndarray:
+    """A small exact-view array as float64 (exact), or unchanged when it holds Fractions."""
+    return arr if arr.dtype == object else arr.astype(np.float64)
+
+
+def _safe_float(q: Any) -> float:
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
 
 
 def float_key(arr: np.ndarray) -> np.ndarray:
     """The float64 value of each entry, correctly rounded (so equal rationals give equal floats), with -0.0
     turned into 0.0.  Used only for hashing and ordering candidates; exactness is checked separately."""
     if arr.dtype == object:
-        out = np.array([float(v) for v in arr.ravel().tolist()], dtype=np.float64).reshape(arr.shape)
+        out = np.array([_safe_float(v) for v in arr.ravel().tolist()], dtype=np.float64).reshape(arr.shape)
     else:
         out = arr.astype(np.float64)
-    return out + 0.0
+    out += 0.0
+    return out
+
+
+_HASH_SEED = 0x5EED_2604_14037
+
+
+def _hash_multipliers(width: int) -> np.ndarray:
+    rng = np.random.Generator(np.random.PCG64(_HASH_SEED))
+    return rng.integers(0, 2**63, size=width, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+
+def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
+    """A 64-bit hash of each row of a float64 array (of float keys): Σ_j bits(F_ij)·R_{offset+j} mod 2^64.
+
+    Equal rows always hash equally; unequal rows rarely do, and callers verify candidates exactly."""
+    if F.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint64)
+    R = _hash_multipliers(offset + F.shape[1])[offset:]
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(F).view(np.uint64) @ R
+
+
+def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray) -> np.ndarray:
+    """Exactly, for each row i: X1[i]·s2[i] == X2[i]·s1[i] (all columns).  X1, X2 are exact views; s1, s2 exact
+    float64 or Fraction vectors."""
+    n = X1.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    if X1.dtype == object or X2.dtype == object or s1.dtype == object or s2.dtype == object:
+        X1, X2, s1, s2 = (fractions_of(x) for x in (X1, X2, s1, s2))
+        return np.array([bool(np.all(X1[i] * s2[i] == X2[i] * s1[i])) for i in range(n)], dtype=bool)
+    s1 = s1.astype(np.float64)
+    s2 = s2.astype(np.float64)
+    m = X1.shape[1]
+    out = np.empty(n, dtype=bool)
+    chunk = 64
+    b1 = np.empty((chunk, m))
+    b2 = np.empty((chunk, m))
+    eq = np.empty((chunk, m), dtype=bool)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        r = stop - start
+        np.multiply(X1[start:stop], s2[start:stop, None], out=b1[:r])
+        np.multiply(X2[start:stop], s1[start:stop, None], out=b2[:r])
+        np.equal(b1[:r], b2[:r], out=eq[:r])
+        out[start:stop] = eq[:r].all(axis=1)
+    return out
 
 
 def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:

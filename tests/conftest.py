@@ -1,0 +1,18 @@
+"""Shared fixtures and independent oracles for the tests (no relusym code is used by the oracles)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def spec() -> dict[str, Any]:
+    return json.loads((DATA / "spec_examples.json").read_text())
+
+

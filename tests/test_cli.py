@@ -1,0 +1,88 @@
+"""The installed ``relusym`` command, run as a subprocess: JSON keys and exit codes of interfaces.md."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXE = shutil.which("relusym")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [EXE, *args] if EXE else [sys.executable, "-m", "relusym", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_installed_command_exists():
+    assert EXE is not None, "the relusym console script is not installed"
+
+
+def test_equiv_hidden_symmetry_json():
+    r = run("equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2_flipped.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["equivalent"] is True and d["flips"] == [0, 1]
+    assert d["witness"] == {"permutation": [0, 1], "scales": ["1", "1"]}
+
+
+def test_equiv_not_equivalent_exit_1_with_counterexample():
+    r = run("equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2_flipped_wrong_bias.json"), "--json")
+    assert r.returncode == 1
+    d = json.loads(r.stdout)
+    assert d["equivalent"] is False and len(d["counterexample"]["x"]) == 1
+    assert d["counterexample"]["y1"] != d["counterexample"]["y2"]
+    r = run("equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2_flipped_wrong_bias.json"))
+    assert r.returncode == 1 and "NOT equivalent" in r.stdout and "counterexample" in r.stdout
+
+
+def test_canon_json_keys():
+    r = run("canon", str(EXAMPLES / "e13.json"), "--json")
+    assert r.returncode == 0
+    d = json.loads(r.stdout)
+    assert d["kinks"] == [{"hyperplane": ["0", "1", "0"], "kink": ["3"]},
+                          {"hyperplane": ["1", "0", "0"], "kink": ["2"]}]
+    assert d["M"] == [["-1", "-2"]] and d["e"] == ["0"] and len(d["digest"]) == 64
+    r2 = run("canon", str(EXAMPLES / "e13.json"))
+    assert r2.returncode == 0 and d["digest"] in r2.stdout
+
+
+def test_orbit_and_stabilizer(tmp_path):
+    r = run("orbit", str(EXAMPLES / "e12.json"), str(EXAMPLES / "e12_second_orbit.json"), "--json")
+    assert r.returncode == 1 and json.loads(r.stdout) == {"in_orbit": False, "symmetry": None}
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps({"V": [["1/2", 1]], "A": [[2], [-1]], "b": [0, 1]}))
+    r = run("orbit", str(EXAMPLES / "e2.json"), str(moved), "--json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {"in_orbit": True, "symmetry": {"permutation": [0, 1], "scales": ["2", "1"]}}
+    r = run("stabilizer", str(EXAMPLES / "e2.json"), "--json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and (d["inactive"], d["blocks"], d["order"]) == (0, [], 1)
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"V": [[1, 2]], "A": [[1]], "b": [0]}',
+                                     '{"V": [[1]], "A": [[1]], "b": [NaN]}'])
+def test_bad_input_exit_2_one_sentence(tmp_path, content):
+    p = tmp_path / "bad.json"
+    if content is not None:
+        p.write_text(content)
+    r = run("canon", str(p), "--json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("relusym canon:")
+    r = run("equiv", str(p), str(EXAMPLES / "e2.json"))
+    assert r.returncode == 2
+
+
+def test_shape_mismatch_between_networks_is_exit_2():
+    r = run("equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e13.json"))
+    assert r.returncode == 2 and "different shapes" in r.stderr
+
+
+def test_no_command_prints_help_and_exit_2():
+    r = run()
+    assert r.returncode == 2 and "usage" in r.stdout

@@ -1,0 +1,97 @@
+"""JSON (relusym.network/1) and NPZ reading and writing; atomic saves; clear errors."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from relusym import InvalidNetworkError, Network, UnsupportedModelError, load, normal_form, save
+
+F = Fraction
+
+
+def test_json_reads_decimals_and_rationals_exactly(tmp_path):
+    p = tmp_path / "net.json"
+    p.write_text('{"format": "relusym.network/1", "V": [[1, 2]], "A": [[1], [-1]], "b": [0.1, "1/2"], "c": [0]}')
+    net = load(p)
+    assert net.b.tolist() == [F(1, 10), F(1, 2)]
+    out = tmp_path / "copy.json"
+    save(net, out)
+    assert load(out).same_parameters(net)
+    assert json.loads(out.read_text())["b"] == ["1/10", "1/2"]
+
+
+def test_json_n_zero_needs_m(tmp_path):
+    p = tmp_path / "affine.json"
+    p.write_text('{"m": 2, "V": [[]], "A": [], "b": [], "c": [3]}')
+    assert load(p).shape == (2, 0, 1)
+    p.write_text('{"V": [[]], "A": [], "b": [], "c": [3]}')
+    with pytest.raises(InvalidNetworkError, match="m must be given"):
+        load(p)
+
+
+def test_npz_round_trip_keeps_dtypes(tmp_path):
+    rng = np.random.default_rng(0)
+    net = Network(rng.standard_normal((2, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32),
+                  rng.standard_normal(5).astype(np.float32), rng.standard_normal(2).astype(np.float32))
+    p = tmp_path / "net.npz"
+    save(net, p)
+    back = load(p)
+    assert back.A.dtype == np.float32 and back.same_parameters(net)
+    assert normal_form(back) == normal_form(net)
+
+
+def test_npz_refuses_to_round_rationals(tmp_path):
+    net = Network([["1/3"]], [[1]], [0])
+    with pytest.raises(InvalidNetworkError, match="not exactly representable"):
+        save(net, tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+@pytest.mark.parametrize("content, match", [
+    (b'{"V": [[1, 2]], "A": [[1]], "b": [0]}', "V must be k"),
+    (b'{"V": [[1]], "A": [[1]], "b": [NaN]}', "NaN"),
+    (b'{"V": [[1]], "A": [[1]], ', "not valid JSON"),
+    (b'{"V": [[1]], "A": [["x"]], "b": [0]}', "A\\[0, 0\\]"),
+    (b"", "empty"),
+    (b"\x00\x01garbage", "recognise the format"),
+])
+def test_bad_files(tmp_path, content, match):
+    p = tmp_path / "bad.json"
+    if match == "recognise the format":
+        p = tmp_path / "bad.xyz"
+    p.write_bytes(content)
+    with pytest.raises((InvalidNetworkError, UnsupportedModelError), match=match):
+        load(p)
+
+
+def test_missing_file_and_bad_npz(tmp_path):
+    with pytest.raises(InvalidNetworkError, match="no such file"):
+        load(tmp_path / "nope.json")
+    p = tmp_path / "x.npz"
+    np.savez(p, V=np.ones((1, 2)), A=np.ones((3, 1)), b=np.zeros(3))
+    with pytest.raises(InvalidNetworkError, match="V must be k×n with n = 3"):
+        load(p)
+    np.savez(p, W=np.ones((1, 2)))
+    with pytest.raises((InvalidNetworkError, UnsupportedModelError)):
+        load(p)
+
+
+def test_save_to_unknown_suffix_or_missing_folder_writes_nothing(tmp_path):
+    net = Network([[1]], [[1]], [0])
+    with pytest.raises(UnsupportedModelError, match="cannot write"):
+        save(net, tmp_path / "net.weird")
+    with pytest.raises(InvalidNetworkError, match="does not exist"):
+        save(net, tmp_path / "no" / "net.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_load_from_objects():
+    net = Network([[1]], [[1]], [0])
+    assert load(net) is net
+    assert load({"V": [[1]], "A": [[1]], "b": [0]}).same_parameters(net)
+    with pytest.raises(UnsupportedModelError, match="cannot read a network from a builtins.int"):
+        load(3)
