@@ -30,6 +30,7 @@ from .network import Network
 from .numbers import (
     exact_float,
     exact_matmul,
+    exact_products,
     exact_view,
     float_key,
     fraction_str,
@@ -156,8 +157,8 @@ def _group_exact(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray,
                 i = int(idx[pos])
                 for rpos, lab in class_reps:
                     r = int(idx[rpos])
-                    if bool(rows_proportional(A[[i]], lam[[r]], A[[r]], lam[[i]])[0]) and \
-                            b[i] * lam[r] == b[r] * lam[i]:
+                    if bool(rows_proportional(A[[i]], lam[[r]], A[[r]], lam[[i]])[0]) and bool(
+                            rows_proportional(b[[i]][:, None], lam[[r]], b[[r]][:, None], lam[[i]])[0]):
                         label[pos] = lab
                         break
                 else:
@@ -233,7 +234,7 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     sizes = np.bincount(lab_h, minlength=N) if N else np.zeros(0, dtype=np.int64)
     lh = lam[idx]
     abs_l = abs(lh)
-    prod = Vt[idx] * abs_l[:, None]  # exact: one float64 factor, both fit in float32
+    prod = exact_products(Vt[idx], abs_l)  # |λ_i| v_i, exact (float64 or Fractions)
     kappa = _class_sums(prod, lab_h, N, sizes)
     neg = lh < 0
     prod_neg = prod * neg[:, None] if prod.dtype != object else np.where(neg[:, None], prod, _ZERO)

@@ -38,6 +38,7 @@ __all__ = [
     "exact_float",
     "row_hash",
     "rows_proportional",
+    "exact_products",
     "is_float_array",
     "products_exact",
     "integer_matrix",
@@ -191,12 +192,35 @@ def products_exact(*arrays: np.ndarray) -> bool:
 
 
 def exact_view(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The arrays in one common exact representation: unchanged float arrays when every entry fits in float32
-    (then any product with a float64 factor is exact: callers keep one factor in float64), else object arrays
-    of Fractions."""
-    if products_exact(*arrays):
+    """The arrays in one common exact representation: unchanged when all are float arrays (their values are
+    exact; callers multiply with :func:`exact_products` or keep one float64 factor when :func:`products_exact`
+    holds), else object arrays of Fractions."""
+    if all(is_float_array(a) for a in arrays):
         return arrays
     return tuple(fractions_of(a) for a in arrays)
+
+
+_SPLIT = 134217729.0  # 2**27 + 1 (Veltkamp)
+_SAFE_LO, _SAFE_HI = 2.0**-450, 2.0**450
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's error-free product: a·b = p + e exactly, p = fl(a·b) (valid in the safe exponent range)."""
+    p = a * b
+    ca = _SPLIT * a
+    ah = ca - (ca - a)
+    al = a - ah
+    cb = _SPLIT * b
+    bh = cb - (cb - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _in_safe_range(x: np.ndarray) -> bool:
+    ax = np.abs(x)
+    nz = ax[ax != 0]
+    return bool(nz.size == 0 or (nz.min() >= _SAFE_LO and nz.max() <= _SAFE_HI))
 
 
 def exact_float(arr: np.ndarray) -> np.ndarray:
@@ -242,12 +266,18 @@ def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
 
 
 def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray) -> np.ndarray:
-    """Exactly, for each row i: X1[i]·s2[i] == X2[i]·s1[i] (all columns).  X1, X2 are exact views; s1, s2 exact
-    float64 or Fraction vectors."""
+    """Exactly, for each row i: X1[i]·s2[i] == X2[i]·s1[i] (all columns).
+
+    Float inputs whose entries fit in float32 are multiplied in float64 (exact); other floats use error-free
+    products (the pair (fl(x·y), error) is a canonical exact representation of x·y); Fractions otherwise."""
     n = X1.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
-    if X1.dtype == object or X2.dtype == object or s1.dtype == object or s2.dtype == object:
+    if not all(is_float_array(x) for x in (X1, X2, s1, s2)):
+        X1, X2, s1, s2 = (fractions_of(x) for x in (X1, X2, s1, s2))
+        return np.array([bool(np.all(X1[i] * s2[i] == X2[i] * s1[i])) for i in range(n)], dtype=bool)
+    fast = products_exact(X1, X2, s1, s2)
+    if not fast and not all(_in_safe_range(x) for x in (X1, X2, s1, s2)):
         X1, X2, s1, s2 = (fractions_of(x) for x in (X1, X2, s1, s2))
         return np.array([bool(np.all(X1[i] * s2[i] == X2[i] * s1[i])) for i in range(n)], dtype=bool)
     s1 = s1.astype(np.float64)
@@ -261,11 +291,23 @@ def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.nda
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         r = stop - start
-        np.multiply(X1[start:stop], s2[start:stop, None], out=b1[:r])
-        np.multiply(X2[start:stop], s1[start:stop, None], out=b2[:r])
-        np.equal(b1[:r], b2[:r], out=eq[:r])
+        if fast:
+            np.multiply(X1[start:stop], s2[start:stop, None], out=b1[:r])
+            np.multiply(X2[start:stop], s1[start:stop, None], out=b2[:r])
+            np.equal(b1[:r], b2[:r], out=eq[:r])
+        else:
+            p1, e1 = _two_product(X1[start:stop].astype(np.float64), s2[start:stop, None])
+            p2, e2 = _two_product(X2[start:stop].astype(np.float64), s1[start:stop, None])
+            eq[:r] = (p1 == p2) & (e1 == e2)
         out[start:stop] = eq[:r].all(axis=1)
     return out
+
+
+def exact_products(X: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """X[i, :]·s[i] exactly: float64 when the products are exact in float64, else Fractions."""
+    if is_float_array(X) and is_float_array(s) and products_exact(X, s):
+        return X * s.astype(np.float64)[:, None]
+    return fractions_of(X) * fractions_of(s)[:, None]
 
 
 def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:
