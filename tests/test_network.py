@@ -107,3 +107,30 @@ def test_dict_round_trip_reads_json_decimals_exactly():
         Network.from_dict({"V": [[1]], "b": [0]})
     with pytest.raises(InvalidNetworkError, match="unknown network format"):
         Network.from_dict({"format": "other/2", "V": [[1]], "A": [[1]], "b": [0]})
+
+
+@pytest.mark.parametrize("dtype, spread", [(np.float16, 4), (np.float32, 3), (np.float32, 30), (np.float64, 1),
+                                           (np.float64, 200)])
+def test_exact_matvec_of_floats_against_fractions(dtype, spread):
+    from relusym.numbers import exact_matvec_float
+
+    rng = np.random.default_rng(int(spread) + np.dtype(dtype).itemsize)
+    for _ in range(25):
+        n, m = (int(v) for v in rng.integers(1, 20, size=2))
+        M = (rng.standard_normal((n, m)) * np.exp(rng.uniform(-spread, spread, size=(n, m)))).astype(dtype)
+        M[rng.random((n, m)) < 0.2] = 0
+        X = [int(v) * 7 ** int(p) for v, p in zip(rng.integers(-2**40, 2**40, size=m), rng.integers(0, 30, size=m),
+                                                   strict=True)]
+        S, e = exact_matvec_float(M, X)
+        for i in range(n):
+            exact = sum((F(float(M[i, j])) * X[j] for j in range(m)), F(0))
+            assert exact == F(S[i]) * F(2) ** int(e[i])
+
+
+def test_exact_evaluation_of_float_networks_matches_fractions():
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, np.float32, np.float64):
+        net = Network(rng.standard_normal((2, 30)).astype(dtype), rng.standard_normal((30, 5)).astype(dtype),
+                      rng.standard_normal(30).astype(dtype), rng.standard_normal(2).astype(dtype))
+        x = [F(int(rng.integers(-50, 50)), int(rng.integers(1, 30))) for _ in range(5)]
+        assert net.evaluate_exact(x) == net.to_fractions().evaluate_exact(x)

@@ -13,6 +13,7 @@ from .errors import InvalidNetworkError
 from .numbers import (
     as_exact_array,
     as_rational_vector,
+    exact_matvec_float,
     fraction_str,
     fractions_of,
     integer_matrix,
@@ -196,25 +197,35 @@ class Network:
             raise InvalidNetworkError(f"x must have m = {self.m} entries, got {len(xv)}")
         n, k = self.n, self.k
         if n == 0:
-            return tuple(Fraction(v) for v in self.c.tolist())
-        Ai, As = integer_matrix(self.A)
+            return tuple(to_fraction(v) for v in self.c.tolist())
         den = math.lcm(*(q.denominator for q in xv))
-        xi = np.array([q.numerator * (den // q.denominator) for q in xv], dtype=object)
-        pre = Ai.dot(xi)
-        scale = As / den
-        b = self.b.tolist()
+        xi = [q.numerator * (den // q.denominator) for q in xv]
+        if is_float_array(self.A):
+            S, emin = exact_matvec_float(self.A, xi)
+            pre = [Fraction(s << int(e), den) if e >= 0 else Fraction(s, den << int(-e))
+                   for s, e in zip(S, emin.tolist(), strict=True)]
+        else:
+            Ai, As = integer_matrix(self.A)
+            dots = Ai.dot(np.array(xi, dtype=object))
+            pre = [Fraction(int(t)) * As / den for t in dots.tolist()]
         hidden = []
-        for i in range(n):
-            z = Fraction(pre[i]) * scale + Fraction(b[i])
+        for z, bi in zip(pre, self.b.tolist(), strict=True):
+            z = z + to_fraction(bi)
             hidden.append(z if z > 0 else Fraction(0))
-        V = self.V
+        c = [to_fraction(v) for v in self.c.tolist()]
+        if is_float_array(self.V):
+            hden = math.lcm(*(h.denominator for h in hidden))
+            hi = [h.numerator * (hden // h.denominator) for h in hidden]
+            S, emin = exact_matvec_float(self.V, hi)
+            return tuple(ci + (Fraction(s << int(e), hden) if e >= 0 else Fraction(s, hden << int(-e)))
+                         for ci, s, e in zip(c, S, emin.tolist(), strict=True))
         out = []
         for r in range(k):
-            row = V[r].tolist()
-            s = to_fraction(self.c[r])
+            row = self.V[r].tolist()
+            s = c[r]
             for i in range(n):
                 if hidden[i]:
-                    s += Fraction(row[i]) * hidden[i]
+                    s += to_fraction(row[i]) * hidden[i]
             out.append(s)
         return tuple(out)
 

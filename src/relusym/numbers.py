@@ -364,3 +364,80 @@ def as_rational_vector(x: Sequence[Any] | np.ndarray, name: str = "x") -> tuple[
     """A point of ℝ^m as an exact rational vector."""
     arr = np.asarray(x, dtype=object).ravel()
     return tuple(to_fraction(v, f"{name}[{i}]") for i, v in enumerate(arr.tolist()))
+
+
+_LIMB = 20
+_LIMB_MASK = (1 << _LIMB) - 1
+
+
+def _int_limbs(values: list[int]) -> np.ndarray:
+    """Signed base-2^20 limbs of Python ints, as a float64 array of shape (L, len(values)) (exact)."""
+    mags = [abs(v) for v in values]
+    L = max(1, -(-max((v.bit_length() for v in mags), default=1) // _LIMB))
+    out = np.zeros((L, len(values)))
+    for j, (v, a) in enumerate(zip(values, mags, strict=True)):
+        sgn = -1.0 if v < 0 else 1.0
+        l_ = 0
+        while a:
+            out[l_, j] = sgn * (a & _LIMB_MASK)
+            a >>= _LIMB
+            l_ += 1
+    return out
+
+
+def exact_matvec_float(M: np.ndarray, X: list[int]) -> tuple[list[int], np.ndarray]:
+    """M @ X exactly, for a float matrix M (taken at its exact binary value) and a vector of Python ints.
+
+    Returns (S, e) with (M @ X)_i = S_i · 2^e_i.  Each row of M is written as integer limbs of 20 bits
+    (M[i, j] = Σ_l limb_l · 2^(20 l + e_i)), so every float64 product of two limbs is below 2^40 and every
+    dot product over at most 8192 columns is exact; the partial sums are combined in Python ints."""
+    n, m = M.shape
+    if n == 0:
+        return [], np.zeros(0, dtype=np.int64)
+    mant, expo = np.frexp(M.astype(np.float64))
+    mi = (mant * 2.0**53).astype(np.int64)
+    expo = expo.astype(np.int64) - 53
+    nz = mi != 0
+    # drop trailing zero bits so the per-row exponent spread is as small as possible
+    low = np.where(nz, np.abs(mi), 1)
+    low = low & -low
+    tz = np.round(np.log2(low.astype(np.float64))).astype(np.int64)
+    mi = np.where(nz, mi >> tz, 0)
+    expo = np.where(nz, expo + tz, 0)
+    big = np.iinfo(np.int64).max
+    emin = np.where(nz, expo, big).min(axis=1)
+    emin = np.where(nz.any(axis=1), emin, 0)
+    shift = np.where(nz, expo - emin[:, None], 0)  # M[i, j] = mi · 2^(shift + emin_i)
+    bits = np.frexp(np.abs(mi).astype(np.float64))[1].astype(np.int64)  # bit lengths (mantissas < 2^53)
+    width = np.where(nz, shift + bits, 0)
+    L = max(1, int(-(-int(width.max()) // _LIMB)))
+    sgn = np.sign(mi).astype(np.float64)
+    amag = np.abs(mi)
+    Xl = _int_limbs(X)
+    acc = [0] * n
+    col_chunks = [(s, min(m, s + 8192)) for s in range(0, m, 8192)]
+    fits = int(width.max()) <= 62
+    full = (amag << shift) if fits else None  # the whole row as one int64 when it fits
+    for l_ in range(L):
+        lo = _LIMB * l_
+        if full is not None:
+            limb = (full >> lo) & _LIMB_MASK
+        else:
+            # bits [lo, lo + 20) of amag · 2^shift
+            right = lo - shift  # shift the mantissa right by this much (left when negative)
+            r_pos = np.clip(right, 0, 63)
+            r_neg = np.clip(-right, 0, 63)
+            limb = np.where(right >= 0, amag >> r_pos, amag << r_neg) & _LIMB_MASK
+            limb = np.where((right <= -_LIMB) | (right >= 63), 0, limb)
+        Ml = sgn * limb.astype(np.float64)
+        if not Ml.any():
+            continue
+        for lx in range(Xl.shape[0]):
+            part = np.zeros(n)
+            for s, t in col_chunks:
+                part += Ml[:, s:t] @ Xl[lx, s:t]
+            sh = _LIMB * (l_ + lx)
+            for i, v in enumerate(part.tolist()):
+                if v:
+                    acc[i] += int(v) << sh
+    return acc, emin
