@@ -36,6 +36,7 @@ from .numbers import (
     fraction_str,
     fractions_of,
     row_hash,
+    row_integers,
     rows_proportional,
     to_fraction,
 )
@@ -95,6 +96,21 @@ class HyperplaneClasses:
         i = int(self.rep[j])
         lam = Fraction(self.lam[i])
         return tuple(Fraction(x) / lam for x in self.row(i).tolist())
+
+    def u_exact_many(self, classes: list[int]) -> list[tuple[Fraction, ...]]:
+        """û_j for several classes (vectorised for float networks: one Fraction per entry, no float
+        conversions)."""
+        if not classes:
+            return []
+        if self.A.dtype == object:
+            return [self.u_exact(j) for j in classes]
+        reps = self.rep[classes]
+        rows = row_integers(np.concatenate([self.A[reps], self.b[reps][:, None]], axis=1))
+        out = []
+        for r in rows:
+            piv = next(x for x in r[:-1] if x != 0)  # λ's integer: the first nonzero of a
+            out.append(tuple(Fraction(x, piv) for x in r))
+        return out
 
     def kappa_exact(self, j: int) -> tuple[Fraction, ...]:
         return tuple(Fraction(x) for x in self.kappa[j].tolist())
@@ -409,7 +425,8 @@ class NormalForm:
     def K(self) -> tuple[tuple[tuple[Fraction, ...], tuple[Fraction, ...]], ...]:
         """The kink classes (û, κ_û), κ_û ≠ 0, sorted lexicographically by û (exact)."""
         h = self._h
-        items = [(h.u_exact(j), h.kappa_exact(j)) for j in np.nonzero(h.kink_mask)[0].tolist()]
+        js = np.nonzero(h.kink_mask)[0].tolist()
+        items = list(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
         items.sort(key=lambda t: t[0])
         return tuple(items)
 

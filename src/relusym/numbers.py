@@ -385,6 +385,40 @@ def _int_limbs(values: list[int]) -> np.ndarray:
     return out
 
 
+def _row_mantissas(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row of a float matrix as integers over a common power of two: M[i, j] = mi[i, j] · 2^(shift[i, j]
+    + emin[i]), with odd (or zero) int64 mantissas mi and shift ≥ 0; width = bit length of mi · 2^shift."""
+    mant, expo = np.frexp(M.astype(np.float64))
+    mi = (mant * 2.0**53).astype(np.int64)
+    expo = expo.astype(np.int64) - 53
+    nz = mi != 0
+    low = np.where(nz, np.abs(mi), 1)
+    low = low & -low
+    tz = np.round(np.log2(low.astype(np.float64))).astype(np.int64)
+    mi = np.where(nz, mi >> tz, 0)
+    expo = np.where(nz, expo + tz, 0)
+    big = np.iinfo(np.int64).max
+    emin = np.where(nz, expo, big).min(axis=1) if M.shape[1] else np.zeros(M.shape[0], dtype=np.int64)
+    emin = np.where(nz.any(axis=1), emin, 0) if M.shape[1] else emin
+    shift = np.where(nz, expo - emin[:, None], 0)
+    bits = np.frexp(np.abs(mi).astype(np.float64))[1].astype(np.int64)
+    width = np.where(nz, shift + bits, 0)
+    return mi, shift, emin, width
+
+
+def row_integers(M: np.ndarray) -> list[list[int]]:
+    """Each row of a float matrix as Python ints over one power of two per row (ratios within a row are exact)."""
+    if M.shape[0] == 0:
+        return []
+    mi, shift, _, width = _row_mantissas(M)
+    if M.shape[1] == 0:
+        return [[] for _ in range(M.shape[0])]
+    if int(width.max()) <= 62:
+        return (mi << shift).tolist()  # type: ignore[no-any-return]
+    return [[int(a) << int(s) for a, s in zip(ra, rs, strict=True)] for ra, rs in zip(mi.tolist(), shift.tolist(),
+                                                                                      strict=True)]
+
+
 def exact_matvec_float(M: np.ndarray, X: list[int]) -> tuple[list[int], np.ndarray]:
     """M @ X exactly, for a float matrix M (taken at its exact binary value) and a vector of Python ints.
 
@@ -394,22 +428,7 @@ def exact_matvec_float(M: np.ndarray, X: list[int]) -> tuple[list[int], np.ndarr
     n, m = M.shape
     if n == 0:
         return [], np.zeros(0, dtype=np.int64)
-    mant, expo = np.frexp(M.astype(np.float64))
-    mi = (mant * 2.0**53).astype(np.int64)
-    expo = expo.astype(np.int64) - 53
-    nz = mi != 0
-    # drop trailing zero bits so the per-row exponent spread is as small as possible
-    low = np.where(nz, np.abs(mi), 1)
-    low = low & -low
-    tz = np.round(np.log2(low.astype(np.float64))).astype(np.int64)
-    mi = np.where(nz, mi >> tz, 0)
-    expo = np.where(nz, expo + tz, 0)
-    big = np.iinfo(np.int64).max
-    emin = np.where(nz, expo, big).min(axis=1)
-    emin = np.where(nz.any(axis=1), emin, 0)
-    shift = np.where(nz, expo - emin[:, None], 0)  # M[i, j] = mi · 2^(shift + emin_i)
-    bits = np.frexp(np.abs(mi).astype(np.float64))[1].astype(np.int64)  # bit lengths (mantissas < 2^53)
-    width = np.where(nz, shift + bits, 0)
+    mi, shift, emin, width = _row_mantissas(M)
     L = max(1, int(-(-int(width.max()) // _LIMB)))
     sgn = np.sign(mi).astype(np.float64)
     amag = np.abs(mi)
