@@ -146,7 +146,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
-    from .approx import align
+    from .align import align
 
     net1, net2 = _load(args.net1), _load(args.net2)
     al = align(net1, net2)

@@ -1,0 +1,288 @@
+"""Key heuristics shared by the readers of named weight arrays (PyTorch state_dicts, safetensors, Flax, ONNX,
+scikit-learn): a mapping of named arrays is a network when it holds exactly two 2-D weights (``*.weight``,
+out×in, or ``*.kernel``, in×out) that chain by shape, each with an optional 1-D bias of the same prefix (an
+absent bias is zero).  Also the exact reading of float arrays and the reporting of rounding on write."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ..network import Network
+
+_NOT_BIAS = ("weight", "scale", "gamma", "running_mean", "running_var", "num_batches_tracked", "kernel")
+
+
+def natural_key(s: str) -> tuple[Any, ...]:
+    """Sort key that orders ``layer2`` before ``layer10``."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s))
+
+
+def exact_float_array(arr: Any, name: str) -> np.ndarray:
+    """A parameter array as numpy without rounding: float16/32/64 and integers unchanged, narrower float types
+    that numpy lacks (bfloat16, float8 from ml_dtypes) widened to float32 (exact).  Rejects NaN/inf naming
+    ``name`` and the index, and non-numeric dtypes."""
+    a = np.asarray(arr)
+    if a.dtype in (np.float16, np.float32, np.float64) or a.dtype.kind in "iu":
+        pass
+    elif a.dtype.name == "bfloat16" or a.dtype.name.startswith(("float8", "float6", "float4")):
+        a = a.astype(np.float32)  # exact: these formats are subsets of float32
+    else:
+        raise UnsupportedModelError(f"{name} has dtype {a.dtype}; relusym reads real float or integer weights")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InvalidNetworkError(
+                f"{name}[{', '.join(map(str, idx))}] is {a[idx]!r}; NaN and infinities are not allowed"
+            )
+    return a
+
+
+@dataclass(frozen=True)
+class LinearLayer:
+    """One linear layer found in a mapping of named arrays.
+
+    ``weight`` is out×in (torch orientation) whatever the stored orientation; ``transposed`` says that the
+    stored array was in×out (a ``kernel``)."""
+
+    weight_key: str
+    bias_key: str | None
+    weight: np.ndarray
+    bias: np.ndarray | None
+    transposed: bool
+    weight_dtype: str
+    bias_dtype: str | None
+
+    @property
+    def prefix(self) -> str:
+        return _prefix(self.weight_key)[0]
+
+    @property
+    def sep(self) -> str:
+        return _prefix(self.weight_key)[1]
+
+
+@dataclass(frozen=True)
+class TwoLayers:
+    """The hidden layer (``first``, n×m) and the output layer (``second``, k×n)."""
+
+    first: LinearLayer
+    second: LinearLayer
+
+    def network(self) -> Network:
+        A = self.first.weight
+        V = self.second.weight
+        b = self.first.bias if self.first.bias is not None else np.zeros(A.shape[0], dtype=_zero_dtype(A))
+        c = self.second.bias
+        if c is None:
+            c = np.zeros(V.shape[0], dtype=_zero_dtype(V))
+        return Network(V, A, b, c, m=A.shape[1])
+
+
+def _zero_dtype(a: np.ndarray) -> Any:
+    return a.dtype if a.dtype.kind == "f" else np.float64
+
+
+def _prefix(key: str) -> tuple[str, str]:
+    for sep in (".", "/"):
+        if sep in key:
+            head, _, _ = key.rpartition(sep)
+            return head, sep
+    return "", ""
+
+
+def _last(key: str) -> str:
+    return re.split(r"[./]", key)[-1]
+
+
+def _describe_extra(key: str, shape: tuple[int, ...]) -> str:
+    last = _last(key).lower()
+    if last in ("running_mean", "running_var", "num_batches_tracked"):
+        why = "a BatchNorm buffer"
+    elif len(shape) >= 3:
+        why = "a convolution or other non-linear-layer weight"
+    elif len(shape) == 0:
+        why = "a scalar, not a weight or bias"
+    elif last in ("weight", "scale", "gamma"):
+        why = "a 1-D weight (a PReLU or normalisation layer?)"
+    else:
+        why = "not the bias of either linear layer"
+    return f"tensor '{key}' with shape {tuple(shape)} is {why}"
+
+
+def pair_linear_layers(arrays: Mapping[str, Any], *, source: str, ordered: bool = True,
+                       order_hint: Sequence[str] | None = None) -> TwoLayers:
+    """Find the two linear layers of a one-hidden-layer network in a mapping of named arrays.
+
+    Weights are the 2-D arrays (``kernel`` names are in×out, all others out×in); they are paired by shape
+    (first n×m, second k×n).  When both orders chain (m = k), ``order_hint`` (the weight keys in execution
+    order) decides, else the mapping's order (``ordered=True``) or the natural order of the names.
+    Biases are the 1-D arrays with the weight's prefix; anything else is rejected, naming the tensor.
+    """
+    items = [(str(k), v) for k, v in arrays.items()]
+    if not ordered:
+        items.sort(key=lambda kv: natural_key(kv[0]))
+    shapes = {k: tuple(np.shape(v)) for k, v in items}
+    weights = [k for k, _ in items if len(shapes[k]) == 2]
+    if len(weights) != 2:
+        if not weights:
+            raise UnsupportedModelError(f"{source} holds no 2-D weight, so no linear layer")
+        if len(weights) == 1:
+            raise UnsupportedModelError(
+                f"{source} holds one linear layer ('{weights[0]}'); relusym needs exactly two (Linear → ReLU → Linear)"
+            )
+        raise UnsupportedModelError(
+            f"{source} holds {len(weights)} linear layers ({', '.join(repr(w) for w in weights)}); relusym "
+            "handles one hidden layer, i.e. exactly two linear layers"
+        )
+    vectors = [k for k, _ in items if len(shapes[k]) == 1]
+    extras = [k for k, _ in items if len(shapes[k]) not in (1, 2)]
+    if extras:
+        raise UnsupportedModelError(f"{source}: {_describe_extra(extras[0], shapes[extras[0]])}")
+    values = dict(items)
+
+    def oriented(key: str) -> tuple[int, int]:
+        r, c = shapes[key]
+        return (c, r) if _last(key).lower() == "kernel" else (r, c)
+
+    w0, w1 = weights
+    s0, s1 = oriented(w0), oriented(w1)
+    fwd = s1[1] == s0[0]  # w0 first
+    bwd = s0[1] == s1[0]  # w1 first
+    if not fwd and not bwd:
+        raise InvalidNetworkError(
+            f"{source}: the shapes of '{w0}' {shapes[w0]} and '{w1}' {shapes[w1]} do not chain into "
+            "m → n → k (the output layer's input size must equal the hidden layer's output size)"
+        )
+    if fwd and bwd and order_hint is not None and w0 in order_hint and w1 in order_hint:
+        first_key, second_key = (w0, w1) if order_hint.index(w0) < order_hint.index(w1) else (w1, w0)
+    elif fwd:
+        first_key, second_key = w0, w1
+    else:
+        first_key, second_key = w1, w0
+    # biases: by prefix first, then by shape when unambiguous
+    bias_of: dict[str, str] = {}
+    unclaimed: list[str] = []
+    for key in vectors:
+        if _last(key).lower() in _NOT_BIAS:
+            raise UnsupportedModelError(f"{source}: {_describe_extra(key, shapes[key])}")
+        owners = [w for w in (first_key, second_key) if _prefix(w)[0] == _prefix(key)[0] and w not in bias_of]
+        if len(owners) == 1:
+            bias_of[owners[0]] = key
+        else:
+            unclaimed.append(key)
+    n = oriented(first_key)[0]
+    k = oriented(second_key)[0]
+    for key in list(unclaimed):
+        free = [w for w, size in ((first_key, n), (second_key, k)) if w not in bias_of and shapes[key] == (size,)]
+        if len(free) == 1:
+            bias_of[free[0]] = key
+            unclaimed.remove(key)
+    if unclaimed:
+        raise UnsupportedModelError(f"{source}: {_describe_extra(unclaimed[0], shapes[unclaimed[0]])}")
+
+    def layer(wkey: str, out_size: int) -> LinearLayer:
+        transposed = _last(wkey).lower() == "kernel"
+        W = exact_float_array(values[wkey], f"{source}: weight '{wkey}'")
+        if transposed:
+            W = W.T
+        bkey = bias_of.get(wkey)
+        B = None
+        if bkey is not None:
+            B = exact_float_array(values[bkey], f"{source}: bias '{bkey}'")
+            if B.shape != (out_size,):
+                raise InvalidNetworkError(
+                    f"{source}: bias '{bkey}' has shape {B.shape} but weight '{wkey}' has {out_size} outputs"
+                )
+        return LinearLayer(wkey, bkey, W, B, transposed, W.dtype.name, None if B is None else B.dtype.name)
+
+    return TwoLayers(layer(first_key, n), layer(second_key, k))
+
+
+def rounded(x: np.ndarray, dtype: Any, name: str, lost: list[str]) -> np.ndarray:
+    """``x`` (an exact float or Fraction array) as ``dtype``; appends ``name`` to ``lost`` when that rounds."""
+    dt = np.dtype(dtype)
+    if x.dtype == object:
+        flat = x.ravel().tolist()
+        y = np.array([float(v) for v in flat], dtype=np.float64).reshape(x.shape).astype(dt)
+        back = y.astype(np.float64).ravel().tolist()
+        if any(Fraction(p) != q for p, q in zip(back, flat, strict=True)):
+            lost.append(name)
+        return y
+    with np.errstate(over="ignore"):
+        y = x.astype(dt)
+    if not np.array_equal(y.astype(np.float64), x.astype(np.float64)):
+        lost.append(name)
+    return y
+
+
+def warn_rounding(lost: Sequence[str], fmt: str) -> None:
+    if lost:
+        warnings.warn(
+            f"writing {fmt} rounds {', '.join(lost)} to the file's float type: the file holds a nearby network, "
+            "not exactly this one",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def default_dtype(x: np.ndarray) -> np.dtype:
+    return x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+
+
+def common_dtype(net: Network) -> np.dtype:
+    """One float dtype for a whole network: its widest float dtype, float64 for exact rationals."""
+    arrs = (net.V, net.A, net.b, net.c)
+    if any(a.dtype == object for a in arrs):
+        return np.dtype(np.float64)
+    return np.dtype(np.result_type(*[a.dtype for a in arrs]))
+
+
+def layout_arrays(net: Network, layers: TwoLayers | None) -> dict[str, np.ndarray]:
+    """The network's arrays under the keys, orientation and dtypes of ``layers`` (from a ``like`` file), or
+    the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias``.  A bias the layout lacks is added (as
+    ``<prefix>.bias``) when it is not zero.  Values may be float32 for bfloat16 targets; see ``bf16_keys``."""
+    if layers is None:
+        return _standard_arrays(net, None)
+    lost: list[str] = []
+    out: dict[str, np.ndarray] = {}
+    for layer, W, B, wname, bname in ((layers.first, net.A, net.b, "A", "b"), (layers.second, net.V, net.c, "V", "c")):
+        wdt = _numpy_target(layer.weight_dtype, W)
+        arr = rounded(W, wdt, wname, lost)
+        out[layer.weight_key] = arr.T.copy() if layer.transposed else arr
+        zero = all(x == 0 for x in B.ravel().tolist())
+        if layer.bias_key is not None or not zero:
+            key = layer.bias_key or (f"{layer.prefix}{layer.sep}bias" if layer.prefix else "bias")
+            bdt = _numpy_target(layer.bias_dtype or layer.weight_dtype, B)
+            out[key] = rounded(B, bdt, bname, lost)
+    warn_rounding(lost, "the file")
+    return out
+
+
+def _standard_arrays(net: Network, dt: np.dtype | None) -> dict[str, np.ndarray]:
+    lost: list[str] = []
+    out = {
+        "0.weight": rounded(net.A, dt or default_dtype(net.A), "A", lost),
+        "0.bias": rounded(net.b, dt or default_dtype(net.b), "b", lost),
+        "2.weight": rounded(net.V, dt or default_dtype(net.V), "V", lost),
+        "2.bias": rounded(net.c, dt or default_dtype(net.c), "c", lost),
+    }
+    warn_rounding(lost, "the network")
+    return out
+
+
+def _numpy_target(dtype_name: str, x: np.ndarray) -> np.dtype:
+    """The numpy dtype that holds values bound for a file dtype (bfloat16 goes through float32)."""
+    if dtype_name in ("float16", "float32", "float64"):
+        return np.dtype(dtype_name)
+    if dtype_name == "bfloat16" or dtype_name.startswith("float8"):
+        return np.dtype(np.float32)
+    return default_dtype(x)

@@ -1,0 +1,293 @@
+"""JAX/Flax: params trees of two Dense layers, and msgpack files from ``flax.serialization.to_bytes``.
+
+A Dense layer is a dict with a 2-D ``kernel`` (in×out, so A = kernel₁ᵀ and V = kernel₂ᵀ) and an optional
+``bias``.  The two layers are ordered by their shapes (m×n then n×k), not by their names (Flax names layers in
+construction order, so ``Dense_0`` may well be the output layer); names break ties only when both orders chain.
+``{'params': {...}}`` wrappers (and train-state dicts holding ``params``) are accepted.  Files are read with
+``flax.serialization.msgpack_restore``, or with the ``msgpack`` package alone when Flax is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ..network import Network
+from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
+
+__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
+
+NAME = "flax"
+SUFFIXES: tuple[str, ...] = (".msgpack", ".flax")
+
+_MAP_MARKERS = set(range(0x80, 0x90)) | {0xDE, 0xDF}
+_EXT_NDARRAY, _EXT_COMPLEX, _EXT_SCALAR = 1, 2, 3
+_CHUNKED = "__msgpack_chunked_array__"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# msgpack
+
+
+def _import_msgpack() -> Any:
+    try:
+        import msgpack
+    except ImportError:
+        raise UnsupportedModelError("reading Flax msgpack files needs flax or msgpack: pip install 'relusym[jax]'") \
+            from None
+    return msgpack
+
+
+def _flax_serialization() -> Any:
+    try:
+        import flax.serialization as fs
+    except Exception:  # not installed, or a broken jax install
+        return None
+    return fs
+
+
+def _array_from_bytes(msgpack: Any, data: bytes) -> np.ndarray:
+    shape, dtype_name, buffer = msgpack.unpackb(data, raw=True)
+    name = dtype_name.decode() if isinstance(dtype_name, bytes) else str(dtype_name)
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+
+            return np.frombuffer(buffer, dtype=ml_dtypes.bfloat16).reshape(shape)
+        except ImportError:
+            pass
+        bits = np.frombuffer(buffer, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(shape)
+    return np.frombuffer(buffer, dtype=np.dtype(name)).reshape(shape)
+
+
+def _restore_plain(data: bytes) -> Any:
+    """flax.serialization.msgpack_restore without flax."""
+    msgpack = _import_msgpack()
+
+    def ext_hook(code: int, payload: bytes) -> Any:
+        if code == _EXT_NDARRAY:
+            return _array_from_bytes(msgpack, payload)
+        if code == _EXT_SCALAR:
+            return _array_from_bytes(msgpack, payload)[()]
+        if code == _EXT_COMPLEX:
+            re_, im = msgpack.unpackb(payload)
+            return complex(re_, im)
+        return msgpack.ExtType(code, payload)
+
+    tree = msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False)
+    return _unchunk(tree)
+
+
+def _unchunk(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        if tree.get(_CHUNKED):
+            shape = tuple(tree["shape"][str(i)] for i in range(len(tree["shape"])))
+            chunks = [tree["chunks"][str(i)] for i in range(len(tree["chunks"]))]
+            return np.concatenate(chunks).reshape(shape)
+        return {k: _unchunk(v) for k, v in tree.items()}
+    return tree
+
+
+def _serialize_plain(tree: Any) -> bytes:
+    """flax.serialization.msgpack_serialize without flax (arrays below 2 GiB)."""
+    msgpack = _import_msgpack()
+
+    def default(x: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            payload = msgpack.packb((x.shape, x.dtype.name, np.ascontiguousarray(x).tobytes("C")), use_bin_type=True)
+            return msgpack.ExtType(_EXT_NDARRAY, payload)
+        raise TypeError(f"cannot serialize {type(x).__name__}")
+
+    return bytes(msgpack.packb(tree, default=default, strict_types=False, use_bin_type=True))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# trees
+
+
+def _to_plain(tree: Any) -> Any:
+    """Nested Mappings (dict, FrozenDict, nnx State) as plain dicts; leaves as numpy arrays."""
+    if hasattr(tree, "to_pure_dict") and not isinstance(tree, dict):
+        tree = tree.to_pure_dict()
+    if isinstance(tree, Mapping):
+        return {str(k): _to_plain(v) for k, v in tree.items()}
+    if hasattr(tree, "value") and hasattr(tree.value, "shape"):  # nnx Variable / VariableState
+        tree = tree.value
+    if hasattr(tree, "shape") and hasattr(tree, "dtype"):
+        return np.asarray(tree)
+    return tree
+
+
+def _params_subtree(tree: Any, source: str) -> tuple[dict[str, Any], list[str]]:
+    """The params dict and the chain of wrapper keys above it."""
+    wrappers: list[str] = []
+    while isinstance(tree, dict) and isinstance(tree.get("params"), dict):
+        stats = [k for k in ("batch_stats",) if tree.get(k)]
+        if stats:
+            raise UnsupportedModelError(
+                f"{source} holds '{stats[0]}' (a BatchNorm layer); relusym reads Dense → relu → Dense"
+            )
+        wrappers.append("params")
+        tree = tree["params"]
+    if not isinstance(tree, dict):
+        raise UnsupportedModelError(f"{source} holds a {type(tree).__name__}, not a params dict")
+    return tree, wrappers
+
+
+def _flatten(tree: dict[str, Any], source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + [str(k)])
+            return
+        name = "/".join(path)
+        if not hasattr(node, "shape"):
+            raise UnsupportedModelError(f"{source}: '{name}' is a {type(node).__name__}, not an array")
+        if path[-1] == "kernel" and np.ndim(node) != 2:
+            raise UnsupportedModelError(
+                f"{source}: kernel '{name}' has shape {tuple(np.shape(node))}; only Dense (2-D) kernels are supported"
+            )
+        if path[-1] not in ("kernel", "bias"):
+            raise UnsupportedModelError(
+                f"{source}: '{name}' (shape {tuple(np.shape(node))}) is not the kernel or bias of a Dense layer"
+            )
+        out[name] = node
+
+    walk(tree, [])
+    return out
+
+
+def _layers(tree: Any, source: str) -> tuple[TwoLayers, list[str]]:
+    params, wrappers = _params_subtree(_to_plain(tree), source)
+    flat = _flatten(params, source)
+    dtypes = {k: np.asarray(v).dtype.name for k, v in flat.items()}
+    two = pair_linear_layers(flat, source=source, ordered=False)
+
+    def fix(layer: LinearLayer) -> LinearLayer:
+        bias_dtype = dtypes[layer.bias_key] if layer.bias_key is not None else None
+        return replace(layer, weight_dtype=dtypes[layer.weight_key], bias_dtype=bias_dtype)
+
+    return TwoLayers(fix(two.first), fix(two.second)), wrappers
+
+
+def from_params(params: Any, *, source: str = "the params") -> Network:
+    """A network from a Flax params tree of two Dense layers (``{'params': ...}`` wrappers accepted)."""
+    return _layers(params, source)[0].network()
+
+
+def accepts(obj: Any) -> bool:
+    """A Flax object (FrozenDict, nnx State or Module), or a dict with ``params``/``kernel`` keys."""
+    if any((c.__module__ or "").startswith("flax") for c in type(obj).__mro__):
+        return True
+    if not isinstance(obj, Mapping):
+        return False
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if "kernel" in node or "params" in node:
+            return True
+        if depth < 4:
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, Mapping))
+    return False
+
+
+def from_object(obj: Any) -> Network:
+    is_nnx = any((c.__module__ or "").startswith("flax.nnx") for c in type(obj).__mro__)
+    if is_nnx and callable(obj) and not hasattr(obj, "to_pure_dict"):
+        from flax import nnx
+
+        obj = nnx.state(obj, nnx.Param)
+    return from_params(obj)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# files
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A msgpack map (the encoding of a params dict)."""
+    if not head or head[0] not in _MAP_MARKERS:
+        return False
+    return path.suffix.lower() in SUFFIXES or any(s in head for s in (b"params", b"kernel", b"Dense"))
+
+
+def _read_tree(path: Path) -> Any:
+    data = Path(path).read_bytes()
+    fs = _flax_serialization()
+    try:
+        tree = fs.msgpack_restore(data) if fs is not None else _restore_plain(data)
+    except UnsupportedModelError:
+        raise
+    except Exception as exc:
+        raise InvalidNetworkError(
+            f"{Path(path).name} is not a readable Flax msgpack file (truncated or corrupted?): "
+            f"{str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__}"
+        ) from None
+    if not isinstance(tree, Mapping):
+        raise UnsupportedModelError(f"{Path(path).name} holds a {type(tree).__name__}, not a params dict")
+    return tree
+
+
+def load(path: Path) -> Network:
+    """Read a msgpack file written by ``flax.serialization.to_bytes(params)``."""
+    return from_params(_read_tree(Path(path)), source=Path(path).name)
+
+
+def to_params(net: Network, like: Any = None) -> dict[str, Any]:
+    """A params tree ``{'params': {'Dense_0': {'kernel', 'bias'}, 'Dense_1': ...}}`` (numpy arrays), or the
+    names, nesting and dtypes of the ``like`` tree."""
+    layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
+    if layers is None:
+        arrays = layout_arrays(net, None)
+        flat = {"Dense_0/kernel": arrays["0.weight"].T.copy(), "Dense_0/bias": arrays["0.bias"],
+                "Dense_1/kernel": arrays["2.weight"].T.copy(), "Dense_1/bias": arrays["2.bias"]}
+    else:
+        flat = layout_arrays(net, layers)
+        for layer in (layers.first, layers.second):
+            for key, dt in ((layer.weight_key, layer.weight_dtype), (layer.bias_key, layer.bias_dtype)):
+                if key is not None and dt == "bfloat16" and key in flat:
+                    flat[key] = _to_bfloat16(flat[key])
+    tree: dict[str, Any] = {}
+    for key, arr in flat.items():
+        node = tree
+        parts = key.split("/")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = arr
+    if like is not None:
+        tree = _reordered(tree, _params_subtree(_to_plain(like), "like")[0])
+    for w in reversed(wrappers):
+        tree = {w: tree}
+    return tree
+
+
+def _reordered(tree: dict[str, Any], like: Any) -> dict[str, Any]:
+    """``tree`` with its keys in the order of ``like``'s (new keys last), recursively."""
+    if not isinstance(like, dict):
+        return tree
+    keys = [k for k in like if k in tree] + [k for k in tree if k not in like]
+    return {k: _reordered(tree[k], like.get(k)) if isinstance(tree[k], dict) else tree[k] for k in keys}
+
+
+def _to_bfloat16(x: np.ndarray) -> np.ndarray:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return x  # float32 holds every value exactly
+    return x.astype(ml_dtypes.bfloat16)
+
+
+def save(net: Network, path: Path, like: Path | None = None) -> None:
+    """Write a msgpack params file readable by ``flax.serialization.from_bytes``/``msgpack_restore``."""
+    tree = to_params(net, _read_tree(Path(like)) if like is not None else None)
+    fs = _flax_serialization()
+    data = fs.msgpack_serialize(tree) if fs is not None else _serialize_plain(tree)
+    Path(path).write_bytes(data)

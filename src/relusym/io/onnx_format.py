@@ -1,0 +1,447 @@
+"""ONNX models computing ``Gemm|MatMul(+Add) → Relu → Gemm|MatMul(+Add)``, weights from initializers.
+
+``Gemm``'s ``transA``/``transB``/``alpha``/``beta`` are honoured exactly (a float32 weight times a float32
+``alpha`` is exact in float64; other products become exact rationals), and the data tensor may be either
+operand.  Weights are read as data with ``onnx.numpy_helper`` (``Constant`` nodes count as initializers);
+nothing in the model is executed.  Any other operator is rejected, naming it.  Writing produces a model that
+onnxruntime runs (opset 17, or the ``like`` model's opsets, names and layer style).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ..network import Network
+from ._layers import common_dtype, exact_float_array, rounded, warn_rounding
+
+__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_model", "to_model"]
+
+NAME = "onnx"
+SUFFIXES: tuple[str, ...] = (".onnx",)
+
+_OPSET = 17
+_IR_VERSION = 8
+
+
+def _import_onnx() -> Any:
+    try:
+        import onnx
+        import onnx.numpy_helper  # noqa: F401
+    except ImportError:
+        raise UnsupportedModelError("reading .onnx files needs onnx: pip install 'relusym[onnx]'") from None
+    return onnx
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A ModelProto starts with field 1 (ir_version, a small varint) followed by another ModelProto field."""
+    if len(head) < 3 or head[0] != 0x08 or head[1] == 0 or head[1] > 0x7F:
+        return False
+    return head[2] in (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72) or path.suffix.lower() in SUFFIXES
+
+
+def load(path: Path) -> Network:
+    """Read an ONNX model file."""
+    onnx = _import_onnx()
+    path = Path(path)
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise InvalidNetworkError(
+            f"{path.name} is not a readable ONNX model (truncated or corrupted?): {str(exc).splitlines()[0][:160]}"
+        ) from None
+    return from_model(model, source=path.name)
+
+
+def accepts(obj: Any) -> bool:
+    """An ``onnx.ModelProto`` (no onnx import)."""
+    return (type(obj).__module__ or "").startswith("onnx") and type(obj).__name__ == "ModelProto"
+
+
+def from_object(obj: Any) -> Network:
+    return from_model(obj)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# reading
+
+
+@dataclass
+class _Layer:
+    """One affine layer y = x Wᵀ + bias, with W out×in (exact: float array or Fraction array)."""
+
+    W: np.ndarray
+    bias: np.ndarray | None
+    op: str
+    weight_name: str
+    bias_name: str | None
+    weight_transposed: bool  # stored as out×in (Gemm transB=1)
+    dtype: str
+    data_first: bool = True
+    alpha: float = 1.0
+    beta: float = 1.0
+    extra_bias: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Parsed:
+    layers: list[_Layer]
+    input_name: str
+    output_name: str
+    input_dims: list[Any]
+    output_dims: list[Any]
+    opsets: list[tuple[str, int]]
+    ir_version: int
+
+
+def _is_pow2(s: float) -> bool:
+    return s != 0 and math.frexp(abs(s))[0] == 0.5
+
+
+def _scaled(arr: np.ndarray, s: float) -> np.ndarray:
+    """s·arr exactly (s is a float32 attribute value)."""
+    if s == 1.0:
+        return arr
+    if arr.dtype in (np.float16, np.float32) or (arr.dtype == np.float64 and _is_pow2(s)):
+        # float32 × float32 has ≤ 48 significant bits: exact in float64 (a power of two is exact anyway,
+        # which the division below double-checks against underflow)
+        out = arr.astype(np.float64) * np.float64(s)
+        if np.array_equal(out / np.float64(s), arr.astype(np.float64)):
+            return out
+    fs = Fraction(s)
+    return np.array([Fraction(x) * fs for x in arr.ravel().tolist()], dtype=object).reshape(arr.shape)
+
+
+def _added(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + y exactly (float64 when TwoSum shows no rounding, else Fractions)."""
+    if x.dtype != object and y.dtype != object:
+        a, b = x.astype(np.float64), y.astype(np.float64)
+        s = a + b
+        bb = s - a
+        err = (a - (s - bb)) + (b - bb)
+        if not err.any() and np.isfinite(s).all():
+            return s
+    fx = [Fraction(v) for v in x.ravel().tolist()]
+    fy = [Fraction(v) for v in y.ravel().tolist()]
+    return np.array([p + q for p, q in zip(fx, fy, strict=True)], dtype=object).reshape(x.shape)
+
+
+def _attrs(onnx: Any, node: Any) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _describe(node: Any) -> str:
+    return f"{node.op_type} (node '{node.name}')" if node.name else node.op_type
+
+
+def _parse(model: Any, source: str) -> _Parsed:
+    onnx = _import_onnx()
+    from onnx import numpy_helper
+
+    graph = model.graph
+    consts: dict[str, np.ndarray] = {}
+    dtypes: dict[str, str] = {}
+    for init in graph.initializer:
+        try:
+            arr = numpy_helper.to_array(init)
+        except Exception as exc:
+            raise InvalidNetworkError(f"{source}: initializer '{init.name}' cannot be read: {exc}") from None
+        dtypes[init.name] = np.asarray(arr).dtype.name
+        consts[init.name] = exact_float_array(arr, f"{source}: initializer '{init.name}'")
+    nodes = []
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            at = _attrs(onnx, node)
+            if "value" in at:
+                arr = numpy_helper.to_array(at["value"])
+            elif "value_float" in at or "value_floats" in at:
+                arr = np.asarray(at.get("value_float", at.get("value_floats")), dtype=np.float32)
+            elif "value_int" in at or "value_ints" in at:
+                arr = np.asarray(at.get("value_int", at.get("value_ints")), dtype=np.int64)
+            else:
+                raise UnsupportedModelError(f"{source}: Constant node '{node.name}' has no numeric value")
+            dtypes[node.output[0]] = np.asarray(arr).dtype.name
+            consts[node.output[0]] = exact_float_array(arr, f"{source}: constant '{node.output[0]}'")
+        else:
+            nodes.append(node)
+    data_inputs = [i for i in graph.input if i.name not in consts]
+    if len(data_inputs) != 1:
+        raise UnsupportedModelError(
+            f"{source} has {len(data_inputs)} data inputs ({', '.join(i.name for i in data_inputs)}); "
+            "relusym needs exactly one"
+        )
+    consumers: dict[str, list[Any]] = {}
+    for node in nodes:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+
+    cur = data_inputs[0].name
+    orient: str | None = None  # "rows" (batch × features) or "cols" (features × batch)
+    steps: list[Any] = []  # _Layer or "relu"
+    visited: set[int] = set()
+
+    def const(name: str, node: Any) -> np.ndarray:
+        if name not in consts:
+            raise UnsupportedModelError(
+                f"{source}: {_describe(node)} takes '{name}', which is neither the data nor a constant initializer"
+            )
+        return consts[name]
+
+    def need(want: str, node: Any) -> None:
+        nonlocal orient
+        if orient is None:
+            orient = want
+        elif orient != want:
+            raise UnsupportedModelError(f"{source}: {_describe(node)} reads its data transposed; not supported")
+
+    while True:
+        cons = consumers.get(cur, [])
+        if not cons:
+            break
+        if len(cons) > 1:
+            names = ", ".join(_describe(c) for c in cons)
+            raise UnsupportedModelError(f"{source}: tensor '{cur}' feeds several nodes ({names}); not a chain")
+        node = cons[0]
+        visited.add(id(node))
+        op = node.op_type
+        if node.domain not in ("", "ai.onnx"):
+            raise UnsupportedModelError(f"{source}: {_describe(node)} of domain '{node.domain}' is not supported")
+        ins = list(node.input)
+        if op in ("Identity", "Dropout"):
+            pass
+        elif op == "Relu":
+            steps.append("relu")
+        elif op in ("Gemm", "MatMul"):
+            at = _attrs(onnx, node)
+            if ins[0] == cur and (len(ins) < 2 or ins[1] != cur):
+                data_first = True
+                wname = ins[1]
+            elif len(ins) > 1 and ins[1] == cur and ins[0] != cur:
+                data_first = False
+                wname = ins[0]
+            else:
+                raise UnsupportedModelError(f"{source}: {_describe(node)} does not multiply data by a weight")
+            Wst = const(wname, node)
+            if Wst.ndim != 2:
+                raise UnsupportedModelError(f"{source}: weight '{wname}' of {_describe(node)} has shape {Wst.shape}")
+            if op == "Gemm":
+                ta, tb = int(at.get("transA", 0)), int(at.get("transB", 0))
+                alpha, beta = float(at.get("alpha", 1.0)), float(at.get("beta", 1.0))
+            else:
+                ta = tb = 0
+                alpha, beta = 1.0, 1.0
+            if data_first:
+                need("cols" if ta else "rows", node)
+                W = Wst if tb else Wst.T  # out × in
+                out_orient = "rows"
+                stored_out_in = bool(tb)
+            else:
+                need("rows" if tb else "cols", node)
+                W = Wst.T if ta else Wst
+                out_orient = "cols"
+                stored_out_in = not ta
+            W = _scaled(W, alpha)
+            bias = None
+            bname = None
+            if op == "Gemm" and len(ins) > 2 and ins[2]:
+                bname = ins[2]
+                bias = _broadcast_bias(_scaled(const(bname, node), beta), W.shape[0], out_orient, source, bname)
+            steps.append(_Layer(W, bias, op, wname, bname, stored_out_in, dtypes.get(wname, "float32"),
+                                data_first, alpha, beta))
+            orient = out_orient
+        elif op == "Add":
+            if not steps or not isinstance(steps[-1], _Layer):
+                raise UnsupportedModelError(f"{source}: {_describe(node)} is not a bias after a Gemm or MatMul")
+            other = ins[1] if ins[0] == cur else ins[0]
+            if other == cur:
+                raise UnsupportedModelError(f"{source}: {_describe(node)} adds the data to itself")
+            layer = steps[-1]
+            add = _broadcast_bias(const(other, node), layer.W.shape[0], orient or "rows", source, other)
+            if layer.bias is None:
+                layer.bias, layer.bias_name = add, other
+            else:
+                layer.bias = _added(layer.bias, add)
+                layer.extra_bias.append(other)
+        else:
+            raise UnsupportedModelError(
+                f"{source}: found {_describe(node)}; relusym reads Gemm/MatMul(+Add) → Relu → Gemm/MatMul(+Add)"
+            )
+        if len(node.output) < 1:
+            raise UnsupportedModelError(f"{source}: {_describe(node)} has no output")
+        cur = node.output[0]
+    if cur not in outputs:
+        raise UnsupportedModelError(f"{source}: the chain from the input ends at '{cur}', which is not a graph output")
+    stray = [n for n in nodes if id(n) not in visited]
+    if stray:
+        raise UnsupportedModelError(
+            f"{source}: {_describe(stray[0])} is not part of the chain Gemm/MatMul → Relu → Gemm/MatMul"
+        )
+    # collapse Relu∘Relu
+    seq: list[Any] = []
+    for s in steps:
+        if s == "relu" and seq and seq[-1] == "relu":
+            continue
+        seq.append(s)
+    pattern = ["relu" if s == "relu" else "layer" for s in seq]
+    if pattern != ["layer", "relu", "layer"]:
+        if pattern.count("layer") != 2:
+            raise UnsupportedModelError(
+                f"{source} has {pattern.count('layer')} linear layers; relusym needs exactly two (one hidden layer)"
+            )
+        if "relu" not in pattern:
+            raise UnsupportedModelError(f"{source} has no Relu between its two linear layers")
+        raise UnsupportedModelError(f"{source} computes {' → '.join(pattern)}, not layer → Relu → layer")
+    l1, l2 = seq[0], seq[2]
+    if l2.W.shape[1] != l1.W.shape[0]:
+        raise InvalidNetworkError(
+            f"{source}: the hidden layer has {l1.W.shape[0]} outputs but the output layer takes {l2.W.shape[1]}"
+        )
+
+    def dims(vi: Any) -> list[Any]:
+        out: list[Any] = []
+        for d in vi.type.tensor_type.shape.dim:
+            out.append(d.dim_param if d.dim_param else (int(d.dim_value) if d.HasField("dim_value") else None))
+        return out
+
+    out_vi = next(o for o in graph.output if o.name == cur)
+    opsets = [(o.domain, int(o.version)) for o in model.opset_import]
+    return _Parsed([l1, l2], data_inputs[0].name, cur, dims(data_inputs[0]), dims(out_vi), opsets,
+                   int(model.ir_version))
+
+
+def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str) -> np.ndarray:
+    shape = (1, out) if orient == "rows" else (out, 1)
+    try:
+        return np.broadcast_to(c, shape).reshape(out).copy()
+    except ValueError:
+        raise InvalidNetworkError(f"{source}: bias '{name}' has shape {c.shape}, which does not fit {out} outputs") \
+            from None
+
+
+def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
+    """A network from an ``onnx.ModelProto``."""
+    p = _parse(model, source)
+    l1, l2 = p.layers
+    b = l1.bias if l1.bias is not None else np.zeros(l1.W.shape[0], dtype=np.float64)
+    c = l2.bias if l2.bias is not None else np.zeros(l2.W.shape[0], dtype=np.float64)
+    return Network(l2.W, l1.W, b, c, m=l1.W.shape[1])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# writing
+
+
+def _dtype_of(name: str) -> np.dtype | None:
+    return np.dtype(name) if name in ("float16", "float32", "float64") else None
+
+
+def to_model(net: Network, like: Any = None) -> Any:
+    """An ``onnx.ModelProto`` computing the network, runnable by onnxruntime.
+
+    Default layout: input ``input`` [batch, m] → Gemm(``0.weight``, ``0.bias``, transB=1) → Relu → Gemm(
+    ``2.weight``, ``2.bias``, transB=1) → output ``output``, in the network's widest float dtype.  With
+    ``like`` (a ModelProto of a network), its names, layer style (Gemm/MatMul+Add, transB), dtype and opsets.
+    """
+    onnx = _import_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    parsed = _parse(like, "like") if like is not None else None
+    dt = common_dtype(net)
+    if parsed is not None:
+        dt = _dtype_of(parsed.layers[0].dtype) or np.dtype(np.float32)
+    elem = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.float32): TensorProto.FLOAT,
+            np.dtype(np.float64): TensorProto.DOUBLE}[np.dtype(dt)]
+    lost: list[str] = []
+    scal = [(1.0, 1.0), (1.0, 1.0)]
+    if parsed is not None:
+        scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
+    # keep a like model's Gemm alpha/beta where the weights divided by them fit its dtype exactly
+    (al1, be1), (al2, be2) = scal = [
+        (_keeps(W, s[0], dt), _keeps(B, s[1], dt)) for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal,
+                                                                         strict=True)
+    ]
+    A = rounded(_unscaled(net.A, al1), dt, "A", lost)
+    b = rounded(_unscaled(net.b, be1), dt, "b", lost)
+    V = rounded(_unscaled(net.V, al2), dt, "V", lost)
+    c = rounded(_unscaled(net.c, be2), dt, "c", lost)
+    warn_rounding(lost, "ONNX")
+    in_name = parsed.input_name if parsed else "input"
+    out_name = parsed.output_name if parsed else "output"
+    nodes: list[Any] = []
+    inits: list[Any] = []
+
+    def layer(idx: int, x: str, W: np.ndarray, bias: np.ndarray, y: str) -> None:
+        alpha, beta = scal[idx]
+        style = parsed.layers[idx] if parsed else None
+        wname = style.weight_name if style else f"{2 * idx}.weight"
+        bname = (style.bias_name if style and style.bias_name else f"{wname}_bias" if style else f"{2 * idx}.bias")
+        has_bias = bool(np.any(bias != 0)) or style is None or style.bias_name is not None
+        if style is not None and style.op == "MatMul" and style.data_first:
+            inits.append(numpy_helper.from_array(np.ascontiguousarray(W.T), wname))
+            if has_bias:
+                inits.append(numpy_helper.from_array(bias, bname))
+                nodes.append(helper.make_node("MatMul", [x, wname], [y + "_matmul"]))
+                nodes.append(helper.make_node("Add", [y + "_matmul", bname], [y]))
+            else:
+                nodes.append(helper.make_node("MatMul", [x, wname], [y]))
+            return
+        trans_b = 1
+        if style is not None and style.op == "Gemm" and style.data_first:
+            trans_b = 1 if style.weight_transposed else 0
+        stored = W if trans_b else np.ascontiguousarray(W.T)
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(stored), wname))
+        ins = [x, wname]
+        if has_bias:
+            inits.append(numpy_helper.from_array(bias, bname))
+            ins.append(bname)
+        nodes.append(helper.make_node("Gemm", ins, [y], transB=trans_b, alpha=alpha, beta=beta))
+
+    layer(0, in_name, A, b, "hidden")
+    nodes.append(helper.make_node("Relu", ["hidden"], ["hidden_relu"]))
+    layer(1, "hidden_relu", V, c, out_name)
+    in_dims: list[Any] = ["batch", net.m]
+    out_dims: list[Any] = ["batch", net.k]
+    if parsed is not None and len(parsed.input_dims) == 2 and len(parsed.output_dims) == 2:
+        in_dims = [parsed.input_dims[0], net.m]
+        out_dims = [parsed.output_dims[0], net.k]
+    graph = helper.make_graph(
+        nodes, "relusym_network",
+        [helper.make_tensor_value_info(in_name, elem, in_dims)],
+        [helper.make_tensor_value_info(out_name, elem, out_dims)],
+        initializer=inits,
+    )
+    opsets = [helper.make_opsetid(d, v) for d, v in parsed.opsets] if parsed else [helper.make_opsetid("", _OPSET)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="relusym")
+    model.ir_version = parsed.ir_version if parsed else _IR_VERSION
+    onnx.checker.check_model(model)
+    return model
+
+
+def _keeps(x: np.ndarray, s: float, dt: np.dtype) -> float:
+    """``s`` when x/s is exactly representable in ``dt`` (so a like file's Gemm alpha/beta can be kept), else 1."""
+    if s == 1.0 or x.dtype == object or s == 0:
+        return 1.0
+    q = x.astype(np.float64) / np.float64(s)
+    with np.errstate(over="ignore"):
+        back = q.astype(dt).astype(np.float64)
+    return s if np.array_equal(back * np.float64(s), x.astype(np.float64)) and np.array_equal(back, q) else 1.0
+
+
+def _unscaled(x: np.ndarray, s: float) -> np.ndarray:
+    return x if s == 1.0 else x.astype(np.float64) / np.float64(s)
+
+
+def save(net: Network, path: Path, like: Path | None = None) -> None:
+    """Write an ONNX model file (the layout of ``like`` when given)."""
+    onnx = _import_onnx()
+    like_model = onnx.load(str(like)) if like is not None else None
+    onnx.save(to_model(net, like_model), str(path))

@@ -1,0 +1,181 @@
+"""scikit-learn: fitted ``MLPRegressor`` / ``MLPClassifier`` with one hidden layer and ``activation='relu'``.
+
+``coefs_[0]`` is m×n and ``coefs_[1]`` is n×k, so A = coefs_[0]ᵀ, b = intercepts_[0], V = coefs_[1]ᵀ and
+c = intercepts_[1].  For a classifier the output activation (softmax or logistic) is outside ρ: only the logits
+x ↦ V·relu(Ax + b) + c are read, and a warning says so.
+
+Pickle and joblib files run code when loaded, so :func:`load` refuses them; :func:`load_pickle` reads one only
+with an explicit ``allow_unsafe_pickle=True``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedModelError
+from ..network import Network
+from ._layers import exact_float_array, rounded, warn_rounding
+
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "sniff",
+    "load",
+    "load_pickle",
+    "save",
+    "accepts",
+    "from_object",
+    "from_estimator",
+    "to_estimator",
+]
+
+NAME = "sklearn"
+SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib")
+
+_TORCH_LEGACY = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+
+
+class LogitsOnlyWarning(UserWarning):
+    """The estimator's output activation (softmax/logistic) is not part of the network that was read."""
+
+
+def _import_sklearn() -> Any:
+    try:
+        import sklearn.neural_network as sknn
+    except ImportError:
+        raise UnsupportedModelError("reading scikit-learn models needs scikit-learn: pip install 'relusym[sklearn]'") \
+            from None
+    return sknn
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A pickle (protocol 2–5) that is not a legacy torch.save file, or a .pkl/.pickle/.joblib name."""
+    if head.startswith(_TORCH_LEGACY):
+        return False
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return True
+    return path.suffix.lower() in SUFFIXES
+
+
+def _refusal(path: Path) -> UnsupportedModelError:
+    return UnsupportedModelError(
+        f"refusing to unpickle {path.name}: loading a pickle or joblib file runs arbitrary code; if you trust it, "
+        "call relusym.io.sklearn_format.load_pickle(path, allow_unsafe_pickle=True)"
+    )
+
+
+def load(path: Path, *, allow_unsafe_pickle: bool = False) -> Network:
+    """Refuses, since unpickling runs code, unless ``allow_unsafe_pickle=True`` (see :func:`load_pickle`)."""
+    if not allow_unsafe_pickle:
+        raise _refusal(Path(path))
+    return load_pickle(path, allow_unsafe_pickle=True)
+
+
+def load_pickle(path: Path | str, *, allow_unsafe_pickle: bool = False) -> Network:
+    """Read a pickled or joblib-dumped fitted MLP.  This RUNS CODE from the file: only for trusted files, and
+    only with ``allow_unsafe_pickle=True``."""
+    path = Path(path)
+    if not allow_unsafe_pickle:
+        raise _refusal(path)
+    warnings.warn(
+        f"unpickling {path.name} runs any code it contains; do this only for files you trust",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    try:
+        import joblib
+    except ImportError:
+        joblib = None
+    if joblib is not None:
+        obj = joblib.load(path)
+    else:
+        with open(path, "rb") as fh:
+            obj = pickle.load(fh)  # noqa: S301 - explicit opt-in above
+    return from_object(obj)
+
+
+def accepts(obj: Any) -> bool:
+    """A scikit-learn estimator (no sklearn import)."""
+    return any((c.__module__ or "").startswith("sklearn.") for c in type(obj).__mro__)
+
+
+def from_object(obj: Any) -> Network:
+    return from_estimator(obj)
+
+
+def from_estimator(est: Any) -> Network:
+    """The network of a fitted one-hidden-layer ReLU ``MLPRegressor``/``MLPClassifier`` (logits for a
+    classifier; a :class:`LogitsOnlyWarning` says so)."""
+    sknn = _import_sklearn()
+    name = type(est).__name__
+    if hasattr(est, "steps") and hasattr(est, "named_steps"):
+        raise UnsupportedModelError(
+            f"got a {name}; preprocessing steps are not part of the network: pass its final MLP step "
+            "(pipeline[-1]) and apply the preprocessing to the inputs yourself"
+        )
+    if not isinstance(est, sknn.MLPRegressor | sknn.MLPClassifier):
+        raise UnsupportedModelError(f"{name} is not an MLPRegressor or MLPClassifier")
+    if not hasattr(est, "coefs_"):
+        raise UnsupportedModelError(f"this {name} is not fitted (it has no coefs_); call fit() first")
+    if est.activation != "relu":
+        raise UnsupportedModelError(f"this {name} uses activation={est.activation!r}; relusym needs 'relu'")
+    if len(est.coefs_) != 2:
+        raise UnsupportedModelError(
+            f"this {name} has {len(est.coefs_) - 1} hidden layers; relusym handles exactly one"
+        )
+    out_act = getattr(est, "out_activation_", "identity")
+    if out_act != "identity":
+        warnings.warn(
+            f"{name}: its output activation {out_act!r} is outside the network x ↦ V·relu(Ax + b) + c; "
+            "relusym reads and classifies the logits only",
+            LogitsOnlyWarning,
+            stacklevel=3,
+        )
+    W1 = exact_float_array(est.coefs_[0], f"{name}.coefs_[0]")
+    W2 = exact_float_array(est.coefs_[1], f"{name}.coefs_[1]")
+    b1 = exact_float_array(est.intercepts_[0], f"{name}.intercepts_[0]")
+    b2 = exact_float_array(est.intercepts_[1], f"{name}.intercepts_[1]")
+    return Network(W2.T, W1.T, b1, b2, m=W1.shape[0])
+
+
+def to_estimator(net: Network, dtype: Any = np.float64) -> Any:
+    """An ``MLPRegressor`` (hidden_layer_sizes=(n,), activation='relu') whose ``predict`` computes the
+    network (as a 1-D array when k = 1, as scikit-learn does)."""
+    sknn = _import_sklearn()
+    lost: list[str] = []
+    A = rounded(net.A, dtype, "A", lost)
+    b = rounded(net.b, dtype, "b", lost)
+    V = rounded(net.V, dtype, "V", lost)
+    c = rounded(net.c, dtype, "c", lost)
+    warn_rounding(lost, "the estimator")
+    est = sknn.MLPRegressor(hidden_layer_sizes=(net.n,), activation="relu")
+    est.coefs_ = [np.ascontiguousarray(A.T), np.ascontiguousarray(V.T)]
+    est.intercepts_ = [b.copy(), c.copy()]
+    est.n_features_in_ = net.m
+    est.n_outputs_ = net.k
+    est.n_layers_ = 3
+    est.out_activation_ = "identity"
+    est.n_iter_ = 0
+    est.t_ = 0
+    est.loss_ = float("nan")
+    est.loss_curve_ = []
+    est.best_loss_ = None
+    return est
+
+
+def save(net: Network, path: Path, like: Path | None = None) -> None:
+    """``joblib.dump`` (or pickle) an ``MLPRegressor`` computing the network.  ``like`` is not read: reading
+    a pickle would run its code."""
+    est = to_estimator(net)
+    try:
+        import joblib
+    except ImportError:
+        with open(path, "wb") as fh:
+            pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        return
+    joblib.dump(est, path)
