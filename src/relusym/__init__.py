@@ -13,6 +13,17 @@ from .group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from .network import Network
 from .normal_form import NormalForm, flip, normal_form
 
+_LAZY = {
+    "fiber": "fiber",
+    "Fiber": "fiber",
+    "minimal_width": "width",
+    "prune": "width",
+    "align": "align",
+    "Alignment": "align",
+    "equivalent_approx": "approx",
+    "distance": "approx",
+}
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -27,6 +38,14 @@ __all__ = [
     "find_symmetry",
     "stabilizer",
     "flip",
+    "fiber",
+    "Fiber",
+    "minimal_width",
+    "prune",
+    "align",
+    "Alignment",
+    "equivalent_approx",
+    "distance",
     "load",
     "save",
     "InvalidNetworkError",
@@ -48,3 +67,13 @@ def save(net: Network, path: Any, **kwargs: Any) -> None:
     from .io import save as _save
 
     _save(net, path, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    """The fibre, width and tolerance-mode functions, imported on first use (keeps ``import relusym`` fast)."""
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'relusym' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{mod}", __name__), name)

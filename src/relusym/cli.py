@@ -8,6 +8,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -134,15 +136,42 @@ def cmd_fiber(args: argparse.Namespace) -> Result:
     return fb.to_dict(), fb.report(), 0
 
 
+def _exactly_representable(net: Network, dtype: Any) -> bool:
+    import numpy as np
+
+    for arr in (net.V, net.A, net.b, net.c):
+        if arr.dtype == object:
+            vals = arr.ravel().tolist()
+            cast = np.array([float(x) for x in vals], dtype=np.float64).astype(dtype)
+            if any(Fraction(float(y)) != x for x, y in zip(vals, cast.tolist(), strict=True)):
+                return False
+    return True
+
+
 def cmd_prune(args: argparse.Namespace) -> Result:
-    from .io import save
-    from .width import prune
+    from .io import format_of, save
+    from .width import minimal_network
 
     net = _load(args.net)
-    small = prune(net)
-    save(small, args.output, like=args.net)
-    d = {"width": small.n, "n": net.n, "output": args.output}
-    return d, f"minimal width {small.n} (from n = {net.n}); wrote {args.output}", 0
+    fmt_in = format_of(args.net)
+    fmt_out = format_of(args.output, for_writing=True)
+    like = args.net if fmt_out.NAME == fmt_in.NAME else None
+    # float models: keep θ's own scales, so that single-neuron classes come back as the same float weights
+    mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
+    small = mn.network
+    if fmt_out.NAME not in ("json",) and net.is_float and not args.allow_rounding:
+        if not _exactly_representable(small, net.A.dtype):
+            raise InvalidNetworkError(
+                f"the minimal network has entries that are not exactly representable in {net.A.dtype}; "
+                f"write it as JSON (-o {Path(args.output).with_suffix('.json').name}) to keep it exact, or pass "
+                "--allow-rounding"
+            )
+    save(small, args.output, like=like)
+    d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical}
+    text = f"minimal width {small.n} (from n = {net.n}); wrote {args.output}"
+    if not mn.canonical:
+        text += f"\n(minimal, not the canonical network of spec §6: {mn.note})" if mn.note else ""
+    return d, text, 0
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
@@ -213,7 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("prune", cmd_prune, "write the canonical minimal network (fewest neurons, same function)")
     sp.add_argument("net", metavar="NET")
-    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (NET's format)")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT",
+                    help="output file; its suffix chooses the format (NET's own layout when the formats agree)")
+    sp.add_argument("--budget", type=float, default=10.0, help="seconds for the width search (default 10)")
+    sp.add_argument("--allow-rounding", action="store_true",
+                    help="write a float file even when the minimal network is not exactly representable")
 
     sp = add("align", cmd_align, "align a noisy, permuted, rescaled copy NET2 onto NET1")
     sp.add_argument("net1", metavar="NET1")
@@ -224,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net2", metavar="NET2", nargs="?")
     sp.add_argument("-o", "--output", required=True, metavar="FIG", help="figure file (.png, .svg, .pdf)")
 
+    sub.add_parser("census", help="classify every network of a small integer grid and check the theorems "
+                                  "(relusym census --help)", add_help=False)
+
     sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
     sp.add_argument("net", metavar="NET")
     sp.add_argument("-o", "--output", required=True, metavar="HTML")
@@ -231,6 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["census"]:
+        from .census import main as census_main
+
+        return census_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
