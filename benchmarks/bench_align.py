@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from relusym.align import align  # noqa: E402
+from relusym.alignment import align  # noqa: E402
 from relusym.network import Network  # noqa: E402
 
 

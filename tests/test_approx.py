@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import equivalent
-from relusym.align import align
+from relusym.alignment import align
 from relusym.approx import distance, equivalent_approx
 from relusym.errors import InvalidNetworkError
 from relusym.group import Symmetry

@@ -9,17 +9,15 @@ from typing import Any
 
 from .equivalence import Counterexample, Verdict, equivalent
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .fiber import Fiber, fiber
 from .group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from .network import Network
 from .normal_form import NormalForm, flip, normal_form
+from .width import minimal_width, prune
 
 _LAZY = {
-    "fiber": "fiber",
-    "Fiber": "fiber",
-    "minimal_width": "width",
-    "prune": "width",
-    "align": "align",
-    "Alignment": "align",
+    "align": "alignment",
+    "Alignment": "alignment",
     "equivalent_approx": "approx",
     "distance": "approx",
 }

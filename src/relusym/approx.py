@@ -1,5 +1,5 @@
 """The float-tolerance mode (spec §10 item 14): approximate equivalence, a distance between realized functions,
-(the alignment of noisy copies is in :mod:`relusym.align`).
+(the alignment of noisy copies is in :mod:`relusym.alignment`).
 
 Nothing here is exact and nothing here is used by the exact decisions (``equivalent``, ``normal_form``): this
 mode is explicit, with ``atol``/``rtol`` arguments.  **Tolerance equality is not transitive**: θ1 ≈ θ2 and

@@ -175,7 +175,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
-    from .align import align
+    from .alignment import align
 
     net1, net2 = _load(args.net1), _load(args.net2)
     al = align(net1, net2)
