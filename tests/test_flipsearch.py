@@ -293,3 +293,11 @@ def test_budget_is_respected_when_nothing_is_found() -> None:
     res = fs.find_flip_sets(X, budget_seconds=1.0)
     assert not res.complete and res.count is None and res.sets == []
     assert res.undecided and "not enumerated" in res.undecided
+
+
+def test_public_api_is_exported_by_the_package() -> None:
+    """The package re-exports its public API (fiber.py and width.py import it from relusym.flipsearch)."""
+    public = {"FlipFactors", "FlipSearch", "find_flip_sets", "flip_factors", "flip_matrix", "is_flip_set"}
+    assert set(fs.__all__) == public | {"network_flip_sets"}
+    for name in fs.__all__:
+        assert getattr(fs, name).__module__.startswith("relusym.flipsearch")

@@ -1,0 +1,175 @@
+"""Multi-limb exact integers (values modulo 2**(56 L)) and Kronecker packing of integer rows.
+
+A row of an exact integer matrix is packed into one integer (its coordinates, made primitive and
+shifted into disjoint bit ranges), stored as limbs of 56 bits in int64 arrays, so that a subset
+of rows sums to zero iff its packed sum is zero modulo 2**(56 L).  Vectorised addition, negation,
+bit windows, hashing, exact equi-joins and all subset sums of such values serve the
+meet-in-the-middle and the generalized-birthday searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_LB = 56  # bits per limb of the exact multi-limb integers
+_LMASK = (1 << _LB) - 1
+
+
+def _limbs_norm(a: np.ndarray) -> np.ndarray:
+    """Carry-normalise (in place) nonnegative limbs, modulo 2**(56 L)."""
+    L = a.shape[1]
+    for j in range(L - 1):
+        carry = a[:, j] >> _LB
+        a[:, j] &= _LMASK
+        a[:, j + 1] += carry
+    a[:, L - 1] &= _LMASK
+    return a
+
+
+def _limbs_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _limbs_norm(a + b)
+
+
+def _limbs_neg(a: np.ndarray) -> np.ndarray:
+    out = _LMASK - a
+    out[:, 0] += 1
+    return _limbs_norm(out)
+
+
+def _to_limbs(values: Sequence[int], L: int) -> np.ndarray:
+    mod = 1 << (_LB * L)
+    out = np.zeros((len(values), L), dtype=np.int64)
+    for i, v in enumerate(values):
+        v %= mod
+        for j in range(L):
+            out[i, j] = v & _LMASK
+            v >>= _LB
+    return out
+
+
+def _bits_key(a: np.ndarray, lo: int, width: int) -> np.ndarray:
+    """Bits [lo, lo+width) of each multi-limb value (width <= 56)."""
+    j, off = divmod(lo, _LB)
+    au = a.view(np.uint64)
+    key = au[:, j] >> np.uint64(off)
+    if off + width > _LB and j + 1 < a.shape[1]:
+        key = key | (au[:, j + 1] << np.uint64(_LB - off))  # wraps modulo 2**64: only low bits kept
+    return (key & np.uint64((1 << width) - 1)).astype(np.int64)
+
+
+_HASH_MULT = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93] * 64, dtype=np.uint64
+)
+
+
+def _hash_rows(a: np.ndarray) -> np.ndarray:
+    h = np.zeros(a.shape[0], dtype=np.uint64)
+    au = a.view(np.uint64)
+    for j in range(a.shape[1]):
+        h ^= au[:, j] * _HASH_MULT[j]
+        h = (h ^ (h >> np.uint64(29))) * np.uint64(0xBF58476D1CE4E5B9)
+    return h
+
+
+def _join_equal(a: np.ndarray, b: np.ndarray, max_pairs: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """Pairs (i, j) with a[i] == b[j] (rows of limbs, compared exactly).
+
+    Returns (total number of pairs, ia, ib) with at most ``max_pairs`` pairs listed; the total
+    is computed from run lengths, without listing every pair.
+    """
+    e = np.zeros(0, dtype=np.int64)
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return 0, e, e
+    ha = _hash_rows(a)
+    hb = _hash_rows(b)
+    order = np.argsort(ha, kind="stable")
+    hs = ha[order]
+    sa = a[order]
+    same_hash = hs[1:] == hs[:-1]
+    if np.any(same_hash & np.any(sa[1:] != sa[:-1], axis=1)):
+        # a hash collision inside ``a``: sort exactly (lexicographically) instead
+        order = np.lexsort(a.T[::-1])
+        sa = a[order]
+        new_run = np.concatenate([[True], np.any(sa[1:] != sa[:-1], axis=1)])
+        hs = np.cumsum(new_run).astype(np.uint64)  # run ids as "hashes" of a
+        run_rows = sa[new_run]
+        # exact lookup of b's rows among the runs
+        pos = np.zeros(len(b), dtype=np.int64)
+        found = np.zeros(len(b), dtype=bool)
+        keyed = {row.tobytes(): k for k, row in enumerate(run_rows)}
+        for j in range(len(b)):
+            k = keyed.get(b[j].tobytes())
+            if k is not None:
+                pos[j], found[j] = k + 1, True
+        hb = np.where(found, pos, 0).astype(np.uint64)
+    lo = np.searchsorted(hs, hb, side="left")
+    hi = np.searchsorted(hs, hb, side="right")
+    hit = np.flatnonzero(hi > lo)
+    if hit.size == 0:
+        return 0, e, e
+    # runs of equal hashes hold equal rows (checked above): compare one representative
+    eq = np.all(sa[lo[hit]] == b[hit], axis=1)
+    hit = hit[eq]
+    cnt = (hi - lo)[hit]
+    total = int(cnt.sum())
+    # list the first max_pairs pairs
+    take = np.searchsorted(np.cumsum(cnt), max_pairs, side="left") + 1
+    hit_l, cnt_l = hit[:take], cnt[:take]
+    starts = np.cumsum(cnt_l) - cnt_l
+    within = np.arange(int(cnt_l.sum())) - np.repeat(starts, cnt_l)
+    ia = order[np.repeat(lo[hit_l], cnt_l) + within]
+    ib = np.repeat(hit_l, cnt_l)
+    return total, ia[:max_pairs], ib[:max_pairs]
+
+
+def _subset_sums(z: np.ndarray) -> np.ndarray:
+    """All 2**h subset sums of the h rows of limbs z; index = bitmask of the subset."""
+    L = z.shape[1]
+    out = np.zeros((1, L), dtype=np.int64)
+    for e in range(z.shape[0]):
+        out = np.concatenate([out, _limbs_add(out, z[e][None, :])])
+    return out
+
+
+def _two_adic(v: int) -> int:
+    return (v & -v).bit_length() - 1
+
+
+@dataclass
+class _Packed:
+    """Rows of an exact integer matrix packed (Kronecker) into one integer each.
+
+    Σ_{i∈T} z_i == 0 (as integers) iff Σ_{i∈T} X[i, cols] == 0, and the packed value is known
+    modulo 2**(56 L) with |Σ z| < 2**(bits-1) <= 2**(56 L - 1), so equality modulo 2**(56 L)
+    decides it.
+    """
+
+    limbs: np.ndarray  # (s, L) int64
+    bits: int  # total number of significant bits to cancel
+    scaled: list[list[int]]  # per-row scaled coordinates (for estimates)
+
+
+def _pack(rows_exact: np.ndarray) -> _Packed:
+    s, r = rows_exact.shape
+    cols: list[list[int]] = []
+    for j in range(r):
+        col = [int(x) for x in rows_exact[:, j]]
+        nzv = [v for v in col if v]
+        if not nzv:
+            continue
+        val = min(_two_adic(v) for v in nzv)
+        cols.append([v >> val for v in col])
+    widths = [sum(abs(v) for v in c).bit_length() + 1 for c in cols]
+    total = sum(widths) + 1
+    L = max(1, -(-total // _LB))
+    packed = [0] * s
+    off = 0
+    for c, w in zip(cols, widths, strict=True):
+        for i in range(s):
+            packed[i] += c[i] << off
+        off += w
+    scaled = [[c[i] for c in cols] for i in range(s)]
+    return _Packed(_to_limbs(packed, L), total, scaled)
