@@ -108,7 +108,8 @@ class _Dense:
         """Upper bounds of Σ_i |coef_i| |x_ij| per column (coef defaults to 1)."""
         a = _abs_float(self.data[rows])
         w = np.ones(len(rows)) if coef is None else coef
-        return (w @ a) * (1 + 1e-9) + 1.0
+        with np.errstate(invalid="ignore", over="ignore"):  # inf bounds (huge entries) send callers to Python ints
+            return (w @ a) * (1 + 1e-9) + 1.0
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,8 @@ class FlipFactors:
         ap = _abs_float(self.P[rows])
         aq = _abs_float(self.Q[rows])
         w = np.ones(len(rows)) if coef is None else coef
-        return ((ap * w[:, None]).T @ aq).ravel() * (1 + 1e-9) + 1.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            return ((ap * w[:, None]).T @ aq).ravel() * (1 + 1e-9) + 1.0
 
 
 # ============================================================================================
