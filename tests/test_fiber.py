@@ -17,19 +17,10 @@ from relusym.fiber import fiber, flip_sets, flips_certified_absent, stratum_dime
 from relusym.normal_form import hyperplane_classes
 from relusym.width import KinkData
 
+from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
 from oracles import oracle_m1_equal, random_int_net
 
 F = Fraction
-NAMES = [f"E{i}" for i in range(1, 17)]
-
-
-def _net(d):
-    return Network.from_dict(d)
-
-
-def _plain(net: Network):
-    d = net.to_dict()
-    return d["V"], d["A"], d["b"], d["c"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -39,7 +30,7 @@ def _plain(net: Network):
 @pytest.mark.parametrize("name", NAMES)
 def test_fiber_matches_table(spec, name):
     ex = spec["networks"][name]
-    fb = fiber(_net(ex["network"]))
+    fb = fiber(net_from_dict(ex["network"]))
     assert fb.generic == ex["generic"]
     assert fb.rigid == ex["rigid"]
     assert fb.width == ex["width"]
@@ -59,7 +50,7 @@ def test_fiber_matches_table(spec, name):
 
 def test_generic_reasons_name_the_failing_condition(spec):
     def reason(name):
-        return fiber(_net(spec["networks"][name]["network"])).generic_reason
+        return fiber(net_from_dict(spec["networks"][name]["network"])).generic_reason
 
     assert reason("E2") == "G-c fails: flipping neurons [0, 1] leaves the function unchanged"
     assert reason("E7").startswith("G-c fails: flipping neurons [0, 1, 2]")
@@ -67,7 +58,7 @@ def test_generic_reasons_name_the_failing_condition(spec):
     assert reason("E10").startswith("G-a fails: neuron 0 has a = 0 (a constant neuron)")
     assert reason("E5").startswith("G-a fails: neuron 2 has v = 0")
     assert reason("E1") == "G-a, G-b and G-c hold"
-    assert fiber(_net(spec["networks"]["E15"]["network"])).conditions == {
+    assert fiber(net_from_dict(spec["networks"]["E15"]["network"])).conditions == {
         "G-a": True,
         "G-b": True,
         "G-c": True,
@@ -76,7 +67,7 @@ def test_generic_reasons_name_the_failing_condition(spec):
 
 def test_rigid_reasons(spec):
     def fb(name):
-        return fiber(_net(spec["networks"][name]["network"]))
+        return fiber(net_from_dict(spec["networks"][name]["network"]))
 
     assert fb("E4").rigidity["R3"] is False
     assert fb("E8").rigidity["R3"] is False
@@ -89,7 +80,7 @@ def test_rigid_reasons(spec):
 
 def test_e12_fibre_is_four_free_orbits(spec):
     """E12: the four cost-1 configurations of spec §9, each one free orbit; samples land only in them."""
-    net = _net(spec["networks"]["E12"]["network"])
+    net = net_from_dict(spec["networks"]["E12"]["network"])
     reps = [
         Network([[1, 1, 3]], [[1], [-1], [1]], [0, 0, -1], [0]),
         Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3]),
@@ -98,7 +89,7 @@ def test_e12_fibre_is_four_free_orbits(spec):
     ]
     for r in reps:
         assert normal_form(r) == normal_form(net)
-        assert oracle_m1_equal(_plain(r), _plain(net))
+        assert oracle_m1_equal(plain(r), plain(net))
     for r1, r2 in itertools.combinations(reps, 2):
         assert find_symmetry(r1, r2) is None
     fb = fiber(net)
@@ -115,7 +106,7 @@ def test_e12_fibre_is_four_free_orbits(spec):
 
 def test_e13_strata(spec):
     """E13: its own free orbit (dimension 4) and four 5-dimensional strata with one cancelling pair."""
-    fb = fiber(_net(spec["networks"]["E13"]["network"]))
+    fb = fiber(net_from_dict(spec["networks"]["E13"]["network"]))
     dims = sorted(s.dimension for s in fb.strata)
     assert dims == [4, 5, 5, 5, 5]
     own = [s for s in fb.strata if s.own]
@@ -126,21 +117,21 @@ def test_e13_strata(spec):
 
 @pytest.mark.parametrize("name, width, dim", [("E8", 4, 8), ("E14", 1, 7), ("E9", 2, 4), ("E5", 1, 5)])
 def test_width_and_dimension_sentences(spec, name, width, dim):
-    fb = fiber(_net(spec["networks"][name]["network"]))
+    fb = fiber(net_from_dict(spec["networks"][name]["network"]))
     assert (fb.width, fb.dimension) == (width, dim)
 
 
 def test_e9_fibre_has_isolated_orbits(spec):
     """E9 (n = 3 > w = 2): a 4-dimensional stratum (one spare neuron) and two isolated free orbits of
     dimension 3, θ's own among them; the local dimension at θ is 3 (spec §9)."""
-    fb = fiber(_net(spec["networks"]["E9"]["network"]))
+    fb = fiber(net_from_dict(spec["networks"]["E9"]["network"]))
     assert sorted(s.dimension for s in fb.strata) == [3, 3, 4]
     assert [s.orbit for s in fb.strata if s.dimension == 3] == [True, True]
     assert [s.dimension for s in fb.strata if s.own] == [3]
 
 
 def test_e8_stratum_is_refactorization(spec):
-    fb = fiber(_net(spec["networks"]["E8"]["network"]))
+    fb = fiber(net_from_dict(spec["networks"]["E8"]["network"]))
     assert [(s.S, s.P, s.t, s.dimension) for s in fb.strata] == [((), (), 2, 8)]
     other = Network(
         [[1, -1, 0, 0], [1, -1, 1, -1]], [[1, 0], [-1, 0], [-1, 1], [1, -1]], [5, -5, 0, 0], [-5, -5]
@@ -245,9 +236,7 @@ def test_certificate_matches_exact_rank():
         V, A, b, c = random_int_net(rng, m, n, k, -1, 1)
         net = Network(V, A, b, c)
         X = [[F(V[a][i]) * F(A[i][col]) for a in range(k) for col in range(m)] for i in range(n)]
-        from test_width import _rank
-
-        full = _rank(X) == n
+        full = rank_q(X) == n
         if flips_certified_absent(net):
             assert full
         if not full:
@@ -256,24 +245,6 @@ def test_certificate_matches_exact_rank():
 
 # ---------------------------------------------------------------------------------------------------------
 # invariance and sampling
-
-
-_small_int = st.integers(-2, 2)
-
-
-@st.composite
-def small_networks(draw, max_n=4):
-    m = draw(st.integers(1, 2))
-    k = draw(st.integers(1, 2))
-    n = draw(st.integers(0, max_n))
-    V = [[draw(_small_int) for _ in range(n)] for _ in range(k)]
-    A = [[draw(_small_int) for _ in range(m)] for _ in range(n)]
-    b = [draw(_small_int) for _ in range(n)]
-    c = [draw(_small_int) for _ in range(k)]
-    if n >= 2 and draw(st.booleans()):
-        A[1] = [-x for x in A[0]]
-        b[1] = -b[0]
-    return Network(V, A, b, c, m=m)
 
 
 def _summary(fb):
@@ -310,7 +281,7 @@ def test_samples_are_in_the_fibre(net, rnd):
         assert s.n == net.n
         assert normal_form(s) == nf
         if net.m == 1:
-            assert oracle_m1_equal(_plain(net), _plain(s))
+            assert oracle_m1_equal(plain(net), plain(s))
         v = equivalent(net, s)
         assert v
         if fb.class_a:  # Theorem B(ii): every point is h·flip_T(θ) with T a flip set
@@ -319,13 +290,13 @@ def test_samples_are_in_the_fibre(net, rnd):
 
 def test_samples_leave_the_orbit_when_the_fibre_is_bigger(spec):
     for name in ("E2", "E4", "E5", "E8", "E9", "E10", "E12", "E13", "E14", "E16"):
-        net = _net(spec["networks"][name]["network"])
+        net = net_from_dict(spec["networks"][name]["network"])
         fb = fiber(net)
         rnd = random.Random(1)
         outside = sum(find_symmetry(net, fb.sample(rnd)) is None for _ in range(12))
         assert outside > 0, name
     for name in ("E1", "E3", "E6", "E11", "E15"):  # rigid: the fibre is the orbit
-        net = _net(spec["networks"][name]["network"])
+        net = net_from_dict(spec["networks"][name]["network"])
         fb = fiber(net)
         rnd = random.Random(1)
         assert all(find_symmetry(net, fb.sample(rnd)) is not None for _ in range(6))
@@ -339,16 +310,12 @@ def test_dimension_closed_forms():
     """§5.5: any k with w = N gives N + (n − N)δ; k = 1 gives the three closed forms."""
     rng = random.Random(4)
     for _ in range(150):
-        m, k = rng.randint(1, 3), rng.randint(1, 2)
-        n = rng.randint(0, 5)
-        V, A, b, c = random_int_net(rng, m, n, k, -2, 2)
-        if n >= 2 and rng.random() < 0.6:
-            A[1] = [-x for x in A[0]]
-            b[1] = -b[0]
-        fb = fiber(Network(V, A, b, c, m=m))
+        net = random_net_with_pair(rng, 3, 2, 0, 0.6)
+        m, n, k = net.shape
+        fb = fiber(net)
         N, w, D, delta = fb.N, fb.width, n - fb.N, max(m + 1, k + 1)
         assert fb.dimension >= n - sum(
-            1 for i in range(n) if not any(V[a][i] for a in range(k)) and not any(A[i]) and b[i] == 0
+            1 for i in range(n) if not any(net.V[:, i]) and not any(net.A[i]) and net.b[i] == 0
         )
         if fb.strata_complete:  # the empty (degenerate) types left out of the list never carry the maximum
             assert max(s.dimension for s in fb.strata) == fb.dimension
@@ -493,12 +460,10 @@ def _predicted_type_dimension(net: Network) -> int:
         else:
             r = len(mem)
             spare += m + r + k * (r - 1)
-    from test_width import _rank
-
     t = len(extra_s)
-    wP = _rank([list(kd.alpha[u]) for u in P]) if P else 0
+    wP = rank_q([list(kd.alpha[u]) for u in P]) if P else 0
     rho = kd.rho(tuple(sorted(S)), tuple(sorted(P)))
-    s = _rank([[extra_s[j][a] for j in range(t)] for a in range(k)]) if t else 0
+    s = rank_q([[extra_s[j][a] for j in range(t)] for a in range(k)]) if t else 0
     mbar = m - wP
     core = kd.N + len(P) + 2 * t + k * (len(P) - wP) + t * wP + (s - rho) * (k - s) + s * t + mbar * (t - s)
     return core + spare
@@ -511,13 +476,7 @@ def test_local_dimension_matches_stratum_formula():
     rng = random.Random(9)
     checked = 0
     for _ in range(80):
-        m, k = rng.randint(1, 2), rng.randint(1, 2)
-        n = rng.randint(1, 5)
-        V, A, b, c = random_int_net(rng, m, n, k, -2, 2)
-        if n >= 2 and rng.random() < 0.6:
-            A[1] = [-x for x in A[0]]
-            b[1] = -b[0]
-        net = Network(V, A, b, c, m=m)
+        net = random_net_with_pair(rng, 2, 2, 1, 0.6)
         fb = fiber(net)
         for _ in range(3):
             s = fb.sample(rng)
@@ -534,7 +493,7 @@ def test_local_dimension_of_examples(spec):
     """Spec §9 local dimensions at θ itself (where θ is a smooth point of its type): E9 3, E13 4, E1 2, E8
     8."""
     for name, local in (("E1", 2), ("E2", 2), ("E8", 8), ("E9", 3), ("E12", 3), ("E13", 4)):
-        assert _type_local_dimension(_net(spec["networks"][name]["network"])) == local, name
+        assert _type_local_dimension(net_from_dict(spec["networks"][name]["network"])) == local, name
 
 
 # ---------------------------------------------------------------------------------------------------------

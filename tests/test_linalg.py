@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relusym import linalg
+from relusym import linalg, modular
 
 P = linalg.FAST_PRIMES[0]
 
@@ -207,7 +207,7 @@ def test_lu_mod_p_random_shapes(r: int, c: int, k: int, seed: int) -> None:
 def test_field_matmul_chunks_exactly() -> None:
     # a prime near 2**21 makes the inner-dimension chunking kick in (kmax about 2048)
     p = 2097143
-    f = linalg._Field(p)
+    f = modular._Field(p)
     assert f.kmax < 5000
     rng = np.random.default_rng(0)
     a = rng.integers(-p, p + 1, (3, 5000))

@@ -61,7 +61,10 @@ def test_float_networks_invariant_under_dyadic_symmetries(seed, dtype):
                   rng.standard_normal(n).astype(dtype), rng.standard_normal(k).astype(dtype))
     h = Symmetry.random(n, seed, dyadic=True, spread=3)
     moved = h.act(net)
-    assert moved.is_float and moved.A.dtype == dtype
+    if moved.is_float:
+        assert moved.A.dtype == dtype
+    else:  # only float16's narrow range can push a scaled entry out of exact range: then h·θ holds Fractions
+        assert dtype == np.float16
     assert normal_form(moved) == normal_form(net)
     assert normal_form(moved).digest() == normal_form(net).digest()
     # the float NF equals the NF of the exact rational copy

@@ -23,19 +23,10 @@ from relusym.width import (
     width_search,
 )
 
+from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
 from oracles import eval_oracle, oracle_m1_equal, random_int_net
 
 F = Fraction
-NAMES = [f"E{i}" for i in range(1, 17)]
-
-
-def _net(d):
-    return Network.from_dict(d)
-
-
-def _plain(net: Network):
-    d = net.to_dict()
-    return d["V"], d["A"], d["b"], d["c"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -45,13 +36,13 @@ def _plain(net: Network):
 @pytest.mark.parametrize("name", NAMES)
 def test_width_of_examples(spec, name):
     ex = spec["networks"][name]
-    net = _net(ex["network"])
+    net = net_from_dict(ex["network"])
     assert minimal_width(net) == ex["width"]
     small = prune(net)
     assert small.n == ex["width"]
     assert normal_form(small) == normal_form(net)
     if net.m == 1:
-        assert oracle_m1_equal(_plain(net), _plain(small))
+        assert oracle_m1_equal(plain(net), plain(small))
 
 
 @pytest.mark.parametrize(
@@ -64,18 +55,18 @@ def test_width_of_examples(spec, name):
 )
 def test_canonical_minimal_network_of_examples(spec, name, V, A, b, c):
     """E1, E9 and E13 CMNs exactly as printed in spec §9 (neurons in that order)."""
-    small = prune(_net(spec["networks"][name]["network"]))
+    small = prune(net_from_dict(spec["networks"][name]["network"]))
     assert small.same_parameters(Network(V, A, b, c))
 
 
 def test_e12_cmn_is_one_of_its_four_orbits(spec):
     """E12's CMN is the third listed orbit representative {(2,1,0),(2,1,−1),(1,−1,1)}, c = −1, up to order."""
-    small = prune(_net(spec["networks"]["E12"]["network"]))
+    small = prune(net_from_dict(spec["networks"]["E12"]["network"]))
     assert small.same_parameters(Network([[2, 1, 2]], [[1], [-1], [1]], [-1, 1, 0], [-1]))
 
 
 def test_e8_affine_map_needs_four_neurons_but_each_component_two(spec):
-    net = _net(spec["networks"]["E8"]["network"])
+    net = net_from_dict(spec["networks"]["E8"]["network"])
     assert minimal_width(net) == 4
     for r in range(2):
         comp = Network([net.V[r].tolist()], net.A, net.b, [net.c[r]])
@@ -84,7 +75,7 @@ def test_e8_affine_map_needs_four_neurons_but_each_component_two(spec):
 
 def test_e9_minimal_network_has_no_spare_neurons(spec):
     """E9: all neurons active, no duplicates, yet width 2 < n = 3 (edge case 11)."""
-    net = _net(spec["networks"]["E9"]["network"])
+    net = net_from_dict(spec["networks"]["E9"]["network"])
     mn = minimal_network(net)
     assert mn.width == 2 and mn.canonical
     assert not (np.asarray(mn.network.V == 0)).any()
@@ -143,28 +134,11 @@ def test_width_against_m1_oracle(k):
         assert w == _m1_width_oracle(V, A, b, c), (V, A, b, c)
         small = prune(net)
         assert small.n == w
-        assert oracle_m1_equal((V, A, b, c), _plain(small))
+        assert oracle_m1_equal((V, A, b, c), plain(small))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # the configuration search against brute force
-
-
-def _rank(rows):
-    """Rank over ℚ by plain Fraction elimination (independent of relusym.linalg)."""
-    M = [list(map(F, r)) for r in rows]
-    rank, cols = 0, len(M[0]) if M else 0
-    for c in range(cols):
-        piv = next((i for i in range(rank, len(M)) if M[i][c] != 0), None)
-        if piv is None:
-            continue
-        M[rank], M[piv] = M[piv], M[rank]
-        for i in range(len(M)):
-            if i != rank and M[i][c] != 0:
-                f = M[i][c] / M[rank][c]
-                M[i] = [x - f * y for x, y in zip(M[i], M[rank], strict=True)]
-        rank += 1
-    return rank
 
 
 def _brute_configurations(kd: KinkData, max_cost: int):
@@ -178,8 +152,8 @@ def _brute_configurations(kd: KinkData, max_cost: int):
                 for col in range(kd.m):
                     R[r][col] += kd.kappa[j][r] * kd.alpha[j][col]
         AP = [list(kd.alpha[u]) for u in P]
-        wP = _rank(AP) if AP else 0
-        rho = _rank(R + AP) - wP
+        wP = rank_q(AP) if AP else 0
+        rho = rank_q(R + AP) - wP
         if len(P) + 2 * rho <= max_cost:
             out[(S, P)] = rho
     return out
@@ -188,14 +162,7 @@ def _brute_configurations(kd: KinkData, max_cost: int):
 def test_configurations_against_brute_force():
     rng = random.Random(3)
     for _ in range(60):
-        m, k = rng.randint(1, 3), rng.randint(1, 3)
-        n = rng.randint(1, 5)
-        V, A, b, c = random_int_net(rng, m, n, k, -2, 2)
-        # plant opposite pairs and duplicates now and then
-        if n >= 2 and rng.random() < 0.5:
-            A[1] = [-x for x in A[0]]
-            b[1] = -b[0]
-        net = Network(V, A, b, c, m=m)
+        net = random_net_with_pair(rng, 3, 3, 1, 0.5)  # opposite pairs and duplicates now and then
         kd = KinkData.of(net)
         for max_cost in range(0, 5):
             cs = configurations(kd, max_cost)
@@ -207,7 +174,7 @@ def test_configurations_against_brute_force():
 
 def test_own_configuration_is_admissible(spec):
     for name in NAMES:
-        net = _net(spec["networks"][name]["network"])
+        net = net_from_dict(spec["networks"][name]["network"])
         kd = KinkData.of(net)
         own = own_configuration(net, kd)
         assert own.rho <= own.extra
@@ -217,24 +184,6 @@ def test_own_configuration_is_admissible(spec):
 
 # ---------------------------------------------------------------------------------------------------------
 # properties of prune
-
-
-_small_int = st.integers(-2, 2)
-
-
-@st.composite
-def small_networks(draw, max_n=4):
-    m = draw(st.integers(1, 2))
-    k = draw(st.integers(1, 2))
-    n = draw(st.integers(0, max_n))
-    V = [[draw(_small_int) for _ in range(n)] for _ in range(k)]
-    A = [[draw(_small_int) for _ in range(m)] for _ in range(n)]
-    b = [draw(_small_int) for _ in range(n)]
-    c = [draw(_small_int) for _ in range(k)]
-    if n >= 2 and draw(st.booleans()):
-        A[1] = [-x for x in A[0]]
-        b[1] = -b[0]
-    return Network(V, A, b, c, m=m)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -253,7 +202,7 @@ def test_prune_properties(net, rnd):
 
 def test_prune_of_flipped_network_is_the_same(spec):
     """CMN depends on the function only: E2 and its flip prune to the same network."""
-    net = _net(spec["networks"]["E2"]["network"])
+    net = net_from_dict(spec["networks"]["E2"]["network"])
     assert prune(flip(net, [0, 1])).same_parameters(prune(net))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
@@ -486,7 +486,7 @@ def _unique_cost_zero(net: Network, hc: HyperplaneClasses) -> bool:
     when the rows vec(v_i a_iᵀ) are certified independent (the flip certificate of :mod:`relusym.fiber`)."""
     if not (hc.N_all == net.n and bool((hc.neuron_type == 2).all()) and bool(hc.kink_mask.all())):
         return False
-    from .fiber import flips_certified_absent
+    from .flips import flips_certified_absent
 
     return flips_certified_absent(net)
 
@@ -588,21 +588,7 @@ def canonical_minimal_network(
             for r in range(k)
         ]
     F, pivots = linalg.rref(Z, m) if k else ([], [])
-    neurons: list[tuple[Vec, Vec, Fraction]] = []
-    c_out = list(kd.e)
-    for j in range(N):
-        al, be, kap = kd.alpha[j], kd.beta[j], kd.kappa[j]
-        neg_al = tuple(-x for x in al)
-        if j in S:
-            neurons.append((kap, neg_al, -be))
-            c_out = [c + be * x for c, x in zip(c_out, kap, strict=True)]
-        elif j in s_of:
-            s = s_of[j]
-            neurons.append((tuple(x - y for x, y in zip(kap, s, strict=True)), al, be))
-            neurons.append((tuple(s), neg_al, -be))
-            c_out = [c + be * x for c, x in zip(c_out, s, strict=True)]
-        else:
-            neurons.append((kap, al, be))
+    neurons, c_out = kink_neurons(kd, S, s_of)
     used = {kd.hyperplane(j) for j in range(N)}
     for row, piv in zip(F, pivots, strict=True):
         sj = tuple(Z[r][piv] for r in range(k))
@@ -616,6 +602,31 @@ def canonical_minimal_network(
         neurons.append((sj, tuple(-x for x in al), -bj))
         c_out = [c + bj * x for c, x in zip(c_out, sj, strict=True)]
     return neurons, tuple(c_out)
+
+
+def kink_neurons(
+    kd: KinkData, S: Collection[int], s_of: Mapping[int, Sequence[Fraction]]
+) -> tuple[list[tuple[Vec, Vec, Fraction]], list[Fraction]]:
+    """The neurons that carry the N kink classes in a realization of type (S, P) (spec §5.1, §6 step 4), in
+    class order, and the output bias they leave: a class j ∈ S by one negatively oriented neuron (κ_j, −α̂_j,
+    −β̂_j), a class j of P, with negative kink s_j = ``s_of[j]``, by the pair (κ_j − s_j, α̂_j, β̂_j),
+    (s_j, −α̂_j, −β̂_j), any other class by (κ_j, α̂_j, β̂_j); the bias is e + Σ_j β̂_j·(its negative kink)."""
+    neurons: list[tuple[Vec, Vec, Fraction]] = []
+    c_out = list(kd.e)
+    for j in range(kd.N):
+        al, be, kap = kd.alpha[j], kd.beta[j], kd.kappa[j]
+        neg_al = tuple(-x for x in al)
+        if j in S:
+            neurons.append((kap, neg_al, -be))
+            c_out = [c + be * x for c, x in zip(c_out, kap, strict=True)]
+        elif j in s_of:
+            s = s_of[j]
+            neurons.append((tuple(x - y for x, y in zip(kap, s, strict=True)), al, be))
+            neurons.append((tuple(s), neg_al, -be))
+            c_out = [c + be * x for c, x in zip(c_out, s, strict=True)]
+        else:
+            neurons.append((kap, al, be))
+    return neurons, c_out
 
 
 def _assemble(

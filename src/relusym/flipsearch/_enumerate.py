@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from relusym import linalg
+from relusym import modular
 from relusym.flipsearch._exact import _combos_zero, _IntMatrix, _verify_sets
 from relusym.flipsearch._limbs import _join_equal, _limbs_neg, _Packed, _subset_sums
 
@@ -41,7 +41,7 @@ def _enumerate_nullspace(
     ``dep_pos``), each verified exactly.  Returns None if the deadline passes."""
     w = len(free_pos)
     s = len(gidx)
-    field_ = linalg._Field(p)
+    field_ = modular._Field(p)
     cf = coef.astype(np.float64)
     cands: list[np.ndarray] = []
     chunk = 1 << 14

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import flint
 import numpy as np
 
-from relusym import linalg
+from relusym import linalg, modular
 
 _P = linalg.FAST_PRIMES[0]
 
@@ -153,7 +153,7 @@ class FlipFactors:
 
     def field_residues(self, p: int, rows: np.ndarray) -> np.ndarray:
         """Residues as float64 (|x| <= p/2 + 1), ready for the modular LU; p < 2**21."""
-        fld = linalg._Field(p)
+        fld = modular._Field(p)
         pr = _obj_mod(self.P[rows], p).astype(np.float64)
         qr = _obj_mod(self.Q[rows], p).astype(np.float64)
         out = pr[:, :, None] * qr[:, None, :]

@@ -17,7 +17,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from relusym import linalg
+from relusym import linalg, modular
 from relusym.flipsearch._enumerate import _BlockResult, _enumerate_nullspace, _mitm
 from relusym.flipsearch._exact import (
     _P,
@@ -121,7 +121,7 @@ def _coef(lu: linalg.LUModP) -> np.ndarray:
     w = a.shape[0] - rk
     if w == 0 or rk == 0:
         return np.zeros((w, rk), dtype=np.int64)
-    f = linalg._Field(lu.p)
+    f = modular._Field(lu.p)
     cols = list(lu.pivot_cols)
     coef = f.solve_lower_right(a[:rk][:, cols], a[rk:][:, cols])
     return np.mod(-coef, lu.p).astype(np.int64)  # null vector: e_j + Σ coef[j, t] e_{perm[t]}
@@ -305,7 +305,7 @@ def find_flip_sets(
     # A rank deficiency modulo p that is not one over Q (probability ~1e-6) only enlarges the
     # candidate support; every candidate is verified exactly, and blocks are certified over Q.
     if isinstance(M, FlipFactors):
-        lu = linalg._lu_field(M.field_residues(_P, nonzero), _P, n1 <= d)
+        lu = modular._lu_field(M.field_residues(_P, nonzero), _P, n1 <= d)
     else:
         lu = linalg.lu_mod_p(M.residues(_P, nonzero), _P, stop_at_full_rank=n1 <= d)
     if lu.rank == n1:
