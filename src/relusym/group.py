@@ -75,6 +75,14 @@ class Symmetry:
         return len(self.permutation)
 
     @classmethod
+    def _trusted(cls, permutation: list[int], scales: list[Fraction]) -> Symmetry:
+        """An element built from data already known to be valid (a permutation, positive Fractions)."""
+        h = object.__new__(cls)
+        object.__setattr__(h, "permutation", tuple(permutation))
+        object.__setattr__(h, "scales", tuple(scales))
+        return h
+
+    @classmethod
     def identity(cls, n: int) -> Symmetry:
         """The identity of H_n."""
         return cls(range(n))
@@ -190,12 +198,12 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
     n = W.shape[0]
     w_nz = W != 0
     v_nz = Vt != 0
-    has_w = w_nz.any(axis=1)
-    has_v = v_nz.any(axis=1)
-    kind = np.where(has_w, 1, np.where(has_v, 2, 0))
     rows = np.arange(n)
     qw = np.argmax(w_nz, axis=1)
     qv = np.argmax(v_nz, axis=1)
+    has_w = w_nz[rows, qw] if n else np.zeros(0, dtype=bool)
+    has_v = v_nz[rows, qv] if n else np.zeros(0, dtype=bool)
+    kind = np.where(has_w, 1, np.where(has_v, 2, 0))
     obj = W.dtype == object or Vt.dtype == object
     one: Any = Fraction(1) if obj else 1.0
     norm = np.where(kind == 1, abs(W[rows, qw]), np.where(kind == 2, abs(Vt[rows, qv]), one))
@@ -204,7 +212,11 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
         return _ScaleKeys(kind, np.zeros(0, dtype=np.uint64), W, Vt, norm)
     k1 = (kind == 1)[:, None]
     # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
-    Fw = float_key(W / norm[:, None])
+    if obj:
+        Fw = float_key(W / norm[:, None])
+    else:
+        Fw = W / norm[:, None]  # float64 division of exact operands: correctly rounded
+        Fw += 0.0  # -0.0 -> 0.0
     Fv = float_key(np.where(k1, Vt * norm[:, None], Vt / norm[:, None]))
     hashes = row_hash(Fw) + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     return _ScaleKeys(kind, hashes, W, Vt, norm)
@@ -281,12 +293,12 @@ def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
     perm = np.empty(net1.n, dtype=np.int64)
     perm[o1] = o2
     n1, n2 = sk1.norm, sk2.norm[perm]
-    W2, V2 = sk2.W[perm], sk2.Vt[perm]
+    V2 = sk2.Vt[perm]
     ok = sk1.kind == sk2.kind[perm]
-    ok &= rows_proportional(sk1.W, n2, W2, n1)
+    ok &= rows_proportional(sk1.W, n2, sk2.W, n1, rows2=perm)
     ok &= np.where(sk1.kind == 1, rows_proportional(sk1.Vt, n1, V2, n2), rows_proportional(sk1.Vt, n2, V2, n1))
     if ok.all():
-        return Symmetry(perm.tolist(), _scales_of(sk1, sk2, perm))
+        return Symmetry._trusted(perm.tolist(), _scales_of(sk1, sk2, perm))
     return _find_symmetry_exact(net1, sk1, sk2)
 
 

@@ -265,14 +265,18 @@ def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
         return np.ascontiguousarray(F).view(np.uint64) @ R
 
 
-def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray) -> np.ndarray:
-    """Exactly, for each row i: X1[i]·s2[i] == X2[i]·s1[i] (all columns).
+def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray,
+                      rows2: np.ndarray | None = None) -> np.ndarray:
+    """Exactly, for each row i: X1[i]·s2[i] == X2[r]·s1[i] (all columns), r = rows2[i] (default i).
 
     Float inputs whose entries fit in float32 are multiplied in float64 (exact); other floats use error-free
     products (the pair (fl(x·y), error) is a canonical exact representation of x·y); Fractions otherwise."""
     n = X1.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
+    if rows2 is not None and not (is_float_array(X2) and products_exact(X1, X2, s1, s2)):
+        X2 = X2[rows2]
+        rows2 = None
     if not all(is_float_array(x) for x in (X1, X2, s1, s2)):
         X1, X2, s1, s2 = (fractions_of(x) for x in (X1, X2, s1, s2))
         return np.array([bool(np.all(X1[i] * s2[i] == X2[i] * s1[i])) for i in range(n)], dtype=bool)
@@ -293,7 +297,8 @@ def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.nda
         r = stop - start
         if fast:
             np.multiply(X1[start:stop], s2[start:stop, None], out=b1[:r])
-            np.multiply(X2[start:stop], s1[start:stop, None], out=b2[:r])
+            x2 = X2[start:stop] if rows2 is None else X2[rows2[start:stop]]
+            np.multiply(x2, s1[start:stop, None], out=b2[:r])
             np.equal(b1[:r], b2[:r], out=eq[:r])
         else:
             p1, e1 = _two_product(X1[start:stop].astype(np.float64), s2[start:stop, None])
