@@ -193,13 +193,11 @@ def _separation(F: np.ndarray) -> np.ndarray:
     if len(uniq) < 2:
         return out
     G = _project(uniq, Q)
-    kk = min(len(uniq), 2)
-    _, idx = cKDTree(G).query(G, k=kk)
-    rows = np.repeat(np.arange(len(uniq)), kk)
-    cols = idx.reshape(-1)
-    d = _row_dist(uniq, rows, uniq, cols)
-    d[rows == cols] = np.inf
-    sep_u = np.min(d.reshape(len(uniq), kk), axis=1)
+    _, idx = cKDTree(G).query(G, k=2)
+    own = np.arange(len(uniq))
+    # the nearest other row: the second neighbour, or the first when a projected tie put the row itself second
+    other = np.where(idx[:, 0] == own, idx[:, 1], idx[:, 0])
+    sep_u = _row_dist(uniq, own, uniq, other)
     return sep_u[inv]
 
 

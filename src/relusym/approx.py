@@ -62,7 +62,8 @@ def _row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: 
     step = max(1, _CHUNK * 16 // max(1, X.shape[1]))
     for s in range(0, len(i), step):
         sl = slice(s, s + step)
-        out[sl] = np.linalg.norm(X[i[sl]] - sgn[sl, None] * Y[j[sl]], axis=1)
+        D = X[i[sl]] - sgn[sl, None] * Y[j[sl]]
+        out[sl] = np.sqrt(np.einsum("ij,ij->i", D, D))
     return out
 
 
