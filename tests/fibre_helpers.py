@@ -5,13 +5,15 @@ independent of relusym.linalg."""
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 
 from hypothesis import strategies as st
 
 from relusym import Network
 
-from oracles import random_int_net
+from oracles import (
+    random_int_net,
+    rank_q,  # noqa: F401  (re-exported for the fibre tests)
+)
 
 NAMES = [f"E{i}" for i in range(1, 17)]
 
@@ -55,20 +57,3 @@ def small_networks(draw, max_n=4):
         A[1] = [-x for x in A[0]]
         b[1] = -b[0]
     return Network(V, A, b, c, m=m)
-
-
-def rank_q(rows) -> int:
-    """Rank over ℚ by plain Fraction elimination (independent of relusym.linalg)."""
-    M = [list(map(Fraction, r)) for r in rows]
-    rank, cols = 0, len(M[0]) if M else 0
-    for c in range(cols):
-        piv = next((i for i in range(rank, len(M)) if M[i][c] != 0), None)
-        if piv is None:
-            continue
-        M[rank], M[piv] = M[piv], M[rank]
-        for i in range(len(M)):
-            if i != rank and M[i][c] != 0:
-                f = M[i][c] / M[rank][c]
-                M[i] = [x - f * y for x, y in zip(M[i], M[rank], strict=True)]
-        rank += 1
-    return rank

@@ -40,3 +40,20 @@ def random_int_net(rng: random.Random, m: int, n: int, k: int, lo: int = -2, hi:
     b = [rng.randint(lo, hi) for _ in range(n)]
     c = [rng.randint(lo, hi) for _ in range(k)]
     return V, A, b, c
+
+
+def rank_q(rows) -> int:
+    """Rank over ℚ by plain Fraction elimination (independent of relusym.linalg)."""
+    M = [list(map(Fraction, r)) for r in rows]
+    rank, cols = 0, len(M[0]) if M else 0
+    for c in range(cols):
+        piv = next((i for i in range(rank, len(M)) if M[i][c] != 0), None)
+        if piv is None:
+            continue
+        M[rank], M[piv] = M[piv], M[rank]
+        for i in range(len(M)):
+            if i != rank and M[i][c] != 0:
+                f = M[i][c] / M[rank][c]
+                M[i] = [x - f * y for x, y in zip(M[i], M[rank], strict=True)]
+        rank += 1
+    return rank

@@ -16,25 +16,14 @@ from hypothesis import strategies as st
 
 from relusym import linalg, modular
 
+from oracles import rank_q
+
 P = linalg.FAST_PRIMES[0]
 
 
 def _rank_oracle(rows: list[list[Fraction]]) -> int:
     """Plain Gaussian elimination over Q."""
-    m = [list(map(Fraction, r)) for r in rows]
-    rank = 0
-    ncols = len(m[0]) if m else 0
-    for c in range(ncols):
-        piv = next((i for i in range(rank, len(m)) if m[i][c] != 0), None)
-        if piv is None:
-            continue
-        m[rank], m[piv] = m[piv], m[rank]
-        for i in range(len(m)):
-            if i != rank and m[i][c] != 0:
-                f = m[i][c] / m[rank][c]
-                m[i] = [a - f * b for a, b in zip(m[i], m[rank], strict=True)]
-        rank += 1
-    return rank
+    return rank_q(rows)
 
 
 def _low_rank(rng: np.random.Generator, r: int, c: int, k: int, lo: int = -3, hi: int = 4) -> np.ndarray:
