@@ -320,27 +320,11 @@ def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:
     if arr.size == 0:
         return np.zeros(arr.shape, dtype=object), Fraction(1)
     if arr.dtype in _FLOAT_DTYPES:
-        a64 = arr.astype(np.float64)
-        mant, expo = np.frexp(a64)
-        ints = (mant * 2.0**53).astype(np.int64)
-        expo = expo.astype(np.int64) - 53
-        nz = ints != 0
-        if not nz.any():
-            return np.zeros(arr.shape, dtype=object), Fraction(1)
-        # remove trailing zero bits so exponents are as large as possible
-        tz = np.zeros_like(ints)
-        tmp = np.where(nz, np.abs(ints), 1)
-        low = tmp & -tmp
-        tz = np.log2(low.astype(np.float64)).astype(np.int64)
-        ints = np.where(nz, ints >> tz, 0)
-        expo = expo + tz
-        e0 = int(expo[nz].min())
-        shifts = np.where(nz, expo - e0, 0)
+        # the whole array as one row: odd mantissas over a single power of two
+        mi, shift, emin, _ = _row_mantissas(arr.reshape(1, -1))
         out = np.empty(arr.shape, dtype=object)
-        flat_i = ints.ravel().tolist()
-        flat_s = shifts.ravel().tolist()
-        out.ravel()[:] = [i << s for i, s in zip(flat_i, flat_s, strict=True)]
-        return out, (Fraction(2) ** e0)
+        out.ravel()[:] = [i << s for i, s in zip(mi.ravel().tolist(), shift.ravel().tolist(), strict=True)]
+        return out, Fraction(2) ** int(emin[0])
     fr = fractions_of(arr)
     den = 1
     for v in fr.ravel().tolist():
