@@ -1,4 +1,4 @@
-"""Align a permuted, positively rescaled, noisy copy of a network: relusym.approx.align against weight matching.
+"""Align a permuted, positively rescaled, noisy copy of a network: relusym._approx.align against weight matching.
 
 Weight matching (as in Git Re-Basin) solves an n×n linear assignment (scipy.optimize.linear_sum_assignment)
 on the similarity matrix of the neuron rows [a_i | b_i | v_i]; it assumes the copy is only permuted.
@@ -25,12 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from relusym.alignment import align  # noqa: E402
-from relusym.network import Network  # noqa: E402
+from relusym._alignment import align  # noqa: E402
+from relusym._network import Network  # noqa: E402
 
 
-def planted_pair(m: int, n: int, k: int, sigma: float, noise: float, seed: int
-                 ) -> tuple[Network, Network, np.ndarray]:
+def planted_pair(m: int, n: int, k: int, sigma: float, noise: float, seed: int) -> tuple[Network, Network, np.ndarray]:
     rng = np.random.default_rng(seed)
     V = rng.standard_normal((k, n))
     A = rng.standard_normal((n, m))
@@ -68,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, nargs="+", default=[1, 10])
     p.add_argument("--sigma", type=float, nargs="+", default=[0.0, 1.0, 3.0], help="log-normal scale spread")
     p.add_argument("--noise", type=float, nargs="+", default=[0.0, 1e-6], help="relative Gaussian noise")
-    p.add_argument("--quick", action="store_true",
-                   help="a small subset: m ∈ {2, 64}, n ∈ {1000, 3000}, k = 1, σ ∈ {0, 3}, noise ∈ {0, 1e-6}")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small subset: m ∈ {2, 64}, n ∈ {1000, 3000}, k = 1, σ ∈ {0, 3}, noise ∈ {0, 1e-6}",
+    )
     p.add_argument("--max-assign-n", type=int, default=8000, help="skip the n×n assignment above this n")
     p.add_argument("--memory-gb", type=float, default=4.0, help="skip the assignment if n×n floats exceed this")
     p.add_argument("--seed", type=int, default=0)
@@ -81,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     align(warm1, warm2)
     weight_matching(warm1, warm2)
 
-    head = (f"{'m':>4} {'n':>7} {'k':>3} {'sigma':>5} {'noise':>7} | {'align ok':>9} {'align s':>8} | "
-            f"{'assign ok':>9} {'assign s':>9} | {'ratio':>8}")
+    head = (
+        f"{'m':>4} {'n':>7} {'k':>3} {'sigma':>5} {'noise':>7} | {'align ok':>9} {'align s':>8} | "
+        f"{'assign ok':>9} {'assign s':>9} | {'ratio':>8}"
+    )
     print(head)
     print("-" * len(head))
     for m in args.m:
@@ -105,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
                             t_lsa = time.perf_counter() - t0
                             assign = f"{np.mean(cols == perm):>9.4f} {t_lsa:>9.3f}"
                             ratio = f"{t_lsa / t_align:>7.1f}x"
-                        print(f"{m:>4} {n:>7} {k:>3} {sigma:>5g} {noise:>7g} | {ok_align:>9.4f} {t_align:>8.3f} | "
-                              f"{assign} | {ratio:>8}", flush=True)
+                        print(
+                            f"{m:>4} {n:>7} {k:>3} {sigma:>5g} {noise:>7g} | {ok_align:>9.4f} {t_align:>8.3f} | "
+                            f"{assign} | {ratio:>8}",
+                            flush=True,
+                        )
                         del net1, net2, perm, al
                         gc.collect()
     return 0

@@ -59,14 +59,20 @@ def main() -> None:
     args = ap.parse_args()
     shapes = [(784, 4096, 10)] if args.quick else [(784, 4096, 10), (64, 16384, 1), (2, 100000, 1)]
     rng = np.random.default_rng(args.seed)
-    header = (f"{'shape':>14} | {'exact+cert':>10} | {'exact NF':>9} | {'exact no+cx':>11} | {'assignment':>10} "
-              f"| {'LSA ok':>7} | {'fwd 1024':>9} | {'LSA/exact':>9} | {'exact/fwd':>9} | right")
+    header = (
+        f"{'shape':>14} | {'exact+cert':>10} | {'exact NF':>9} | {'exact no+cx':>11} | {'assignment':>10} "
+        f"| {'LSA ok':>7} | {'fwd 1024':>9} | {'LSA/exact':>9} | {'exact/fwd':>9} | right"
+    )
     print(header)
     print("-" * len(header))
     for m, n, k in shapes:
         f32 = np.float32
-        net = Network(rng.standard_normal((k, n)).astype(f32), rng.standard_normal((n, m)).astype(f32),
-                      rng.standard_normal(n).astype(f32), rng.standard_normal(k).astype(f32))
+        net = Network(
+            rng.standard_normal((k, n)).astype(f32),
+            rng.standard_normal((n, m)).astype(f32),
+            rng.standard_normal(n).astype(f32),
+            rng.standard_normal(k).astype(f32),
+        )
         h = Symmetry.random(n, int(rng.integers(2**31)), dyadic=True, spread=4)
         moved = h.act(net)
         assert moved.is_float and moved.A.dtype == np.float32
@@ -77,8 +83,14 @@ def main() -> None:
         wrong = Network(moved.V, A2, moved.b, moved.c)
         t_no, v_no = best(lambda: equivalent(net, wrong), 1)
         ce = v_no.counterexample
-        right = (bool(v) and v.witness == h and bool(v_nf) and not v_no and ce is not None
-                 and net.evaluate_exact(ce.x) != wrong.evaluate_exact(ce.x))
+        right = (
+            bool(v)
+            and v.witness == h
+            and bool(v_nf)
+            and not v_no
+            and ce is not None
+            and net.evaluate_exact(ce.x) != wrong.evaluate_exact(ce.x)
+        )
         X = rng.standard_normal((1024, m)).astype(f32)
         V32, A32, b32, c32 = net.V, net.A, net.b, net.c
         t_fwd, _ = best(lambda: np.maximum(X @ A32.T + b32, 0) @ V32.T + c32, args.repeat)
@@ -90,8 +102,11 @@ def main() -> None:
             gb = n * n * 8 / 1e9
             why = f"n×n={gb:.0f}GB" if gb > 8 else "O(n³)"
             lsa, lsa_ok, ratio = "skipped", "-", why
-        print(f"{m}-{n}-{k:>2} | {t_cert:9.3f}s | {t_nf:8.3f}s | {t_no:10.3f}s | {lsa:>10} | {lsa_ok:>7} "
-              f"| {t_fwd:8.3f}s | {ratio:>9} | {t_cert / t_fwd:8.2f}x | {right}", flush=True)
+        print(
+            f"{m}-{n}-{k:>2} | {t_cert:9.3f}s | {t_nf:8.3f}s | {t_no:10.3f}s | {lsa:>10} | {lsa_ok:>7} "
+            f"| {t_fwd:8.3f}s | {ratio:>9} | {t_cert / t_fwd:8.2f}x | {right}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

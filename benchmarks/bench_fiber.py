@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from relusym import Network, flip, normal_form
-from relusym.fiber import Fiber, fiber
+from relusym._fiber import Fiber, fiber
 
 
 def random_net(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
@@ -70,9 +70,7 @@ def describe(fb: Fiber, net: Network, verify: int) -> str:
             parts.append(f"|𝒯| ≥ {fb.flip_count_lower_bound}{est}")
         if found:
             sizes = sorted(len(T) for T in found)
-            parts.append(
-                f"{len(found)} flip set(s) (sizes {sizes[0]}..{sizes[-1]}), {checked} verified by flipping"
-            )
+            parts.append(f"{len(found)} flip set(s) (sizes {sizes[0]}..{sizes[-1]}), {checked} verified by flipping")
     if fb.undecided and fb.generic is None:
         parts.append("G-c undecided within budget")
     if fb.flips is None:

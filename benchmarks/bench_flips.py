@@ -25,15 +25,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym import flipsearch as fs
+from relusym import _flipsearch as fs
 
 
 def exact_zero(V: np.ndarray, A: np.ndarray, T: tuple[int, ...]) -> bool:
     k, m = V.shape[0], A.shape[1]
     return all(
-        sum(Fraction(float(V[j, i])) * Fraction(float(A[i, l])) for i in T) == 0
-        for j in range(k)
-        for l in range(m)
+        sum(Fraction(float(V[j, i])) * Fraction(float(A[i, l])) for i in T) == 0 for j in range(k) for l in range(m)
     )
 
 

@@ -14,5 +14,3 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="session")
 def spec() -> dict[str, Any]:
     return json.loads((DATA / "spec_examples.json").read_text())
-
-

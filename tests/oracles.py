@@ -13,17 +13,20 @@ def relu(t: Fraction) -> Fraction:
 def eval_oracle(V, A, b, c, x) -> tuple[Fraction, ...]:
     """ρ(θ)(x) by the definition, in Fractions, from plain nested lists."""
     n = len(b)
-    hidden = [relu(sum((Fraction(A[i][j]) * Fraction(x[j]) for j in range(len(x))), Fraction(0)) + Fraction(b[i]))
-              for i in range(n)]
-    return tuple(Fraction(c[r]) + sum((Fraction(V[r][i]) * hidden[i] for i in range(n)), Fraction(0))
-                 for r in range(len(c)))
+    hidden = [
+        relu(sum((Fraction(A[i][j]) * Fraction(x[j]) for j in range(len(x))), Fraction(0)) + Fraction(b[i]))
+        for i in range(n)
+    ]
+    return tuple(
+        Fraction(c[r]) + sum((Fraction(V[r][i]) * hidden[i] for i in range(n)), Fraction(0)) for r in range(len(c))
+    )
 
 
 def oracle_m1_equal(net1: tuple, net2: tuple) -> bool:
     """Spec §2.6: for m = 1, f = ρ1 − ρ2 is piecewise linear with breakpoints B; f ≡ 0 iff it vanishes on B and
     at min B − 1, max B + 1 (at −1, 0, 1 when B is empty)."""
     pts = set()
-    for (_V, A, b, _c) in (net1, net2):
+    for _V, A, b, _c in (net1, net2):
         for i in range(len(b)):
             if Fraction(A[i][0]) != 0:
                 pts.add(-Fraction(b[i]) / Fraction(A[i][0]))

@@ -11,23 +11,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import equivalent
-from relusym.alignment import align
-from relusym.approx import distance, equivalent_approx
+from relusym._alignment import align
+from relusym._approx import distance, equivalent_approx
+from relusym._group import Symmetry
+from relusym._network import Network
+from relusym._normal_form import flip
 from relusym.errors import InvalidNetworkError
-from relusym.group import Symmetry
-from relusym.network import Network
-from relusym.normal_form import flip
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def gaussian_net(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
-    return Network(rng.standard_normal((k, n)), rng.standard_normal((n, m)), rng.standard_normal(n),
-                   rng.standard_normal(k))
+    return Network(
+        rng.standard_normal((k, n)), rng.standard_normal((n, m)), rng.standard_normal(n), rng.standard_normal(k)
+    )
 
 
-def planted(net: Network, rng: np.random.Generator, sigma: float, noise: float, *, dyadic: bool = False
-            ) -> tuple[Network, np.ndarray, np.ndarray]:
+def planted(
+    net: Network, rng: np.random.Generator, sigma: float, noise: float, *, dyadic: bool = False
+) -> tuple[Network, np.ndarray, np.ndarray]:
     """A permuted, positively rescaled (log-normal σ, or powers of two) copy with relative Gaussian noise."""
     V, A, b, c = net.to_float()
     n = net.n
@@ -77,8 +79,14 @@ def test_align_exact_recovery_without_noise(m, n, k, seed):
 
 
 @SETTINGS
-@given(m=st.integers(1, 6), n=st.integers(2, 30), k=st.integers(1, 3), sigma=st.sampled_from([0.0, 1.0, 3.0]),
-       log_noise=st.floats(-8, -3), seed=st.integers(0, 2**32 - 1))
+@given(
+    m=st.integers(1, 6),
+    n=st.integers(2, 30),
+    k=st.integers(1, 3),
+    sigma=st.sampled_from([0.0, 1.0, 3.0]),
+    log_noise=st.floats(-8, -3),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_align_recovers_planted_symmetry_below_separation(m, n, k, sigma, log_noise, seed):
     rng = np.random.default_rng(seed)
     noise = 10.0**log_noise
@@ -210,15 +218,21 @@ def test_opposite_orientations_and_affine_part():
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 3), n=st.integers(1, 5), k=st.integers(1, 2),
-       kind=st.sampled_from(["symmetry", "flip", "random"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 3),
+    n=st.integers(1, 5),
+    k=st.integers(1, 2),
+    kind=st.sampled_from(["symmetry", "flip", "random"]),
+)
 def test_approx_agrees_with_exact_on_integer_networks(seed, m, n, k, kind):
     r = random.Random(seed)
     rng = np.random.default_rng(seed)
 
     def net() -> Network:
-        return Network(rng.integers(-3, 4, (k, n)), rng.integers(-3, 4, (n, m)), rng.integers(-3, 4, n),
-                       rng.integers(-3, 4, k))
+        return Network(
+            rng.integers(-3, 4, (k, n)), rng.integers(-3, 4, (n, m)), rng.integers(-3, 4, n), rng.integers(-3, 4, k)
+        )
 
     net1 = net()
     if kind == "symmetry":

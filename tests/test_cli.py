@@ -45,8 +45,10 @@ def test_canon_json_keys():
     r = run("canon", str(EXAMPLES / "e13.json"), "--json")
     assert r.returncode == 0
     d = json.loads(r.stdout)
-    assert d["kinks"] == [{"hyperplane": ["0", "1", "0"], "kink": ["3"]},
-                          {"hyperplane": ["1", "0", "0"], "kink": ["2"]}]
+    assert d["kinks"] == [
+        {"hyperplane": ["0", "1", "0"], "kink": ["3"]},
+        {"hyperplane": ["1", "0", "0"], "kink": ["2"]},
+    ]
     assert d["M"] == [["-1", "-2"]] and d["e"] == ["0"] and len(d["digest"]) == 64
     r2 = run("canon", str(EXAMPLES / "e13.json"))
     assert r2.returncode == 0 and d["digest"] in r2.stdout
@@ -65,8 +67,9 @@ def test_orbit_and_stabilizer(tmp_path):
     assert r.returncode == 0 and (d["inactive"], d["blocks"], d["order"]) == (0, [], 1)
 
 
-@pytest.mark.parametrize("content", [None, "{not json", '{"V": [[1, 2]], "A": [[1]], "b": [0]}',
-                                     '{"V": [[1]], "A": [[1]], "b": [NaN]}'])
+@pytest.mark.parametrize(
+    "content", [None, "{not json", '{"V": [[1, 2]], "A": [[1]], "b": [0]}', '{"V": [[1]], "A": [[1]], "b": [NaN]}']
+)
 def test_bad_input_exit_2_one_sentence(tmp_path, content):
     p = tmp_path / "bad.json"
     if content is not None:
@@ -100,8 +103,9 @@ def test_prune_float_file_writes_same_format_exactly(tmp_path):
 
     src = tmp_path / "net.npz"
     # neuron 2 duplicates neuron 0 at scale 2, neuron 3 is dead
-    _npz(src, [[1.5, -2.0, 0.25, 3.0]], [[1.0, 2.0], [0.5, -1.0], [2.0, 4.0], [0.0, 0.0]], [0.5, 1.0, 1.0, -1.0],
-         [0.25])
+    _npz(
+        src, [[1.5, -2.0, 0.25, 3.0]], [[1.0, 2.0], [0.5, -1.0], [2.0, 4.0], [0.0, 0.0]], [0.5, 1.0, 1.0, -1.0], [0.25]
+    )
     out = tmp_path / "small.npz"
     r = run("prune", str(src), "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr

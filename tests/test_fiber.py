@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, find_symmetry, flip, normal_form
-from relusym.fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
-from relusym.normal_form import hyperplane_classes
-from relusym.width import KinkData
+from relusym._fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
+from relusym._normal_form import hyperplane_classes
+from relusym._width import KinkData
 
 from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
 from oracles import oracle_m1_equal, random_int_net
@@ -133,9 +133,7 @@ def test_e9_fibre_has_isolated_orbits(spec):
 def test_e8_stratum_is_refactorization(spec):
     fb = fiber(net_from_dict(spec["networks"]["E8"]["network"]))
     assert [(s.S, s.P, s.t, s.dimension) for s in fb.strata] == [((), (), 2, 8)]
-    other = Network(
-        [[1, -1, 0, 0], [1, -1, 1, -1]], [[1, 0], [-1, 0], [-1, 1], [1, -1]], [5, -5, 0, 0], [-5, -5]
-    )
+    other = Network([[1, -1, 0, 0], [1, -1, 1, -1]], [[1, 0], [-1, 0], [-1, 1], [1, -1]], [5, -5, 0, 0], [-5, -5])
     assert normal_form(other) == normal_form(fb.net)
 
 

@@ -58,8 +58,11 @@ def test_find_symmetry_recovers_planted_symmetries(seed):
 
 def test_find_symmetry_on_a_float32_network_with_dyadic_scales():
     rng = np.random.default_rng(0)
-    net = Network(rng.standard_normal((3, 200)).astype(np.float32), rng.standard_normal((200, 10)).astype(np.float32),
-                  rng.standard_normal(200).astype(np.float32))
+    net = Network(
+        rng.standard_normal((3, 200)).astype(np.float32),
+        rng.standard_normal((200, 10)).astype(np.float32),
+        rng.standard_normal(200).astype(np.float32),
+    )
     h = Symmetry.random(200, 1, dyadic=True)
     assert find_symmetry(net, h.act(net)) == h
 
@@ -116,10 +119,13 @@ def test_stabilizer_brute_force_on_small_networks(seed):
         for j, l_ in zip(active, perm, strict=True):
             wj, wl = (A[j][0], b[j]), (A[l_][0], b[l_])
             # d with w_l = d w_j and v_l = v_j / d
-            cands = [wl[t] / wj[t] for t in range(2) if wj[t] != 0] or (
-                [V[0][j] / V[0][l_]] if V[0][l_] != 0 else [])
-            if not cands or cands[0] <= 0 or any(wl[t] != cands[0] * wj[t] for t in range(2)) or \
-                    V[0][l_] * cands[0] != V[0][j]:
+            cands = [wl[t] / wj[t] for t in range(2) if wj[t] != 0] or ([V[0][j] / V[0][l_]] if V[0][l_] != 0 else [])
+            if (
+                not cands
+                or cands[0] <= 0
+                or any(wl[t] != cands[0] * wj[t] for t in range(2))
+                or V[0][l_] * cands[0] != V[0][j]
+            ):
                 ok = False
                 break
         count += ok

@@ -35,8 +35,12 @@ def test_json_n_zero_needs_m(tmp_path):
 
 def test_npz_round_trip_keeps_dtypes(tmp_path):
     rng = np.random.default_rng(0)
-    net = Network(rng.standard_normal((2, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32),
-                  rng.standard_normal(5).astype(np.float32), rng.standard_normal(2).astype(np.float32))
+    net = Network(
+        rng.standard_normal((2, 5)).astype(np.float32),
+        rng.standard_normal((5, 3)).astype(np.float32),
+        rng.standard_normal(5).astype(np.float32),
+        rng.standard_normal(2).astype(np.float32),
+    )
     p = tmp_path / "net.npz"
     save(net, p)
     back = load(p)
@@ -51,14 +55,17 @@ def test_npz_refuses_to_round_rationals(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing half-written
 
 
-@pytest.mark.parametrize("content, match", [
-    (b'{"V": [[1, 2]], "A": [[1]], "b": [0]}', "V must be k"),
-    (b'{"V": [[1]], "A": [[1]], "b": [NaN]}', "NaN"),
-    (b'{"V": [[1]], "A": [[1]], ', "not valid JSON"),
-    (b'{"V": [[1]], "A": [["x"]], "b": [0]}', "A\\[0, 0\\]"),
-    (b"", "empty"),
-    (b"\x00\x01garbage", "recognise the format"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b'{"V": [[1, 2]], "A": [[1]], "b": [0]}', "V must be k"),
+        (b'{"V": [[1]], "A": [[1]], "b": [NaN]}', "NaN"),
+        (b'{"V": [[1]], "A": [[1]], ', "not valid JSON"),
+        (b'{"V": [[1]], "A": [["x"]], "b": [0]}', "A\\[0, 0\\]"),
+        (b"", "empty"),
+        (b"\x00\x01garbage", "recognise the format"),
+    ],
+)
 def test_bad_files(tmp_path, content, match):
     p = tmp_path / "bad.json"
     if match == "recognise the format":

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import relusym
+from relusym._network import Network
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.network import Network
 
 RNG = np.random.default_rng(20260415)
 
@@ -80,7 +80,7 @@ def test_torch_module_and_state_dict(torch):
 
 
 def test_torch_file_round_trip(torch, tmp_path):
-    from relusym.io import torch_format
+    from relusym.io import _torch_format as torch_format
 
     model = seq(torch)
     src = tmp_path / "model.pt"
@@ -144,10 +144,11 @@ def test_torch_custom_module_traced(torch):
 
 
 def test_torch_to_module(torch):
-    from relusym.io import torch_format
+    from relusym.io import _torch_format as torch_format
 
-    net = Network(RNG.standard_normal((2, 6)), RNG.standard_normal((6, 3)), RNG.standard_normal(6),
-                  RNG.standard_normal(2))
+    net = Network(
+        RNG.standard_normal((2, 6)), RNG.standard_normal((6, 3)), RNG.standard_normal(6), RNG.standard_normal(2)
+    )
     model = torch_format.to_module(net)
     assert next(model.parameters()).dtype == torch.float64
     X = RNG.standard_normal((9, 3))
@@ -202,11 +203,17 @@ def test_torch_hostile_inputs(torch, tmp_path):
         one_sentence(exc.value)
     cases = [
         (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Sigmoid(), torch.nn.Linear(5, 2)), "Sigmoid"),
-        (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 5), torch.nn.ReLU(),
-                             torch.nn.Linear(5, 2)), "3 Linear"),
+        (
+            torch.nn.Sequential(
+                torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2)
+            ),
+            "3 Linear",
+        ),
         (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Linear(5, 2)), "no ReLU"),
-        (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.BatchNorm1d(5),
-                             torch.nn.Linear(5, 2)), "BatchNorm1d"),
+        (
+            torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.BatchNorm1d(5), torch.nn.Linear(5, 2)),
+            "BatchNorm1d",
+        ),
     ]
     for bad_model, word in cases:
         with pytest.raises(UnsupportedModelError, match=word) as exc:
@@ -235,7 +242,7 @@ def test_torch_hostile_inputs(torch, tmp_path):
 
 def test_safetensors_round_trip(torch, tmp_path):
     st = pytest.importorskip("safetensors.torch")
-    from relusym.io import safetensors_format
+    from relusym.io import _safetensors_format as safetensors_format
 
     model = seq(torch)
     src = tmp_path / "model.safetensors"
@@ -304,8 +311,14 @@ def test_safetensors_hostile(tmp_path):
     with pytest.raises(UnsupportedModelError, match="3 linear layers"):
         relusym.load(three)
     conv = tmp_path / "conv.safetensors"
-    stn.save_file({"0.weight": np.ones((4, 3), np.float32), "1.weight": np.ones((2, 2, 3, 3), np.float32),
-                   "2.weight": np.ones((2, 4), np.float32)}, str(conv))
+    stn.save_file(
+        {
+            "0.weight": np.ones((4, 3), np.float32),
+            "1.weight": np.ones((2, 2, 3, 3), np.float32),
+            "2.weight": np.ones((2, 4), np.float32),
+        },
+        str(conv),
+    )
     with pytest.raises(UnsupportedModelError, match="convolution"):
         relusym.load(conv)
     nan = tmp_path / "nan.safetensors"
@@ -337,8 +350,9 @@ def test_onnx_export_from_torch(torch, tmp_path):
     src = tmp_path / "model.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.randn(2, 4),), str(src), dynamo=True,
-                          dynamic_shapes=({0: torch.export.Dim("batch")},))
+        torch.onnx.export(
+            model, (torch.randn(2, 4),), str(src), dynamo=True, dynamic_shapes=({0: torch.export.Dim("batch")},)
+        )
     net = relusym.load(src)
     assert same_arrays(net, relusym.load(model))
     X = RNG.standard_normal((25, 4))
@@ -352,8 +366,10 @@ def test_onnx_export_from_torch(torch, tmp_path):
 def _gemm_model(onnx, W1, b1, W2, b2, *, alpha=1.0, beta=1.0, trans_b=0, tail=None, matmul=False):
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], alpha=alpha, beta=beta, transB=trans_b),
-             helper.make_node("Relu", ["h"], ["r"])]
+    nodes = [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], alpha=alpha, beta=beta, transB=trans_b),
+        helper.make_node("Relu", ["h"], ["r"]),
+    ]
     if matmul:
         nodes += [helper.make_node("MatMul", ["r", "W2"], ["y0"]), helper.make_node("Add", ["b2", "y0"], ["y"])]
     else:
@@ -363,8 +379,13 @@ def _gemm_model(onnx, W1, b1, W2, b2, *, alpha=1.0, beta=1.0, trans_b=0, tail=No
         nodes.append(helper.make_node(tail, ["y"], ["z"]))
         out = "z"
     inits = [numpy_helper.from_array(a, name) for a, name in ((W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2"))]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3])],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["B", 2])], initializer=inits)
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["B", 2])],
+        initializer=inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -396,8 +417,9 @@ def test_onnx_gemm_attributes_matmul_add(tmp_path):
 def test_onnx_float64_written_and_run_exactly(tmp_path):
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    net = Network(RNG.standard_normal((3, 8)), RNG.standard_normal((8, 4)), RNG.standard_normal(8),
-                  RNG.standard_normal(3))
+    net = Network(
+        RNG.standard_normal((3, 8)), RNG.standard_normal((8, 4)), RNG.standard_normal(8), RNG.standard_normal(3)
+    )
     out = tmp_path / "f64.onnx"
     relusym.save(net, out)
     X = RNG.standard_normal((20, 4))
@@ -455,7 +477,7 @@ def test_sklearn_regressor(digits, tmp_path):
     assert net.shape == (64, 16, 1)
     assert np.array_equal(net.A, est.coefs_[0].T) and np.array_equal(net.V, est.coefs_[1].T)
     np.testing.assert_allclose(net.evaluate(X)[:, 0], est.predict(X), rtol=1e-12, atol=1e-12)
-    from relusym.io import sklearn_format
+    from relusym.io import _sklearn_format as sklearn_format
 
     back = sklearn_format.to_estimator(net)
     np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12, atol=1e-12)
@@ -472,7 +494,7 @@ def test_sklearn_regressor(digits, tmp_path):
 def test_sklearn_classifier_logits(digits):
     from scipy.special import softmax
 
-    from relusym.io.sklearn_format import LogitsOnlyWarning
+    from relusym.io._sklearn_format import LogitsOnlyWarning
 
     X, y = digits
     est = fitted("clf", X, y)
@@ -528,8 +550,12 @@ def flax_mlp(linen):
 def same_tree(t1, t2) -> bool:
     """Same nested keys, and leaves with the same dtype and values."""
     if isinstance(t1, dict) or isinstance(t2, dict):
-        return isinstance(t1, dict) and isinstance(t2, dict) and sorted(t1) == sorted(t2) and all(
-            same_tree(t1[k], t2[k]) for k in t1)
+        return (
+            isinstance(t1, dict)
+            and isinstance(t2, dict)
+            and sorted(t1) == sorted(t2)
+            and all(same_tree(t1[k], t2[k]) for k in t1)
+        )
     return t1.dtype == t2.dtype and t1.shape == t2.shape and np.array_equal(t1, t2)
 
 
@@ -546,7 +572,7 @@ def test_flax_params_ordered_by_shape(linen):
 def test_flax_msgpack_round_trip(linen, tmp_path):
     import flax.serialization as fs
 
-    from relusym.io import flax_format
+    from relusym.io import _flax_format as flax_format
 
     module, params = flax_mlp(linen)
     src = tmp_path / "params.msgpack"
@@ -617,7 +643,21 @@ def test_flax_hostile(linen, tmp_path):
 
 
 def test_accepts_is_exclusive(torch, linen):
-    from relusym.io import flax_format, onnx_format, safetensors_format, sklearn_format, torch_format
+    from relusym.io import (
+        _flax_format as flax_format,
+    )
+    from relusym.io import (
+        _onnx_format as onnx_format,
+    )
+    from relusym.io import (
+        _safetensors_format as safetensors_format,
+    )
+    from relusym.io import (
+        _sklearn_format as sklearn_format,
+    )
+    from relusym.io import (
+        _torch_format as torch_format,
+    )
 
     mods = [torch_format, safetensors_format, onnx_format, sklearn_format, flax_format]
     _, params = flax_mlp(linen)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relusym import InvalidNetworkError, Network
-from relusym.numbers import fraction_str, to_fraction
+from relusym._numbers import fraction_str, to_fraction
 
 from oracles import eval_oracle
 
@@ -26,10 +26,18 @@ def test_numbers_are_read_exactly():
     assert fraction_str(F(-3, 7)) == "-3/7" and fraction_str(F(4)) == "4"
 
 
-@pytest.mark.parametrize("bad, match", [
-    (float("nan"), "NaN"), (float("inf"), "NaN and infinities"), ("abc", "not a rational"),
-    ("1/0", "zero denominator"), (True, "boolean"), (None, "not a number"), ("nan", "NaN"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (float("nan"), "NaN"),
+        (float("inf"), "NaN and infinities"),
+        ("abc", "not a rational"),
+        ("1/0", "zero denominator"),
+        (True, "boolean"),
+        (None, "not a number"),
+        ("nan", "NaN"),
+    ],
+)
 def test_bad_scalars(bad, match):
     with pytest.raises(InvalidNetworkError, match=match):
         to_fraction(bad, "V[0, 1]")
@@ -92,8 +100,9 @@ def test_exact_and_float_evaluation_agree_with_the_definition():
     net = Network(V, A, b, c)
     for x in ([0, 0], [F(1, 2), F(-1, 3)], [3, 1], [-2, 5]):
         assert net.evaluate_exact(x) == eval_oracle(V, A, b, c, x)
-        assert np.allclose(net.evaluate(np.array([[float(t) for t in x]]))[0],
-                           [float(t) for t in eval_oracle(V, A, b, c, x)])
+        assert np.allclose(
+            net.evaluate(np.array([[float(t) for t in x]]))[0], [float(t) for t in eval_oracle(V, A, b, c, x)]
+        )
     assert net([F(1, 2), F(-1, 3)]) == eval_oracle(V, A, b, c, [F(1, 2), F(-1, 3)])
     with pytest.raises(InvalidNetworkError, match="x must have m = 2"):
         net.evaluate_exact([1])
@@ -109,18 +118,21 @@ def test_dict_round_trip_reads_json_decimals_exactly():
         Network.from_dict({"format": "other/2", "V": [[1]], "A": [[1]], "b": [0]})
 
 
-@pytest.mark.parametrize("dtype, spread", [(np.float16, 4), (np.float32, 3), (np.float32, 30), (np.float64, 1),
-                                           (np.float64, 200)])
+@pytest.mark.parametrize(
+    "dtype, spread", [(np.float16, 4), (np.float32, 3), (np.float32, 30), (np.float64, 1), (np.float64, 200)]
+)
 def test_exact_matvec_of_floats_against_fractions(dtype, spread):
-    from relusym.numbers import exact_matvec_float
+    from relusym._numbers import exact_matvec_float
 
     rng = np.random.default_rng(int(spread) + np.dtype(dtype).itemsize)
     for _ in range(25):
         n, m = (int(v) for v in rng.integers(1, 20, size=2))
         M = (rng.standard_normal((n, m)) * np.exp(rng.uniform(-spread, spread, size=(n, m)))).astype(dtype)
         M[rng.random((n, m)) < 0.2] = 0
-        X = [int(v) * 7 ** int(p) for v, p in zip(rng.integers(-2**40, 2**40, size=m), rng.integers(0, 30, size=m),
-                                                   strict=True)]
+        X = [
+            int(v) * 7 ** int(p)
+            for v, p in zip(rng.integers(-(2**40), 2**40, size=m), rng.integers(0, 30, size=m), strict=True)
+        ]
         S, e = exact_matvec_float(M, X)
         for i in range(n):
             exact = sum((F(float(M[i, j])) * X[j] for j in range(m)), F(0))
@@ -130,7 +142,11 @@ def test_exact_matvec_of_floats_against_fractions(dtype, spread):
 def test_exact_evaluation_of_float_networks_matches_fractions():
     rng = np.random.default_rng(3)
     for dtype in (np.float16, np.float32, np.float64):
-        net = Network(rng.standard_normal((2, 30)).astype(dtype), rng.standard_normal((30, 5)).astype(dtype),
-                      rng.standard_normal(30).astype(dtype), rng.standard_normal(2).astype(dtype))
+        net = Network(
+            rng.standard_normal((2, 30)).astype(dtype),
+            rng.standard_normal((30, 5)).astype(dtype),
+            rng.standard_normal(30).astype(dtype),
+            rng.standard_normal(2).astype(dtype),
+        )
         x = [F(int(rng.integers(-50, 50)), int(rng.integers(1, 30))) for _ in range(5)]
         assert net.evaluate_exact(x) == net.to_fractions().evaluate_exact(x)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from relusym import InvalidNetworkError, Network, flip
-from relusym.normal_form import normal_form
+from relusym._normal_form import normal_form
 
 pytest.importorskip("matplotlib")
 
@@ -66,8 +66,12 @@ def random_int_net(seed: int, m: int, n: int, k: int = 1) -> Network:
     rng = np.random.default_rng(seed)
     A = rng.integers(-3, 4, size=(n, m))
     A[~A.any(axis=1), 0] = 1
-    return Network(rng.integers(-3, 4, size=(k, n)).tolist(), A.tolist(), rng.integers(-3, 4, size=n).tolist(),
-                   rng.integers(-2, 3, size=k).tolist())
+    return Network(
+        rng.integers(-3, 4, size=(k, n)).tolist(),
+        A.tolist(),
+        rng.integers(-3, 4, size=n).tolist(),
+        rng.integers(-2, 3, size=k).tolist(),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -92,12 +96,20 @@ CASES = {
     "m1_single": ([spec_net("E3")], ["E3"]),
     "m1_flip": ([E2, E2_FLIP], ["E2", "flipped"]),
     "m1_k2": ([spec_net("E15"), spec_net("E16")], ["E15", "E16"]),
-    "m1_four_orbits": ([spec_net("E12"), Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3]),
-                        Network([[2, 2, 1]], [[1], [1], [-1]], [0, -1, 1], [-1]),
-                        Network([[2, 4, -1]], [[-1], [1], [-1]], [0, -1, 1], [1])], None),
+    "m1_four_orbits": (
+        [
+            spec_net("E12"),
+            Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3]),
+            Network([[2, 2, 1]], [[1], [1], [-1]], [0, -1, 1], [-1]),
+            Network([[2, 4, -1]], [[-1], [1], [-1]], [0, -1, 1], [1]),
+        ],
+        None,
+    ),
     "m2_single": ([spec_net("E6")], ["E6"]),
-    "m2_compare": ([spec_net("E13"),
-                    Network([[2, 3, -1, 1]], [[1, 0], [0, 1], [1, 2], [-1, -2]], [0, 0, 1, -1], [1])], None),
+    "m2_compare": (
+        [spec_net("E13"), Network([[2, 3, -1, 1]], [[1, 0], [0, 1], [1, 2], [-1, -2]], [0, 0, 1, -1], [1])],
+        None,
+    ),
     "m2_k2": ([spec_net("E8")], ["E8"]),
     "m3_slice": ([random_int_net(1, 3, 5)], ["random"]),
     "m1_counterexample": ([spec_net("E1"), Network([[1, 2]], [[1], [-1]], [0, 1], ["1/1000"])], None),
@@ -125,8 +137,7 @@ def test_flip_is_named_in_the_title():
 
 def test_orbit_and_other_orbit_titles():
     h_e2 = Network([[2, "1/3"]], [["1/2"], [-3]], [0, 3])  # a positive rescaling of E2
-    fig = plot.plot_networks([E2, h_e2, Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3])],
-                             compare=True)
+    fig = plot.plot_networks([E2, h_e2, Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3])], compare=True)
     text = titles(fig)
     assert "h ∈ H_n (O0)" in text
     assert "NOT the same function" in text
@@ -182,8 +193,11 @@ def test_plot_network_on_given_axes_and_domain_override():
 def test_large_networks_render_quickly_and_cap_the_lines(tmp_path):
     rng = np.random.default_rng(0)
     big1 = Network(rng.standard_normal((1, 1200)), rng.standard_normal((1200, 1)), rng.standard_normal(1200))
-    big2 = Network(rng.standard_normal((1, 1000)).astype(np.float32),
-                   rng.standard_normal((1000, 2)).astype(np.float32), rng.standard_normal(1000).astype(np.float32))
+    big2 = Network(
+        rng.standard_normal((1, 1000)).astype(np.float32),
+        rng.standard_normal((1000, 2)).astype(np.float32),
+        rng.standard_normal(1000).astype(np.float32),
+    )
     for name, net in (("big1", big1), ("big2", big2)):
         t0 = time.perf_counter()
         fig = plot.plot_networks([net], figsize=FIGSIZE, dpi=DPI)
@@ -219,7 +233,7 @@ def test_auto_domain_includes_extra_points_and_several_networks():
 
 
 def _line_meets_window(u, plane, dom) -> bool:
-    (p, q, r), = plane.lines(np.array([[float(x) for x in u]]))
+    ((p, q, r),) = plane.lines(np.array([[float(x) for x in u]]))
     (s0, s1), (t0, t1) = dom
     # the line meets the rectangle iff p s + q t + r changes sign (or vanishes) over its corners
     vals = [p * s + q * t + r for s in (s0, s1) for t in (t0, t1)]
@@ -356,7 +370,7 @@ def test_report_sections_and_embedded_png(name, tmp_path):
 
 
 def test_report_without_fibre_module(monkeypatch):
-    monkeypatch.setitem(sys.modules, "relusym.fiber", None)  # import fails
+    monkeypatch.setitem(sys.modules, "relusym._fiber", None)  # import fails
     text = plot.report_html(spec_net("E2"), name="E2")
     assert "fibre summary unavailable" in text
     assert "Fibre" in parse_report(text).headings
@@ -375,15 +389,22 @@ def test_report_with_a_fibre_module(monkeypatch):
         flips = [(), (0, 1)]
 
         def to_dict(self):
-            return {"generic": False, "rigid": False, "flips": [[], [0, 1]], "orbits": 2, "width": 2,
-                    "dimension": 2, "strata": []}
+            return {
+                "generic": False,
+                "rigid": False,
+                "flips": [[], [0, 1]],
+                "orbits": 2,
+                "width": 2,
+                "dimension": 2,
+                "strata": [],
+            }
 
         def report(self):
             return "fibre: two free orbits"
 
-    fake = types.ModuleType("relusym.fiber")
+    fake = types.ModuleType("relusym._fiber")
     fake.fiber = lambda net, budget=10.0: FakeFiber()
-    monkeypatch.setitem(sys.modules, "relusym.fiber", fake)
+    monkeypatch.setitem(sys.modules, "relusym._fiber", fake)
     text = plot.report_html(E2, name="E2")
     assert "fibre summary unavailable" not in text
     assert "two free orbits" in text and "dimension" in text

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import BudgetExceededError, Network, Symmetry, flip, normal_form
-from relusym.width import (
+from relusym._width import (
     KinkData,
     canonical_minimal_network,
     configurations,

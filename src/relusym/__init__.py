@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .equivalence import Counterexample, Verdict, equivalent
+from ._equivalence import Counterexample, Verdict, equivalent
+from ._fiber import Fiber, fiber
+from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
+from ._network import Network
+from ._normal_form import NormalForm, flip, normal_form
+from ._width import minimal_width, prune
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
-from .fiber import Fiber, fiber
-from .group import Stabilizer, Symmetry, find_symmetry, stabilizer
-from .network import Network
-from .normal_form import NormalForm, flip, normal_form
-from .width import minimal_width, prune
 
 _LAZY = {
-    "align": "alignment",
-    "Alignment": "alignment",
-    "equivalent_approx": "approx",
-    "distance": "approx",
+    "align": "_alignment",
+    "Alignment": "_alignment",
+    "equivalent_approx": "_approx",
+    "distance": "_approx",
 }
 
 __version__ = "0.1.0"

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .equivalence import equivalent
-from .fiber import Fiber, fiber
-from .group import find_symmetry, stabilizer
-from .network import Network
+from ._equivalence import equivalent
+from ._fiber import Fiber, fiber
+from ._group import find_symmetry, stabilizer
+from ._network import Network
 
 __all__ = [
     "CATEGORIES",
@@ -103,7 +103,7 @@ class _Tally:
 def classify(
     net: Network, *, samples: int = 3, rng: Any = None, budget: float = 5.0
 ) -> tuple[str, Fiber, list[str], dict[str, int]]:
-    """The category of θ's fibre, the :class:`~relusym.fiber.Fiber`, the failed checks (empty when all pass)
+    """The category of θ's fibre, the :class:`~relusym._fiber.Fiber`, the failed checks (empty when all pass)
     and counters of the checks made."""
     r = rng if isinstance(rng, _random.Random) else _random.Random(rng)
     fb = fiber(net, budget=budget)
@@ -129,9 +129,7 @@ def classify(
             v = equivalent(net, s)
             flips = set(fb.flips or ())
             if not v or v.witness is None or v.flips is None or tuple(v.flips) not in flips:
-                failures.append(
-                    f"{name}: a fibre point of a class-A network is not h·flip_T(θ) for a flip set T"
-                )
+                failures.append(f"{name}: a fibre point of a class-A network is not h·flip_T(θ) for a flip set T")
             elif v.flips:
                 stats["hidden_flips"] += 1
         if fb.orbits is not None and all(find_symmetry(x, s) is None for x in reps):
@@ -216,9 +214,7 @@ class Census:
         return {"rows": [r.to_dict() for r in self.rows], "seconds": round(self.seconds, 2), "ok": self.ok}
 
 
-def _run_family(
-    family: str, nets: Iterator[Network], samples: int, r: _random.Random, budget: float
-) -> CensusRow:
+def _run_family(family: str, nets: Iterator[Network], samples: int, r: _random.Random, budget: float) -> CensusRow:
     tally = _Tally(family)
     total = 0
     for net in nets:
@@ -292,9 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit-121", type=int, default=None, help="only the first N networks of Ω(1,2,1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
-    census = run_census(
-        sample_231=args.sample, seed=args.seed, samples=args.samples, limit_121=args.limit_121
-    )
+    census = run_census(sample_231=args.sample, seed=args.seed, samples=args.samples, limit_121=args.limit_121)
     if args.json:
         print(json.dumps(census.to_dict()))
     else:

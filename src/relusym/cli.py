@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from ._network import Network
+from ._numbers import format_vector
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
-from .network import Network
-from .numbers import format_vector
 
 __all__ = ["main"]
 
@@ -37,13 +37,15 @@ def _fmt_net_shape(net: Network) -> str:
 
 
 def cmd_canon(args: argparse.Namespace) -> Result:
-    from .normal_form import normal_form
+    from ._normal_form import normal_form
 
     net = _load(args.net)
     nf = normal_form(net)
     d = nf.to_dict()
-    lines = [f"normal form of {args.net} ({_fmt_net_shape(net)})",
-             f"{nf.N} kink class(es) (hyperplane û = (α̂, β̂): kink κ):"]
+    lines = [
+        f"normal form of {args.net} ({_fmt_net_shape(net)})",
+        f"{nf.N} kink class(es) (hyperplane û = (α̂, β̂): kink κ):",
+    ]
     shown = nf.K if args.all or nf.N <= 20 else nf.K[:20]
     for u, kap in shown:
         lines.append(f"  {format_vector(u)}: {format_vector(kap)}")
@@ -61,7 +63,7 @@ def cmd_canon(args: argparse.Namespace) -> Result:
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = _load(args.net1), _load(args.net2)
     if args.atol is not None or args.rtol is not None:
-        from .approx import equivalent_approx
+        from ._approx import equivalent_approx
 
         kw: dict[str, float] = {}
         if args.atol is not None:
@@ -72,19 +74,23 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
         d = av.to_dict()
         d["equivalent"] = bool(av)
         d["mode"] = "tolerance"
-        text = (f"{'equivalent' if av else 'NOT equivalent'} within tolerance "
-                f"(largest kink mismatch {av.max_kink_mismatch:.3g}, affine mismatch {av.max_affine_mismatch:.3g}); "
-                "tolerance equality is not transitive")
+        text = (
+            f"{'equivalent' if av else 'NOT equivalent'} within tolerance "
+            f"(largest kink mismatch {av.max_kink_mismatch:.3g}, affine mismatch {av.max_affine_mismatch:.3g}); "
+            "tolerance equality is not transitive"
+        )
         return d, text, 0 if av else 1
-    from .equivalence import equivalent
+    from ._equivalence import equivalent
 
     v = equivalent(net1, net2)
     d = v.to_dict()
     d["mode"] = "exact"
     lines = [f"{'EQUIVALENT' if v else 'NOT equivalent'}: {v.reason}"]
     if v.flips:
-        lines.append(f"hidden symmetry: flip the neurons {list(v.flips)} of {args.net1} "
-                     "(σ(t) − σ(−t) = t), then apply the symmetry below")
+        lines.append(
+            f"hidden symmetry: flip the neurons {list(v.flips)} of {args.net1} "
+            "(σ(t) − σ(−t) = t), then apply the symmetry below"
+        )
     if v.witness is not None:
         w = v.witness
         if w.n <= 30:
@@ -102,12 +108,13 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
 
 
 def cmd_orbit(args: argparse.Namespace) -> Result:
-    from .group import find_symmetry
+    from ._group import find_symmetry
 
     net1, net2 = _load(args.net1), _load(args.net2)
     if (net1.m, net1.k) != (net2.m, net2.k):
-        raise InvalidNetworkError(f"the networks have different shapes: (m, k) = {(net1.m, net1.k)} "
-                                  f"against {(net2.m, net2.k)}")
+        raise InvalidNetworkError(
+            f"the networks have different shapes: (m, k) = {(net1.m, net1.k)} against {(net2.m, net2.k)}"
+        )
     h = find_symmetry(net1, net2)
     d: dict[str, Any] = {"in_orbit": h is not None, "symmetry": h.to_dict() if h is not None else None}
     if h is None:
@@ -121,7 +128,7 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
 
 
 def cmd_stabilizer(args: argparse.Namespace) -> Result:
-    from .group import stabilizer
+    from ._group import stabilizer
 
     net = _load(args.net)
     st = stabilizer(net)
@@ -129,7 +136,7 @@ def cmd_stabilizer(args: argparse.Namespace) -> Result:
 
 
 def cmd_fiber(args: argparse.Namespace) -> Result:
-    from .fiber import fiber
+    from ._fiber import fiber
 
     net = _load(args.net)
     fb = fiber(net, budget=args.budget)
@@ -149,8 +156,8 @@ def _exactly_representable(net: Network, dtype: Any) -> bool:
 
 
 def cmd_prune(args: argparse.Namespace) -> Result:
+    from ._width import minimal_network
     from .io import format_of, save
-    from .width import minimal_network
 
     net = _load(args.net)
     fmt_in = format_of(args.net)
@@ -175,13 +182,15 @@ def cmd_prune(args: argparse.Namespace) -> Result:
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
-    from .alignment import align
+    from ._alignment import align
 
     net1, net2 = _load(args.net1), _load(args.net2)
     al = align(net1, net2)
     d = al.to_dict()
-    text = (f"matched {al.matched_fraction:.2%} of the neurons; "
-            f"largest residual {float(max(al.residuals, default=0.0)):.3g} (use --json for the permutation)")
+    text = (
+        f"matched {al.matched_fraction:.2%} of the neurons; "
+        f"largest residual {float(max(al.residuals, default=0.0)):.3g} (use --json for the permutation)"
+    )
     return d, text, 0
 
 
@@ -208,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="relusym",
         description="Exact symmetries of shallow ReLU networks x ↦ V·σ(Ax + b) + c. Networks are read from "
-                    "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
+        "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
     )
     p.add_argument("--version", action="version", version=f"relusym {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -242,11 +251,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("prune", cmd_prune, "write the canonical minimal network (fewest neurons, same function)")
     sp.add_argument("net", metavar="NET")
-    sp.add_argument("-o", "--output", required=True, metavar="OUT",
-                    help="output file; its suffix chooses the format (NET's own layout when the formats agree)")
+    sp.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output file; its suffix chooses the format (NET's own layout when the formats agree)",
+    )
     sp.add_argument("--budget", type=float, default=10.0, help="seconds for the width search (default 10)")
-    sp.add_argument("--allow-rounding", action="store_true",
-                    help="write a float file even when the minimal network is not exactly representable")
+    sp.add_argument(
+        "--allow-rounding",
+        action="store_true",
+        help="write a float file even when the minimal network is not exactly representable",
+    )
 
     sp = add("align", cmd_align, "align a noisy, permuted, rescaled copy NET2 onto NET1")
     sp.add_argument("net1", metavar="NET1")
@@ -257,8 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net2", metavar="NET2", nargs="?")
     sp.add_argument("-o", "--output", required=True, metavar="FIG", help="figure file (.png, .svg, .pdf)")
 
-    sub.add_parser("census", help="classify every network of a small integer grid and check the theorems "
-                                  "(relusym census --help)", add_help=False)
+    sub.add_parser(
+        "census",
+        help="classify every network of a small integer grid and check the theorems (relusym census --help)",
+        add_help=False,
+    )
 
     sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
     sp.add_argument("net", metavar="NET")
@@ -289,8 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"relusym {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
-        print(f"relusym {args.command}: this command needs the package {exc.name!r}, which is not installed",
-              file=sys.stderr)
+        print(
+            f"relusym {args.command}: this command needs the package {exc.name!r}, which is not installed",
+            file=sys.stderr,
+        )
         return 2
     if args.json:
         print(json.dumps(data, default=str))

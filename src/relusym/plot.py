@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._network import Network
+from ._numbers import float_key, fraction_str
 from .errors import InvalidNetworkError
-from .network import Network
-from .numbers import float_key, fraction_str
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .equivalence import Counterexample, Verdict
-    from .normal_form import HyperplaneClasses
+    from ._equivalence import Counterexample, Verdict
+    from ._normal_form import HyperplaneClasses
 
 __all__ = [
     "Slice",
@@ -64,8 +64,18 @@ MAX_LINES = 150  # kink hyperplanes drawn per panel (m ≥ 2): the largest |κ|
 MAX_LABELS = 12  # kinks labelled with κ per panel
 MAX_OUTPUTS = 4  # outputs drawn (one row each) by plot_networks
 _DIFF_CMAP = "RdBu_r"
-_CLASS_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-                 "#bcbd22", "#7f7f7f"]
+_CLASS_COLORS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -119,7 +129,7 @@ def _neuron_str(net: Network, i: int, r: int | None, names: Sequence[str]) -> st
 
 
 def _short(label: str, width: int = 60) -> str:
-    return label if len(label) <= width else "…" + label[-(width - 1):]
+    return label if len(label) <= width else "…" + label[-(width - 1) :]
 
 
 def _names(m: int) -> list[str]:
@@ -173,13 +183,13 @@ class _Geo:
         out = np.empty((X.shape[0], self.k))
         step = max(1, 4_000_000 // max(1, self.net.n))
         for s in range(0, X.shape[0], step):
-            H = np.maximum(X[s:s + step] @ self.A.T + self.b, 0.0)
-            out[s:s + step] = H @ self.V.T + self.c
+            H = np.maximum(X[s : s + step] @ self.A.T + self.b, 0.0)
+            out[s : s + step] = H @ self.V.T + self.c
         return out
 
 
 def _geo(net: Network) -> _Geo:
-    from .normal_form import hyperplane_classes
+    from ._normal_form import hyperplane_classes
 
     h = hyperplane_classes(net)
     V, A, b, c = net.to_float(np.float64)
@@ -234,8 +244,11 @@ class Slice:
     def points(self, s: np.ndarray, t: np.ndarray) -> np.ndarray:
         """The points x of ℝ^m at plane coordinates (s, t) (flattened), shape (B, m)."""
         s, t = np.ravel(s), np.ravel(t)
-        return (np.asarray(self.origin)[None, :] + s[:, None] * np.asarray(self.d1)[None, :]
-                + t[:, None] * np.asarray(self.d2)[None, :])
+        return (
+            np.asarray(self.origin)[None, :]
+            + s[:, None] * np.asarray(self.d1)[None, :]
+            + t[:, None] * np.asarray(self.d2)[None, :]
+        )
 
     def lines(self, W: np.ndarray) -> np.ndarray:
         """Rows (p, q, r) of the lines p s + q t + r = 0 cut out by the hyperplanes W = [a | b] (rows)."""
@@ -265,8 +278,9 @@ class Slice:
         return f"slice x = x0 + s·d1 + t·d2 through {x0},\nd1, d2 two random directions in ℝ^{self.m}"
 
 
-def choose_slice(m: int, *, origin: Sequence[Any] | None = None,
-                 directions: Sequence[Sequence[Any]] | None = None, seed: int = 0) -> Slice:
+def choose_slice(
+    m: int, *, origin: Sequence[Any] | None = None, directions: Sequence[Sequence[Any]] | None = None, seed: int = 0
+) -> Slice:
     """The plane drawn for m ≥ 2 inputs: given ``directions`` (d1, d2) and ``origin`` x0, or for m > 2 two
     random orthonormal directions (rounded to two decimals, so that the title states them exactly) through x0 = 0."""
     if m < 2:
@@ -287,12 +301,12 @@ def choose_slice(m: int, *, origin: Sequence[Any] | None = None,
     else:
         D = np.array([[float(v) for v in d] for d in directions])
         if D.shape != (2, m):
-            raise InvalidNetworkError(
-                f"directions must be two vectors of m = {m} entries, got shape {D.shape}")
+            raise InvalidNetworkError(f"directions must be two vectors of m = {m} entries, got shape {D.shape}")
         if np.linalg.matrix_rank(D) < 2:
             raise InvalidNetworkError("directions must be two linearly independent vectors")
-    return Slice(tuple(float(v) + 0.0 for v in x0), tuple(float(v) + 0.0 for v in D[0]),
-                 tuple(float(v) + 0.0 for v in D[1]))
+    return Slice(
+        tuple(float(v) + 0.0 for v in x0), tuple(float(v) + 0.0 for v in D[0]), tuple(float(v) + 0.0 for v in D[1])
+    )
 
 
 def _as_list(nets: Network | Sequence[Network]) -> list[Network]:
@@ -305,8 +319,7 @@ def _as_list(nets: Network | Sequence[Network]) -> list[Network]:
     m, k = lst[0].m, lst[0].k
     for j, x in enumerate(lst[1:], start=2):
         if (x.m, x.k) != (m, k):
-            raise InvalidNetworkError(
-                f"network {j} has m = {x.m}, k = {x.k}, but network 1 has m = {m}, k = {k}")
+            raise InvalidNetworkError(f"network {j} has m = {x.m}, k = {x.k}, but network 1 has m = {m}, k = {k}")
     return lst
 
 
@@ -317,8 +330,9 @@ def _hyper_rows(net: Network) -> np.ndarray:
     return np.concatenate([A[keep], b[keep, None]], axis=1)
 
 
-def auto_domain(nets: Network | Sequence[Network], *, plane: Slice | None = None,
-                points: Sequence[Sequence[Any]] = ()) -> Domain:
+def auto_domain(
+    nets: Network | Sequence[Network], *, plane: Slice | None = None, points: Sequence[Sequence[Any]] = ()
+) -> Domain:
     """A window that shows every kink (spec §2.2) of every network, and the given ``points`` of ℝ^m.
 
     m = 1: ((lo, hi),) around every breakpoint −b_i/a_i of a hyperplane neuron, with a margin of a third of
@@ -393,7 +407,7 @@ def _relation(v: Verdict | None, j: int) -> str:
 def _verdicts(nets: Sequence[Network], compare: bool) -> list[Verdict | None]:
     if not compare or len(nets) < 2:
         return [None] * len(nets)
-    from .equivalence import equivalent
+    from ._equivalence import equivalent
 
     return [None] + [equivalent(nets[0], x) for x in nets[1:]]
 
@@ -402,9 +416,21 @@ def _verdicts(nets: Sequence[Network], compare: bool) -> list[Verdict | None]:
 # m = 1
 
 
-def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors, contributions: bool,
-              max_contributions: int, reference: _Geo | None, ce: Counterexample | None, title: str,
-              sym: str = "θ", ylabel: bool = True) -> tuple[float, float]:
+def _panel_1d(
+    ax: Axes,
+    g: _Geo,
+    *,
+    dom: Domain,
+    r: int | None,
+    colors: _Colors,
+    contributions: bool,
+    max_contributions: int,
+    reference: _Geo | None,
+    ce: Counterexample | None,
+    title: str,
+    sym: str = "θ",
+    ylabel: bool = True,
+) -> tuple[float, float]:
     """Draw one m = 1 panel; return the y range used (so that rows can share padded limits)."""
     from matplotlib.collections import LineCollection
 
@@ -427,8 +453,16 @@ def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors,
         RY = reference.evaluate(rx[:, None])
         ys.append(RY[:, outputs].ravel())
         for q in outputs:
-            ax.plot(rx, RY[:, q], color="0.55", lw=4.0, alpha=0.4, zorder=2, solid_capstyle="butt",
-                    label="ρ(θ1), for comparison" if q == outputs[0] else None)
+            ax.plot(
+                rx,
+                RY[:, q],
+                color="0.55",
+                lw=4.0,
+                alpha=0.4,
+                zorder=2,
+                solid_capstyle="butt",
+                label="ρ(θ1), for comparison" if q == outputs[0] else None,
+            )
     for q, col in zip(outputs, out_colors, strict=True):
         lab = f"ρ({sym})" if len(outputs) == 1 else f"output {q + 1}"
         ax.plot(xs, Y[:, q], color=col, lw=2.6, alpha=0.9, zorder=4, label=lab)
@@ -451,8 +485,15 @@ def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors,
                 ls = "--" if g.sign[i] < 0 else "-"
                 ys.append(g.V[q, i] * yi)
                 if few:
-                    ax.plot(xi, g.V[q, i] * yi, color=col, lw=1.4, ls=ls, zorder=5,
-                            label=f"n{i}: {_neuron_str(net, i, q, names)}")
+                    ax.plot(
+                        xi,
+                        g.V[q, i] * yi,
+                        color=col,
+                        lw=1.4,
+                        ls=ls,
+                        zorder=5,
+                        label=f"n{i}: {_neuron_str(net, i, q, names)}",
+                    )
                 else:
                     segs.append(np.stack([xi, g.V[q, i] * yi], axis=1))
                     cols.append(col)
@@ -464,9 +505,14 @@ def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors,
             ax.plot([], [], color="0.4", lw=0.8, label=f"neuron contributions{note}")
         for q in outputs:
             cq = g.c[q]
-            ax.axhline(cq, color="0.35", lw=1.0, ls=(0, (1, 2)), zorder=3,
-                       label=f"output bias c = {_fmt(g.net.c[q])}" if q == outputs[0] and len(outputs) == 1
-                       else None)
+            ax.axhline(
+                cq,
+                color="0.35",
+                lw=1.0,
+                ls=(0, (1, 2)),
+                zorder=3,
+                label=f"output bias c = {_fmt(g.net.c[q])}" if q == outputs[0] and len(outputs) == 1 else None,
+            )
             ys.append(np.array([cq]))
     # kinks of the normal form (and hyperplanes whose kinks cancel)
     kink_x: list[float] = []
@@ -487,12 +533,18 @@ def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors,
     if kink_x:
         ky = g.evaluate(np.array(kink_x)[:, None])
         for q, col in zip(outputs, out_colors, strict=True):
-            ax.scatter(kink_x, ky[:, q], s=34 if len(kink_x) <= MAX_LABELS else 9, color=col, edgecolor="white",
-                       linewidth=0.8 if len(kink_x) <= MAX_LABELS else 0.3, zorder=6,
-                       label="kink of NF(θ)" if q == outputs[0] else None)
+            ax.scatter(
+                kink_x,
+                ky[:, q],
+                s=34 if len(kink_x) <= MAX_LABELS else 9,
+                color=col,
+                edgecolor="white",
+                linewidth=0.8 if len(kink_x) <= MAX_LABELS else 0.3,
+                zorder=6,
+                label="kink of NF(θ)" if q == outputs[0] else None,
+            )
         if len(kink_x) <= MAX_LABELS:
-            ax.vlines(kink_x, 0, 1, transform=ax.get_xaxis_transform(), colors="0.5", lw=0.6, ls=":",
-                      zorder=1)
+            ax.vlines(kink_x, 0, 1, transform=ax.get_xaxis_transform(), colors="0.5", lw=0.6, ls=":", zorder=1)
             order = np.argsort(kink_x)
             stagger, prev = 0, -np.inf
             for idx in order.tolist():
@@ -502,26 +554,40 @@ def _panel_1d(ax: Axes, g: _Geo, *, dom: Domain, r: int | None, colors: _Colors,
                 # below a convex kink (κ > 0) and above a concave one: that side of the graph is empty
                 dist = 23 if stagger else 11
                 dy = -dist - 6 if kink_k[idx] > 0 else dist
-                ax.annotate(kink_txt[idx], (kink_x[idx], ky[idx, outputs[0]]), xytext=(0, dy),
-                            textcoords="offset points", ha="center", fontsize=8, zorder=7,
-                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.7", "alpha": 0.9})
+                ax.annotate(
+                    kink_txt[idx],
+                    (kink_x[idx], ky[idx, outputs[0]]),
+                    xytext=(0, dy),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
+                    zorder=7,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.7", "alpha": 0.9},
+                )
         else:
             # many kinks: a rug of ticks along the bottom instead of labels
             ax.vlines(kink_x, 0, 0.035, transform=ax.get_xaxis_transform(), colors="0.25", lw=0.6, zorder=6)
-            ax.text(0.01, 0.045, f"{len(kink_x)} kinks (ticks; labels omitted)", transform=ax.transAxes,
-                    fontsize=7, color="0.3", va="bottom")
+            ax.text(
+                0.01,
+                0.045,
+                f"{len(kink_x)} kinks (ticks; labels omitted)",
+                transform=ax.transAxes,
+                fontsize=7,
+                color="0.3",
+                va="bottom",
+            )
     if flat_x:
         fy = g.evaluate(np.array(flat_x)[:, None])
-        ax.scatter(flat_x, fy[:, outputs[0]], s=40, marker="x", color="0.3", zorder=6,
-                   label="cancelled kink (κ = 0)")
+        ax.scatter(flat_x, fy[:, outputs[0]], s=40, marker="x", color="0.3", zorder=6, label="cancelled kink (κ = 0)")
     if ce is not None:
         yv = g.evaluate(np.array([[float(ce.x[0])]]))[0]
         q = outputs[0]
         # the exact values go into the legend, below the axes, where they hide nothing
-        txt = (f"counterexample x = {_fmt(ce.x[0], 20)}:\nρ(θ1)(x) = {_fmt(ce.y1[q], 20)}, "
-               f"ρ({sym})(x) = {_fmt(ce.y2[q], 20)}")
-        ax.scatter([float(ce.x[0])], [yv[q]], s=150, marker="*", color="red", edgecolor="black", zorder=8,
-                   label=txt)
+        txt = (
+            f"counterexample x = {_fmt(ce.x[0], 20)}:\nρ(θ1)(x) = {_fmt(ce.y1[q], 20)}, "
+            f"ρ({sym})(x) = {_fmt(ce.y2[q], 20)}"
+        )
+        ax.scatter([float(ce.x[0])], [yv[q]], s=150, marker="*", color="red", edgecolor="black", zorder=8, label=txt)
     ax.set_xlim(lo, hi)
     ax.set_xlabel("x")
     if ylabel:
@@ -576,36 +642,69 @@ def _grid(dom: Domain, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return s, t, S, T
 
 
-def _panel_2d(ax: Axes, g: _Geo, *, dom: Domain, plane: Slice, r: int, Z: np.ndarray,
-              vlim: tuple[float, float], knorm: Any, reference: _Geo | None, ce: Counterexample | None,
-              title: str, sym: str = "θ2", diff: bool = False) -> Any:
+def _panel_2d(
+    ax: Axes,
+    g: _Geo,
+    *,
+    dom: Domain,
+    plane: Slice,
+    r: int,
+    Z: np.ndarray,
+    vlim: tuple[float, float],
+    knorm: Any,
+    reference: _Geo | None,
+    ce: Counterexample | None,
+    title: str,
+    sym: str = "θ2",
+    diff: bool = False,
+) -> Any:
     """Draw one m ≥ 2 panel (heatmap Z of output r, or of a difference when ``diff``); return the image."""
     (s0, s1), (t0, t1) = dom
     cmap = _DIFF_CMAP if diff else _heat_cmap()
-    im = ax.imshow(Z, origin="lower", extent=(s0, s1, t0, t1), cmap=cmap, vmin=vlim[0], vmax=vlim[1],
-                   aspect="auto", interpolation="nearest", zorder=0)
+    im = ax.imshow(
+        Z,
+        origin="lower",
+        extent=(s0, s1, t0, t1),
+        cmap=cmap,
+        vmin=vlim[0],
+        vmax=vlim[1],
+        aspect="auto",
+        interpolation="nearest",
+        zorder=0,
+    )
     if np.ptp(Z) > 0:
         s, t, _, _ = _grid(dom, g.net.n)
-        ax.contour(s, t, Z, levels=9, colors="0.35" if not diff else "0.5", linewidths=0.5, alpha=0.6,
-                   linestyles="solid", zorder=1)
+        ax.contour(
+            s,
+            t,
+            Z,
+            levels=9,
+            colors="0.35" if not diff else "0.5",
+            linewidths=0.5,
+            alpha=0.6,
+            linestyles="solid",
+            zorder=1,
+        )
     names = ("s", "t") if not plane.is_standard else ("x₁", "x₂")
     # hyperplanes of the reference network (θ1), dashed
     if reference is not None:
         RL = plane.lines(np.concatenate([reference.A, reference.b[:, None]], axis=1)[reference.label >= 0])
-        segs = [sg for p, q, rr in RL.tolist() if p * p + q * q > 0 and (sg := _clip_segment(p, q, rr, dom))
-                is not None]
+        segs = [
+            sg for p, q, rr in RL.tolist() if p * p + q * q > 0 and (sg := _clip_segment(p, q, rr, dom)) is not None
+        ]
         if segs:
             from matplotlib.collections import LineCollection
 
-            ax.add_collection(LineCollection(segs, colors="black", linestyles=(0, (4, 3)), linewidths=1.0,
-                                             zorder=3))
+            ax.add_collection(LineCollection(segs, colors="black", linestyles=(0, (4, 3)), linewidths=1.0, zorder=3))
             ax.plot([], [], color="black", ls=(0, (4, 3)), lw=1.0, label="θ1 hyperplanes")
     if not diff:
         _kink_lines(ax, g, dom=dom, plane=plane, r=r, knorm=knorm)
     if ce is not None:
         st = plane.coordinates(ce.x)
-        txt = (f"counterexample x = {_vec(ce.x, 4, 14)}{'' if st is not None else ' (not on this slice)'}:\n"
-               f"ρ(θ1)(x) = {_fmt(ce.y1[r], 20)}, ρ({sym})(x) = {_fmt(ce.y2[r], 20)}")
+        txt = (
+            f"counterexample x = {_vec(ce.x, 4, 14)}{'' if st is not None else ' (not on this slice)'}:\n"
+            f"ρ(θ1)(x) = {_fmt(ce.y1[r], 20)}, ρ({sym})(x) = {_fmt(ce.y2[r], 20)}"
+        )
         if st is not None:
             ax.scatter([st[0]], [st[1]], s=180, marker="*", color="red", edgecolor="black", zorder=8, label=txt)
         else:
@@ -653,16 +752,23 @@ def _kink_lines(ax: Axes, g: _Geo, *, dom: Domain, plane: Slice, r: int, knorm: 
         note = f", {len(segs)} largest of {total} shown" if order.size < L.shape[0] else ""
         ax.plot([], [], color=cmap(0.55), lw=2.4, label=f"kink hyperplane (colour: |κ|{note})")
     if flat:
-        ax.add_collection(LineCollection(flat, colors="0.2", linestyles=(0, (1, 1.5)), linewidths=1.6,
-                                         zorder=4))
+        ax.add_collection(LineCollection(flat, colors="0.2", linestyles=(0, (1, 1.5)), linewidths=1.6, zorder=4))
         ax.plot([], [], color="0.2", ls=(0, (1, 1.5)), lw=1.6, label="hyperplane without kink (κ = 0)")
     if len(labels) <= MAX_LABELS:
         # near one end of the visible segment (alternating), away from the crossings in the middle
         for n_, (sg, txt) in enumerate(labels):
             f = (0.13, 0.87, 0.25, 0.75)[n_ % 4]
             pt = sg[0] + f * (sg[1] - sg[0])
-            ax.text(pt[0], pt[1], txt, fontsize=7.5, ha="center", va="center", zorder=7,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.6", "alpha": 0.9})
+            ax.text(
+                pt[0],
+                pt[1],
+                txt,
+                fontsize=7.5,
+                ha="center",
+                va="center",
+                zorder=7,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.6", "alpha": 0.9},
+            )
     # orientation arrows: from each neuron's line towards the side where the neuron is active (spec §1.3)
     idx = np.nonzero(g.label >= 0)[0]
     if idx.size > MAX_ARROWS:  # a forest of arrows would hide the lines: none at all
@@ -683,24 +789,53 @@ def _kink_lines(ax: Axes, g: _Geo, *, dom: Domain, plane: Slice, r: int, knorm: 
         vec.append(d)
     if base:
         B, D = np.array(base), np.array(vec)
-        ax.quiver(B[:, 0], B[:, 1], D[:, 0], D[:, 1], angles="xy", scale_units="xy", scale=1, color="black",
-                  width=0.006, headwidth=3.5, headlength=4, zorder=6)
-        ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", ms=10,
-                label="side where a neuron is active")
+        ax.quiver(
+            B[:, 0],
+            B[:, 1],
+            D[:, 0],
+            D[:, 1],
+            angles="xy",
+            scale_units="xy",
+            scale=1,
+            color="black",
+            width=0.006,
+            headwidth=3.5,
+            headlength=4,
+            zorder=6,
+        )
+        ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", ms=10, label="side where a neuron is active")
     if parallel:
-        ax.text(0.99, 0.01, f"{parallel} hyperplane(s) parallel to the slice", transform=ax.transAxes,
-                fontsize=7, ha="right", va="bottom", color="0.3")
+        ax.text(
+            0.99,
+            0.01,
+            f"{parallel} hyperplane(s) parallel to the slice",
+            transform=ax.transAxes,
+            fontsize=7,
+            ha="right",
+            va="bottom",
+            color="0.3",
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------
 # public drawing functions
 
 
-def plot_network(net: Network, ax: Axes | None = None, *, domain: Any = None, output: int | None = None,
-                 label: str | None = None, contributions: bool = True,
-                 max_contributions: int = MAX_CONTRIBUTIONS,
-                 origin: Sequence[Any] | None = None, directions: Sequence[Sequence[Any]] | None = None,
-                 seed: int = 0, reference: Network | None = None, title: str | None = None) -> Axes:
+def plot_network(
+    net: Network,
+    ax: Axes | None = None,
+    *,
+    domain: Any = None,
+    output: int | None = None,
+    label: str | None = None,
+    contributions: bool = True,
+    max_contributions: int = MAX_CONTRIBUTIONS,
+    origin: Sequence[Any] | None = None,
+    directions: Sequence[Sequence[Any]] | None = None,
+    seed: int = 0,
+    reference: Network | None = None,
+    title: str | None = None,
+) -> Axes:
     """Draw one network on ``ax`` (a new figure when None) and return the axes (spec §1.1, §2.2).
 
     m = 1: the graph of ρ(θ) (all outputs in colours when k > 1 and ``output`` is None), neuron contributions
@@ -725,8 +860,18 @@ def plot_network(net: Network, ax: Axes | None = None, *, domain: Any = None, ou
     head = title if title is not None else (label or "θ")
     if net.m == 1:
         dom = _check_domain(domain, 1) if domain is not None else auto_domain(nets)
-        yr = _panel_1d(ax, g, dom=dom, r=output, colors=_Colors(geos), contributions=contributions,
-                       max_contributions=max_contributions, reference=ref, ce=None, title=head)
+        yr = _panel_1d(
+            ax,
+            g,
+            dom=dom,
+            r=output,
+            colors=_Colors(geos),
+            contributions=contributions,
+            max_contributions=max_contributions,
+            reference=ref,
+            ce=None,
+            title=head,
+        )
         _pad_ylim([ax], [yr])
         _legend(ax)
         return ax
@@ -738,8 +883,19 @@ def plot_network(net: Network, ax: Axes | None = None, *, domain: Any = None, ou
     knorm = _kink_norm(geos, r)
     if not plane.is_standard and title is None:
         head = f"{head}\n{plane.describe()}"
-    im = _panel_2d(ax, g, dom=dom, plane=plane, r=r, Z=Z, vlim=(float(Z.min()), float(Z.max()) + 1e-12),
-                   knorm=knorm, reference=ref, ce=None, title=head)
+    im = _panel_2d(
+        ax,
+        g,
+        dom=dom,
+        plane=plane,
+        r=r,
+        Z=Z,
+        vlim=(float(Z.min()), float(Z.max()) + 1e-12),
+        knorm=knorm,
+        reference=ref,
+        ce=None,
+        title=head,
+    )
     ax.figure.colorbar(im, ax=ax, shrink=0.8, label="ρ(θ)(x)" if net.k == 1 else f"ρ(θ)(x), output {r + 1}")
     _legend(ax)
     return ax
@@ -767,15 +923,33 @@ def _legend(ax: Axes) -> None:
     if not handles:
         return
     ncol = 2 if len(handles) > 4 else 1
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, fontsize=7.5,
-              frameon=False, handlelength=2.2)
+    ax.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=ncol,
+        fontsize=7.5,
+        frameon=False,
+        handlelength=2.2,
+    )
 
 
-def plot_networks(nets: Network | Sequence[Network], labels: Sequence[str] | None = None, *,
-                  domain: Any = None, outputs: Sequence[int] | None = None, contributions: bool = True,
-                  max_contributions: int = MAX_CONTRIBUTIONS, origin: Sequence[Any] | None = None,
-                  directions: Sequence[Sequence[Any]] | None = None, seed: int = 0, compare: bool = True,
-                  figsize: tuple[float, float] | None = None, dpi: float = 100) -> Figure:
+def plot_networks(
+    nets: Network | Sequence[Network],
+    labels: Sequence[str] | None = None,
+    *,
+    domain: Any = None,
+    outputs: Sequence[int] | None = None,
+    contributions: bool = True,
+    max_contributions: int = MAX_CONTRIBUTIONS,
+    origin: Sequence[Any] | None = None,
+    directions: Sequence[Sequence[Any]] | None = None,
+    seed: int = 0,
+    compare: bool = True,
+    figsize: tuple[float, float] | None = None,
+    dpi: float = 100,
+) -> Figure:
     """One or more networks side by side (one row per output, at most four), returned as a Figure.
 
     Every later panel says how its network relates to the first (spec §2.4 Theorem A, §3): the same
@@ -816,10 +990,22 @@ def plot_networks(nets: Network | Sequence[Network], labels: Sequence[str] | Non
         for row, q in enumerate(outs):
             ranges = []
             for j, g in enumerate(geos):
-                ranges.append(_panel_1d(
-                    axes[row][j], g, dom=dom, r=q, colors=colors, contributions=contributions,
-                    max_contributions=max_contributions, reference=geos[0] if j else None, ce=ce[j],
-                    title=heads[j] if row == 0 else f"{syms[j]}, output {q + 1}", sym=syms[j], ylabel=j == 0))
+                ranges.append(
+                    _panel_1d(
+                        axes[row][j],
+                        g,
+                        dom=dom,
+                        r=q,
+                        colors=colors,
+                        contributions=contributions,
+                        max_contributions=max_contributions,
+                        reference=geos[0] if j else None,
+                        ce=ce[j],
+                        title=heads[j] if row == 0 else f"{syms[j]}, output {q + 1}",
+                        sym=syms[j],
+                        ylabel=j == 0,
+                    )
+                )
                 _legend(axes[row][j])
             _pad_ylim(list(axes[row]), ranges)
         if more:
@@ -844,25 +1030,59 @@ def plot_networks(nets: Network | Sequence[Network], labels: Sequence[str] | Non
         knorm = _kink_norm(geos, q)
         ims = []
         for j, g in enumerate(geos):
-            ims.append(_panel_2d(
-                axes[row][j], g, dom=dom, plane=plane, r=q, Z=Zs[j][..., q], vlim=vlim, knorm=knorm,
-                reference=geos[0] if j else None, ce=ce[j], sym=syms[j],
-                title=heads[j] if row == 0 else f"{syms[j]}, output {q + 1}"))
+            ims.append(
+                _panel_2d(
+                    axes[row][j],
+                    g,
+                    dom=dom,
+                    plane=plane,
+                    r=q,
+                    Z=Zs[j][..., q],
+                    vlim=vlim,
+                    knorm=knorm,
+                    reference=geos[0] if j else None,
+                    ce=ce[j],
+                    sym=syms[j],
+                    title=heads[j] if row == 0 else f"{syms[j]}, output {q + 1}",
+                )
+            )
             _legend(axes[row][j])
         im = ims[0]
-        cb = fig.colorbar(im, ax=list(axes[row][:len(lst)]), shrink=0.85, pad=0.02,
-                          label="ρ(θ)(x)" if k == 1 else f"ρ(θ)(x), output {q + 1}")
+        cb = fig.colorbar(
+            im,
+            ax=list(axes[row][: len(lst)]),
+            shrink=0.85,
+            pad=0.02,
+            label="ρ(θ)(x)" if k == 1 else f"ρ(θ)(x), output {q + 1}",
+        )
         cb.ax.tick_params(labelsize=8)
         from matplotlib.cm import ScalarMappable
 
-        kb = fig.colorbar(ScalarMappable(norm=knorm, cmap=_kink_cmap()), shrink=0.85, pad=0.01,
-                          ax=list(axes[row][:len(lst)]), label="|κ| (kink coefficient)")
+        kb = fig.colorbar(
+            ScalarMappable(norm=knorm, cmap=_kink_cmap()),
+            shrink=0.85,
+            pad=0.01,
+            ax=list(axes[row][: len(lst)]),
+            label="|κ| (kink coefficient)",
+        )
         kb.ax.tick_params(labelsize=8)
         if add_diff:
             D = Zs[1][..., q] - Zs[0][..., q]
             top = float(np.abs(D).max()) or 1.0
-            dim = _panel_2d(axes[row][-1], geos[1], dom=dom, plane=plane, r=q, Z=D, vlim=(-top, top),
-                            knorm=knorm, reference=None, ce=ce[1], title="ρ(θ2) − ρ(θ1)", diff=True)
+            dim = _panel_2d(
+                axes[row][-1],
+                geos[1],
+                dom=dom,
+                plane=plane,
+                r=q,
+                Z=D,
+                vlim=(-top, top),
+                knorm=knorm,
+                reference=None,
+                ce=ce[1],
+                title="ρ(θ2) − ρ(θ1)",
+                diff=True,
+            )
             _legend(axes[row][-1])
             db = fig.colorbar(dim, ax=axes[row][-1], shrink=0.85, pad=0.02, label="difference")
             db.ax.tick_params(labelsize=8)
@@ -880,7 +1100,8 @@ def _format_of(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise InvalidNetworkError(
-            f"cannot tell the figure format from {os.fspath(path)!r}: use a .png, .svg or .pdf file name")
+            f"cannot tell the figure format from {os.fspath(path)!r}: use a .png, .svg or .pdf file name"
+        )
     return FORMATS[suffix]
 
 
@@ -904,8 +1125,9 @@ def _write_atomic(path: str | os.PathLike[str], write: Any) -> None:
         raise
 
 
-def plot_to_file(nets: Network | Sequence[Network], path: str | os.PathLike[str],
-                 labels: Sequence[str] | None = None, **kw: Any) -> None:
+def plot_to_file(
+    nets: Network | Sequence[Network], path: str | os.PathLike[str], labels: Sequence[str] | None = None, **kw: Any
+) -> None:
     """Draw :func:`plot_networks` (keywords passed on) into ``path``, a .png, .svg or .pdf file (from its
     suffix), written atomically.  An unknown suffix raises InvalidNetworkError before anything is drawn or written."""
     fmt = _format_of(path)
@@ -945,7 +1167,7 @@ def _exact_vec(values: Sequence[Any], limit: int = 8) -> str:
 def _fiber_section(net: Network, budget: float) -> tuple[str, Any]:
     """The fibre summary (spec §5) as HTML, and the Fiber object (None when unavailable)."""
     try:
-        fiber_mod = importlib.import_module(".fiber", __package__)
+        fiber_mod = importlib.import_module("._fiber", __package__)
         params = inspect.signature(fiber_mod.fiber).parameters
         fb = fiber_mod.fiber(net, budget=budget) if "budget" in params else fiber_mod.fiber(net)
         d = fb.to_dict()
@@ -953,7 +1175,7 @@ def _fiber_section(net: Network, budget: float) -> tuple[str, Any]:
         reason = f"{type(exc).__name__}: {exc}"
         out = f"<p class='note'>fibre summary unavailable: {html.escape(reason)}</p>"
         try:
-            width = importlib.import_module(".width", __package__).minimal_width(net)
+            width = importlib.import_module("._width", __package__).minimal_width(net)
             out += f"<p>minimal width w(ρ(θ)) = {html.escape(str(width))} (spec §5.2, §6).</p>"
         except Exception:
             pass
@@ -966,8 +1188,10 @@ def _fiber_section(net: Network, budget: float) -> tuple[str, Any]:
             if isinstance(val, list) and len(txt) > 300:
                 txt = txt[:300] + " …"
             rows.append(_row([html.escape(key), html.escape(txt)]))
-    out = ("<table>" + "".join(rows) + "</table><p class='note'>Neurons are numbered from 0, in the JSON "
-           "output and in the pictures alike.</p>")
+    out = (
+        "<table>" + "".join(rows) + "</table><p class='note'>Neurons are numbered from 0, in the JSON "
+        "output and in the pictures alike.</p>"
+    )
     try:
         text = fb.report()
         out += f"<pre>{html.escape(str(text))}</pre>"
@@ -980,42 +1204,53 @@ def report_html(net: Network, name: str = "network", *, budget: float = 10.0, dp
     """A self-contained HTML page about θ: summary (shape), normal form (spec §2.4: kinks, M, e, digest),
     stabilizer (§4), fibre (§5: generic, rigid, flips, width, dimension, strata) and plots, with the figures
     embedded as base64 PNG (no external resources).  ``budget`` (seconds) goes to the fibre's searches."""
-    from .group import stabilizer
-    from .normal_form import normal_form
+    from ._group import stabilizer
+    from ._normal_form import normal_form
 
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"report_html needs a Network, got {type(net).__name__}")
     esc = html.escape
     m, n, k = net.shape
     nf = normal_form(net)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>relusym report: {esc(name)}"
-             f"</title><style>{_CSS}</style></head><body>",
-             f"<h1>relusym report: <code>{esc(name)}</code></h1>",
-             "<h2 id='summary'>Summary</h2>",
-             "<table>" + _row(["inputs m", "hidden neurons n", "outputs k", "parameters", "entries",
-                               "kink classes N"], head=True)
-             + _row([str(m), str(n), str(k), str(net.num_parameters),
-                     "floats (exact binary value)" if net.is_float else "exact rationals", str(nf.N)])
-             + "</table>",
-             "<p>ρ(θ)(x) = V·σ(Ax + b) + c (spec §1.1).</p>",
-             "<h2 id='normal-form'>Normal form</h2>",
-             "<p>NF(θ) = (K, M, e) (spec §2.4): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
-             "compute the same function iff their normal forms are equal.</p>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>relusym report: {esc(name)}"
+        f"</title><style>{_CSS}</style></head><body>",
+        f"<h1>relusym report: <code>{esc(name)}</code></h1>",
+        "<h2 id='summary'>Summary</h2>",
+        "<table>"
+        + _row(["inputs m", "hidden neurons n", "outputs k", "parameters", "entries", "kink classes N"], head=True)
+        + _row(
+            [
+                str(m),
+                str(n),
+                str(k),
+                str(net.num_parameters),
+                "floats (exact binary value)" if net.is_float else "exact rationals",
+                str(nf.N),
+            ]
+        )
+        + "</table>",
+        "<p>ρ(θ)(x) = V·σ(Ax + b) + c (spec §1.1).</p>",
+        "<h2 id='normal-form'>Normal form</h2>",
+        "<p>NF(θ) = (K, M, e) (spec §2.4): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
+        "compute the same function iff their normal forms are equal.</p>",
+    ]
     K = nf.K
     cap = 60
     rows = [_row(["#", "hyperplane û = (α̂, β̂)", "kink κ"], head=True)]
     for j, (u, kap) in enumerate(K[:cap]):
-        rows.append(_row([str(j + 1), f"<code>{esc(_exact_vec(u))}</code>",
-                          f"<code>{esc(_exact_vec(kap))}</code>"]))
+        rows.append(_row([str(j + 1), f"<code>{esc(_exact_vec(u))}</code>", f"<code>{esc(_exact_vec(kap))}</code>"]))
     parts.append("<table>" + "".join(rows) + "</table>" if K else "<p>No kinks: ρ(θ) is affine.</p>")
     if len(K) > cap:
         parts.append(f"<p class='note'>… and {len(K) - cap} more kink classes.</p>")
     M_rows = nf.M
     M_txt = "\n".join(_exact_vec(row, 12) for row in M_rows[:12]) + ("\n…" if len(M_rows) > 12 else "")
-    parts += [f"<p>M ({k}×{m}):</p><pre>{esc(M_txt)}</pre>",
-              f"<p>e = <code>{esc(_exact_vec(nf.e, 12))}</code></p>",
-              f"<p>digest <code>{esc(nf.digest())}</code></p>",
-              "<h2 id='stabilizer'>Stabilizer</h2>"]
+    parts += [
+        f"<p>M ({k}×{m}):</p><pre>{esc(M_txt)}</pre>",
+        f"<p>e = <code>{esc(_exact_vec(nf.e, 12))}</code></p>",
+        f"<p>digest <code>{esc(nf.digest())}</code></p>",
+        "<h2 id='stabilizer'>Stabilizer</h2>",
+    ]
     try:
         st = stabilizer(net)
         parts.append(f"<p>{esc(str(st))} (spec §4, Theorem C).</p>")
@@ -1039,23 +1274,23 @@ def report_html(net: Network, name: str = "network", *, budget: float = 10.0, dp
             except Exception as exc:
                 parts.append(f"<p class='note'>fibre plot unavailable: {esc(str(exc))}</p>")
     for caption, fig in figs:
-        parts.append(f"<figure><img alt='{esc(caption)}' src='data:image/png;base64,{_png(fig, dpi)}'>"
-                     f"<figcaption>{esc(caption)}</figcaption></figure>")
+        parts.append(
+            f"<figure><img alt='{esc(caption)}' src='data:image/png;base64,{_png(fig, dpi)}'>"
+            f"<figcaption>{esc(caption)}</figcaption></figure>"
+        )
     parts.append("<p class='note'>Generated by relusym.</p></body></html>")
     return "\n".join(parts)
 
 
 def _fibre_partner(net: Network, fb: Any) -> tuple[str, Network] | None:
     """A second point of the fibre to draw beside θ: a flip when there is one, else a sample."""
-    from .normal_form import flip
+    from ._normal_form import flip
 
     try:
         for T in fb.flips or []:
             if len(T):
                 T1 = ", ".join(str(i) for i in T)
-                return (f"θ and flip_T(θ), T = {{{T1}}}: the same function (hidden symmetry, "
-                        "spec §3 O4)",
-                        flip(net, T))
+                return (f"θ and flip_T(θ), T = {{{T1}}}: the same function (hidden symmetry, spec §3 O4)", flip(net, T))
     except Exception:
         pass
     try:

@@ -14,20 +14,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 
 __all__ = ["load", "save", "format_of", "FORMATS"]
 
 # module names under relusym.io, in the order they are tried
 FORMATS: tuple[str, ...] = (
-    "json_format",
-    "npz_format",
-    "safetensors_format",
-    "onnx_format",
-    "torch_format",
-    "flax_format",
-    "sklearn_format",
+    "_json_format",
+    "_npz_format",
+    "_safetensors_format",
+    "_onnx_format",
+    "_torch_format",
+    "_flax_format",
+    "_sklearn_format",
 )
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 
 _NOT_BIAS = ("weight", "scale", "gamma", "running_mean", "running_var", "num_batches_tracked", "kernel")
 
@@ -118,8 +118,9 @@ def _describe_extra(key: str, shape: tuple[int, ...]) -> str:
     return f"tensor '{key}' with shape {tuple(shape)} is {why}"
 
 
-def pair_linear_layers(arrays: Mapping[str, Any], *, source: str, ordered: bool = True,
-                       order_hint: Sequence[str] | None = None) -> TwoLayers:
+def pair_linear_layers(
+    arrays: Mapping[str, Any], *, source: str, ordered: bool = True, order_hint: Sequence[str] | None = None
+) -> TwoLayers:
     """Find the two linear layers of a one-hidden-layer network in a mapping of named arrays.
 
     Weights are the 2-D arrays (``kernel`` names are in×out, all others out×in); they are paired by shape

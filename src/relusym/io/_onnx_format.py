@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 from ._layers import common_dtype, exact_float_array, rounded, warn_rounding
 
 __all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_model", "to_model"]
@@ -255,8 +255,9 @@ def _parse(model: Any, source: str) -> _Parsed:
             if op == "Gemm" and len(ins) > 2 and ins[2]:
                 bname = ins[2]
                 bias = _broadcast_bias(_scaled(const(bname, node), beta), W.shape[0], out_orient, source, bname)
-            steps.append(_Layer(W, bias, op, wname, bname, stored_out_in, dtypes.get(wname, "float32"),
-                                data_first, alpha, beta))
+            steps.append(
+                _Layer(W, bias, op, wname, bname, stored_out_in, dtypes.get(wname, "float32"), data_first, alpha, beta)
+            )
             orient = out_orient
         elif op == "Add":
             if not steps or not isinstance(steps[-1], _Layer):
@@ -314,8 +315,9 @@ def _parse(model: Any, source: str) -> _Parsed:
 
     out_vi = next(o for o in graph.output if o.name == cur)
     opsets = [(o.domain, int(o.version)) for o in model.opset_import]
-    return _Parsed([l1, l2], data_inputs[0].name, cur, dims(data_inputs[0]), dims(out_vi), opsets,
-                   int(model.ir_version))
+    return _Parsed(
+        [l1, l2], data_inputs[0].name, cur, dims(data_inputs[0]), dims(out_vi), opsets, int(model.ir_version)
+    )
 
 
 def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str) -> np.ndarray:
@@ -323,8 +325,9 @@ def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str
     try:
         return np.broadcast_to(c, shape).reshape(out).copy()
     except ValueError:
-        raise InvalidNetworkError(f"{source}: bias '{name}' has shape {c.shape}, which does not fit {out} outputs") \
-            from None
+        raise InvalidNetworkError(
+            f"{source}: bias '{name}' has shape {c.shape}, which does not fit {out} outputs"
+        ) from None
 
 
 def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
@@ -358,16 +361,19 @@ def to_model(net: Network, like: Any = None) -> Any:
     dt = common_dtype(net)
     if parsed is not None:
         dt = _dtype_of(parsed.layers[0].dtype) or np.dtype(np.float32)
-    elem = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.float32): TensorProto.FLOAT,
-            np.dtype(np.float64): TensorProto.DOUBLE}[np.dtype(dt)]
+    elem = {
+        np.dtype(np.float16): TensorProto.FLOAT16,
+        np.dtype(np.float32): TensorProto.FLOAT,
+        np.dtype(np.float64): TensorProto.DOUBLE,
+    }[np.dtype(dt)]
     lost: list[str] = []
     scal = [(1.0, 1.0), (1.0, 1.0)]
     if parsed is not None:
         scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
     # keep a like model's Gemm alpha/beta where the weights divided by them fit its dtype exactly
     (al1, be1), (al2, be2) = scal = [
-        (_keeps(W, s[0], dt), _keeps(B, s[1], dt)) for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal,
-                                                                         strict=True)
+        (_keeps(W, s[0], dt), _keeps(B, s[1], dt))
+        for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal, strict=True)
     ]
     A = rounded(_unscaled(net.A, al1), dt, "A", lost)
     b = rounded(_unscaled(net.b, be1), dt, "b", lost)
@@ -383,7 +389,7 @@ def to_model(net: Network, like: Any = None) -> Any:
         alpha, beta = scal[idx]
         style = parsed.layers[idx] if parsed else None
         wname = style.weight_name if style else f"{2 * idx}.weight"
-        bname = (style.bias_name if style and style.bias_name else f"{wname}_bias" if style else f"{2 * idx}.bias")
+        bname = style.bias_name if style and style.bias_name else f"{wname}_bias" if style else f"{2 * idx}.bias"
         has_bias = bool(np.any(bias != 0)) or style is None or style.bias_name is not None
         if style is not None and style.op == "MatMul" and style.data_first:
             inits.append(numpy_helper.from_array(np.ascontiguousarray(W.T), wname))
@@ -414,7 +420,8 @@ def to_model(net: Network, like: Any = None) -> Any:
         in_dims = [parsed.input_dims[0], net.m]
         out_dims = [parsed.output_dims[0], net.k]
     graph = helper.make_graph(
-        nodes, "relusym_network",
+        nodes,
+        "relusym_network",
         [helper.make_tensor_value_info(in_name, elem, in_dims)],
         [helper.make_tensor_value_info(out_name, elem, out_dims)],
         initializer=inits,

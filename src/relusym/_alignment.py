@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .approx import _CHUNK, _check_compatible, _project, _projector, _row_dist, _unique_rows
+from ._approx import _CHUNK, _check_compatible, _project, _projector, _row_dist, _unique_rows
+from ._group import Symmetry
+from ._network import Network
 from .errors import InvalidNetworkError
-from .group import Symmetry
-from .network import Network
 
 __all__ = ["Alignment", "align"]
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +57,15 @@ class Alignment:
         }
 
     def __str__(self) -> str:
-        return (f"alignment of {len(self.residuals)} neurons: {self.matched_fraction:.1%} matched, "
-                f"{len(self.unmatched)} unmatched, {len(self.flips)} flipped")
+        return (
+            f"alignment of {len(self.residuals)} neurons: {self.matched_fraction:.1%} matched, "
+            f"{len(self.unmatched)} unmatched, {len(self.flips)} flipped"
+        )
 
 
-def _match(F1: np.ndarray, F2: np.ndarray, *, flips: bool, rounds: int = 4, k0: int = 4
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _match(
+    F1: np.ndarray, F2: np.ndarray, *, flips: bool, rounds: int = 4, k0: int = 4
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A one-to-one matching of rows of F1 to rows of F2 by nearest neighbours (greedy on distance, exact
     duplicates of F2 handled as one point with a capacity).  Returns (partner, distance, flipped) per row of
     F1, partner −1 where no match was found."""
@@ -118,8 +120,7 @@ def _match(F1: np.ndarray, F2: np.ndarray, *, flips: bool, rounds: int = 4, k0: 
             _assign(ci[take], cg[take], cd[take], cf[take], partner, dist, flipped, used, order, starts)
         # greedy for the rest, in order of distance
         rest = np.isin(ci, bi[~ok]) & (partner[ci] < 0)
-        for i, g, d_, f in zip(ci[rest].tolist(), cg[rest].tolist(), cd[rest].tolist(), cf[rest].tolist(),
-                               strict=True):
+        for i, g, d_, f in zip(ci[rest].tolist(), cg[rest].tolist(), cd[rest].tolist(), cf[rest].tolist(), strict=True):
             if partner[i] >= 0 or used[g] >= cap[g]:
                 continue
             partner[i] = order[starts[g] + used[g]]
@@ -159,8 +160,18 @@ def _query_bounded(tree: Any, X: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
-def _assign(i: np.ndarray, g: np.ndarray, d: np.ndarray, f: np.ndarray, partner: np.ndarray, dist: np.ndarray,
-            flipped: np.ndarray, used: np.ndarray, order: np.ndarray, starts: np.ndarray) -> None:
+def _assign(
+    i: np.ndarray,
+    g: np.ndarray,
+    d: np.ndarray,
+    f: np.ndarray,
+    partner: np.ndarray,
+    dist: np.ndarray,
+    flipped: np.ndarray,
+    used: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+) -> None:
     """Give row i the next free member of group g (groups are runs of ``order`` starting at ``starts``)."""
     srt = np.argsort(g, kind="stable")
     i, g, d, f = i[srt], g[srt], d[srt], f[srt]
@@ -233,8 +244,8 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
         """‖(a_i, b_i)‖, computed the same way for every row (so a power-of-two scaling scales it exactly)."""
         sq = np.empty(len(b))
         for s0 in range(0, len(b), step):
-            blk = A[s0: s0 + step]
-            sq[s0: s0 + step] = np.add.reduce(blk * blk, axis=1)
+            blk = A[s0 : s0 + step]
+            sq[s0 : s0 + step] = np.add.reduce(blk * blk, axis=1)
         return np.sqrt(sq + b * b)
 
     def dead(V: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -257,7 +268,7 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
             sl = slice(s0, s0 + step)
             np.divide(A[sl], safe[sl, None], out=F[sl, :m])
             F[sl, m] = b[sl] / safe[sl]
-            F[sl, m + 1:] = V[:, sl].T * (w[sl] / s)[:, None]
+            F[sl, m + 1 :] = V[:, sl].T * (w[sl] / s)[:, None]
         return F
 
     F1, F2 = features(V1, A1, b1, w1), features(V2, A2, b2, w2)

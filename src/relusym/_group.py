@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidNetworkError
-from .network import Network
-from .numbers import (
+from ._network import Network
+from ._numbers import (
     exact_view,
     float_key,
     fraction_str,
@@ -24,6 +23,7 @@ from .numbers import (
     rows_proportional,
     to_fraction,
 )
+from .errors import InvalidNetworkError
 
 __all__ = ["Symmetry", "find_symmetry", "stabilizer", "Stabilizer"]
 
@@ -94,8 +94,10 @@ class Symmetry:
         With ``dyadic=True`` the scales are powers of two 2^j, |j| ≤ ``spread``, so that h·θ of a float
         network is again exactly a float network.  ``rng`` is a ``random.Random``, a numpy Generator or a seed.
         """
-        r = rng if isinstance(rng, _random.Random) else _random.Random(
-            int(rng.integers(2**63)) if isinstance(rng, np.random.Generator) else rng
+        r = (
+            rng
+            if isinstance(rng, _random.Random)
+            else _random.Random(int(rng.integers(2**63)) if isinstance(rng, np.random.Generator) else rng)
         )
         perm = list(range(n))
         r.shuffle(perm)
@@ -139,16 +141,21 @@ class Symmetry:
         inv[np.asarray(self.permutation, dtype=np.int64)] = np.arange(self.n)  # slot -> source neuron
         src = inv
         if net.is_float and all(_is_power_of_two(d) for d in self.scales):
-            expo = np.array([d.numerator.bit_length() - d.denominator.bit_length() for d in self.scales],
-                            dtype=np.int64)
+            expo = np.array(
+                [d.numerator.bit_length() - d.denominator.bit_length() for d in self.scales], dtype=np.int64
+            )
             e = expo[src]
             V = np.ldexp(net.V[:, src], -e[None, :]).astype(net.V.dtype)
             A = np.ldexp(net.A[src, :], e[:, None]).astype(net.A.dtype)
             b = np.ldexp(net.b[src], e).astype(net.b.dtype)
-            ok = (np.array_equal(np.ldexp(V.astype(np.float64), e[None, :]), net.V[:, src].astype(np.float64))
-                  and np.array_equal(np.ldexp(A.astype(np.float64), -e[:, None]), net.A[src].astype(np.float64))
-                  and np.array_equal(np.ldexp(b.astype(np.float64), -e), net.b[src].astype(np.float64))
-                  and np.isfinite(V).all() and np.isfinite(A).all() and np.isfinite(b).all())
+            ok = (
+                np.array_equal(np.ldexp(V.astype(np.float64), e[None, :]), net.V[:, src].astype(np.float64))
+                and np.array_equal(np.ldexp(A.astype(np.float64), -e[:, None]), net.A[src].astype(np.float64))
+                and np.array_equal(np.ldexp(b.astype(np.float64), -e), net.b[src].astype(np.float64))
+                and np.isfinite(V).all()
+                and np.isfinite(A).all()
+                and np.isfinite(b).all()
+            )
             if ok:
                 return Network(V, A, b, net.c, m=net.m)
         d = np.array(self.scales, dtype=object)[src]
@@ -232,7 +239,8 @@ def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | No
     n1, n2 = sk1.norm[[j]], sk2.norm[[l_]]
     if kind == 1:
         ok = bool(rows_proportional(sk1.W[[j]], n2, sk2.W[[l_]], n1)[0]) and bool(
-            rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0])
+            rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0]
+        )
         return Fraction(n2[0]) / Fraction(n1[0]) if ok else None
     ok = bool(rows_proportional(sk1.Vt[[j]], n2, sk2.Vt[[l_]], n1)[0])
     return Fraction(n1[0]) / Fraction(n2[0]) if ok else None
@@ -240,8 +248,7 @@ def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | No
 
 def _neuron_arrays(net: Network) -> tuple[np.ndarray, np.ndarray]:
     A, b, V = exact_view(net.A, net.b, net.V)
-    W = np.concatenate([A, b[:, None]], axis=1) if A.dtype != object else np.concatenate(
-        [A, b.reshape(-1, 1)], axis=1)
+    W = np.concatenate([A, b[:, None]], axis=1) if A.dtype != object else np.concatenate([A, b.reshape(-1, 1)], axis=1)
     return W, V.T
 
 
@@ -359,8 +366,10 @@ class Stabilizer:
 
     def __str__(self) -> str:
         blocks = ", ".join("{" + ", ".join(map(str, b)) + "}" for b in self.blocks) or "none"
-        return (f"Stab ≅ S × H_{self.inactive}: {self.inactive} inactive neuron(s), "
-                f"blocks related by positive scaling: {blocks}, |S| = {self.order}")
+        return (
+            f"Stab ≅ S × H_{self.inactive}: {self.inactive} inactive neuron(s), "
+            f"blocks related by positive scaling: {blocks}, |S| = {self.order}"
+        )
 
 
 def stabilizer(net: Network) -> Stabilizer:

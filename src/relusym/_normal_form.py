@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidNetworkError
-from .network import Network
-from .numbers import (
+from ._network import Network
+from ._numbers import (
     exact_float,
     exact_matmul,
     exact_products,
@@ -40,6 +39,7 @@ from .numbers import (
     rows_proportional,
     to_fraction,
 )
+from .errors import InvalidNetworkError
 
 _ZERO: Any = Fraction(0)
 
@@ -55,7 +55,7 @@ class HyperplaneClasses:
     """The decomposition of spec §2.2 of one network: its hyperplane classes, kinks and negative kinks.
 
     Class j has representative neuron ``rep[j]``; ``A`` and ``b`` are the network's arrays in the exact view
-    of :func:`relusym.numbers.exact_view` and ``lam`` holds λ_i (float64 or Fractions), so
+    of :func:`relusym._numbers.exact_view` and ``lam`` holds λ_i (float64 or Fractions), so
     û_j = (A[rep[j]], b[rep[j]]) / lam[rep[j]].  ``label[i]`` is the class of neuron i (−1 for null and
     constant neurons).  ``khash`` is a 64-bit hash of the correctly rounded float64 value of û (equal classes
     of two networks always have equal hashes; every match is verified exactly).
@@ -88,8 +88,11 @@ class HyperplaneClasses:
 
     def row(self, i: int) -> np.ndarray:
         """w_i = (a_i, b_i) in the exact view."""
-        return np.append(self.A[i], self.b[i]) if self.A.dtype != object else np.array(
-            list(self.A[i]) + [self.b[i]], dtype=object)
+        return (
+            np.append(self.A[i], self.b[i])
+            if self.A.dtype != object
+            else np.array(list(self.A[i]) + [self.b[i]], dtype=object)
+        )
 
     def u_exact(self, j: int) -> tuple[Fraction, ...]:
         """û_j as exact rationals."""
@@ -150,8 +153,9 @@ def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray
     return row_hash(Fa) + row_hash(Fb[:, None], offset=A.shape[1])
 
 
-def _group_exact(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray,
-                 hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _group_exact(
+    A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray, hashes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Group neurons idx by hash, then split each group exactly.  Returns (label per idx, rep positions)."""
     nh = idx.shape[0]
     if nh == 0:
@@ -167,14 +171,15 @@ def _group_exact(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray,
         order = np.argsort(inv, kind="stable")
         starts = np.concatenate([[0], np.cumsum(counts)])
         for g in multi.tolist():
-            members = order[starts[g]:starts[g + 1]]
+            members = order[starts[g] : starts[g + 1]]
             class_reps: list[tuple[int, int]] = []  # (position in idx, label)
             for pos in members.tolist():
                 i = int(idx[pos])
                 for rpos, lab in class_reps:
                     r = int(idx[rpos])
                     if bool(rows_proportional(A[[i]], lam[[r]], A[[r]], lam[[i]])[0]) and bool(
-                            rows_proportional(b[[i]][:, None], lam[[r]], b[[r]][:, None], lam[[i]])[0]):
+                        rows_proportional(b[[i]][:, None], lam[[r]], b[[r]][:, None], lam[[i]])[0]
+                    ):
                         label[pos] = lab
                         break
                 else:
@@ -263,8 +268,9 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
         for r in range(k):
             const[r] += bi * to_fraction(Vt[i, r])
     khash = hashes[reps_pos] if N else np.zeros(0, dtype=np.uint64)
-    return HyperplaneClasses(net, A, b, lam, neuron_type, label, khash, idx[reps_pos] if N else reps_pos,
-                             kappa, s, tuple(const), sizes)
+    return HyperplaneClasses(
+        net, A, b, lam, neuron_type, label, khash, idx[reps_pos] if N else reps_pos, kappa, s, tuple(const), sizes
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -348,8 +354,7 @@ class Difference:
 
     @property
     def zero(self) -> bool:
-        return (not self.kink_classes and all(x == 0 for row in self.dM for x in row)
-                and all(x == 0 for x in self.de))
+        return not self.kink_classes and all(x == 0 for row in self.dM for x in row) and all(x == 0 for x in self.de)
 
 
 def compare(h1: HyperplaneClasses, h2: HyperplaneClasses) -> Difference:
@@ -470,8 +475,11 @@ class NormalForm:
         h = self._h
         mask = h.kink_mask
         kf = h.kappa[mask]
-        kf = kf.astype(np.float64) if kf.dtype != object else np.array(
-            [[float(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(kf.shape)
+        kf = (
+            kf.astype(np.float64)
+            if kf.dtype != object
+            else np.array([[float(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(kf.shape)
+        )
         items = frozenset(zip(h.khash[mask].tolist(), [r.tobytes() for r in kf + 0.0], strict=True))
         return hash((self.m, self.k, items))
 
@@ -488,8 +496,10 @@ class NormalForm:
         return {
             "m": self.m,
             "k": self.k,
-            "kinks": [{"hyperplane": [fraction_str(x) for x in u], "kink": [fraction_str(x) for x in kap]}
-                      for u, kap in self.K],
+            "kinks": [
+                {"hyperplane": [fraction_str(x) for x in u], "kink": [fraction_str(x) for x in kap]}
+                for u, kap in self.K
+            ],
             "M": [[fraction_str(x) for x in row] for row in self.M],
             "e": [fraction_str(x) for x in self.e],
         }

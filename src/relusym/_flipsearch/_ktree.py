@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relusym.flipsearch._exact import _IntMatrix, _verify_sets
-from relusym.flipsearch._limbs import _bits_key, _join_equal, _limbs_add, _limbs_neg, _pack, _subset_sums, _two_adic
+from relusym._flipsearch._exact import _IntMatrix, _verify_sets
+from relusym._flipsearch._limbs import _bits_key, _join_equal, _limbs_add, _limbs_neg, _pack, _subset_sums, _two_adic
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError
-from ..network import Network
 
 NAME = "npz"
 SUFFIXES = (".npz",)
@@ -30,8 +30,9 @@ def load(path: Path) -> Network:
         with np.load(path, allow_pickle=False) as data:
             missing = [key for key in ("V", "A", "b") if key not in data.files]
             if missing:
-                raise InvalidNetworkError(f"{path} has no array named {', '.join(missing)} "
-                                          f"(found: {', '.join(data.files) or 'none'})")
+                raise InvalidNetworkError(
+                    f"{path} has no array named {', '.join(missing)} (found: {', '.join(data.files) or 'none'})"
+                )
             arrays = {key: data[key] for key in ("V", "A", "b", "c") if key in data.files}
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise InvalidNetworkError(f"{path} is not a readable NPZ file ({exc})") from None
@@ -52,8 +53,10 @@ def save(net: Network, path: Path, like: Path | None = None) -> None:
         # exact rationals: float64 when exactly representable, else refuse rather than round
         out = np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
         if any(float(v) != v for v in x.ravel().tolist()):
-            raise InvalidNetworkError(f"{path}: NPZ holds binary floats, and this network has entries that are "
-                                      "not exactly representable; save it as JSON instead")
+            raise InvalidNetworkError(
+                f"{path}: NPZ holds binary floats, and this network has entries that are "
+                "not exactly representable; save it as JSON instead"
+            )
         return out
 
     with open(path, "wb") as fh:

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ._network import Network
 from .errors import InvalidNetworkError
-from .network import Network
 
 __all__ = ["ApproxVerdict", "equivalent_approx", "distance"]
 
@@ -54,8 +54,7 @@ def _project(P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
     return P if Q is None else P @ Q
 
 
-def _row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: np.ndarray | float = 1.0
-              ) -> np.ndarray:
+def _row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: np.ndarray | float = 1.0) -> np.ndarray:
     """‖X[i] − sign·Y[j]‖ for index arrays i, j (chunked, so no big temporary)."""
     out = np.empty(len(i), dtype=np.float64)
     sgn = np.broadcast_to(np.asarray(sign, dtype=np.float64), (len(i),))
@@ -86,8 +85,8 @@ def _unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     same = np.ones(len(multi), dtype=bool)
     step = max(1, _CHUNK * 16 // max(1, X.shape[1]))
     for s in range(0, len(multi), step):
-        rows = multi[s: s + step]
-        same[s: s + step] = np.all(X[rows] == X[first[inv[rows]]], axis=1)
+        rows = multi[s : s + step]
+        same[s : s + step] = np.all(X[rows] == X[first[inv[rows]]], axis=1)
     if not same.all():  # a hash collision: give the odd rows groups of their own
         bad = multi[~same]
         inv[bad] = len(first) + np.arange(len(bad))
@@ -132,8 +131,11 @@ def _components(n: int, pairs: np.ndarray) -> np.ndarray:
 
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    g = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n)) if len(pairs) else \
-        coo_matrix((n, n))
+    g = (
+        coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+        if len(pairs)
+        else coo_matrix((n, n))
+    )
     _, lab = connected_components(g, directed=False)
     # relabel so that label order follows the smallest member
     first = np.full(lab.max() + 1, n, dtype=np.int64)
@@ -218,8 +220,10 @@ class ApproxVerdict:
 
     def __str__(self) -> str:
         word = "approximately equivalent" if self.equivalent else "not approximately equivalent"
-        return (f"{word}: max kink mismatch {self.max_kink_mismatch:.3g} (tolerance {self.tol_kink:.3g}), "
-                f"affine mismatch {self.max_affine_mismatch:.3g} (tolerance {self.tol_affine:.3g}); {self.note}")
+        return (
+            f"{word}: max kink mismatch {self.max_kink_mismatch:.3g} (tolerance {self.tol_kink:.3g}), "
+            f"affine mismatch {self.max_affine_mismatch:.3g} (tolerance {self.tol_affine:.3g}); {self.note}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,8 +333,9 @@ class _Classes:
     e: np.ndarray  # k
 
 
-def _classes(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, atol: float, rtol: float,
-             drop: float) -> _Classes:
+def _classes(
+    V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, atol: float, rtol: float, drop: float
+) -> _Classes:
     k, m = V.shape[0], A.shape[1]
     vnorm = np.linalg.norm(V, axis=0)
     anorm = np.linalg.norm(A, axis=1)
@@ -432,8 +437,10 @@ def distance(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1
         m = A1.shape[1]
         M2 += K2[flip].T @ q.U[j[flip], :m]
         e2 += K2[flip].T @ q.U[j[flip], m]
-    unpaired = float(np.sum(np.linalg.norm(p.K, axis=1) * np.linalg.norm(p.U, axis=1))
-                     + np.sum(np.linalg.norm(q.K, axis=1) * np.linalg.norm(q.U, axis=1))
-                     - np.sum((k1 * n1u + k2 * n2u)[keep]))
+    unpaired = float(
+        np.sum(np.linalg.norm(p.K, axis=1) * np.linalg.norm(p.U, axis=1))
+        + np.sum(np.linalg.norm(q.K, axis=1) * np.linalg.norm(q.U, axis=1))
+        - np.sum((k1 * n1u + k2 * n2u)[keep])
+    )
     num = float(cost[keep].sum()) + max(unpaired, 0.0) + float(np.linalg.norm(p.M - M2) + np.linalg.norm(p.e - e2))
     return num / S

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .network import Network
-from .normal_form import HyperplaneClasses, hyperplane_classes
-from .numbers import fraction_str, to_fraction
-from .width import ConfigurationSet, OwnConfiguration
+from ._network import Network
+from ._normal_form import HyperplaneClasses, hyperplane_classes
+from ._numbers import fraction_str, to_fraction
+from ._width import ConfigurationSet, OwnConfiguration
 
 __all__: list[str] = []
 
@@ -39,9 +39,7 @@ def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, 
     gb_reason = ""
     zero_a = bad_a.tolist()
     if len(zero_a) >= 2:
-        gb_reason = (
-            f"G-b fails: neurons {zero_a[0]} and {zero_a[1]} both have a = 0, so (a, b) are proportional"
-        )
+        gb_reason = f"G-b fails: neurons {zero_a[0]} and {zero_a[1]} both have a = 0, so (a, b) are proportional"
     else:
         # hyperplane classes of all neurons with a ≠ 0 (hc ignores neurons with v = 0: recompute then)
         lab = _w_classes(net, hc)
@@ -54,8 +52,7 @@ def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, 
                 j = seen[li]
                 mu = to_fraction(_lam(net, i)) / to_fraction(_lam(net, j))
                 gb_reason = (
-                    f"G-b fails: neurons {j} and {i} lie on the same hyperplane "
-                    f"(w_{i} = {fraction_str(mu)}·w_{j})"
+                    f"G-b fails: neurons {j} and {i} lie on the same hyperplane (w_{i} = {fraction_str(mu)}·w_{j})"
                 )
                 break
             seen[li] = i
@@ -86,9 +83,7 @@ def _w_classes(net: Network, hc: HyperplaneClasses) -> np.ndarray:
 # rigidity (§5.4)
 
 
-def configuration_r5(
-    admissible: ConfigurationSet, own: OwnConfiguration, width: int, n: int
-) -> tuple[bool, str]:
+def configuration_r5(admissible: ConfigurationSet, own: OwnConfiguration, width: int, n: int) -> tuple[bool, str]:
     """R5 of §5.4 from the complete configuration search: w = n and θ's configuration is the only one of
     minimal cost."""
     if width == n and admissible.count == 1:

@@ -17,9 +17,10 @@ from typing import Any
 import flint
 import numpy as np
 
-from relusym import linalg, modular
-from relusym.flipsearch._enumerate import _BlockResult, _enumerate_nullspace, _mitm
-from relusym.flipsearch._exact import (
+from relusym import _linalg as linalg
+from relusym import _modular as modular
+from relusym._flipsearch._enumerate import _BlockResult, _enumerate_nullspace, _mitm
+from relusym._flipsearch._exact import (
     _P,
     FlipFactors,
     _combos_zero,
@@ -28,8 +29,8 @@ from relusym.flipsearch._exact import (
     _wrap,
     flip_factors,
 )
-from relusym.flipsearch._ktree import _ktree_search, _log2_count_estimate
-from relusym.flipsearch._limbs import _pack
+from relusym._flipsearch._ktree import _ktree_search, _log2_count_estimate
+from relusym._flipsearch._limbs import _pack
 
 # ============================================================================================
 # the result

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "read_arrays"]
@@ -25,9 +25,17 @@ SUFFIXES: tuple[str, ...] = (".safetensors",)
 
 _MAX_HEADER = 100 * 1024 * 1024
 _DTYPES = {
-    "F16": np.float16, "F32": np.float32, "F64": np.float64,
-    "I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64,
-    "U8": np.uint8, "U16": np.uint16, "U32": np.uint32, "U64": np.uint64,
+    "F16": np.float16,
+    "F32": np.float32,
+    "F64": np.float64,
+    "I8": np.int8,
+    "I16": np.int16,
+    "I32": np.int32,
+    "I64": np.int64,
+    "U8": np.uint8,
+    "U16": np.uint16,
+    "U32": np.uint32,
+    "U64": np.uint64,
 }
 _CODES = {np.dtype(v).name: k for k, v in _DTYPES.items()}
 
@@ -66,8 +74,7 @@ def _read_header(path: Path) -> tuple[dict[str, Any], int]:
         try:
             header = json.loads(fh.read(size).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not JSON") \
-                from None
+            raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not JSON") from None
     if not isinstance(header, dict):
         raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not an object")
     data_len = total - 8 - size

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from relusym import modular
-from relusym.flipsearch._exact import _combos_zero, _IntMatrix, _verify_sets
-from relusym.flipsearch._limbs import _join_equal, _limbs_neg, _Packed, _subset_sums
+from relusym import _modular as modular
+from relusym._flipsearch._exact import _combos_zero, _IntMatrix, _verify_sets
+from relusym._flipsearch._limbs import _join_equal, _limbs_neg, _Packed, _subset_sums
 
 
 @dataclass

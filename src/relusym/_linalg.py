@@ -202,7 +202,7 @@ def inverse(rows: Matrix) -> list[tuple[Fraction, ...]]:
 
 
 # the modular half, re-exported (imported last: relusym.modular uses the helpers above)
-from .modular import (  # noqa: E402
+from ._modular import (  # noqa: E402
     BLAS_PRIME_LIMIT,
     DEFAULT_PRIME,
     FAST_PRIMES,

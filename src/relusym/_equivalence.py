@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidNetworkError
-from .group import Symmetry, find_symmetry
-from .network import Network
-from .normal_form import (
+from ._group import Symmetry, find_symmetry
+from ._network import Network
+from ._normal_form import (
     Difference,
     HyperplaneClasses,
     NormalForm,
@@ -28,7 +27,8 @@ from .normal_form import (
     flip,
     hyperplane_classes,
 )
-from .numbers import fraction_str
+from ._numbers import fraction_str
+from .errors import InvalidNetworkError
 
 __all__ = ["Verdict", "Counterexample", "equivalent"]
 
@@ -42,8 +42,11 @@ class Counterexample:
     y2: tuple[Fraction, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"x": [fraction_str(v) for v in self.x], "y1": [fraction_str(v) for v in self.y1],
-                "y2": [fraction_str(v) for v in self.y2]}
+        return {
+            "x": [fraction_str(v) for v in self.x],
+            "y1": [fraction_str(v) for v in self.y1],
+            "y2": [fraction_str(v) for v in self.y2],
+        }
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,9 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
         # an exact orbit witness settles it without normal forms (the common case of permuted copies)
         w = find_symmetry(net1, net2)
         if w is not None:
-            return Verdict(True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w,
-                           flips=(), _classes=net1)
+            return Verdict(
+                True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flips=(), _classes=net1
+            )
     h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
     diff = compare(h1, h2)
     if diff.zero:
@@ -128,10 +132,14 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
         found = _flip_witness(net1, net2, h1, h2)
         if found is not None:
             T, hw = found
-            return Verdict(True, f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) "
-                                 f"(Proposition 14)", witness=hw, flips=T, _classes=h1)
-        return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)",
-                       _classes=h1)
+            return Verdict(
+                True,
+                f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) (Proposition 14)",
+                witness=hw,
+                flips=T,
+                _classes=h1,
+            )
+        return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)", _classes=h1)
     reason = _reason(diff)
     if not certificate:
         return Verdict(False, reason, _classes=h1)
@@ -151,8 +159,9 @@ def _reason(diff: Difference) -> str:
 # hidden-symmetry witness
 
 
-def _flip_witness(net1: Network, net2: Network, h1: HyperplaneClasses,
-                  h2: HyperplaneClasses) -> tuple[tuple[int, ...], Symmetry] | None:
+def _flip_witness(
+    net1: Network, net2: Network, h1: HyperplaneClasses, h2: HyperplaneClasses
+) -> tuple[tuple[int, ...], Symmetry] | None:
     """Find T and h with h·flip_T(θ1) = θ2 when such exist, by matching hyperplane neurons up to orientation
     and scale: the invariant (unoriented û, |λ| v) of a neuron is kept by H_n and by flips."""
     if net1.n != net2.n:
@@ -168,7 +177,7 @@ def _flip_witness(net1: Network, net2: Network, h1: HyperplaneClasses,
         return out
 
     # classes of θ1 and θ2 matched exactly
-    from .normal_form import match_classes
+    from ._normal_form import match_classes
 
     cm = match_classes(h1, h2)
     to2 = {int(a): int(b) for a, b in cm.pairs.tolist()}
@@ -204,9 +213,15 @@ def _differs(net1: Network, net2: Network, x: tuple[Fraction, ...]) -> Counterex
     return Counterexample(x, y1, y2) if y1 != y2 else None
 
 
-def counterexample(net1: Network, net2: Network, h1: HyperplaneClasses | None = None,
-                   h2: HyperplaneClasses | None = None, diff: Difference | None = None,
-                   *, seed: int = 0) -> Counterexample:
+def counterexample(
+    net1: Network,
+    net2: Network,
+    h1: HyperplaneClasses | None = None,
+    h2: HyperplaneClasses | None = None,
+    diff: Difference | None = None,
+    *,
+    seed: int = 0,
+) -> Counterexample:
     """An exact x with ρ(θ1)(x) ≠ ρ(θ2)(x), verified by exact evaluation (θ1 and θ2 must not be equivalent)."""
     h1 = h1 or hyperplane_classes(net1)
     h2 = h2 or hyperplane_classes(net2)
@@ -235,8 +250,10 @@ def counterexample(net1: Network, net2: Network, h1: HyperplaneClasses | None = 
     others = [(hh, jj) for hh in (h1, h2) for jj in range(hh.N_all)]
     keys = np.concatenate([h1.keys, h2.keys], axis=0) if others else np.zeros((0, m + 1))
     for attempt in range(200):
-        t = [Fraction(rng.randint(-3 - attempt, 3 + attempt), rng.randint(1, 4)) if i != p else Fraction(0)
-             for i in range(m)]
+        t = [
+            Fraction(rng.randint(-3 - attempt, 3 + attempt), rng.randint(1, 4)) if i != p else Fraction(0)
+            for i in range(m)
+        ]
         x0 = list(t)
         x0[p] = -beta - sum((alpha[i] * t[i] for i in range(m) if i != p), Fraction(0))
         x0t = tuple(x0)

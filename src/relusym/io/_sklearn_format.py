@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import UnsupportedModelError
-from ..network import Network
 from ._layers import exact_float_array, rounded, warn_rounding
 
 __all__ = [
@@ -48,8 +48,9 @@ def _import_sklearn() -> Any:
     try:
         import sklearn.neural_network as sknn
     except ImportError:
-        raise UnsupportedModelError("reading scikit-learn models needs scikit-learn: pip install 'relusym[sklearn]'") \
-            from None
+        raise UnsupportedModelError(
+            "reading scikit-learn models needs scikit-learn: pip install 'relusym[sklearn]'"
+        ) from None
     return sknn
 
 
@@ -65,7 +66,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def _refusal(path: Path) -> UnsupportedModelError:
     return UnsupportedModelError(
         f"refusing to unpickle {path.name}: loading a pickle or joblib file runs arbitrary code; if you trust it, "
-        "call relusym.io.sklearn_format.load_pickle(path, allow_unsafe_pickle=True)"
+        "call relusym.io._sklearn_format.load_pickle(path, allow_unsafe_pickle=True)"
     )
 
 
@@ -125,9 +126,7 @@ def from_estimator(est: Any) -> Network:
     if est.activation != "relu":
         raise UnsupportedModelError(f"this {name} uses activation={est.activation!r}; relusym needs 'relu'")
     if len(est.coefs_) != 2:
-        raise UnsupportedModelError(
-            f"this {name} has {len(est.coefs_) - 1} hidden layers; relusym handles exactly one"
-        )
+        raise UnsupportedModelError(f"this {name} has {len(est.coefs_) - 1} hidden layers; relusym handles exactly one")
     out_act = getattr(est, "out_activation_", "identity")
     if out_act != "identity":
         warnings.warn(

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from . import linalg
-from .group import Symmetry
-from .network import Network
-from .normal_form import HyperplaneClasses, NormalForm, hyperplane_classes
-from .numbers import fractions_of, to_fraction
-from .width import Configuration, ConfigurationSet, KinkData, OwnConfiguration, kink_neurons, nf_order
+from . import _linalg as linalg
+from ._group import Symmetry
+from ._network import Network
+from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes
+from ._numbers import fractions_of, to_fraction
+from ._width import Configuration, ConfigurationSet, KinkData, OwnConfiguration, kink_neurons, nf_order
 
 __all__ = ["Stratum", "stratum_dimension"]
 
@@ -90,9 +90,7 @@ class Stratum:
         return self.t == 0 and self.spare == 0 and self.rank_P == len(self.P)
 
     def describe(self) -> str:
-        s = "S = " + (
-            "{" + ", ".join(map(str, self.S)) + "}" if self.S is not None else f"<{self.S_size} classes>"
-        )
+        s = "S = " + ("{" + ", ".join(map(str, self.S)) + "}" if self.S is not None else f"<{self.S_size} classes>")
         p = "P = {" + ", ".join(map(str, self.P)) + "}"
         extra = f", {self.spare} spare neuron(s)" if self.spare else ""
         kind = " (one free orbit)" if self.orbit else ""
@@ -161,9 +159,7 @@ def fibre_dimension(kd: KinkData, admissible: ConfigurationSet, n: int) -> int:
     return best
 
 
-def flip_strata(
-    hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None
-) -> tuple[KinkData | None, list[Stratum]]:
+def flip_strata(hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None) -> tuple[KinkData | None, list[Stratum]]:
     """The strata of a class-A fibre (Theorem B(ii)): one free orbit of type S = S_θ △ T for each flip set T
     of ``sets`` (classes in NF order), and the KinkData that realizes them; a single unlisted stratum, θ's own,
     when ``sets`` is None."""
@@ -209,9 +205,7 @@ def _pair_kinks_free(kd: KinkData, cfg: Configuration) -> bool:
 # random points of a stratum (sampling)
 
 
-def stratum_point(
-    net: Network, kd: KinkData | None, strata: Sequence[Stratum], r: _random.Random
-) -> Network | None:
+def stratum_point(net: Network, kd: KinkData | None, strata: Sequence[Stratum], r: _random.Random) -> Network | None:
     """A random point of the fibre of θ outside class A (same n): a random stratum realized (re-factorized, with
     O5 moves, O6 translations and spare neurons), moved by a random h ∈ H_n; near θ's own type (local moves)
     when the strata are not listed.  None when this realization failed (try again)."""
@@ -246,10 +240,7 @@ def _matmul(X: Sequence[Sequence[Fraction]], Y: Sequence[Sequence[Fraction]]) ->
         return []
     inner = len(Y)
     cols = len(Y[0]) if Y else 0
-    return [
-        [sum((X[i][a] * Y[a][j] for a in range(inner)), Fraction(0)) for j in range(cols)]
-        for i in range(len(X))
-    ]
+    return [[sum((X[i][a] * Y[a][j] for a in range(inner)), Fraction(0)) for j in range(cols)] for i in range(len(X))]
 
 
 def _realize(kd: KinkData, st: Stratum, r: _random.Random) -> tuple[list[Neuron], list[Fraction]] | None:

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidNetworkError
-from .numbers import (
+from ._numbers import (
     as_exact_array,
     as_rational_vector,
     exact_matvec_float,
@@ -20,6 +19,7 @@ from .numbers import (
     is_float_array,
     to_fraction,
 )
+from .errors import InvalidNetworkError
 
 __all__ = ["Network"]
 
@@ -77,9 +77,7 @@ class Network:
         V_arr = as_exact_array(V_in, "V", 2)
         k = V_arr.shape[0]
         if V_arr.shape[1] != n:
-            raise InvalidNetworkError(
-                f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}"
-            )
+            raise InvalidNetworkError(f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}")
         if k == 0:
             raise InvalidNetworkError("k = 0: a network needs at least one output (V has no rows)")
         if c is None:
@@ -152,8 +150,7 @@ class Network:
 
     def to_fractions(self) -> Network:
         """The same network with every entry stored as a Fraction."""
-        return Network(fractions_of(self.V), fractions_of(self.A), fractions_of(self.b), fractions_of(self.c),
-                       m=self.m)
+        return Network(fractions_of(self.V), fractions_of(self.A), fractions_of(self.b), fractions_of(self.c), m=self.m)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``relusym.network/1`` JSON object (rationals as strings)."""
@@ -186,8 +183,13 @@ class Network:
         m = d.get("m")
         if m is not None and (not isinstance(m, int) or isinstance(m, bool)):
             raise InvalidNetworkError(f"m must be an integer, got {m!r}")
-        return cls(_exact_json(d["V"]), _exact_json(d["A"]), _exact_json(d["b"]),
-                   None if d.get("c") is None else _exact_json(d["c"]), m=m)
+        return cls(
+            _exact_json(d["V"]),
+            _exact_json(d["A"]),
+            _exact_json(d["b"]),
+            None if d.get("c") is None else _exact_json(d["c"]),
+            m=m,
+        )
 
     # -- evaluation: the realization map ρ ---------------------------------------------------------------------
     def evaluate_exact(self, x: Sequence[Any] | np.ndarray) -> tuple[Fraction, ...]:
@@ -202,8 +204,10 @@ class Network:
         xi = [q.numerator * (den // q.denominator) for q in xv]
         if is_float_array(self.A):
             S, emin = exact_matvec_float(self.A, xi)
-            pre = [Fraction(s << int(e), den) if e >= 0 else Fraction(s, den << int(-e))
-                   for s, e in zip(S, emin.tolist(), strict=True)]
+            pre = [
+                Fraction(s << int(e), den) if e >= 0 else Fraction(s, den << int(-e))
+                for s, e in zip(S, emin.tolist(), strict=True)
+            ]
         else:
             Ai, As = integer_matrix(self.A)
             dots = Ai.dot(np.array(xi, dtype=object))
@@ -217,8 +221,10 @@ class Network:
             hden = math.lcm(*(h.denominator for h in hidden))
             hi = [h.numerator * (hden // h.denominator) for h in hidden]
             S, emin = exact_matvec_float(self.V, hi)
-            return tuple(ci + (Fraction(s << int(e), hden) if e >= 0 else Fraction(s, hden << int(-e)))
-                         for ci, s, e in zip(c, S, emin.tolist(), strict=True))
+            return tuple(
+                ci + (Fraction(s << int(e), hden) if e >= 0 else Fraction(s, hden << int(-e)))
+                for ci, s, e in zip(c, S, emin.tolist(), strict=True)
+            )
         out = []
         for r in range(k):
             row = self.V[r].tolist()
@@ -259,8 +265,9 @@ class Network:
                 # float64 casts of float16/32/64 values are exact, so this is exact equality
                 if not np.array_equal(x.astype(np.float64), y.astype(np.float64)):
                     return False
-            elif not all(Fraction(p) == Fraction(q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(),
-                                                                       strict=True)):
+            elif not all(
+                Fraction(p) == Fraction(q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
+            ):
                 return False
         return True
 

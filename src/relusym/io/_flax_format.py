@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
@@ -38,8 +38,9 @@ def _import_msgpack() -> Any:
     try:
         import msgpack
     except ImportError:
-        raise UnsupportedModelError("reading Flax msgpack files needs flax or msgpack: pip install 'relusym[jax]'") \
-            from None
+        raise UnsupportedModelError(
+            "reading Flax msgpack files needs flax or msgpack: pip install 'relusym[jax]'"
+        ) from None
     return msgpack
 
 
@@ -247,8 +248,12 @@ def to_params(net: Network, like: Any = None) -> dict[str, Any]:
     layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
     if layers is None:
         arrays = layout_arrays(net, None)
-        flat = {"Dense_0/kernel": arrays["0.weight"].T.copy(), "Dense_0/bias": arrays["0.bias"],
-                "Dense_1/kernel": arrays["2.weight"].T.copy(), "Dense_1/bias": arrays["2.bias"]}
+        flat = {
+            "Dense_0/kernel": arrays["0.weight"].T.copy(),
+            "Dense_0/bias": arrays["0.bias"],
+            "Dense_1/kernel": arrays["2.weight"].T.copy(),
+            "Dense_1/bias": arrays["2.bias"],
+        }
     else:
         flat = layout_arrays(net, layers)
         for layer in (layers.first, layers.second):

@@ -7,8 +7,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .._network import Network
 from ..errors import InvalidNetworkError
-from ..network import Network
 
 NAME = "json"
 SUFFIXES = (".json",)
@@ -23,8 +23,9 @@ def parse(text: str, where: str = "input") -> Any:
     try:
         return json.loads(text, parse_float=Fraction, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise InvalidNetworkError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                                  f"column {exc.colno}") from None
+        raise InvalidNetworkError(
+            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
 
 
 def _reject_constant(name: str) -> Any:

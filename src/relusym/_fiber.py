@@ -6,7 +6,7 @@ Two regimes:
 * **class A** (no null or constant neuron, pairwise non-proportional w_i; spec Theorem B(ii)): the fibre is
   ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the flip sets 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of
   :mod:`relusym.flips`.
-* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym.width.configurations`) give the
+* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym._width.configurations`) give the
   width, the strata (S, P, t) with their dimensions (§5.5, :mod:`relusym.strata`), the orbits at minimal
   width and R5.
 
@@ -23,14 +23,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import InvalidNetworkError
-from .flips import LIST_LIMIT, FlipSets, flip_sets, flips_certified_absent
-from .genericity import configuration_r5, generic_conditions, rigidity_verdict
-from .group import Symmetry
-from .network import Network
-from .normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
-from .numbers import fraction_str
-from .strata import (
+from ._flips import LIST_LIMIT, FlipSets, flip_sets, flips_certified_absent
+from ._genericity import configuration_r5, generic_conditions, rigidity_verdict
+from ._group import Symmetry
+from ._network import Network
+from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
+from ._numbers import fraction_str
+from ._strata import (
     Stratum,
     as_random,
     closed_form_dimension,
@@ -41,7 +40,7 @@ from .strata import (
     stratum_dimension,
     stratum_point,
 )
-from .width import (
+from ._width import (
     KinkData,
     OwnConfiguration,
     configurations,
@@ -49,6 +48,7 @@ from .width import (
     own_configuration,
     width_search,
 )
+from .errors import InvalidNetworkError
 
 __all__ = [
     "Fiber",
@@ -186,12 +186,8 @@ class Fiber:
             f"N = {self.N} kink class(es)"
         ]
         lines.append(f"generic (G-a, G-b, G-c of §5.3): {yn(self.generic)} — {self.generic_reason}")
-        lines.append(
-            f"rigid (fibre = one free H_n-orbit, R1–R5 of §5.4): {yn(self.rigid)} — {self.rigid_reason}"
-        )
-        lines.append(
-            f"class A (Theorem B(ii): no null/constant neuron, distinct hyperplanes): {yn(self.class_a)}"
-        )
+        lines.append(f"rigid (fibre = one free H_n-orbit, R1–R5 of §5.4): {yn(self.rigid)} — {self.rigid_reason}")
+        lines.append(f"class A (Theorem B(ii): no null/constant neuron, distinct hyperplanes): {yn(self.class_a)}")
         if self.flips is not None:
             shown = ", ".join("∅" if not T else "{" + ", ".join(map(str, T)) + "}" for T in self.flips[:6])
             more = " …" if len(self.flips) > 6 else ""
@@ -205,8 +201,7 @@ class Fiber:
                     f"{len(self.flips)} verified: {shown}{more}"
                 )
         lines.append(
-            "H_n-orbits in the fibre: "
-            + (str(self.orbits) if self.orbits is not None else "not a known finite number")
+            "H_n-orbits in the fibre: " + (str(self.orbits) if self.orbits is not None else "not a known finite number")
         )
         if self.width is not None:
             lines.append(f"minimal width w = {self.width}")
@@ -418,9 +413,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         width_bounds = (N + c_min, N + c_min)
         listed = admissible.configurations[:_STRATA_CONFIGS]
         if len(listed) < admissible.count:
-            notes.append(
-                f"strata are listed for the first {len(listed)} of {admissible.count} configurations"
-            )
+            notes.append(f"strata are listed for the first {len(listed)} of {admissible.count} configurations")
         strata = configuration_strata(kd, listed, own, n)
         dimension = fibre_dimension(kd, admissible, n)
         if all(rigidity[r] for r in ("R1", "R2", "R3", "R4")):

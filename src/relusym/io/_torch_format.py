@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ..network import Network
 from ._layers import (
     LinearLayer,
     TwoLayers,
@@ -80,7 +80,7 @@ def sniff(path: Path, head: bytes) -> bool:
     if head.startswith(_ZIP_MAGIC):
         if len(head) >= 30:
             name_len = int.from_bytes(head[26:28], "little")
-            name = head[30:30 + name_len]
+            name = head[30 : 30 + name_len]
             if name.endswith(b"data.pkl") or (len(name) < name_len and b"/" in name):
                 return True
         return path.suffix.lower() in SUFFIXES
@@ -105,8 +105,9 @@ def load(path: Path) -> Network:
                 "torch.save(model); relusym reads only weights (weights_only=True) and never runs pickled code: "
                 "save model.state_dict() instead"
             ) from None
-        raise InvalidNetworkError(f"{path.name} is not a readable PyTorch file (corrupted?): {_first_line(msg)}") \
-            from None
+        raise InvalidNetworkError(
+            f"{path.name} is not a readable PyTorch file (corrupted?): {_first_line(msg)}"
+        ) from None
     except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile, KeyError, IndexError) as exc:
         raise InvalidNetworkError(
             f"{path.name} is not a readable PyTorch file (truncated or corrupted?): {_first_line(str(exc))}"
@@ -159,8 +160,9 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
     return np.asarray(t)
 
 
-def from_state_dict(state_dict: Mapping[str, Any], *, source: str = "the state_dict",
-                    order_hint: Sequence[str] | None = None) -> Network:
+def from_state_dict(
+    state_dict: Mapping[str, Any], *, source: str = "the state_dict", order_hint: Sequence[str] | None = None
+) -> Network:
     """A network from a state_dict (tensors or arrays) holding exactly two linear layers."""
     arrays: dict[str, Any] = {}
     for key, value in state_dict.items():
@@ -248,8 +250,9 @@ def from_module(module: Any) -> Network:
         if lin.bias is not None:
             arrays[f"{name}.bias"] = _tensor_to_numpy(lin.bias)
     try:
-        return pair_linear_layers(arrays, source=mname, ordered=True,
-                                  order_hint=[f"{n0}.weight", f"{n1}.weight"]).network()
+        return pair_linear_layers(
+            arrays, source=mname, ordered=True, order_hint=[f"{n0}.weight", f"{n1}.weight"]
+        ).network()
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(str(exc)) from None
 
@@ -285,7 +288,7 @@ def _execution_order(torch: Any, module: Any, leaves: list[tuple[str, Any]]) -> 
         collapsed.append((name, kind))
     pattern = [kind for _, kind in collapsed]
     if pattern != ["linear", "relu", "linear"]:
-        for (name, kind) in collapsed:
+        for name, kind in collapsed:
             if kind not in ("linear", "relu"):
                 what = f"'{name}'" if kind == "other" else f"'{name}' ({kind})"
                 raise UnsupportedModelError(f"{mname} applies {what} where relusym expects Linear → ReLU → Linear")
@@ -405,9 +408,15 @@ def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
     two = pair_linear_layers(arrays, source=source, ordered=True)
 
     def fix(layer: LinearLayer) -> LinearLayer:
-        return LinearLayer(layer.weight_key, layer.bias_key, layer.weight, layer.bias, layer.transposed,
-                           dtypes.get(layer.weight_key, layer.weight_dtype),
-                           dtypes.get(layer.bias_key, layer.bias_dtype) if layer.bias_key else None)
+        return LinearLayer(
+            layer.weight_key,
+            layer.bias_key,
+            layer.weight,
+            layer.bias,
+            layer.transposed,
+            dtypes.get(layer.weight_key, layer.weight_dtype),
+            dtypes.get(layer.bias_key, layer.bias_dtype) if layer.bias_key else None,
+        )
 
     return TwoLayers(fix(two.first), fix(two.second))
 
@@ -421,8 +430,7 @@ def save(net: Network, path: Path, like: Path | None = None) -> None:
         try:
             raw = torch.load(Path(like), map_location="cpu", weights_only=True)
         except Exception as exc:
-            raise InvalidNetworkError(f"cannot read the layout of {Path(like).name}: {_first_line(str(exc))}") \
-                from None
+            raise InvalidNetworkError(f"cannot read the layout of {Path(like).name}: {_first_line(str(exc))}") from None
         wrappers = _wrapper_path(raw)
         like_sd = _unwrap(raw, Path(like).name)
     sd: Any = to_state_dict(net, like_sd)

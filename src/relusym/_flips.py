@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from . import linalg
-from .network import Network
-from .numbers import float_key, fractions_of, integer_matrix, is_float_array, rows_proportional, to_fraction
+from . import _linalg as linalg
+from ._network import Network
+from ._numbers import float_key, fractions_of, integer_matrix, is_float_array, rows_proportional, to_fraction
 
 __all__ = ["FlipSets", "flip_sets", "flips_certified_absent"]
 
@@ -141,7 +141,7 @@ def _direction_groups(net: Network) -> tuple[list[list[int]], list[Fraction]]:
     """Group the neurons whose flip-matrix rows X_i = v_i ⊗ a_i are parallel (v_i ∥ v_j and a_i ∥ a_j), and
     give each its coefficient d_i = v_i[p]·a_i[q] (first nonzero entries), so that X_i = d_i·(v̂ ⊗ â) in its
     group.  Rows that are zero (v_i = 0 or a_i = 0) form singleton groups with d_i = 0.  Buckets use float
-    keys; every membership is verified exactly (:func:`relusym.numbers.rows_proportional`)."""
+    keys; every membership is verified exactly (:func:`relusym._numbers.rows_proportional`)."""
     n = net.n
     d: list[Fraction] = [Fraction(0)] * n
     if n == 0:
@@ -195,27 +195,21 @@ def _scalar_zero_sums(
 ) -> tuple[list[tuple[int, ...]], int | None, int, float | None, str | None, str]:
     """Zero-sum subsets (∅ included) of a list of rationals: exhaustive up to 22 values, else the flip search.
     Returns (sets, exact count or None, lower bound, log2 of the estimated count, undecided, method)."""
-    from .flipsearch import find_flip_sets
+    from ._flipsearch import find_flip_sets
 
     den = 1
     for v in vals:
         den = math.lcm(den, v.denominator)
     ints = [int(v * den) for v in vals]
     if len(ints) <= 22:
-        from .width import subset_sums
+        from ._width import subset_sums
 
         sums = subset_sums([[x] for x in ints], [0])
         zero = np.nonzero(sums[:, 0] == 0)[0].tolist()
-        sets = sorted(
-            (tuple(i for i in range(len(ints)) if (mk >> i) & 1) for mk in zero), key=lambda T: (len(T), T)
-        )
+        sets = sorted((tuple(i for i in range(len(ints)) if (mk >> i) & 1) for mk in zero), key=lambda T: (len(T), T))
         return sets, len(sets), len(sets), math.log2(len(sets)), None, "enumeration"
     X = np.array(ints, dtype=object).reshape(-1, 1)
-    gen = (
-        rng
-        if isinstance(rng, np.random.Generator)
-        else np.random.default_rng(rng if isinstance(rng, int) else 0)
-    )
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng if isinstance(rng, int) else 0)
     res = find_flip_sets(X, max_sets=max_sets, budget_seconds=budget, rng=gen)
     found = {tuple(sorted(int(i) for i in T)) for T in res.sets}
     where: dict[int, int] = {}
@@ -265,7 +259,7 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
 
     Every returned set is verified again here with exact integers.
     """
-    from .flipsearch import network_flip_sets
+    from ._flipsearch import network_flip_sets
 
     t0 = time.monotonic()
     groups, d = _direction_groups(net)
@@ -285,11 +279,7 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
         sub = Network(net.V[:, reps], net.A[reps], net.b[reps], net.c, m=net.m) if reps else None
         if sub is None or flips_certified_absent(sub):
             return _flips_by_groups(net, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
-    gen = (
-        rng
-        if isinstance(rng, np.random.Generator)
-        else np.random.default_rng(rng if isinstance(rng, int) else 0)
-    )
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng if isinstance(rng, int) else 0)
     res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget_seconds=budget, rng=gen)
     sets = [(), *sorted({tuple(sorted(int(i) for i in T)) for T in res.sets}, key=lambda T: (len(T), T))]
     if not _verified(net, sets):  # pragma: no cover - the search returned a wrong set

@@ -265,8 +265,9 @@ def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
         return np.ascontiguousarray(F).view(np.uint64) @ R
 
 
-def rows_proportional(X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray,
-                      rows2: np.ndarray | None = None) -> np.ndarray:
+def rows_proportional(
+    X1: np.ndarray, s2: np.ndarray, X2: np.ndarray, s1: np.ndarray, rows2: np.ndarray | None = None
+) -> np.ndarray:
     """Exactly, for each row i: X1[i]·s2[i] == X2[r]·s1[i] (all columns), r = rows2[i] (default i).
 
     Float inputs whose entries fit in float32 are multiplied in float64 (exact); other floats use error-free
@@ -404,8 +405,10 @@ def row_integers(M: np.ndarray) -> list[list[int]]:
         return [[] for _ in range(M.shape[0])]
     if int(width.max()) <= 62:
         return (mi << shift).tolist()  # type: ignore[no-any-return]
-    return [[int(a) << int(s) for a, s in zip(ra, rs, strict=True)] for ra, rs in zip(mi.tolist(), shift.tolist(),
-                                                                                      strict=True)]
+    return [
+        [int(a) << int(s) for a, s in zip(ra, rs, strict=True)]
+        for ra, rs in zip(mi.tolist(), shift.tolist(), strict=True)
+    ]
 
 
 def exact_matvec_float(M: np.ndarray, X: list[int]) -> tuple[list[int], np.ndarray]:

@@ -17,7 +17,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from .linalg import Matrix
+from ._linalg import Matrix
 
 __all__ = [
     "BLAS_PRIME_LIMIT",

@@ -21,8 +21,8 @@ e. everything runs under a time budget; what is not decided is reported in ``und
 Every reported set is verified with exact integer arithmetic.
 """
 
-from relusym.flipsearch._exact import FlipFactors, flip_factors, flip_matrix, is_flip_set
-from relusym.flipsearch._search import FlipSearch, find_flip_sets, network_flip_sets
+from relusym._flipsearch._exact import FlipFactors, flip_factors, flip_matrix, is_flip_set
+from relusym._flipsearch._search import FlipSearch, find_flip_sets, network_flip_sets
 
 __all__ = [
     "FlipFactors",

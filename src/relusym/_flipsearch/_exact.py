@@ -17,7 +17,8 @@ from typing import Any, Protocol
 import flint
 import numpy as np
 
-from relusym import linalg, modular
+from relusym import _linalg as linalg
+from relusym import _modular as modular
 
 _P = linalg.FAST_PRIMES[0]
 

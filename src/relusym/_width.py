@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from . import linalg
+from . import _linalg as linalg
+from ._group import Symmetry
+from ._network import Network
+from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from ._numbers import fraction_str, to_fraction
 from .errors import BudgetExceededError, InvalidNetworkError
-from .group import Symmetry
-from .network import Network
-from .normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
-from .numbers import fraction_str, to_fraction
 
 __all__ = [
     "KinkData",
@@ -265,8 +265,7 @@ def configurations(
             {},
             False,
             False,
-            f"enumerating the configurations of {N} kink classes would visit about "
-            f"2^{size.bit_length() - 1} subsets",
+            f"enumerating the configurations of {N} kink classes would visit about 2^{size.bit_length() - 1} subsets",
         )
     found: list[Configuration] = []
     count = 0
@@ -287,19 +286,11 @@ def configurations(
                 )
             AP = [kd.alpha[u] for u in P]
             wP = linalg.rank(AP) if P else 0
-            B = (
-                linalg.nullspace(AP, m)
-                if P
-                else [tuple(Fraction(int(i == j)) for i in range(m)) for j in range(m)]
-            )
+            B = linalg.nullspace(AP, m) if P else [tuple(Fraction(int(i == j)) for i in range(m)) for j in range(m)]
             mbar = len(B)
             rest = [j for j in range(N) if j not in P]
             # R_S B for every S ⊆ rest: T = M B, Y_j = vec(κ_j α̂_jᵀ B)
-            Tq = [
-                sum((kd.M[r][c] * B[q][c] for c in range(m)), Fraction(0))
-                for r in range(k)
-                for q in range(mbar)
-            ]
+            Tq = [sum((kd.M[r][c] * B[q][c] for c in range(m)), Fraction(0)) for r in range(k) for q in range(mbar)]
             Yq = [
                 [
                     sum((flat[j][r * m + c] * B[q][c] for c in range(m)), Fraction(0))
@@ -474,10 +465,7 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
         if upper_cost == 1:
             note = "w = N + 1; the lexicographically first minimizer (spec §6) was not certified"
             return WidthSearch(N, N + 1, N + 1, N + 1, fallback, False, None, note, kd)
-    note = (
-        f"undecided within budget: {cs.undecided}; N ≤ w ≤ N + {upper_cost} "
-        "(deciding w = N is a subset-sum problem)"
-    )
+    note = f"undecided within budget: {cs.undecided}; N ≤ w ≤ N + {upper_cost} (deciding w = N is a subset-sum problem)"
     return WidthSearch(N, None, lower, N + upper_cost, fallback, False, None, note, kd)
 
 
@@ -486,7 +474,7 @@ def _unique_cost_zero(net: Network, hc: HyperplaneClasses) -> bool:
     when the rows vec(v_i a_iᵀ) are certified independent (the flip certificate of :mod:`relusym.fiber`)."""
     if not (hc.N_all == net.n and bool((hc.neuron_type == 2).all()) and bool(hc.kink_mask.all())):
         return False
-    from .flips import flips_certified_absent
+    from ._flips import flips_certified_absent
 
     return flips_certified_absent(net)
 
@@ -504,7 +492,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
     """Look for S with R_S = 0 (a subset sum with target −M) through the flip-set search, homogenized: a
     zero-sum set of the rows vec(κ_j α̂_jᵀ) and vec(M) that contains the last row.  None if none was found."""
     try:
-        from . import flipsearch
+        from . import _flipsearch as flipsearch
     except ImportError:  # pragma: no cover - depends on the parallel module
         return None
     rows = [[kd.kappa[j][r] * kd.alpha[j][c] for r in range(kd.k) for c in range(kd.m)] for j in range(kd.N)]
@@ -551,9 +539,7 @@ def minimal_width(net: Network, *, budget: float = 10.0) -> int:
 # the canonical minimal network
 
 
-def canonical_minimal_network(
-    kd: KinkData, config: Configuration
-) -> tuple[list[tuple[Vec, Vec, Fraction]], Vec]:
+def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list[tuple[Vec, Vec, Fraction]], Vec]:
     """The network of spec §6 (steps 2–5) for the configuration (S, P): neurons (v, a, b) and the output bias.
 
     For a minimizer of the key of §6 step 1 this is CMN(f).  Any configuration with independent normals on P
@@ -573,13 +559,9 @@ def canonical_minimal_network(
         ]
         Ginv = linalg.inverse(G)  # an optimal P has independent normals (spec §6)
         # S_P = (−R) A_Pᵀ G⁻¹  (k × |P|)
-        RA = [
-            [sum((negR[r][c] * AP[i][c] for c in range(m)), Fraction(0)) for i in range(len(P))]
-            for r in range(k)
-        ]
+        RA = [[sum((negR[r][c] * AP[i][c] for c in range(m)), Fraction(0)) for i in range(len(P))] for r in range(k)]
         SP = [
-            [sum((RA[r][i] * Ginv[i][j] for i in range(len(P))), Fraction(0)) for j in range(len(P))]
-            for r in range(k)
+            [sum((RA[r][i] * Ginv[i][j] for i in range(len(P))), Fraction(0)) for j in range(len(P))] for r in range(k)
         ]
         for jj, u in enumerate(P):
             s_of[u] = [SP[r][jj] for r in range(k)]
@@ -650,9 +632,7 @@ def _assemble(
             (b, (len(neurons),)),
             (list(c), (k,)),
         ):
-            flat = (
-                np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
-            )
+            flat = np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
             with np.errstate(over="ignore"):
                 arr = np.array([float(v) for v in flat], dtype=dtype).reshape(shape)
             if not all(np.isfinite(arr.ravel())) or any(
