@@ -24,7 +24,6 @@ import importlib
 import inspect
 import io
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._fileio import atomic_write
 from ._network import Network
 from ._numbers import float_key, fraction_str
 from .errors import InvalidNetworkError
@@ -1105,26 +1105,6 @@ def _format_of(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
-def _write_atomic(path: str | os.PathLike[str], write: Any) -> None:
-    """Write bytes through a temporary file in the same folder, then os.replace: no half-written file is ever
-    seen at ``path``, and nothing is left behind when drawing or writing fails."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it the usual permissions
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def plot_to_file(
     nets: Network | Sequence[Network], path: str | os.PathLike[str], labels: Sequence[str] | None = None, **kw: Any
 ) -> None:
@@ -1134,7 +1114,7 @@ def plot_to_file(
     dpi = kw.pop("dpi", 100)
     fig = plot_networks(nets, labels, dpi=dpi, **kw)
     meta = {"Creator": "relusym"} if fmt != "png" else {"Software": "relusym"}
-    _write_atomic(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta))
+    atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta))
 
 
 def _png(fig: Figure, dpi: float = 90) -> str:
@@ -1305,4 +1285,4 @@ def _fibre_partner(net: Network, fb: Any) -> tuple[str, Network] | None:
 def report_to_file(net: Network, path: str | os.PathLike[str], name: str = "network", **kw: Any) -> None:
     """Write :func:`report_html` to ``path`` (UTF-8, atomically)."""
     text = report_html(net, name, **kw)
-    _write_atomic(path, lambda fh: fh.write(text.encode("utf-8")))
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._fileio import atomic_path
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
@@ -103,14 +103,5 @@ def save(net: Network, path: str | os.PathLike[str], *, like: str | os.PathLike[
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise InvalidNetworkError(f"cannot write {p}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=p.suffix or ".tmp", dir=folder)
-    os.close(fd)
-    try:
-        mod.save(net, Path(tmp), like=Path(like) if like is not None else None)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_path(p) as tmp:
+        mod.save(net, tmp, like=Path(like) if like is not None else None)

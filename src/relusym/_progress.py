@@ -1,0 +1,60 @@
+"""Progress bars: tqdm on standard error, only when it is a terminal, and only when not silenced.
+
+``progress=None`` (the default everywhere) means "show a bar if stderr is a TTY and tqdm is installed";
+``progress=False`` never shows one (the CLI's ``--quiet``); ``progress=True`` shows one whenever tqdm is installed.
+Without a bar the returned object accepts the same calls and does nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["Progress", "progress"]
+
+
+class Progress:
+    """The no-op bar (also the interface a tqdm bar offers here)."""
+
+    def update(self, n: float = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def set_description_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _enabled(flag: bool | None) -> bool:
+    if flag is False:
+        return False
+    if flag is None:
+        try:
+            if not sys.stderr.isatty():
+                return False
+        except (AttributeError, ValueError):
+            return False
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def progress(total: float | None = None, desc: str = "", unit: str = "it", *, enabled: bool | None = None) -> Any:
+    """A progress bar (``tqdm.tqdm`` on stderr) or a :class:`Progress` that does nothing."""
+    if not _enabled(enabled):
+        return Progress()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
