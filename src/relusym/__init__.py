@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._domain import Box, Polytope
 from ._equivalence import Counterexample, Verdict, equivalent
 from ._fiber import Fiber, fiber
 from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
@@ -31,6 +32,8 @@ __all__ = [
     "Verdict",
     "Counterexample",
     "Stabilizer",
+    "Box",
+    "Polytope",
     "normal_form",
     "equivalent",
     "find_symmetry",

@@ -392,8 +392,21 @@ def _mutual_nn(U1: np.ndarray, U2: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return i[mutual], j[mutual], sign[mutual]
 
 
-def distance(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1e-9) -> float:
+def distance(
+    net1: Network,
+    net2: Network,
+    *,
+    atol: float = 0.0,
+    rtol: float = 1e-9,
+    domain: Any = None,
+    norm: str = "max",
+    budget: float = 5.0,
+) -> Any:
     """A scale-aware distance between ρ(θ1) and ρ(θ2), invariant under the symmetries of either network.
+
+    With ``domain`` (a box): the exact bracket of max over the box of ‖ρ(θ1)(x) − ρ(θ2)(x)‖_∞ instead, a
+    ``DomainDistance`` with a verified lower bound at an exact point, a sound upper bound and, when proved, the
+    maximum (``kind`` says which); ``budget`` is in seconds (see docs/math/domains.md).
 
     Each network is reduced to an approximate normal form (spec §2.2 on float data: neurons rescaled to
     ‖a_i‖ = 1, its own hyperplanes clustered with ``atol``/``rtol`` as in :func:`equivalent_approx`): unit
@@ -410,6 +423,10 @@ def distance(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1
     and is 0 (up to float rounding) iff the networks are exactly equivalent.  It is a pseudo-distance for
     ranking and thresholds, not a metric.
     """
+    if domain is not None:
+        from ._domain import distance_on
+
+        return distance_on(net1, net2, domain, norm=norm, budget=budget)
     _check_compatible(net1, net2, "distance")
     if not (atol >= 0 and rtol >= 0 and math.isfinite(atol) and math.isfinite(rtol)):
         raise InvalidNetworkError(f"atol and rtol must be finite and ≥ 0, got atol={atol!r}, rtol={rtol!r}")

@@ -99,11 +99,12 @@ class Verdict:
         return self.reason
 
 
-def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Verdict:
+def equivalent(net1: Network, net2: Network, *, certificate: bool = True, domain: Any = None) -> Any:
     """Decide exactly whether θ1 and θ2 realize the same function on ℝ^m (spec §2.4, Theorem A).
 
     Widths may differ.  With ``certificate=False`` only the decision is made (no witness search and no
-    counterexample).
+    counterexample).  With ``domain`` (a :class:`relusym.Box`, a :class:`relusym.Polytope` or a pair (lo, hi))
+    equality is decided on that domain only, and the answer is a ``DomainVerdict`` (see docs/math/domains.md).
 
     >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
     >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
@@ -111,6 +112,10 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
     >>> bool(v), v.flips
     (True, (0, 1))
     """
+    if domain is not None:
+        from ._domain import equivalent_on
+
+        return equivalent_on(net1, net2, domain, certificate=certificate)
     if not isinstance(net1, Network) or not isinstance(net2, Network):
         raise InvalidNetworkError("equivalent needs two Network objects")
     if (net1.m, net1.k) != (net2.m, net2.k):
