@@ -116,6 +116,14 @@ class Box:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Box is immutable")
 
+    @classmethod
+    def from_nnet(cls, path: Any) -> Box:
+        """The input box of an NNet file (its per-input minima and maxima, read exactly)."""
+        from .io._nnet_format import input_bounds
+
+        lo, hi = input_bounds(path)
+        return cls(list(lo), list(hi))
+
     @property
     def m(self) -> int | None:
         """The dimension, or None for a box given by scalar bounds (it fits every m)."""

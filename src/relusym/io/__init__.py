@@ -28,6 +28,7 @@ FORMATS: tuple[str, ...] = (
     "_torch_format",
     "_flax_format",
     "_sklearn_format",
+    "_nnet_format",
 )
 
 
