@@ -22,6 +22,7 @@ an exactly verified interior point).  No float verdict is ever taken.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import random as _random
@@ -35,7 +36,7 @@ import numpy as np
 
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, compare, hyperplane_classes
-from ._numbers import float_key, fraction_str, fractions_of, to_fraction
+from ._numbers import float_key, fraction_str, fractions_of, is_float_array, to_fraction
 from .errors import InvalidNetworkError
 
 __all__ = [
@@ -90,6 +91,7 @@ class Box:
 
     lo: tuple[Fraction, ...]
     hi: tuple[Fraction, ...]
+    _broadcast: bool
 
     def __init__(self, lo: Any, hi: Any) -> None:
         lo_v, hi_v = _exact_vector(lo, "lo"), _exact_vector(hi, "hi")
@@ -519,6 +521,16 @@ def restrict(net: Network, domain: Any, status: np.ndarray | None = None) -> Net
     return Network(V, A, b, net.c, m=net.m)
 
 
+def _classes(net: Network) -> HyperplaneClasses:
+    """hyperplane_classes(net), keeping the float fast path when only c holds exact rationals (as after a flip of
+    a float network): the classes are taken with c = 0 and the exact c is added to the constant term."""
+    if net.c.dtype != object or not all(is_float_array(x) for x in (net.V, net.A, net.b)):
+        return hyperplane_classes(net)
+    h = hyperplane_classes(Network(net.V, net.A, net.b, np.zeros(net.k, dtype=net.V.dtype)))
+    const = tuple(x + to_fraction(y) for x, y in zip(h.const, net.c.tolist(), strict=True))
+    return dataclasses.replace(h, net=net, const=const)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the normal form on a domain
 
@@ -533,6 +545,8 @@ class DomainNormalForm(NormalForm):
     """
 
     __slots__ = ("domain",)
+
+    domain: Box | Polytope
 
     def __init__(self, classes: HyperplaneClasses, domain: Box | Polytope) -> None:
         super().__init__(classes)
@@ -560,7 +574,7 @@ def normal_form_on(net: Network, domain: Any) -> DomainNormalForm:
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"normal_form needs a Network, got {type(net).__name__}")
     dom = as_domain(domain, net.m)
-    return DomainNormalForm(hyperplane_classes(restrict(net, dom)), dom)
+    return DomainNormalForm(_classes(restrict(net, dom)), dom)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -663,8 +677,8 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
         )
     dom = as_domain(domain, net1.m)
     s1, s2 = dom.status(net1.A, net1.b), dom.status(net2.A, net2.b)
-    h1 = hyperplane_classes(restrict(net1, dom, s1))
-    h2 = hyperplane_classes(restrict(net2, dom, s2))
+    h1 = _classes(restrict(net1, dom, s1))
+    h2 = _classes(restrict(net2, dom, s2))
     diff = compare(h1, h2)
     affine_differs = any(x for row in diff.dM for x in row) or any(diff.de)
     cert = DomainCertificate(
@@ -689,31 +703,38 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
         reason = "the kinks agree on the hyperplanes crossing the domain, but the affine parts differ there"
     if not certificate:
         return DomainVerdict(False, reason, dom, cert, None, h1)
-    x = _counterexample(net1, net2, dom, h1, h2, diff)
-    y1, y2 = net1.evaluate_exact(x), net2.evaluate_exact(x)
+    x, y1, y2 = _counterexample(net1, net2, dom, h1, h2, diff)
     if y1 == y2 or not dom.contains(x, strict=True):  # pragma: no cover - would contradict the lemma
         raise AssertionError("the counterexample was not confirmed by exact evaluation")
     return DomainVerdict(False, reason, dom, cert, Counterexample(x, y1, y2), h1)
 
 
-def _differs(net1: Network, net2: Network, x: tuple[Fraction, ...]) -> bool:
-    return net1.evaluate_exact(x) != net2.evaluate_exact(x)
+_Found = tuple[tuple[Fraction, ...], tuple[Fraction, ...], tuple[Fraction, ...]]
+
+
+def _differs(net1: Network, net2: Network, x: tuple[Fraction, ...]) -> _Found | None:
+    y1, y2 = net1.evaluate_exact(x), net2.evaluate_exact(x)
+    return (x, y1, y2) if y1 != y2 else None
 
 
 def _counterexample(
     net1: Network, net2: Network, dom: Box | Polytope, h1: HyperplaneClasses, h2: HyperplaneClasses, diff: Any
-) -> tuple[Fraction, ...]:
+) -> _Found:
     m = net1.m
     x0 = dom.interior_point()
     if not diff.kink_classes:
         # ρ1 − ρ2 = ΔM x + Δe on D, not identically zero
-        if _differs(net1, net2, x0):
-            return x0
+        found = _differs(net1, net2, x0)
+        if found is not None:
+            return found
         col = next(j for j in range(m) if any(row[j] for row in diff.dM))
         d = tuple(Fraction(int(j == col)) for j in range(m))
         t = dom.step(x0, d)
         x = tuple(xi + (Fraction(1) if t is None else t / 2) * di for xi, di in zip(x0, d, strict=True))
-        return x
+        found = _differs(net1, net2, x)
+        if found is None:  # pragma: no cover - ΔM x + Δe is not zero there
+            raise AssertionError("affine difference not confirmed by exact evaluation")
+        return found
     side, j = diff.kink_classes[0]
     h = h1 if side == 1 else h2
     u = h.u_exact(j)
@@ -749,8 +770,10 @@ def _counterexample(
         for _ in range(12):
             for sign in (1, -1, 0):
                 x = tuple(xi + sign * eps * ai for xi, ai in zip(x_h, alpha, strict=True))
-                if dom.contains(x, strict=True) and _differs(net1, net2, x):
-                    return x
+                if dom.contains(x, strict=True):
+                    found = _differs(net1, net2, x)
+                    if found is not None:
+                        return found
             eps /= 16
     raise AssertionError("no counterexample found although the restricted normal forms differ")  # pragma: no cover
 
@@ -899,6 +922,7 @@ def _milp_max(diff: _Difference, box: Box, time_limit: float) -> tuple[tuple[flo
     """Maximise max_r ±f_r over the box with a big-M MILP (scipy's HiGHS), one MILP per output and sign.
     Returns (best point, HiGHS's bound on the maximum, all MILPs solved to optimality)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix, hstack, identity, vstack
 
     m = len(box.lo)
     lo = np.array([float(v) for v in box.lo])
@@ -917,28 +941,25 @@ def _milp_max(diff: _Difference, box: Box, time_limit: float) -> tuple[tuple[flo
     act = np.nonzero(L >= 0)[0]
     nc = len(cross)
     # variables: x (m), h (nc), z (nc)
-    nv = m + 2 * nc
-    rows, lb, ub = [], [], []
-    for t, i in enumerate(cross.tolist()):
-        # h ≥ ℓ(x):  a·x − h ≤ −b
-        r = np.zeros(nv)
-        r[:m], r[m + t] = A[i], -1.0
-        rows.append(r), lb.append(-np.inf), ub.append(-b[i])
-        # h ≤ ℓ(x) − L(1 − z):  −a·x + h − L z ≤ b − L
-        r = np.zeros(nv)
-        r[:m], r[m + t], r[m + nc + t] = -A[i], 1.0, -L[i]
-        rows.append(r), lb.append(-np.inf), ub.append(b[i] - L[i])
-        # h ≤ U z
-        r = np.zeros(nv)
-        r[m + t], r[m + nc + t] = 1.0, -U[i]
-        rows.append(r), lb.append(-np.inf), ub.append(0.0)
-    cons = [LinearConstraint(np.array(rows), lb, ub)] if rows else []
+    Ac, bc, Lc, Uc = A[cross], b[cross], L[cross], U[cross]
+    eye = identity(nc, format="csr")
+    diag_L = coo_matrix((Lc, (np.arange(nc), np.arange(nc))), shape=(nc, nc))
+    diag_U = coo_matrix((Uc, (np.arange(nc), np.arange(nc))), shape=(nc, nc))
+    # variables (x, h, z): a·x − h ≤ −b;  −a·x + h − L z ≤ b − L;  h − U z ≤ 0
+    G = vstack(
+        [
+            hstack([coo_matrix(Ac), -eye, coo_matrix((nc, nc))]),
+            hstack([coo_matrix(-Ac), eye, -diag_L]),
+            hstack([coo_matrix((nc, m)), eye, -diag_U]),
+        ]
+    ).tocsr()
+    cons = [LinearConstraint(G, -np.inf, np.concatenate([-bc, bc - Lc, np.zeros(nc)]))] if nc else []
     bounds = Bounds(
         np.concatenate([lo, np.zeros(nc), np.zeros(nc)]), np.concatenate([hi, np.maximum(U[cross], 0), np.ones(nc)])
     )
     integrality = np.concatenate([np.zeros(m + nc), np.ones(nc)])
-    best_pt, best_bound, all_opt = None, -np.inf, True
-    best_val = -np.inf
+    best_pt: tuple[float, ...] | None = None
+    best_bound, best_val, all_opt = -math.inf, -math.inf, True
     t_end = time.perf_counter() + time_limit
     for r in range(V.shape[0]):
         lin = V[r, act] @ A[act] if len(act) else np.zeros(m)
