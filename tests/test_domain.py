@@ -443,6 +443,9 @@ def test_domain_normal_form_contents() -> None:
     d = nf.to_dict()
     assert d["domain"] == {"type": "box", "lo": ["0"], "hi": ["1"]}
     assert nf.digest() != normal_form(net).digest()
+    back = type(nf).from_dict(json.loads(json.dumps(d)))
+    assert back == nf and back.digest() == nf.digest()
+    assert normal_form(net, domain=Box([0], [1])) == nf
     assert normal_form(net, domain=(0, 1)) != normal_form(net, domain=(0, 2))
 
 

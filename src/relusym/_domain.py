@@ -134,7 +134,7 @@ class Box:
     def resolve(self, m: int) -> Box:
         """This box in ℝ^m (scalar bounds broadcast); an error naming both sizes when they differ."""
         if self._broadcast:
-            return self if len(self.lo) == m else Box([self.lo[0]] * m, [self.hi[0]] * m)
+            return Box([self.lo[0]] * m, [self.hi[0]] * m)
         if len(self.lo) != m:
             raise InvalidNetworkError(f"the box has {len(self.lo)} coordinates but the networks have m = {m} inputs")
         return self
@@ -219,7 +219,9 @@ class Box:
             absA = np.abs(Af)
             spread = absA @ rad
             scale = absA @ (np.abs(mid) + rad) + np.abs(bf)
-            err = scale * ((4 * m + 16) * 2.0**-53) + (m + 2) * 2.0**-1000
+            # rounding of the m products, their sum and the bounds (relative), and of subnormals (absolute)
+            big = float(max(np.abs(lo).max(), np.abs(hi).max())) + 1.0
+            err = scale * ((4 * m + 16) * 2.0**-53) + (4 * m + 8) * 2.0**-1060 * big
             vmin, vmax = cval - spread, cval + spread
             ok = np.isfinite(err) & np.isfinite(vmin) & np.isfinite(vmax)
         out[ok & (vmax < -err)] = ZERO
@@ -564,6 +566,17 @@ class DomainNormalForm(NormalForm):
         d = super()._payload()
         d["domain"] = self.domain.to_dict()
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DomainNormalForm:
+        """Rebuild a normal form on a domain from ``to_dict()`` output."""
+        from ._normal_form import realize
+
+        dom = d.get("domain")
+        if not isinstance(dom, dict) or dom.get("type") not in ("box", "polytope"):
+            raise InvalidNetworkError("not a normal form on a domain: no 'domain' object of type box or polytope")
+        domain = Box(dom["lo"], dom["hi"]) if dom["type"] == "box" else Polytope(dom["A_ineq"], dom["b_ineq"])
+        return normal_form_on(realize(d), domain)
 
     def __repr__(self) -> str:
         return f"DomainNormalForm(m={self.m}, k={self.k}, N={self.N}, domain={self.domain!r})"
