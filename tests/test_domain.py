@@ -575,3 +575,25 @@ def test_cli_box(tmp_path, capsys) -> None:
     assert main(["equiv", str(p1), str(p2), "--box", "nonsense"]) == 2
     capsys.readouterr()
     assert main(["equiv", str(p1), str(p2)]) == 1
+
+
+def test_both_restrictions_give_one_normal_form(monkeypatch) -> None:
+    """Affine neurons summed exactly or given mirrors: the same normal form on D, the same verdicts."""
+    import relusym._domain as dm
+
+    rng = random.Random(21)
+    for _ in range(40):
+        m = rng.randint(1, 3)
+        lo, hi = random_box(rng, m)
+        t1, t2 = random_pair(rng, m, lo, hi)
+        n1, n2 = net_of(t1, m), net_of(t2, m)
+        direct = (normal_form(n1, domain=(lo, hi)), normal_form(n2, domain=(lo, hi)))
+        v_direct = bool(equivalent(n1, n2, domain=(lo, hi)))
+        monkeypatch.setattr(dm, "_DIRECT_AFFINE", -1)
+        mirrored = (normal_form(n1, domain=(lo, hi)), normal_form(n2, domain=(lo, hi)))
+        v_mirror = bool(equivalent(n1, n2, domain=(lo, hi)))
+        monkeypatch.undo()
+        assert v_direct == v_mirror
+        for a, b in zip(direct, mirrored, strict=True):
+            assert a == b and b == a and a.digest() == b.digest() and (a.K, a.M, a.e) == (b.K, b.M, b.e)
+        assert (direct[0] == mirrored[1]) == v_direct

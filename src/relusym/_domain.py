@@ -30,13 +30,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ._network import Network
-from ._normal_form import HyperplaneClasses, NormalForm, compare, hyperplane_classes
-from ._numbers import float_key, fraction_str, fractions_of, is_float_array, to_fraction
+from ._normal_form import Difference, HyperplaneClasses, NormalForm, compare, hyperplane_classes
+from ._numbers import (
+    exact_matmul,
+    float_key,
+    fraction_str,
+    fractions_of,
+    integer_matrix,
+    is_float_array,
+    row_integers,
+    to_fraction,
+)
 from .errors import InvalidNetworkError
 
 __all__ = [
@@ -134,7 +144,11 @@ class Box:
     def resolve(self, m: int) -> Box:
         """This box in ℝ^m (scalar bounds broadcast); an error naming both sizes when they differ."""
         if self._broadcast:
-            return Box([self.lo[0]] * m, [self.hi[0]] * m)
+            box = object.__new__(Box)  # the scalar bounds were checked already
+            object.__setattr__(box, "lo", self.lo[:1] * m)
+            object.__setattr__(box, "hi", self.hi[:1] * m)
+            object.__setattr__(box, "_broadcast", False)
+            return box
         if len(self.lo) != m:
             raise InvalidNetworkError(f"the box has {len(self.lo)} coordinates but the networks have m = {m} inputs")
         return self
@@ -533,6 +547,71 @@ def _classes(net: Network) -> HyperplaneClasses:
     return dataclasses.replace(h, net=net, const=const)
 
 
+# when k·(number of affine neurons)·m is at most this, their affine map is summed exactly instead of mirrored
+_DIRECT_AFFINE = 300_000
+
+
+@dataclass(frozen=True, eq=False)
+class _Restricted:
+    """θ_D as hyperplane classes plus the affine neurons (V_a, A_a, b_a) summed exactly (None: no such part)."""
+
+    classes: HyperplaneClasses
+    affine: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @cached_property
+    def M(self) -> tuple[tuple[Fraction, ...], ...] | None:
+        if self.affine is None:
+            return None
+        Va, Aa, _ = self.affine
+        return tuple(tuple(r) for r in exact_matmul(Va, Aa).tolist())
+
+    @cached_property
+    def e(self) -> tuple[Fraction, ...] | None:
+        if self.affine is None:
+            return None
+        Va, _, ba = self.affine
+        return tuple(exact_matmul(Va, ba[:, None])[:, 0].tolist())
+
+
+def _restricted(net: Network, dom: Box | Polytope, status: np.ndarray) -> _Restricted:
+    """The restriction of θ to D: the crossing neurons as classes, and the affine neurons either kept apart and
+    summed exactly (when there are few of them) or given mirrors (see :func:`restrict`).  Both describe the same
+    normal form on D."""
+    aff = np.nonzero(status == AFFINE)[0]
+    if aff.size and net.k * aff.size * net.m <= _DIRECT_AFFINE:
+        keep = status == CROSSING
+        sub = Network(net.V[:, keep], net.A[keep], net.b[keep], net.c, m=net.m)
+        return _Restricted(_classes(sub), (net.V[:, aff], net.A[aff], net.b[aff]))
+    return _Restricted(_classes(restrict(net, dom, status)))
+
+
+def _sparse_product(X: np.ndarray, Y: np.ndarray) -> dict[tuple[int, int], Fraction]:
+    """The nonzero entries of X @ Y, exactly (one integer matrix product)."""
+    xi, xs = integer_matrix(X)
+    yi, ys = integer_matrix(Y)
+    prod = xi.dot(yi) if X.shape[1] else np.zeros((X.shape[0], Y.shape[1]), dtype=object)
+    scale = xs * ys
+    return {(int(r), int(c)): Fraction(int(prod[r, c])) * scale for r, c in zip(*np.nonzero(prod != 0), strict=True)}
+
+
+def _total_difference(r1: _Restricted, r2: _Restricted) -> Difference:
+    """The exact difference of two normal forms on D (classes compared exactly, then the affine neurons)."""
+    diff = compare(r1.classes, r2.classes)
+    if r1.affine is None and r2.affine is None:
+        return diff
+    parts = [(r.affine, sign) for r, sign in ((r1, 1), (r2, -1)) if r.affine is not None]
+    V = _concat([Va if sign > 0 else _neg(Va) for (Va, _, _), sign in parts], axis=1)
+    A = _concat([Aa for (_, Aa, _), _ in parts], axis=0)
+    b = _concat([ba for (_, _, ba), _ in parts], axis=0)
+    dM = [list(row) for row in diff.dM]
+    de = list(diff.de)
+    for (r, c), v in _sparse_product(V, A).items():
+        dM[r][c] += v
+    for (r, _), v in _sparse_product(V, b[:, None]).items():
+        de[r] += v
+    return Difference(diff.kink_classes, tuple(tuple(row) for row in dM), tuple(de))
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the normal form on a domain
 
@@ -546,18 +625,40 @@ class DomainNormalForm(NormalForm):
     the domain as well.
     """
 
-    __slots__ = ("domain",)
+    __slots__ = ("domain", "_restricted")
 
     domain: Box | Polytope
+    _restricted: _Restricted
 
-    def __init__(self, classes: HyperplaneClasses, domain: Box | Polytope) -> None:
-        super().__init__(classes)
+    def __init__(self, restricted: _Restricted, domain: Box | Polytope) -> None:
+        super().__init__(restricted.classes)
         object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "_restricted", restricted)
+
+    @cached_property
+    def M(self) -> tuple[tuple[Fraction, ...], ...]:  # type: ignore[override]
+        """The linear part on D (exact)."""
+        base = NormalForm.M.func(self)  # type: ignore[attr-defined]
+        extra = self._restricted.M
+        if extra is None:
+            return base  # type: ignore[no-any-return]
+        return tuple(tuple(x + y for x, y in zip(r1, r2, strict=True)) for r1, r2 in zip(base, extra, strict=True))
+
+    @cached_property
+    def e(self) -> tuple[Fraction, ...]:  # type: ignore[override]
+        """The offset on D (exact)."""
+        base = NormalForm.e.func(self)  # type: ignore[attr-defined]
+        extra = self._restricted.e
+        if extra is None:
+            return base  # type: ignore[no-any-return]
+        return tuple(x + y for x, y in zip(base, extra, strict=True))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DomainNormalForm):
             return NotImplemented
-        return self.domain == other.domain and super().__eq__(other)
+        if self.domain != other.domain or (self.m, self.k) != (other.m, other.k):
+            return False
+        return _total_difference(self._restricted, other._restricted).zero
 
     def __hash__(self) -> int:
         return hash((self._hash, self.domain))
@@ -587,7 +688,7 @@ def normal_form_on(net: Network, domain: Any) -> DomainNormalForm:
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"normal_form needs a Network, got {type(net).__name__}")
     dom = as_domain(domain, net.m)
-    return DomainNormalForm(_classes(restrict(net, dom)), dom)
+    return DomainNormalForm(_restricted(net, dom, dom.status(net.A, net.b)), dom)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -631,7 +732,7 @@ class DomainVerdict:
     domain: Box | Polytope
     certificate: DomainCertificate
     counterexample: Any = None
-    _classes: HyperplaneClasses | None = field(default=None, repr=False, compare=False)
+    _restricted: _Restricted | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return self.equivalent
@@ -639,7 +740,7 @@ class DomainVerdict:
     @property
     def normal_form(self) -> DomainNormalForm | None:
         """NF_D(θ1) (equal to NF_D(θ2) when equivalent on D)."""
-        return None if self._classes is None else DomainNormalForm(self._classes, self.domain)
+        return None if self._restricted is None else DomainNormalForm(self._restricted, self.domain)
 
     @property
     def witness(self) -> None:
@@ -690,9 +791,9 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
         )
     dom = as_domain(domain, net1.m)
     s1, s2 = dom.status(net1.A, net1.b), dom.status(net2.A, net2.b)
-    h1 = _classes(restrict(net1, dom, s1))
-    h2 = _classes(restrict(net2, dom, s2))
-    diff = compare(h1, h2)
+    r1, r2 = _restricted(net1, dom, s1), _restricted(net2, dom, s2)
+    h1, h2 = r1.classes, r2.classes
+    diff = _total_difference(r1, r2)
     affine_differs = any(x for row in diff.dM for x in row) or any(diff.de)
     cert = DomainCertificate(
         crossing=(_indices(s1, CROSSING), _indices(s2, CROSSING)),
@@ -709,17 +810,17 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
             f"equal on the domain: the kinks agree on every hyperplane crossing it ({cert.kink_classes[0]} kink "
             f"class(es)), and the affine parts agree ({na} neuron(s) affine and {nz} zero on it)"
         )
-        return DomainVerdict(True, reason, dom, cert, None, h1)
+        return DomainVerdict(True, reason, dom, cert, None, r1)
     if diff.kink_classes:
         reason = f"the kinks differ on {len(diff.kink_classes)} hyperplane(s) crossing the domain"
     else:
         reason = "the kinks agree on the hyperplanes crossing the domain, but the affine parts differ there"
     if not certificate:
-        return DomainVerdict(False, reason, dom, cert, None, h1)
+        return DomainVerdict(False, reason, dom, cert, None, r1)
     x, y1, y2 = _counterexample(net1, net2, dom, h1, h2, diff)
     if y1 == y2 or not dom.contains(x, strict=True):  # pragma: no cover - would contradict the lemma
         raise AssertionError("the counterexample was not confirmed by exact evaluation")
-    return DomainVerdict(False, reason, dom, cert, Counterexample(x, y1, y2), h1)
+    return DomainVerdict(False, reason, dom, cert, Counterexample(x, y1, y2), r1)
 
 
 _Found = tuple[tuple[Fraction, ...], tuple[Fraction, ...], tuple[Fraction, ...]]
@@ -750,12 +851,14 @@ def _counterexample(
         return found
     side, j = diff.kink_classes[0]
     h = h1 if side == 1 else h2
-    u = h.u_exact(j)
-    alpha, beta = u[:m], u[m]
     keys = np.concatenate([h1.keys, h2.keys], axis=0)
-    uf = np.array([float(v) for v in u])
+    uf = h.keys[j]
     same = np.all(keys == uf, axis=1) | np.all(keys == -uf, axis=1)
     others = keys[~same]
+    if isinstance(dom, Box):
+        return _box_counterexample(net1, net2, dom, *_integer_row(h, j), others)
+    u = h.u_exact(j)
+    alpha, beta = u[:m], u[m]
     af = np.array([float(v) for v in alpha])
     rng = _random.Random(0)
     for _attempt in range(64):
@@ -788,6 +891,91 @@ def _counterexample(
                     if found is not None:
                         return found
             eps /= 16
+    raise AssertionError("no counterexample found although the restricted normal forms differ")  # pragma: no cover
+
+
+def _integer_row(h: HyperplaneClasses, j: int) -> tuple[np.ndarray, int]:
+    """The hyperplane of class j as integers (W, w0), proportional to (a, b) of its representative neuron."""
+    row = h.row(int(h.rep[j]))
+    if row.dtype != object:
+        ints = row_integers(row.astype(np.float64)[None, :])[0]
+    else:
+        fr = [Fraction(v) for v in row.tolist()]
+        den = math.lcm(*(v.denominator for v in fr))
+        ints = [v.numerator * (den // v.denominator) for v in fr]
+    W = np.empty(len(ints) - 1, dtype=object)
+    W[:] = [int(v) for v in ints[:-1]]
+    return W, int(ints[-1])
+
+
+def _box_counterexample(net1: Network, net2: Network, box: Box, W: np.ndarray, w0: int, others: np.ndarray) -> _Found:
+    """A point of the open box next to the hyperplane W·x + w0 = 0, off the other hyperplanes, where the two
+    networks differ.  The same construction as for a polytope (random interior points on both sides, joined,
+    then a step along the normal), in integers over a common denominator: no per-coordinate Fractions."""
+    m = len(W)
+    Db = math.lcm(*(v.denominator for v in box.lo + box.hi))
+    LO = np.empty(m, dtype=object)
+    HI = np.empty(m, dtype=object)
+    LO[:] = [int(v * Db) for v in box.lo]
+    HI[:] = [int(v * Db) for v in box.hi]
+    pos, neg = W > 0, W < 0
+    # corners minimising and maximising W·x, on the denominator D0 = 128·Db (coordinates with W_j = 0: the middle)
+    D0 = 128 * Db
+    mid = (LO + HI) * 64
+    cmin = np.where(pos, LO * 128, np.where(neg, HI * 128, mid))
+    cmax = np.where(pos, HI * 128, np.where(neg, LO * 128, mid))
+    Wf = np.array([float(v) for v in W.tolist()])
+    rng = np.random.default_rng(0)
+    for _attempt in range(64):
+        pts = []
+        for V in (cmin, cmax):
+            k = rng.integers(1, 64, size=m).astype(object)
+            R = (LO * 64 + (HI - LO) * k) * 2
+            Lv, Lr = int(W.dot(V)) + w0 * D0, int(W.dot(R)) + w0 * D0
+            if Lr != 0 and (Lr < 0) == (Lv < 0):
+                pts.append((R, D0))
+                continue
+            bound = Fraction(Lv, Lv - Lr)  # W·x + w0 keeps the sign of Lv along V + δ(R − V) for δ < bound
+            delta = min(bound / 2, Fraction(1, 2)) * Fraction(int(rng.integers(1, 9)), 8)
+            pts.append((V * delta.denominator + (R - V) * delta.numerator, D0 * delta.denominator))
+        (Xp, Dp), (Xq, Dq) = pts
+        Xp, Xq, D = Xp * Dq, Xq * Dp, Dp * Dq
+        Lp, Lq = int(W.dot(Xp)) + w0 * D, int(W.dot(Xq)) + w0 * D  # Lp < 0 < Lq
+        Xh = Xp * Lq - Xq * Lp  # the point of the segment on the hyperplane, over Dh
+        Dh = D * (Lq - Lp)
+        g = math.gcd(Dh, *(int(v) for v in Xh.tolist()))
+        if g > 1:
+            Xh = Xh // g
+            Dh //= g
+        xf = np.array([int(v) / Dh for v in Xh.tolist()] + [1.0])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            val = np.abs(others @ xf)
+            slope = np.abs(others[:, :m] @ Wf)
+            ratio = np.where(slope > 0, val / slope, np.inf)
+            lo_f = np.array([float(v) for v in box.lo])
+            hi_f = np.array([float(v) for v in box.hi])
+            room = np.where(Wf > 0, (hi_f - xf[:m]) / Wf, np.where(Wf < 0, (lo_f - xf[:m]) / Wf, np.inf))
+            room2 = np.where(Wf > 0, (xf[:m] - lo_f) / Wf, np.where(Wf < 0, (xf[:m] - hi_f) / Wf, np.inf))
+        gap = float(ratio.min()) if ratio.size else math.inf
+        if gap == 0:
+            continue  # on another hyperplane (in floats at least): draw again
+        limit = min(gap / 4, float(room.min()) / 2, float(room2.min()) / 2, 1.0)
+        if not limit > 0:
+            continue
+        e = math.floor(math.log2(limit)) if limit > 2.0**-1070 else -1070
+        for _ in range(12):
+            for sign in (1, -1, 0):
+                # x = Xh/Dh + sign·2^e·W
+                if e < 0:
+                    X, Dx = Xh * (1 << -e) + W * (sign * Dh), Dh << -e
+                else:
+                    X, Dx = Xh + W * (sign * Dh << e), Dh
+                XD = X * Db
+                if all(LO * Dx < XD) and all(XD < HI * Dx):
+                    found = _differs(net1, net2, tuple(Fraction(int(v), Dx) for v in X.tolist()))
+                    if found is not None:
+                        return found
+            e -= 4
     raise AssertionError("no counterexample found although the restricted normal forms differ")  # pragma: no cover
 
 
