@@ -191,13 +191,6 @@ class Box:
                 hi_s += aj * l
         return lo_s, hi_s
 
-    def extreme_point(self, a: Sequence[Fraction], sign: int) -> tuple[Fraction, ...]:
-        """A vertex where a·x is smallest (sign = −1) or largest (sign = +1)."""
-        return tuple(
-            (h if aj * sign > 0 else l) if aj != 0 else (l + h) / 2
-            for aj, l, h in zip(a, self.lo, self.hi, strict=True)
-        )
-
     def step(self, x: Sequence[Fraction], d: Sequence[Fraction]) -> Fraction | None:
         """sup {t ≥ 0 : x + t·d ∈ box} (None when unbounded: d = 0)."""
         best: Fraction | None = None
@@ -246,12 +239,6 @@ class Box:
             lo_s, hi_s = self.range_of(a, to_fraction(b[i]))
             out[i] = ZERO if hi_s <= 0 else (AFFINE if lo_s >= 0 else CROSSING)
         return out
-
-    def side_points(
-        self, a: Sequence[Fraction], beta: Fraction, rng: _random.Random
-    ) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
-        """Random interior points p, q with a·p + β < 0 < a·q + β (the hyperplane must cross the box)."""
-        return _side_points(self, a, beta, rng, self.extreme_point(a, -1), self.extreme_point(a, 1))
 
 
 def _dot(a: Sequence[Fraction], x: Sequence[Fraction]) -> Fraction:
@@ -1240,12 +1227,14 @@ def distance_on(
         for t in _breakpoints_m1(diff, dom.lo[0], dom.hi[0]):
             consider((t,))
         return DomainDistance(best, best_x, best, "exact", dom, None, 1)
+    t_end = time.perf_counter() + budget
     if m <= 10:
         for corner in range(1 << m):
             consider(tuple(dom.hi[j] if corner >> j & 1 else dom.lo[j] for j in range(m)))
+            if time.perf_counter() > t_end - 3 * budget / 4:
+                break
     for _ in range(32):
         consider(dom.random_interior(rng))
-    t_end = time.perf_counter() + budget
     milp_bound: float | None = None
     proved = False
     if milp:
