@@ -203,7 +203,7 @@ def cmd_plot(args: argparse.Namespace) -> Result:
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
-    from .plot import report_to_file
+    from .report import report_to_file
 
     net = _load(args.net)
     report_to_file(net, args.output, name=args.net)
