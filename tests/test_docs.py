@@ -15,6 +15,7 @@ from __future__ import annotations
 import doctest
 import html.parser
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -52,8 +53,14 @@ def test_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for names in REQUIRES.findall(text):
         for name in re.split(r"[ ,]+", names.strip()):
             pytest.importorskip(name, reason=f"{page.name} needs {name}")
-    blocks = [(lang, code, line) for lang, code, line in code_blocks(text) if lang in ("python", "pycon")]
-    if not blocks:
+    every = code_blocks(text)
+    blocks = [(lang, code, line) for lang, code, line in every if lang in ("python", "pycon")]
+    cli = [
+        (code.strip(), shown, line)
+        for (lang, code, line), (next_lang, shown, _) in zip(every, every[1:], strict=False)
+        if lang == "bash" and next_lang == "text" and re.fullmatch(r"relusym [^\n;&|]+", code.strip())
+    ]
+    if not blocks and not cli:
         pytest.skip(f"{page.name} has no Python code")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     shutil.copytree(DOCS / "gallery", tmp_path / "docs" / "gallery")
@@ -72,6 +79,12 @@ def test_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         runner.run(test, out=out.append, clear_globs=False)
         namespace.update(test.globs)
         assert runner.failures == 0, f"{where}: a pycon block's output differs\n" + "".join(out)
+    for command, shown, line in cli:  # a command followed by its output: the output must be what it prints
+        args = command.split()[1:]
+        proc = subprocess.run([sys.executable, "-m", "relusym", *args], capture_output=True, text=True)
+        assert proc.stdout.strip() == shown.strip(), (
+            f"{page.relative_to(ROOT)}:{line}: `{command}` prints\n{proc.stdout}"
+        )
 
 
 class _Links(html.parser.HTMLParser):
@@ -101,13 +114,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
         pytest.skip("mkdocs and mkdocstrings are not installed (pip install -e '.[docs]')")
     out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"), "-d", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml")]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([*command, "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
     return out
 
@@ -122,7 +131,8 @@ def test_every_nav_page_is_built(site: Path) -> None:
     for required in ("index.md", "math/normal-form.md", "tutorials/pruning-torch.md", "reference/networks.md"):
         assert required in pages
     for page in pages:
-        built = site / ("index.html" if page == "index.md" else page[: -len(".md")] + "/index.html")
+        stem = page[: -len(".md")]
+        built = site / (stem[: -len("index")] if stem.endswith("index") else stem + "/") / "index.html"
         assert built.is_file(), f"{page} was not built"
         assert (DOCS / page).is_file()
 
@@ -131,7 +141,7 @@ def test_every_public_name_has_a_reference_entry(site: Path) -> None:
     import relusym
 
     ids: set[str] = set()
-    for page in (site / "reference").glob("*/index.html"):
+    for page in (site / "reference").rglob("index.html"):
         ids |= _parse(page).ids
     for name in relusym.__all__:
         anchors = {f"relusym.{name}", f"relusym._alignment.{name}", f"relusym._approx.{name}", f"relusym.errors.{name}"}
@@ -140,14 +150,12 @@ def test_every_public_name_has_a_reference_entry(site: Path) -> None:
         assert module in ids
 
 
-def test_internal_links_resolve(site: Path) -> None:
+def broken_links(site: Path) -> list[str]:
+    """Internal links of the built HTML whose file or ``#anchor`` does not exist (404.html links from the root)."""
     broken: list[str] = []
     parsed: dict[Path, _Links] = {}
-    pages = sorted(site.rglob("*.html"))
-    assert len(pages) > 20
-    for page in pages:
-        links = parsed.setdefault(page, _parse(page)).links
-        for href in links:
+    for page in sorted(p for p in site.rglob("*.html") if p.name != "404.html"):
+        for href in parsed.setdefault(page, _parse(page)).links:
             url = urlsplit(href)
             if url.scheme or url.netloc or href.startswith(("mailto:", "javascript:")):
                 continue
@@ -156,11 +164,25 @@ def test_internal_links_resolve(site: Path) -> None:
                 target = target / "index.html"
             if not target.exists():
                 broken.append(f"{page.relative_to(site)}: {href}")
-                continue
-            if url.fragment and target.suffix == ".html":
-                ids = parsed.setdefault(target, _parse(target)).ids
-                if unquote(url.fragment) not in ids:
+            elif url.fragment and target.suffix == ".html":
+                if unquote(url.fragment) not in parsed.setdefault(target, _parse(target)).ids:
                     broken.append(f"{page.relative_to(site)}: {href} (no such anchor)")
+    return broken
+
+
+def test_the_link_checker_finds_broken_links(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text('<h1 id="top">A</h1><a href="../b/">b</a><a href="#top">up</a>')
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "index.html").write_text(
+        '<a href="../a/#top">ok</a><a href="../a/#nowhere">bad anchor</a><img src="../c.png"><a href="https://x.org/">x</a>'
+    )
+    assert broken_links(tmp_path) == ["b/index.html: ../a/#nowhere (no such anchor)", "b/index.html: ../c.png"]
+
+
+def test_internal_links_resolve(site: Path) -> None:
+    assert len(list(site.rglob("*.html"))) > 20
+    broken = broken_links(site)
     assert not broken, "broken internal links:\n" + "\n".join(broken)
 
 
