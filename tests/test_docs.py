@@ -12,15 +12,19 @@
 
 from __future__ import annotations
 
+import ast
 import doctest
 import html.parser
 import importlib.util
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -190,3 +194,68 @@ def test_math_is_rendered_without_the_network(site: Path) -> None:
     page = (site / "math" / "normal-form" / "index.html").read_text(encoding="utf-8")
     assert 'class="arithmatex"' in page
     assert "\\(" in page
+
+
+# --- the table of worked examples (docs/math/examples.md) is recomputed from its own network column ---------------
+
+EXAMPLES_PAGE = DOCS / "math" / "examples.md"
+
+
+def _q(x: object) -> str:
+    return str(x)
+
+
+def _vec(xs: Sequence[object]) -> str:
+    return _q(xs[0]) if len(xs) == 1 else "(" + ", ".join(map(_q, xs)) + ")"
+
+
+def example_row(name: str, net: Any) -> str:
+    """One row of the worked-examples table, computed by relusym from the network."""
+    from relusym import fiber, normal_form, stabilizer
+
+    d = net.to_dict()
+    lit = ", ".join(json.dumps([[_num(x) for x in row] for row in M]) for M in (d["V"], d["A"]))
+    lit += ", " + json.dumps([_num(x) for x in d["b"]]) + ", " + json.dumps([_num(x) for x in d["c"]])
+    nf = normal_form(net)
+    classes = ", ".join(f"({', '.join(map(_q, u))}): {_vec(kap)}" for u, kap in nf.K) or "none"
+    M = [[_q(x) for x in row] for row in nf.M]
+    m_text = M[0][0] if len(M) == 1 and len(M[0]) == 1 else "[" + ", ".join("[" + ", ".join(r) + "]" for r in M) + "]"
+    st = stabilizer(net)
+    fb = fiber(net)
+    blocks = " ".join("{" + ", ".join(map(str, b)) + "}" for b in st.blocks) or "–"
+    flips = "–" if fb.flips is None else str(len(fb.flips))
+    orbits = "–" if fb.orbits is None else str(fb.orbits)
+    yes = {True: "yes", False: "no"}
+    cells = [
+        name,
+        f"`{lit.replace(chr(34), '')}`",
+        f"{classes}; M = {m_text}; e = {_vec(nf.e)}",
+        f"{st.inactive}, {blocks}, {st.order}",
+        yes[fb.generic],
+        yes[fb.rigid],
+        flips,
+        str(fb.width),
+        str(fb.dimension),
+        orbits,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _num(x: str) -> int | str:
+    return int(x) if "/" not in x else x
+
+
+def test_worked_examples_table_is_what_relusym_computes() -> None:
+    from relusym import Network
+
+    rows = [line for line in EXAMPLES_PAGE.read_text(encoding="utf-8").splitlines() if re.match(r"\| E\d+ \|", line)]
+    assert len(rows) == 16
+    for row in rows:
+        name, lit = (cell.strip() for cell in row.split("|")[1:3])
+        V, A, b, c = ast.literal_eval(_quote_fractions(lit.strip("`")))
+        net = Network(V, A, b, c)
+        assert example_row(name, net) == row, f"the row of {name} differs from what relusym computes"
+
+
+def _quote_fractions(text: str) -> str:
+    return re.sub(r"(-?\d+/\d+)", r'"\1"', text)
