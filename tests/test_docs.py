@@ -259,3 +259,15 @@ def test_worked_examples_table_is_what_relusym_computes() -> None:
 
 def _quote_fractions(text: str) -> str:
     return re.sub(r"(-?\d+/\d+)", r'"\1"', text)
+
+
+def test_plain_text_docstrings_are_rendered_faithfully() -> None:
+    spec = importlib.util.spec_from_file_location("griffe_doctests", DOCS / "_ext" / "griffe_doctests.py")
+    if spec is None or spec.loader is None or importlib.util.find_spec("griffe") is None:
+        pytest.skip("griffe (mkdocstrings[python]) is not installed")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "See :func:`~relusym.fiber`, with d\n> 0.  Then::\n\n    x = 1\n\n>>> 1 + 1\n2\n\nafter"
+    assert module.fence_doctests(text) == (
+        "See `relusym.fiber`, with d\n\\> 0.  Then:\n\n    x = 1\n\n```pycon\n>>> 1 + 1\n2\n```\n\nafter"
+    )

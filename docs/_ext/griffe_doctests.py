@@ -1,16 +1,21 @@
 """A griffe extension for the documentation build only: render docstrings written as plain text faithfully.
 
-The source docstrings are plain text with doctests. Read as Markdown, a ``>>>`` doctest becomes a nested block quote
-and a wrapped line that starts with ``>`` (``> 0``) becomes a quote. This extension, loaded by mkdocstrings
-(``mkdocs.yml``), fences every doctest as a ``pycon`` code block and escapes a leading ``>`` on other lines. It
-changes what the site shows, never the source: the doctests still run as written.
+The source docstrings are plain text with doctests and a few reStructuredText habits. Read as Markdown, a ``>>>``
+doctest becomes a nested block quote, a wrapped line that starts with ``>`` (``> 0``) becomes a quote, a Sphinx role
+such as ``:func:`fiber``` shows its role name, and a paragraph ending in ``::`` keeps both colons. This extension,
+loaded by mkdocstrings (``mkdocs.yml``), fences every doctest as a ``pycon`` code block, escapes a leading ``>``
+on other lines, turns roles into inline code and ``::`` into ``:``. It changes what the site shows, never the
+source: the doctests still run as written.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import griffe
+
+ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|exc|obj):`~?([^`]+)`")
 
 
 def fence_doctests(text: str) -> str:
@@ -35,15 +40,19 @@ def fence_doctests(text: str) -> str:
                 i += 1
             out.append(indent + "```")
             continue
-        if not in_fence and stripped.startswith(">"):
-            line = line[: len(line) - len(stripped)] + "\\" + stripped
+        if not in_fence:
+            if stripped.startswith(">"):
+                line = line[: len(line) - len(stripped)] + "\\" + stripped
+            line = ROLE.sub(r"`\1`", line)
+            if line.endswith("::") and not line.endswith(" ::"):
+                line = line[:-1]
         out.append(line)
         i += 1
     return "\n".join(out)
 
 
-class FenceDoctests(griffe.Extension):
-    """Apply :func:`fence_doctests` to every docstring griffe loads."""
+class PlainTextDocstrings(griffe.Extension):
+    """Apply `fence_doctests` to every docstring griffe loads."""
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
