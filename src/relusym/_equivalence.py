@@ -54,9 +54,9 @@ class Verdict:
     """The answer of :func:`equivalent`: truthy iff ρ(θ1) = ρ(θ2) on all of ℝ^m, with its certificate.
 
     ``witness``: h ∈ H_n with h·θ1 = θ2 (``flip_set`` empty), or with h·flip_T(θ1) = θ2 (``flip_set`` = T);
-    ``flip_set``: the flip set T (0-based neurons of θ1), or None (``flips`` is the same, its earlier name); ``counterexample``: a verified
-    :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal to NF(θ2) when equivalent);
-    ``reason``: one sentence.
+    ``flip_set``: the flip set T (0-based neurons of θ1), or None (``flips`` is its earlier name);
+    ``counterexample``: a verified :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal
+    to NF(θ2) when equivalent); ``reason``: one sentence.
     """
 
     equivalent: bool
