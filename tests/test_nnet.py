@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import relusym
-from relusym import Box, Network, equivalent
+from relusym import Network, equivalent
 from relusym.cli import main
 from relusym.errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
 
@@ -107,7 +107,7 @@ def test_read_folds_the_normalisation_exactly(tmp_path: Path, seed: int) -> None
         net = relusym.load(p)
     assert net.shape == (m, n, k)
     d = parse_nnet(p)
-    box = Box.from_nnet(p)
+    box = relusym.io.input_box(p)
     assert box.lo == tuple(F(x) for x in mins) and box.hi == tuple(F(x) for x in maxs)
     for _ in range(20):
         x = [lo + (hi - lo) * F(rng.randint(0, 64), 64) for lo, hi in zip(box.lo, box.hi, strict=True)]
@@ -184,10 +184,10 @@ def test_like_keeps_the_bounds_and_box_from_decides(tmp_path: Path) -> None:
     write_nnet(orig, [([["1"]], ["0"]), ([["1"]], ["0"])], ["0"], ["1"], ["0", "0"], ["1", "1"])
     other = tmp_path / "other.nnet"
     relusym.save(Network([[1, 1]], [[1], [1]], [0, -2]), other, like=orig)
-    assert Box.from_nnet(other) == Box.from_nnet(orig)
+    assert relusym.io.input_box(other) == relusym.io.input_box(orig)
     n1, n2 = load_quiet(orig), load_quiet(other)
     assert not equivalent(n1, n2)
-    assert bool(equivalent(n1, n2, domain=Box.from_nnet(orig)))
+    assert bool(equivalent(n1, n2, domain=relusym.io.input_box(orig)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NNetClampWarning)
         assert main(["equiv", str(orig), str(other), "--box-from", str(orig)]) == 0

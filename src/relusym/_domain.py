@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _approx, _equivalence
+from . import _normal_form as _nf
 from ._network import Network
 from ._normal_form import Difference, HyperplaneClasses, NormalForm, compare, hyperplane_classes
 from ._numbers import (
@@ -50,6 +52,9 @@ from ._numbers import (
 from .errors import InvalidNetworkError
 
 __all__ = [
+    "equivalent",
+    "normal_form",
+    "distance",
     "Box",
     "Polytope",
     "Domain",
@@ -127,14 +132,6 @@ class Box:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Box is immutable")
-
-    @classmethod
-    def from_nnet(cls, path: Any) -> Box:
-        """The input box of an NNet file (its per-input minima and maxima, read exactly)."""
-        from .io._nnet_format import input_bounds
-
-        lo, hi = input_bounds(path)
-        return cls(list(lo), list(hi))
 
     @property
     def m(self) -> int | None:
@@ -768,8 +765,7 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
     >>> bool(equivalent_on(far, Network([[1]], [[1]], [0]), (0, 1)))
     True
     """
-    from ._equivalence import Counterexample
-
+    Counterexample = _equivalence.Counterexample
     if not isinstance(net1, Network) or not isinstance(net2, Network):
         raise InvalidNetworkError("equivalent needs two Network objects")
     if (net1.m, net1.k) != (net2.m, net2.k):
@@ -1270,3 +1266,80 @@ def distance_on(
     upper = max(upper, best)
     kind = "exact" if upper == best else ("milp" if proved else "bounds")
     return DomainDistance(best, best_x, upper, kind, dom, milp_bound, regions)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the public entry points: the decisions on ℝ^m, and on a domain when one is given
+
+
+def equivalent(net1: Network, net2: Network, *, certificate: bool = True, domain: Any = None) -> Any:
+    """Decide exactly whether θ1 and θ2 realize the same function, on all of ℝ^m or on a bounded domain.
+
+    Without ``domain``: equality on ℝ^m, through the normal form (see docs/math/normal-form.md).  The answer is a
+    :class:`relusym.Verdict`: the witness h ∈ H_n with h·θ1 = θ2, or a flip set T and h with
+    h·flip_T(θ1) = θ2, or the shared normal form; when not equivalent, an exact counterexample.  Widths may
+    differ.  With ``certificate=False`` only the decision is made.
+
+    With ``domain`` (a :class:`relusym.Box`, a :class:`relusym.Polytope`, or a pair (lo, hi) of scalars or
+    length-m sequences): equality on that domain only, decided exactly from the normal forms of the restricted
+    networks (see docs/math/domains.md).  The answer is a ``DomainVerdict``: its certificate lists the neurons
+    that cross the domain and those affine or zero on it; a counterexample lies inside the domain and is
+    verified by exact evaluation.
+
+    >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
+    >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
+    >>> v = equivalent(e2, flipped)
+    >>> bool(v), v.flips
+    (True, (0, 1))
+    >>> far = Network([[1, 1]], [[1], [1]], [0, -5])       # the second neuron fires only for x > 5
+    >>> one = Network([[1]], [[1]], [0])
+    >>> bool(equivalent(far, one)), bool(equivalent(far, one, domain=(0, 1)))
+    (False, True)
+    """
+    if domain is None:
+        return _equivalence.equivalent(net1, net2, certificate=certificate)
+    return equivalent_on(net1, net2, domain, certificate=certificate)
+
+
+def normal_form(net: Network, *, domain: Any = None) -> NormalForm:
+    """NF(θ) = (K, M, e), the complete invariant of ρ(θ); with ``domain``, the invariant of its restriction.
+
+    Without ``domain``: the kink classes (û, κ_û) sorted by û, the linear part M and the offset e, all exact
+    (see docs/math/normal-form.md); two networks realize the same function iff their normal forms are equal.
+    With ``domain`` (a Box, a Polytope or a pair (lo, hi)): a ``DomainNormalForm``, the classes whose
+    hyperplanes cross the domain with their kinks, and the affine map the other neurons add up to there; two
+    networks agree on the domain iff these are equal (see docs/math/domains.md).
+
+    >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
+    >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
+    [(('1', '-1'), ('2',)), (('1', '0'), ('1',))]
+    >>> normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]), domain=(2, 3)).K   # affine on [2, 3]
+    ()
+    """
+    if domain is None:
+        return _nf.normal_form(net)
+    return normal_form_on(net, domain)
+
+
+def distance(
+    net1: Network,
+    net2: Network,
+    *,
+    atol: float = 0.0,
+    rtol: float = 1e-9,
+    domain: Any = None,
+    norm: str = "max",
+    budget: float = 5.0,
+) -> Any:
+    """How far apart ρ(θ1) and ρ(θ2) are: a tolerance-mode pseudo-distance, or an exact bracket on a box.
+
+    Without ``domain``: the scale-aware pseudo-distance of the tolerance mode (a float, invariant under the
+    symmetries of either network, 0 up to rounding iff the networks are equivalent; its definition is given
+    with ``relusym._approx.distance``).  With ``domain`` (a Box or a pair (lo, hi)) and ``norm="max"``: the
+    maximum over the box of ‖ρ(θ1)(x) − ρ(θ2)(x)‖_∞, as a ``DomainDistance`` with a lower bound attained at an
+    exact point, a sound upper bound and, when proved, the maximum (``kind`` is ``"exact"``, ``"milp"`` or
+    ``"bounds"``); ``budget`` is in seconds (see docs/math/domains.md).
+    """
+    if domain is None:
+        return _approx.distance(net1, net2, atol=atol, rtol=rtol)
+    return distance_on(net1, net2, domain, norm=norm, budget=budget)

@@ -555,20 +555,13 @@ def realize(d: dict[str, Any]) -> Network:
     return Network(V, A_rows, b, e, m=m)
 
 
-def normal_form(net: Network, *, domain: Any = None) -> NormalForm:
+def normal_form(net: Network) -> NormalForm:
     """NF(θ) = (K, M, e), the complete invariant of ρ(θ) (spec §2.4–2.5, Theorem A ≈ Theorems 3 and 4).
-
-    With ``domain`` (a Box, a Polytope or a pair (lo, hi)): the normal form of the restriction of ρ(θ) to the
-    domain, a ``DomainNormalForm`` (see docs/math/domains.md).
 
     >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
     >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
     [(('1', '-1'), ('2',)), (('1', '0'), ('1',))]
     """
-    if domain is not None:
-        from ._domain import normal_form_on
-
-        return normal_form_on(net, domain)
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"normal_form needs a Network, got {type(net).__name__}")
     return NormalForm(hyperplane_classes(net))

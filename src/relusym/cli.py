@@ -67,7 +67,9 @@ def _domain_arg(args: argparse.Namespace) -> Any:
     if args.box is not None and args.box_from is not None:
         raise InvalidNetworkError("give either --box or --box-from, not both")
     if args.box_from is not None:
-        return Box.from_nnet(args.box_from)
+        from .io import input_box
+
+        return input_box(args.box_from)
     spec = args.box
     if Path(spec).is_file():
         from .io._json_format import parse
@@ -250,7 +252,7 @@ def cmd_plot(args: argparse.Namespace) -> Result:
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
-    from .plot import report_to_file
+    from .report import report_to_file
 
     net = _load(args.net)
     report_to_file(net, args.output, name=args.net)

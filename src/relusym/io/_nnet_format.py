@@ -15,7 +15,7 @@ The network it describes clamps each input to [min, max], normalises x̃ = (x �
 exactly into θ: A = W₁·diag(1/range), b = b₁ − W₁·(mean/range), V = range_out·W₂, c = range_out·b₂ + mean_out,
 in rationals read exactly from the decimal text.  The clamping is not affine: it is left out of the
 realization map (a :class:`~relusym.errors.NNetClampWarning` says so), and the bounds are available as a box
-with :func:`input_bounds` or ``relusym.Box.from_nnet(path)``, for ``equivalent(..., domain=...)`` and
+with ``relusym.io.input_box(path)``, for ``equivalent(..., domain=...)`` and
 ``relusym equiv --box-from``.  Only one hidden layer (L = 2) is a network here.
 """
 
@@ -26,9 +26,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .._domain import Box
 from .._network import Network
 from .._numbers import fractions_of
 from ..errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
+
+__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "input_bounds", "input_box"]
 
 NAME = "nnet"
 SUFFIXES = (".nnet",)
@@ -147,6 +150,12 @@ def input_bounds(path: str | Path) -> tuple[tuple[Fraction, ...], tuple[Fraction
     return tuple(d["mins"]), tuple(d["maxs"])
 
 
+def input_box(path: str | Path) -> Box:
+    """The box an NNet file clamps its inputs to, for ``equivalent(..., domain=...)``."""
+    lo, hi = input_bounds(path)
+    return Box(list(lo), list(hi))
+
+
 def load(path: Path) -> Network:
     d = _read(path)
     m, k = d["m"], d["k"]
@@ -161,7 +170,7 @@ def load(path: Path) -> Network:
     if any(abs(v) < Fraction(10) ** 300 for v in d["mins"] + d["maxs"]):
         warnings.warn(
             f"{path}: the NNet clamping of the inputs to [min, max] is not part of the function relusym compares "
-            "(compare on that box with domain=relusym.Box.from_nnet(path) or relusym equiv --box-from)",
+            "(compare on that box with domain=relusym.io.input_box(path) or relusym equiv --box-from)",
             NNetClampWarning,
             stacklevel=4,
         )
