@@ -908,6 +908,7 @@ def _box_counterexample(net1: Network, net2: Network, box: Box, W: np.ndarray, w
     cmin = np.where(pos, LO * 128, np.where(neg, HI * 128, mid))
     cmax = np.where(pos, HI * 128, np.where(neg, LO * 128, mid))
     Wf = np.array([float(v) for v in W.tolist()])
+    wbits = max(int(abs(v)).bit_length() for v in W.tolist())
     rng = np.random.default_rng(0)
     for _attempt in range(64):
         pts = []
@@ -955,11 +956,24 @@ def _box_counterexample(net1: Network, net2: Network, box: Box, W: np.ndarray, w
                     X, Dx = Xh + W * (sign * Dh << e), Dh
                 XD = X * Db
                 if all(LO * Dx < XD) and all(XD < HI * Dx):
-                    found = _differs(net1, net2, tuple(Fraction(int(v), Dx) for v in X.tolist()))
-                    if found is not None:
-                        return found
+                    for x in (_dyadic_near(X, Dx, e, wbits, box), tuple(Fraction(int(v), Dx) for v in X.tolist())):
+                        found = _differs(net1, net2, x) if x is not None else None
+                        if found is not None:
+                            return found
             e -= 4
     raise AssertionError("no counterexample found although the restricted normal forms differ")  # pragma: no cover
+
+
+def _dyadic_near(X: np.ndarray, Dx: int, e: int, wbits: int, box: Box) -> tuple[Fraction, ...] | None:
+    """X/Dx rounded to a multiple of 2^-s, with 2^-s well below the step 2^e·W taken off the hyperplane (so the
+    rounded point is usually on the same side of every hyperplane): a short point that is cheap to evaluate
+    exactly.  None when it leaves the open box; the caller checks it by exact evaluation in any case."""
+    m = len(X)
+    s = max(16, -e - wbits + (4 * m).bit_length() + 12)
+    if Dx.bit_length() <= s:
+        return None  # not shorter than the point itself
+    x = tuple(Fraction((int(v) << s) // Dx, 1 << s) for v in X.tolist())
+    return x if box.contains(x, strict=True) else None
 
 
 # ----------------------------------------------------------------------------------------------------------
