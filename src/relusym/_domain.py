@@ -70,8 +70,7 @@ __all__ = [
     "distance_on",
 ]
 
-ZERO, AFFINE, CROSSING = 0, 1, 2
-_STATUS_NAMES = {ZERO: "zero", AFFINE: "affine", CROSSING: "crossing"}
+ZERO, AFFINE, CROSSING = 0, 1, 2  # the kinds of neuron on a domain
 
 
 def _exact_vector(x: Any, name: str) -> tuple[Fraction, ...]:
@@ -1033,24 +1032,18 @@ class DomainDistance:
 
 
 class _Difference:
-    """f = ρ(θ1) − ρ(θ2) as one network over integers: rows scaled to integers, exact interval bounds."""
+    """f = ρ(θ1) − ρ(θ2) as one network θ1 ⊖ θ2 = ([V1, −V2], [A1; A2], [b1; b2], c1 − c2), with its
+    parameters as Fractions for the interval bounds."""
 
     def __init__(self, net1: Network, net2: Network) -> None:
         V = _concat([net1.V, _neg(net2.V)], axis=1)
         A = _concat([net1.A, net2.A], axis=0)
         b = _concat([net1.b, net2.b], axis=0)
-        self.net = Network(
-            V,
-            A,
-            b,
-            [x - y for x, y in zip(fractions_of(net1.c).tolist(), fractions_of(net2.c).tolist(), strict=True)],
-            m=net1.m,
-        )
+        self.c = [to_fraction(x) - to_fraction(y) for x, y in zip(net1.c.tolist(), net2.c.tolist(), strict=True)]
+        self.net = Network(V, A, b, self.c, m=net1.m)
         self.A = [[to_fraction(v) for v in row] for row in A.tolist()]
         self.b = [to_fraction(v) for v in b.tolist()]
         self.V = [[to_fraction(v) for v in row] for row in V.tolist()]
-        self.c = list(self.net.c.tolist())
-        self.c = [to_fraction(v) for v in self.c]
 
     def value(self, x: Sequence[Fraction]) -> Fraction:
         y = self.net.evaluate_exact(x)
