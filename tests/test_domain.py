@@ -597,3 +597,35 @@ def test_both_restrictions_give_one_normal_form(monkeypatch) -> None:
         for a, b in zip(direct, mirrored, strict=True):
             assert a == b and b == a and a.digest() == b.digest() and (a.K, a.M, a.e) == (b.K, b.M, b.e)
         assert (direct[0] == mirrored[1]) == v_direct
+
+
+def test_polytope_status_with_highs_matches_the_exact_simplex(monkeypatch) -> None:
+    """On a larger polytope HiGHS proposes crossing points (checked exactly); the kinds equal the simplex's."""
+    import numpy as np
+
+    import relusym._domain as dm
+
+    rng = random.Random(8)
+    m = 3
+    # 30 random tangent half-spaces of the ball of radius 2: a bounded polytope around the origin
+    G, h = [], []
+    for _ in range(30):
+        d = [F(rng.randint(-9, 9)) for _ in range(m)]
+        if not any(d):
+            continue
+        G.append(d)
+        h.append(2 * sum(abs(x) for x in d))
+    P = Polytope(G, h)
+    A = np.array([[F(rng.randint(-4, 4)) for _ in range(m)] for _ in range(40)], dtype=object)
+    b = np.array([F(rng.randint(-150, 150), 2) for _ in range(40)], dtype=object)
+    fast = P.status(A, b)
+    monkeypatch.setattr(dm, "_EXACT_LP_SIZE", 10**9)
+    slow = P.status(A, b)
+    assert fast.tolist() == slow.tolist()
+    assert {0, 1, 2} <= set(slow.tolist())
+    # and the kinds are right: a crossing row takes both signs at vertices of P, the others one sign
+    verts = vertices([], [list(r) for r in G], list(h))
+    for i in range(40):
+        vals = [sum((A[i][j] * v[j] for j in range(m)), b[i]) for v in verts]
+        kind = 2 if min(vals) < 0 < max(vals) else (1 if min(vals) >= 0 else 0)
+        assert kind == slow[i]

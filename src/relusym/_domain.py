@@ -17,7 +17,8 @@ agree), and the affine parts then agree on an open set (so they are equal).  See
 For a box the range of ℓ is an interval computation: min ℓ = b + Σ_j min(a_j lo_j, a_j hi_j), done in float64
 with a rigorous error bound and redone in exact rationals for the rows the bound cannot settle.  For a polytope
 {x : A x ≤ b} the range comes from exact linear programs (a dense simplex on Fractions with Bland's rule, from
-an exactly verified interior point).  No float verdict is ever taken.
+an exactly verified interior point); on larger polytopes scipy's HiGHS first proposes a point on the other side
+of the hyperplane, which settles "crossing" when it is confirmed exactly.  No float verdict is ever taken.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ __all__ = [
 ]
 
 ZERO, AFFINE, CROSSING = 0, 1, 2  # the kinds of neuron on a domain
+# above this many entries of A_ineq, a polytope first asks HiGHS for a crossing point (checked exactly)
+_EXACT_LP_SIZE = 60
 
 
 def _exact_vector(x: Any, name: str) -> tuple[Fraction, ...]:
@@ -429,6 +432,28 @@ class Polytope:
             t = Fraction(1)
         return tuple(xi + t * Fraction(rng.randint(1, den - 1), den) * di for xi, di in zip(x0, d, strict=True))
 
+    def _crossing_by_highs(self, a: list[Fraction], beta: Fraction, sign: int) -> bool:
+        """True when scipy's HiGHS finds a point of P where sign·ℓ < 0 that is confirmed exactly (the LP's float
+        optimum, pulled towards the interior point until it lies in P); False means "not shown", never "no"."""
+        from scipy.optimize import linprog
+
+        G = np.array([[float(v) for v in row] for row in self.A])
+        h = np.array([float(v) for v in self.b])
+        res = linprog(np.array([sign * float(v) for v in a]), A_ub=G, b_ub=h, bounds=(None, None), method="highs")
+        if res.x is None or not np.all(np.isfinite(res.x)):
+            return False
+        x0 = self.interior
+        p = [Fraction(float(v)) for v in res.x]
+        t = Fraction(1)
+        for _ in range(8):
+            q = tuple(xi + t * (pi - xi) for xi, pi in zip(x0, p, strict=True))
+            if sign * (_dot(a, q) + beta) >= 0:
+                return False
+            if self.contains(q):
+                return True
+            t *= Fraction(15, 16)
+        return False
+
     def status(self, A: np.ndarray, b: np.ndarray) -> np.ndarray:
         n = A.shape[0]
         out = np.zeros(n, dtype=np.int8)
@@ -441,6 +466,8 @@ class Polytope:
                 out[i] = AFFINE if beta > 0 else ZERO
             elif l0 == 0:
                 out[i] = CROSSING
+            elif len(self.A) * self.m > _EXACT_LP_SIZE and self._crossing_by_highs(a, beta, 1 if l0 > 0 else -1):
+                out[i] = CROSSING  # a point on the other side, found by HiGHS and checked exactly
             elif l0 > 0:
                 mx, _ = self._optimum(a, -1)  # max of −a·x
                 out[i] = AFFINE if mx is not None and beta - mx >= 0 else CROSSING
