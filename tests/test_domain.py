@@ -573,7 +573,8 @@ def test_cli_box(tmp_path, capsys) -> None:
     assert main(["equiv", str(p1), str(p2), "--box", "1:0"]) == 2
     assert "empty interior" in capsys.readouterr().err
     assert main(["equiv", str(p1), str(p2), "--box", "nonsense"]) == 2
-    capsys.readouterr()
+    assert main(["equiv", str(p1), str(p2), "--box", "0:1", "--atol", "0.1"]) == 2
+    assert "do not combine" in capsys.readouterr().err
     assert main(["equiv", str(p1), str(p2)]) == 1
 
 

@@ -66,6 +66,8 @@ def _domain_arg(args: argparse.Namespace) -> Any:
 
     if args.box is not None and args.box_from is not None:
         raise InvalidNetworkError("give either --box or --box-from, not both")
+    if args.atol is not None or args.rtol is not None:
+        raise InvalidNetworkError("--box and --box-from decide exactly; they do not combine with --atol or --rtol")
     if args.box_from is not None:
         from .io import input_box
 
