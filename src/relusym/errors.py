@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError"]
+__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "NNetClampWarning"]
 
 
 class InvalidNetworkError(ValueError):
@@ -15,3 +15,7 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class NNetClampWarning(UserWarning):
+    """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""
