@@ -1,0 +1,371 @@
+"""Normal-form digests of many equal-shape networks at once, without Python work per neuron.
+
+The digest of θ is the SHA-256 of the canonical JSON of its normal form NF(θ) = (K, M, e) (see
+docs/math/normal-form.md and :meth:`relusym.NormalForm.digest`): the kink classes (û, κ_û) with κ_û ≠ 0 sorted
+lexicographically by û, the linear part M = Σ_neg v_i a_iᵀ and the offset e = c + Σ_const b_i v_i + Σ_neg b_i v_i,
+every number written as a reduced fraction ``"p/q"`` (or ``"p"``).  This module computes exactly the same text
+for a stack of networks whose entries are all float32 values (float16, float32, or float64 holding float32
+values: the usual case for model zoos), vectorized over the whole stack:
+
+* **classes.**  û_i = (a_i, b_i)/λ_i (λ_i the first nonzero entry of a_i) is a vector of quotients of two
+  24-bit-mantissa numbers.  Two distinct such quotients differ by a relative amount of at least 2⁻⁴⁸, so their
+  correctly rounded float64 values differ: the float64 keys of û are equal exactly when the rationals are, and
+  they sort in the same order.  Neurons are sorted (one batched lexicographic sort over the stack) and grouped
+  by key; every grouped pair is then verified exactly by cross-multiplication (a_i λ_j = a_j λ_i, exact in
+  float64 for float32 operands).
+* **sums.**  κ_û, M and e are sums of products of two float32 numbers; each product is exact in float64, their
+  sums are not.  They are summed exactly as integers: every term is cut into 32-bit limbs on a grid fixed per
+  sum (its smallest ulp), limbs are added with float64 accumulations that stay below 2⁵³ (exact), and carries
+  are propagated.  Nothing is rounded.
+* **text.**  Numerators and denominators are formed from the integer mantissas (odd parts and powers of two,
+  gcd of the odd parts) and written with numpy's integer-to-string conversion; entries that do not fit in 62
+  bits are written with Python integers.  The JSON is assembled with batched string operations and hashed.
+
+Networks outside the fast path (non-float32 entries, exact rationals, extreme exponent ranges, NaN) take the
+single-network path ``normal_form(net).digest()``, which is the definition; the tests compare both on thousands of
+networks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._network import Network
+from .._normal_form import normal_form
+from .._numbers import fraction_str
+from ..errors import InvalidNetworkError
+
+__all__ = ["StackDigests", "stack_digests", "network_digest"]
+
+_L = 32
+_BASE = float(2**_L)
+_MAX_LIMBS = 14  # sums spanning more than ~440 bits go to the single-network path
+_BIG = 1 << 40
+_MAX_TERMS = 1 << 21  # float64 entries per sub-batch of the largest temporary
+
+
+@dataclass(frozen=True)
+class StackDigests:
+    """Digests of a stack of networks.
+
+    ``digest[i]`` is ``normal_form(θ_i).digest()`` (None when θ_i is invalid, with the reason in ``error[i]``);
+    ``width[i]`` the minimal width when it follows without search (no hyperplane class carries neurons of both
+    orientations: then it is the number of kink classes), else −1; ``fast[i]`` whether the vectorized path
+    computed it."""
+
+    digest: list[str | None]
+    width: np.ndarray
+    fast: np.ndarray
+    error: list[str | None]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# integers from floats
+
+
+def _ctz(v: np.ndarray) -> np.ndarray:
+    """Trailing zero bits of int64 entries (0 for 0)."""
+    low = v & -v
+    return np.where(v != 0, np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1, 0)
+
+
+def _bitlen(v: np.ndarray) -> np.ndarray:
+    """An upper bound on the bit length of |v| (exact below 2⁵³)."""
+    return np.frexp(np.abs(v).astype(np.float64))[1].astype(np.int64)
+
+
+def _odd_mantissa(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x = mi · 2^E exactly, with mi an odd int64 (or 0, with E = 0)."""
+    fr, ex = np.frexp(x)
+    mi = (fr * 2.0**53).astype(np.int64)
+    tz = _ctz(mi)
+    mi = mi >> tz
+    return mi, np.where(mi != 0, ex.astype(np.int64) - 53 + tz, 0)
+
+
+def _py_dyadic(num: int, e: int) -> str:
+    return fraction_str(Fraction(num << e) if e >= 0 else Fraction(num, 1 << -e))
+
+
+def _dyadic_strings(num: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """The fraction strings of num · 2^E (1-d int64 arrays, num odd or 0), as a numpy bytes array."""
+    bl = _bitlen(num)
+    pos = E >= 0
+    fit_pos = pos & (bl + E <= 62)
+    fit_neg = ~pos & (-E <= 62)
+    s_num = np.where(fit_pos, num << np.where(fit_pos, E, 0), num).astype("S")
+    den = np.left_shift(np.int64(1), np.where(fit_neg, -E, 0))
+    out = np.where(fit_neg, np.strings.add(np.strings.add(s_num, b"/"), den.astype("S")), s_num)
+    slow = np.nonzero(~(fit_pos | fit_neg))[0]
+    if len(slow):
+        return _patch(out, slow, [_py_dyadic(int(num[i]), int(E[i])) for i in slow.tolist()])
+    return out
+
+
+def _patch(out: np.ndarray, idx: Any, texts: list[str]) -> np.ndarray:
+    """``out`` with the entries ``idx`` replaced by ``texts`` (widening the bytes dtype as needed)."""
+    width = max([out.dtype.itemsize] + [len(t) for t in texts])
+    out = out.astype(f"S{width}")
+    for i, t in zip(idx, texts, strict=True):
+        out[tuple(i) if out.ndim > 1 else i] = t.encode()
+    return out
+
+
+def _ratio_strings(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Fraction strings of x[r, j] / lam[r] for float32-valued float64 arrays (lam ≠ 0)."""
+    mx, ex = _odd_mantissa(x)
+    ml, el = _odd_mantissa(lam)
+    ml, el = ml[:, None], el[:, None]
+    g = np.gcd(mx, ml)
+    num = (mx // g) * np.sign(ml)
+    den = np.abs(ml) // g
+    d = np.where(mx == 0, 0, ex - el)
+    up = d >= 0
+    fit = np.where(up, _bitlen(num) + d <= 62, _bitlen(den) - d <= 62)
+    num = np.where(fit & up, num << np.where(fit & up, d, 0), num)
+    den = np.where(fit & ~up, den << np.where(fit & ~up, -d, 0), den)
+    s_num = num.astype("S")
+    out = np.where(den == 1, s_num, np.strings.add(np.strings.add(s_num, b"/"), den.astype("S")))
+    slow = np.argwhere(~fit)
+    if len(slow):
+        texts = [fraction_str(Fraction(float(x[r, j])) / Fraction(float(lam[r]))) for r, j in slow.tolist()]
+        out = _patch(out, slow, texts)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# exact sums
+
+
+def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact sums of the rows of T (R × E float64, every entry exact) per segment id ``seg`` (in [0, S)).
+
+    Returns (D, lo, ok): the sum of segment s, column j is Σ_l D[s, j, l]·2^(32 l + lo[s, j]), with the digits
+    D[..., l] in [−2³¹, 2³¹) for l below the top one (so the sum is 0 iff all its digits are); ``ok[s]`` is False when
+    a sum of segment s spans too many bits (that segment's values are then meaningless)."""
+    R, E = T.shape
+    if R == 0 or E == 0:
+        return np.zeros((S, E, 1)), np.zeros((S, E), dtype=np.int64), np.ones(S, dtype=bool)
+    ex = np.frexp(T)[1].astype(np.int64)
+    nz = T != 0
+    lo = np.full((S, E), _BIG, dtype=np.int64)
+    np.minimum.at(lo, seg, np.where(nz, ex - 53, _BIG))
+    hi = np.full((S, E), -_BIG, dtype=np.int64)
+    np.maximum.at(hi, seg, np.where(nz, ex, -_BIG))
+    empty = lo == _BIG
+    lo[empty] = 0
+    hi[empty] = 0
+    cnt = np.bincount(seg, minlength=S)
+    need = hi - lo + _bitlen(cnt)[:, None] + 1
+    nl = -(-need // _L) + 1
+    nl_seg = nl.max(axis=1)
+    ok = nl_seg <= _MAX_LIMBS
+    NL = int(nl_seg[ok].max()) if ok.any() else 1
+    lo_safe = np.where(ok[:, None], lo, 0)
+    absT = np.abs(T)
+    sg = np.sign(T)
+    flat = (seg[:, None] * E + np.arange(E)).ravel()
+    sh = lo_safe[seg]
+    D = np.empty((S, E, NL))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l_ in range(NL):
+            q = np.floor(np.ldexp(absT, (-(sh + _L * l_)).astype(np.int32)))
+            d = np.fmod(q, _BASE) * sg
+            d[~np.isfinite(d)] = 0.0
+            D[:, :, l_] = np.bincount(flat, weights=d.ravel(), minlength=S * E).reshape(S, E)
+    for l_ in range(NL - 1):  # balanced digits in [−2³¹, 2³¹): unique, so the sum is 0 iff every digit is
+        carry = np.floor((D[..., l_] + _BASE / 2) / _BASE)
+        D[..., l_] -= carry * _BASE
+        D[..., l_ + 1] += carry
+    return D, lo_safe, ok
+
+
+def _digit_strings(D: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Fraction strings (bytes array of shape lo.shape) of the exact sums returned by :func:`_segment_sums`."""
+    shape = lo.shape
+    NL = D.shape[-1]
+    F = D.reshape(-1, NL)
+    flo = lo.ravel()
+    small = np.ones(F.shape[0], dtype=bool)
+    if NL > 2:
+        small &= (F[:, 2:] == 0).all(axis=1)
+    d1 = F[:, 1] if NL > 1 else np.zeros(F.shape[0])
+    small &= np.abs(d1) < 2.0**29
+    val = np.where(small, d1, 0.0).astype(np.int64) * (1 << _L) + np.where(small, F[:, 0], 0.0).astype(np.int64)
+    tz = _ctz(val)
+    num = val >> tz
+    out = _dyadic_strings(num, np.where(val == 0, 0, flo + tz))
+    big = np.nonzero(~small)[0]
+    if len(big):
+        texts = []
+        for i in big.tolist():
+            v = sum(int(x) << (_L * l_) for l_, x in enumerate(F[i].tolist()))
+            e = int(flo[i])
+            texts.append(fraction_str(Fraction(v << e) if e >= 0 else Fraction(v, 1 << -e)))
+        out = _patch(out, big, texts)
+    return out.reshape(shape)
+
+
+def _quoted(s: np.ndarray) -> np.ndarray:
+    return np.strings.add(np.strings.add(b'"', s), b'"')
+
+
+def _join_columns(S2: np.ndarray) -> np.ndarray:
+    """Row-wise ``'"x","y",...'`` of a 2-d bytes array (one bytes string per row)."""
+    if S2.shape[1] == 0:
+        return np.full(S2.shape[0], b"", dtype="S1")
+    if S2.shape[1] > 24:
+        return np.array([b",".join(row) for row in _quoted(S2).tolist()], dtype=object).astype("S")
+    out = _quoted(S2[:, 0])
+    for j in range(1, S2.shape[1]):
+        out = np.strings.add(np.strings.add(out, b","), _quoted(S2[:, j]))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the vectorized path
+
+
+def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Digests, widths (−1: needs search) and ok flags of a stack of float32-valued float64 networks."""
+    B, n, m = A.shape
+    k = V.shape[1]
+    ok = np.ones(B, dtype=bool)
+    Vt = V.transpose(0, 2, 1)  # B × n × k
+    a_nz = A != 0
+    has_a = a_nz.any(axis=2)
+    has_v = (Vt != 0).any(axis=2)
+    hyper = has_a & has_v
+    const = ~has_a & has_v & (b > 0)
+    piv = a_nz.argmax(axis=2)
+    lam = np.take_along_axis(A, piv[..., None], axis=2)[..., 0]
+    hb, hi = np.nonzero(hyper)
+    lam_h = lam[hb, hi]
+    W = np.concatenate([A[hb, hi], b[hb, hi][:, None]], axis=1)
+    U = W / lam_h[:, None] + 0.0
+    order = np.lexsort([U[:, j] for j in range(m, -1, -1)] + [hb])
+    hb, hi, lam_h, W, U = hb[order], hi[order], lam_h[order], W[order], U[order]
+    R = hb.shape[0]
+    if R:
+        same = (hb[1:] == hb[:-1]) & (U[1:] == U[:-1]).all(axis=1)
+        j = np.nonzero(same)[0] + 1
+        if j.size:  # exact check of every grouped pair: w_j λ_i == w_i λ_j
+            exact = (W[j] * lam_h[j - 1, None] == W[j - 1] * lam_h[j, None]).all(axis=1)
+            ok[hb[j[~exact]]] = False
+        new = np.concatenate([[True], ~same])
+    else:
+        new = np.zeros(0, dtype=bool)
+    cls = np.cumsum(new) - 1
+    first = np.nonzero(new)[0]
+    C = first.shape[0]
+    cls_net = hb[first]
+    # kinks κ_û = Σ |λ_i| v_i per class
+    Tk = np.abs(lam_h)[:, None] * Vt[hb, hi]
+    Dk, lok, okk = _segment_sums(Tk, cls, C)
+    ok[cls_net[~okk]] = False
+    kmask = (Dk != 0).any(axis=(1, 2)) if C else np.zeros(0, dtype=bool)
+    # width: no class with both orientations ⇒ the number of kink classes
+    negr = lam_h < 0
+    n_neg = np.bincount(cls, weights=negr, minlength=C)
+    n_pos = np.bincount(cls, weights=~negr, minlength=C)
+    width = np.bincount(cls_net[kmask], minlength=B).astype(np.int64)
+    width[np.unique(cls_net[(n_neg > 0) & (n_pos > 0)])] = -1
+    # M = Σ_neg v_i a_iᵀ (k × m), e = c + Σ_const b_i v_i + Σ_neg b_i v_i
+    nb, ni = hb[negr], hi[negr]
+    Tm = (Vt[nb, ni][:, :, None] * A[nb, ni][:, None, :]).reshape(-1, k * m)
+    Dm, lom, okm = _segment_sums(Tm, nb, B)
+    cb, ci = np.nonzero(const)
+    te = np.concatenate([c, b[cb, ci][:, None] * Vt[cb, ci], b[nb, ni][:, None] * Vt[nb, ni]])
+    se = np.concatenate([np.arange(B), cb, nb])
+    De, loe, oke = _segment_sums(te, se, B)
+    ok &= okm & oke
+    # text
+    rep = first[kmask]
+    u_s = _ratio_strings(W[rep], lam_h[rep])
+    k_s = _digit_strings(Dk[kmask], lok[kmask])
+    tokens = np.strings.add(
+        np.strings.add(np.strings.add(b'{"hyperplane":[', _join_columns(u_s)), b'],"kink":['),
+        np.strings.add(_join_columns(k_s), b"]}"),
+    ).tolist()
+    M_s = _digit_strings(Dm, lom)
+    e_s = _digit_strings(De, loe)
+    rows = [np.strings.add(np.strings.add(b"[", _join_columns(M_s[:, r * m : (r + 1) * m])), b"]") for r in range(k)]
+    Mpart = rows[0]
+    for r in range(1, k):
+        Mpart = np.strings.add(np.strings.add(Mpart, b","), rows[r])
+    head = np.strings.add(
+        np.strings.add(np.strings.add(b'{"M":[', Mpart), b'],"e":['),
+        np.strings.add(_join_columns(e_s), f'],"k":{k},"kinks":['.encode()),
+    ).tolist()
+    tail = f'],"m":{m}}}'.encode()
+    counts = np.bincount(cls_net[kmask], minlength=B)
+    offs = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    sha = hashlib.sha256
+    digests = [sha(head[i] + b",".join(tokens[offs[i] : offs[i + 1]]) + tail).hexdigest() for i in range(B)]
+    return digests, width, ok
+
+
+def network_digest(net: Network) -> str:
+    """The single-network path (the definition): ``normal_form(net).digest()``."""
+    return normal_form(net).digest()
+
+
+def _as_float_stack(x: Any, name: str, ndim: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != ndim:
+        raise InvalidNetworkError(f"{name} must have {ndim} dimensions (a leading batch axis), got shape {arr.shape}")
+    return arr
+
+
+def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
+    """Digests of the networks θ_i = (V[i], A[i], b[i], c[i]) of a stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k).
+
+    Float32-valued networks are done vectorized; the others one by one with ``normal_form(θ).digest()``.
+    An invalid network (NaN, infinity) gets ``digest None`` and its error message."""
+    V = _as_float_stack(V, "V", 3)
+    A = _as_float_stack(A, "A", 3)
+    b = _as_float_stack(b, "b", 2)
+    c = _as_float_stack(c, "c", 2)
+    B, n, m = A.shape
+    k = V.shape[1]
+    if V.shape != (B, k, n) or b.shape != (B, n) or c.shape != (B, k):
+        raise InvalidNetworkError(
+            f"inconsistent stack shapes: V {V.shape}, A {A.shape}, b {b.shape}, c {c.shape} "
+            "(expected B×k×n, B×n×m, B×n, B×k)"
+        )
+    digest: list[str | None] = [None] * B
+    error: list[str | None] = [None] * B
+    width = np.full(B, -1, dtype=np.int64)
+    fast = np.zeros(B, dtype=bool)
+    floats = all(x.dtype.kind == "f" and x.dtype.itemsize <= 8 for x in (V, A, b, c))
+    if floats and B and m > 0 and k > 0:
+        with np.errstate(over="ignore", invalid="ignore"):
+            good = np.ones(B, dtype=bool)
+            for x in (V, A, b, c):
+                x64 = x.reshape(B, -1).astype(np.float64)
+                good &= np.isfinite(x64).all(axis=1) & (x64.astype(np.float32).astype(np.float64) == x64).all(axis=1)
+        idx = np.nonzero(good)[0]
+        per = max(1, _MAX_TERMS // max(1, n * (k * m + k + m + 2)))
+        for s in range(0, idx.shape[0], per):
+            sel = idx[s : s + per]
+            d, w, okb = _fast_batch(
+                V[sel].astype(np.float64), A[sel].astype(np.float64), b[sel].astype(np.float64),
+                c[sel].astype(np.float64),
+            )
+            for t, i in enumerate(sel.tolist()):
+                if okb[t]:
+                    digest[i] = d[t]
+                    width[i] = w[t]
+                    fast[i] = True
+    for i in np.nonzero(~fast)[0].tolist():
+        try:
+            net = Network(V[i], A[i], b[i], c[i])
+            digest[i] = network_digest(net)
+        except InvalidNetworkError as exc:
+            error[i] = str(exc)
+    return StackDigests(digest, width, fast, error)
