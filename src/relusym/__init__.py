@@ -20,6 +20,9 @@ _LAZY = {
     "Alignment": "_alignment",
     "equivalent_approx": "_approx",
     "distance": "_approx",
+    # model zoos (pyarrow, and dask when asked for, imported on use)
+    "scan_zoo": "zoo",
+    "ZooResult": "zoo",
 }
 
 __version__ = "0.1.0"
@@ -44,6 +47,8 @@ __all__ = [
     "Alignment",
     "equivalent_approx",
     "distance",
+    "scan_zoo",
+    "ZooResult",
     "load",
     "save",
     "InvalidNetworkError",
