@@ -354,7 +354,9 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         for s in range(0, idx.shape[0], per):
             sel = idx[s : s + per]
             d, w, okb = _fast_batch(
-                V[sel].astype(np.float64), A[sel].astype(np.float64), b[sel].astype(np.float64),
+                V[sel].astype(np.float64),
+                A[sel].astype(np.float64),
+                b[sel].astype(np.float64),
                 c[sel].astype(np.float64),
             )
             for t, i in enumerate(sel.tolist()):

@@ -106,8 +106,13 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     terms = vn * np.hypot(an, b)
     wn = np.where(an > 0, np.hypot(an, b) / np.where(an > 0, an, 1.0), 0.0)
     nd = np.stack(
-        [terms.sum(axis=1), terms.max(axis=1, initial=0.0), np.linalg.norm(c, axis=1), np.full(B, float(n)),
-         wn.max(axis=1, initial=0.0)],
+        [
+            terms.sum(axis=1),
+            terms.max(axis=1, initial=0.0),
+            np.linalg.norm(c, axis=1),
+            np.full(B, float(n)),
+            wn.max(axis=1, initial=0.0),
+        ],
         axis=1,
     )
     return out.reshape(B, -1), nd
@@ -145,8 +150,13 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
 
 
 def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = {"index": item.index, "source": item.source, "status": "error", "error": msg,
-                           "_chunk": chunk.index}
+    row: dict[str, Any] = {
+        "index": item.index,
+        "source": item.source,
+        "status": "error",
+        "error": msg,
+        "_chunk": chunk.index,
+    }
     if shape is not None:
         row["m"], row["n"], row["k"] = shape
     return row
@@ -162,17 +172,33 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
         k, n, m = V.shape[1], V.shape[2], A.shape[2]
         good = [t for t in range(len(items)) if sd.digest[t] is not None]
         probes, nd = (
-            _probe_stack(*(x[good].astype(np.float64) for x in (V, A, b, c)), options.probes)
-            if good else (np.zeros((0, 0)), np.zeros((0, 5)))
+            _probe_stack(
+                V[good].astype(np.float64),
+                A[good].astype(np.float64),
+                b[good].astype(np.float64),
+                c[good].astype(np.float64),
+                options.probes,
+            )
+            if good
+            else (np.zeros((0, 0)), np.zeros((0, 5)))
         )
         pos = {t: j for j, t in enumerate(good)}
         for t, item in enumerate(items):
             if sd.digest[t] is None:
                 rows.append(_error_row(item, chunk, sd.error[t] or "invalid network", (m, n, k)))
                 continue
-            row = {"index": item.index, "source": item.source, "status": "ok", "m": m, "n": n, "k": k,
-                   "digest": sd.digest[t], "_chunk": chunk.index, "_probe": probes[pos[t]].tolist(),
-                   "_nd": nd[pos[t]].tolist()}
+            row = {
+                "index": item.index,
+                "source": item.source,
+                "status": "ok",
+                "m": m,
+                "n": n,
+                "k": k,
+                "digest": sd.digest[t],
+                "_chunk": chunk.index,
+                "_probe": probes[pos[t]].tolist(),
+                "_nd": nd[pos[t]].tolist(),
+            }
             w = int(sd.width[t])
             if options.fibre or w < 0:
                 net = item.net if item.net is not None else Network(V[t], A[t], b[t], c[t])
@@ -188,8 +214,15 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             rows.append(_error_row(item, chunk, item.error or "no network"))
             continue
         net = item.net
-        row = {"index": item.index, "source": item.source, "status": "ok", "m": net.m, "n": net.n, "k": net.k,
-               "_chunk": chunk.index}
+        row = {
+            "index": item.index,
+            "source": item.source,
+            "status": "ok",
+            "m": net.m,
+            "n": net.n,
+            "k": net.k,
+            "_chunk": chunk.index,
+        }
         try:
             row["digest"] = network_digest(net)
             Vf, Af, bf, cf = net.to_float(np.float64)
@@ -207,11 +240,17 @@ def _schema(private: bool) -> Any:
     import pyarrow as pa
 
     types = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "bool": pa.bool_()}
-    fields = [pa.field(name, types[t]) for name, t, _ in COLUMNS if name not in ("group", "group_size",
-                                                                                   "near_cluster") or not private]
+    fields = [
+        pa.field(name, types[t])
+        for name, t, _ in COLUMNS
+        if name not in ("group", "group_size", "near_cluster") or not private
+    ]
     if private:
-        fields += [pa.field("_chunk", pa.int64()), pa.field("_probe", pa.list_(pa.float64())),
-                   pa.field("_nd", pa.list_(pa.float64()))]
+        fields += [
+            pa.field("_chunk", pa.int64()),
+            pa.field("_probe", pa.list_(pa.float64())),
+            pa.field("_nd", pa.list_(pa.float64())),
+        ]
     return pa.schema(fields)
 
 
@@ -436,7 +475,12 @@ def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Netwo
 
 
 def _near_pairs(
-    idx: np.ndarray, probes: np.ndarray, nd: np.ndarray, m: int, options: Options, chunk_of: dict[int, int],
+    idx: np.ndarray,
+    probes: np.ndarray,
+    nd: np.ndarray,
+    m: int,
+    options: Options,
+    chunk_of: dict[int, int],
     chunks: list[Chunk],
 ) -> list[tuple[int, int]]:
     """Pairs of distinct-digest networks of one shape that ``equivalent_approx`` accepts.
@@ -547,8 +591,12 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
         if near[r] is not None:
             clusters.setdefault(near[r], []).append(r)  # type: ignore[arg-type]
     near_groups = [
-        {"cluster": cid, "size": len(rows), "distinct_digests": len({d["digest"][r] for r in rows}),
-         "sources": [d["source"][r] for r in rows]}
+        {
+            "cluster": cid,
+            "size": len(rows),
+            "distinct_digests": len({d["digest"][r] for r in rows}),
+            "sources": [d["source"][r] for r in rows],
+        }
         for cid, rows in sorted(clusters.items())
         if len({d["digest"][r] for r in rows}) > 1
     ]

@@ -104,7 +104,11 @@ def _stack_rows(path: Path) -> int | None:
                     return None
                 with zf.open("A.npy") as fh:
                     version = np.lib.format.read_magic(fh)
-                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
                     shape = read(fh)[0]
             return int(shape[0]) if len(shape) == 3 else None
         from safetensors import safe_open
@@ -186,8 +190,15 @@ def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 2
         nonlocal first
         if pending:
             chunks.append(
-                Chunk(len(chunks), "files", tuple(str(x) for x, _ in pending), tuple(n for _, n in pending), 0,
-                      len(pending), first)
+                Chunk(
+                    len(chunks),
+                    "files",
+                    tuple(str(x) for x, _ in pending),
+                    tuple(n for _, n in pending),
+                    0,
+                    len(pending),
+                    first,
+                )
             )
             first += len(pending)
             pending.clear()
@@ -218,7 +229,7 @@ def _memory_chunks(source: Iterable[Any], chunk_size: int) -> list[Chunk]:
             items.append((x[0], x[1]))
         else:
             items.append((f"#{i}", x))
-    chunks = []
+    chunks: list[Chunk] = []
     for s in range(0, len(items), chunk_size):
         part = items[s : s + chunk_size]
         chunks.append(
@@ -363,7 +374,9 @@ def read_chunk(chunk: Chunk) -> ChunkData:
             stacks.append((items, V, A, b, c))
         except Exception as exc:  # noqa: BLE001 - the whole shard is unreadable: one error row per network
             msg = _message(exc)
-            singles += [Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))]
+            singles += [
+                Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))
+            ]
         return ChunkData(stacks, singles)
     loaded: list[tuple[Item, tuple[np.ndarray, ...] | None]] = []
     if chunk.kind == "table":
@@ -377,7 +390,9 @@ def read_chunk(chunk: Chunk) -> ChunkData:
                     loaded.append((item, res))
         except Exception as exc:  # noqa: BLE001
             msg = _message(exc)
-            singles += [Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))]
+            singles += [
+                Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))
+            ]
             return ChunkData(stacks, singles)
     elif chunk.kind == "files":
         from ..io import load
@@ -403,8 +418,9 @@ def read_chunk(chunk: Chunk) -> ChunkData:
     groups: dict[tuple[Any, ...], list[tuple[Item, tuple[np.ndarray, ...]]]] = {}
     for item, arrs in loaded:
         if arrs is None:
+            if item.net is None:
+                continue
             net = item.net
-            assert net is not None
             if not net.is_float or any(x.dtype == object for x in (net.V, net.A, net.b, net.c)):
                 singles.append(item)
                 continue
