@@ -286,8 +286,39 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     ok &= okm & oke
     # text
     rep = first[kmask]
-    u_s = _ratio_strings(W[rep], lam_h[rep])
-    k_s = _digit_strings(Dk[kmask], lok[kmask])
+    counts = np.bincount(cls_net[kmask], minlength=B)
+    digests = _write_digests(
+        B,
+        m,
+        k,
+        counts,
+        _ratio_ints(W[rep], lam_h[rep]),
+        _digit_ints(Dk[kmask], lok[kmask]),
+        _digit_ints(Dm, lom),
+        _digit_ints(De, loe),
+    )
+    if digests is None:  # some numerator or denominator needs more than 62 bits: Python integers write them
+        digests = _text_digests(B, m, k, counts, W[rep], lam_h[rep], Dk[kmask], lok[kmask], Dm, lom, De, loe)
+    return digests, width, ok
+
+
+def _text_digests(
+    B: int,
+    m: int,
+    k: int,
+    counts: np.ndarray,
+    Wr: np.ndarray,
+    lam_r: np.ndarray,
+    Dk: np.ndarray,
+    lok: np.ndarray,
+    Dm: np.ndarray,
+    lom: np.ndarray,
+    De: np.ndarray,
+    loe: np.ndarray,
+) -> list[str]:
+    """The digests through numpy strings with Python integers where 62 bits do not suffice (rare)."""
+    u_s = _ratio_strings(Wr, lam_r)
+    k_s = _digit_strings(Dk, lok)
     tokens = np.strings.add(
         np.strings.add(np.strings.add(b'{"hyperplane":[', _join_columns(u_s)), b'],"kink":['),
         np.strings.add(_join_columns(k_s), b"]}"),
@@ -303,11 +334,188 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
         np.strings.add(_join_columns(e_s), f'],"k":{k},"kinks":['.encode()),
     ).tolist()
     tail = f'],"m":{m}}}'.encode()
-    counts = np.bincount(cls_net[kmask], minlength=B)
     offs = np.concatenate([[0], np.cumsum(counts)]).tolist()
     sha = hashlib.sha256
-    digests = [sha(head[i] + b",".join(tokens[offs[i] : offs[i + 1]]) + tail).hexdigest() for i in range(B)]
-    return digests, width, ok
+    return [sha(head[i] + b",".join(tokens[offs[i] : offs[i + 1]]) + tail).hexdigest() for i in range(B)]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the JSON text as one byte matrix: a row per number (the literal before it, sign, numerator, '/', denominator)
+
+Ints = tuple[np.ndarray, np.ndarray, dict[int, str]]  # numerators, denominators > 0, texts of the big ones
+
+_T3 = np.array([[ord(ch) for ch in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
+_P10 = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _ratio_ints(x: np.ndarray, lam: np.ndarray) -> Ints:
+    """x[r, j] / lam[r] as reduced int64 fractions (float32-valued inputs, lam ≠ 0); entries that need more than
+    62 bits are written with Python integers instead (flat index → text)."""
+    mx, ex = _odd_mantissa(x)
+    ml, el = _odd_mantissa(lam)
+    ml, el = ml[:, None], el[:, None]
+    g = np.gcd(mx, ml)
+    num = (mx // g) * np.sign(ml)
+    den = np.abs(ml) // g
+    d = np.where(mx == 0, 0, ex - el)
+    up = d >= 0
+    fit = np.where(up, _bitlen(num) + d <= 62, _bitlen(den) - d <= 62)
+    num = np.where(fit & up, num << np.where(fit & up, d, 0), np.where(fit, num, 0))
+    den = np.where(fit & ~up, den << np.where(fit & ~up, -d, 0), np.where(fit, den, 1))
+    big: dict[int, str] = {}
+    for r, j in np.argwhere(~fit).tolist():
+        big[r * x.shape[1] + j] = fraction_str(Fraction(float(x[r, j])) / Fraction(float(lam[r])))
+    return num, den, big
+
+
+def _digit_ints(D: np.ndarray, lo: np.ndarray) -> Ints:
+    """The exact sums of :func:`_segment_sums` as reduced int64 fractions (shape lo.shape); sums that need more
+    than 62 bits are written with Python integers instead (flat index → text)."""
+    NL = D.shape[-1]
+    F = D.reshape(-1, NL)
+    flo = lo.ravel()
+    small = np.ones(F.shape[0], dtype=bool)
+    if NL > 2:
+        small &= (F[:, 2:] == 0).all(axis=1)
+    d1 = F[:, 1] if NL > 1 else np.zeros(F.shape[0])
+    small &= np.abs(d1) < 2.0**29
+    val = np.where(small, d1, 0.0).astype(np.int64) * (1 << _L) + np.where(small, F[:, 0], 0.0).astype(np.int64)
+    tz = _ctz(val)
+    num = val >> tz
+    E = np.where(val == 0, 0, flo + tz)
+    fit_pos = (E >= 0) & (_bitlen(num) + E <= 62)
+    fit_neg = (E < 0) & (-E <= 62)
+    fit = small & (fit_pos | fit_neg)
+    num = np.where(fit_pos, num << np.where(fit_pos, E, 0), np.where(fit, num, 0))
+    den = np.left_shift(np.int64(1), np.where(fit_neg & fit, -E, 0))
+    big: dict[int, str] = {}
+    for i in np.nonzero(~fit)[0].tolist():
+        v = sum(int(x) << (_L * l_) for l_, x in enumerate(F[i].tolist()))
+        e = int(flo[i])
+        big[i] = fraction_str(Fraction(v << e) if e >= 0 else Fraction(v, 1 << -e))
+    return num.reshape(lo.shape), den.reshape(lo.shape), big
+
+
+def _digit_cells(x: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal digits of nonnegative int64s, right-aligned in ``width`` (a multiple of 3) columns, and their
+    number of digits."""
+    cells = np.empty((x.shape[0], width), dtype=np.uint8)
+    y = x
+    for g in range(width // 3 - 1, -1, -1):
+        y, r = np.divmod(y, 1000)
+        cells[:, 3 * g : 3 * g + 3] = _T3[r]
+    nd = np.maximum(np.searchsorted(_P10, x, side="right"), 1)
+    return cells, nd
+
+
+def _write_digests(
+    B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Ints, M: Ints, e: Ints
+) -> list[str] | None:
+    """The digests of the batch, the JSON text written as bytes without Python work per number; the few numbers
+    that need more than 62 bits are spliced in as Python strings."""
+    lits = [
+        b'{"M":[["',
+        b'","',
+        b'"],["',
+        b'"]],"e":["',
+        f'"],"k":{k},"kinks":[{{"hyperplane":["'.encode(),
+        b'"]},{"hyperplane":["',
+        b'"],"kink":["',
+        f'"]}}],"m":{m}}}'.encode(),
+        f'"],"k":{k},"kinks":[],"m":{m}}}'.encode(),
+    ]
+    per_class = m + 1 + k
+    tok = k * m + k + counts * per_class + 1  # tokens per network
+    start = np.concatenate([[0], np.cumsum(tok)])
+    T = int(start[-1])
+    num = np.zeros(T, dtype=np.int64)
+    den = np.ones(T, dtype=np.int64)
+    lit = np.full(T, 1, dtype=np.int64)
+    has = np.ones(T, dtype=bool)
+    s0 = start[:-1]
+    # M (row-major) and e
+    big: list[tuple[int, str]] = []  # (token, text) of the numbers written by Python
+
+    def put(pos: np.ndarray, x: Ints) -> None:
+        num[pos], den[pos] = x[0].ravel(), x[1].ravel()
+        for i, t in x[2].items():
+            big.append((int(pos[i]), t))
+
+    pos = (s0[:, None] + np.arange(k * m)).ravel()
+    put(pos, M)
+    j = np.tile(np.arange(k * m), B)
+    lit[pos] = np.where(j == 0, 0, np.where(j % m == 0, 2, 1))
+    pos = (s0[:, None] + k * m + np.arange(k)).ravel()
+    put(pos, e)
+    lit[s0 + k * m] = 3
+    # kink classes, in NF order within each network
+    C = int(counts.sum())
+    if C:
+        net_of = np.repeat(np.arange(B), counts)
+        q = np.arange(C) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        base = s0[net_of] + k * m + k + q * per_class
+        pos = (base[:, None] + np.arange(m + 1)).ravel()
+        put(pos, u)
+        lit[base] = np.where(q == 0, 4, 5)
+        pos = (base[:, None] + m + 1 + np.arange(k)).ravel()
+        put(pos, kap)
+        lit[base + m + 1] = 6
+    last = start[1:] - 1
+    lit[last] = np.where(counts > 0, 7, 8)
+    has[last] = False
+    if big:
+        has[[t for t, _ in big]] = False
+    # the byte matrix
+    LP = max(len(x) for x in lits)
+    lit_b = np.zeros((len(lits), LP), dtype=np.uint8)
+    lit_n = np.array([len(x) for x in lits])
+    for i, x in enumerate(lits):
+        lit_b[i, : len(x)] = np.frombuffer(x, dtype=np.uint8)
+    mag = np.abs(num)
+    nw = 3 * -(-int(np.searchsorted(_P10, max(int(mag.max()), 1), side="right")) // 3)
+    dw = 3 * -(-int(np.searchsorted(_P10, max(int(den.max()), 1), side="right")) // 3)
+    frac = has & (den != 1)
+    lit_len = lit_n[lit]
+    LPu = int(lit_len.max())
+    W_ = LPu + 1 + nw + 1 + dw
+    mat = np.empty((T, W_), dtype=np.uint8)
+    mask = np.empty((T, W_), dtype=bool)
+    mat[:, :LPu] = lit_b[lit, :LPu]
+    mask[:, :LPu] = np.arange(LPu) < lit_len[:, None]
+    mat[:, LPu] = ord("-")
+    mask[:, LPu] = has & (num < 0)
+    cells, nd = _digit_cells(mag, nw)
+    mat[:, LPu + 1 : LPu + 1 + nw] = cells
+    mask[:, LPu + 1 : LPu + 1 + nw] = (np.arange(nw) >= nw - nd[:, None]) & has[:, None]
+    o = LPu + 1 + nw
+    mat[:, o] = ord("/")
+    mask[:, o] = frac
+    cells, nd = _digit_cells(den, dw)
+    mat[:, o + 1 :] = cells
+    mask[:, o + 1 :] = (np.arange(dw) >= dw - nd[:, None]) & frac[:, None]
+    text = mat[mask].tobytes()
+    cum = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
+    ends = cum[start].tolist()
+    sha = hashlib.sha256
+    if not big:
+        return [sha(text[ends[i] : ends[i + 1]]).hexdigest() for i in range(B)]
+    # splice the Python-written numbers in after their tokens' literals
+    big.sort()
+    at = (cum[[t for t, _ in big]] + lit_len[[t for t, _ in big]]).tolist()
+    owner = (np.searchsorted(start, [t for t, _ in big], side="right") - 1).tolist()
+    out = []
+    q = 0
+    for i in range(B):
+        a, z = ends[i], ends[i + 1]
+        h = sha()
+        while q < len(big) and owner[q] == i:
+            h.update(text[a : at[q]])
+            h.update(big[q][1].encode())
+            a = at[q]
+            q += 1
+        h.update(text[a:z])
+        out.append(h.hexdigest())
+    return out
 
 
 def network_digest(net: Network) -> str:
@@ -350,7 +558,7 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                 x64 = x.reshape(B, -1).astype(np.float64)
                 good &= np.isfinite(x64).all(axis=1) & (x64.astype(np.float32).astype(np.float64) == x64).all(axis=1)
         idx = np.nonzero(good)[0]
-        per = max(1, _MAX_TERMS // max(1, n * (k * m + k + m + 2)))
+        per = max(1, _MAX_TERMS // max(1, n * (k * m + k + m + 2), 8 * (n * (m + 1 + k) + k * m + k + 1)))
         for s in range(0, idx.shape[0], per):
             sel = idx[s : s + per]
             d, w, okb = _fast_batch(
