@@ -88,56 +88,6 @@ def _odd_mantissa(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mi, np.where(mi != 0, ex.astype(np.int64) - 53 + tz, 0)
 
 
-def _py_dyadic(num: int, e: int) -> str:
-    return fraction_str(Fraction(num << e) if e >= 0 else Fraction(num, 1 << -e))
-
-
-def _dyadic_strings(num: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """The fraction strings of num · 2^E (1-d int64 arrays, num odd or 0), as a numpy bytes array."""
-    bl = _bitlen(num)
-    pos = E >= 0
-    fit_pos = pos & (bl + E <= 62)
-    fit_neg = ~pos & (-E <= 62)
-    s_num = np.where(fit_pos, num << np.where(fit_pos, E, 0), num).astype("S")
-    den = np.left_shift(np.int64(1), np.where(fit_neg, -E, 0))
-    out = np.where(fit_neg, np.strings.add(np.strings.add(s_num, b"/"), den.astype("S")), s_num)
-    slow = np.nonzero(~(fit_pos | fit_neg))[0]
-    if len(slow):
-        return _patch(out, slow, [_py_dyadic(int(num[i]), int(E[i])) for i in slow.tolist()])
-    return out
-
-
-def _patch(out: np.ndarray, idx: Any, texts: list[str]) -> np.ndarray:
-    """``out`` with the entries ``idx`` replaced by ``texts`` (widening the bytes dtype as needed)."""
-    width = max([out.dtype.itemsize] + [len(t) for t in texts])
-    out = out.astype(f"S{width}")
-    for i, t in zip(idx, texts, strict=True):
-        out[tuple(i) if out.ndim > 1 else i] = t.encode()
-    return out
-
-
-def _ratio_strings(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Fraction strings of x[r, j] / lam[r] for float32-valued float64 arrays (lam ≠ 0)."""
-    mx, ex = _odd_mantissa(x)
-    ml, el = _odd_mantissa(lam)
-    ml, el = ml[:, None], el[:, None]
-    g = np.gcd(mx, ml)
-    num = (mx // g) * np.sign(ml)
-    den = np.abs(ml) // g
-    d = np.where(mx == 0, 0, ex - el)
-    up = d >= 0
-    fit = np.where(up, _bitlen(num) + d <= 62, _bitlen(den) - d <= 62)
-    num = np.where(fit & up, num << np.where(fit & up, d, 0), num)
-    den = np.where(fit & ~up, den << np.where(fit & ~up, -d, 0), den)
-    s_num = num.astype("S")
-    out = np.where(den == 1, s_num, np.strings.add(np.strings.add(s_num, b"/"), den.astype("S")))
-    slow = np.argwhere(~fit)
-    if len(slow):
-        texts = [fraction_str(Fraction(float(x[r, j])) / Fraction(float(lam[r]))) for r, j in slow.tolist()]
-        out = _patch(out, slow, texts)
-    return out
-
-
 # ----------------------------------------------------------------------------------------------------------
 # exact sums
 
@@ -183,48 +133,6 @@ def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, n
         D[..., l_] -= carry * _BASE
         D[..., l_ + 1] += carry
     return D, lo_safe, ok
-
-
-def _digit_strings(D: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """Fraction strings (bytes array of shape lo.shape) of the exact sums returned by :func:`_segment_sums`."""
-    shape = lo.shape
-    NL = D.shape[-1]
-    F = D.reshape(-1, NL)
-    flo = lo.ravel()
-    small = np.ones(F.shape[0], dtype=bool)
-    if NL > 2:
-        small &= (F[:, 2:] == 0).all(axis=1)
-    d1 = F[:, 1] if NL > 1 else np.zeros(F.shape[0])
-    small &= np.abs(d1) < 2.0**29
-    val = np.where(small, d1, 0.0).astype(np.int64) * (1 << _L) + np.where(small, F[:, 0], 0.0).astype(np.int64)
-    tz = _ctz(val)
-    num = val >> tz
-    out = _dyadic_strings(num, np.where(val == 0, 0, flo + tz))
-    big = np.nonzero(~small)[0]
-    if len(big):
-        texts = []
-        for i in big.tolist():
-            v = sum(int(x) << (_L * l_) for l_, x in enumerate(F[i].tolist()))
-            e = int(flo[i])
-            texts.append(fraction_str(Fraction(v << e) if e >= 0 else Fraction(v, 1 << -e)))
-        out = _patch(out, big, texts)
-    return out.reshape(shape)
-
-
-def _quoted(s: np.ndarray) -> np.ndarray:
-    return np.strings.add(np.strings.add(b'"', s), b'"')
-
-
-def _join_columns(S2: np.ndarray) -> np.ndarray:
-    """Row-wise ``'"x","y",...'`` of a 2-d bytes array (one bytes string per row)."""
-    if S2.shape[1] == 0:
-        return np.full(S2.shape[0], b"", dtype="S1")
-    if S2.shape[1] > 24:
-        return np.array([b",".join(row) for row in _quoted(S2).tolist()], dtype=object).astype("S")
-    out = _quoted(S2[:, 0])
-    for j in range(1, S2.shape[1]):
-        out = np.strings.add(np.strings.add(out, b","), _quoted(S2[:, j]))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -297,46 +205,7 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
         _digit_ints(Dm, lom),
         _digit_ints(De, loe),
     )
-    if digests is None:  # some numerator or denominator needs more than 62 bits: Python integers write them
-        digests = _text_digests(B, m, k, counts, W[rep], lam_h[rep], Dk[kmask], lok[kmask], Dm, lom, De, loe)
     return digests, width, ok
-
-
-def _text_digests(
-    B: int,
-    m: int,
-    k: int,
-    counts: np.ndarray,
-    Wr: np.ndarray,
-    lam_r: np.ndarray,
-    Dk: np.ndarray,
-    lok: np.ndarray,
-    Dm: np.ndarray,
-    lom: np.ndarray,
-    De: np.ndarray,
-    loe: np.ndarray,
-) -> list[str]:
-    """The digests through numpy strings with Python integers where 62 bits do not suffice (rare)."""
-    u_s = _ratio_strings(Wr, lam_r)
-    k_s = _digit_strings(Dk, lok)
-    tokens = np.strings.add(
-        np.strings.add(np.strings.add(b'{"hyperplane":[', _join_columns(u_s)), b'],"kink":['),
-        np.strings.add(_join_columns(k_s), b"]}"),
-    ).tolist()
-    M_s = _digit_strings(Dm, lom)
-    e_s = _digit_strings(De, loe)
-    rows = [np.strings.add(np.strings.add(b"[", _join_columns(M_s[:, r * m : (r + 1) * m])), b"]") for r in range(k)]
-    Mpart = rows[0]
-    for r in range(1, k):
-        Mpart = np.strings.add(np.strings.add(Mpart, b","), rows[r])
-    head = np.strings.add(
-        np.strings.add(np.strings.add(b'{"M":[', Mpart), b'],"e":['),
-        np.strings.add(_join_columns(e_s), f'],"k":{k},"kinks":['.encode()),
-    ).tolist()
-    tail = f'],"m":{m}}}'.encode()
-    offs = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    sha = hashlib.sha256
-    return [sha(head[i] + b",".join(tokens[offs[i] : offs[i + 1]]) + tail).hexdigest() for i in range(B)]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -344,7 +213,6 @@ def _text_digests(
 
 Ints = tuple[np.ndarray, np.ndarray, dict[int, str]]  # numerators, denominators > 0, texts of the big ones
 
-_T3 = np.array([[ord(ch) for ch in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
 _P10 = 10 ** np.arange(19, dtype=np.int64)
 
 
@@ -396,126 +264,162 @@ def _digit_ints(D: np.ndarray, lo: np.ndarray) -> Ints:
     return num.reshape(lo.shape), den.reshape(lo.shape), big
 
 
-def _digit_cells(x: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Decimal digits of nonnegative int64s, right-aligned in ``width`` (a multiple of 3) columns, and their
-    number of digits."""
-    cells = np.empty((x.shape[0], width), dtype=np.uint8)
+_T4 = np.frombuffer(b"".join(f"{i:04d}".encode() for i in range(10000)), dtype=np.uint32)
+
+
+def _digit_cells(x: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal digits of nonnegative int64s, right-aligned in 4·groups byte columns, and their digit counts."""
+    cells = np.empty((x.shape[0], groups), dtype=np.uint32)
     y = x
-    for g in range(width // 3 - 1, -1, -1):
-        y, r = np.divmod(y, 1000)
-        cells[:, 3 * g : 3 * g + 3] = _T3[r]
+    for g in range(groups - 1, -1, -1):
+        y, r = np.divmod(y, 10000)
+        cells[:, g] = _T4[r]
     nd = np.maximum(np.searchsorted(_P10, x, side="right"), 1)
-    return cells, nd
+    return cells.view(np.uint8), nd
 
 
-def _write_digests(
-    B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Ints, M: Ints, e: Ints
-) -> list[str] | None:
-    """The digests of the batch, the JSON text written as bytes without Python work per number; the few numbers
-    that need more than 62 bits are spliced in as Python strings."""
-    lits = [
-        b'{"M":[["',
-        b'","',
-        b'"],["',
-        b'"]],"e":["',
-        f'"],"k":{k},"kinks":[{{"hyperplane":["'.encode(),
-        b'"]},{"hyperplane":["',
-        b'"],"kink":["',
-        f'"]}}],"m":{m}}}'.encode(),
-        f'"],"k":{k},"kinks":[],"m":{m}}}'.encode(),
-    ]
-    per_class = m + 1 + k
-    tok = k * m + k + counts * per_class + 1  # tokens per network
-    start = np.concatenate([[0], np.cumsum(tok)])
-    T = int(start[-1])
-    num = np.zeros(T, dtype=np.int64)
-    den = np.ones(T, dtype=np.int64)
-    lit = np.full(T, 1, dtype=np.int64)
-    has = np.ones(T, dtype=bool)
-    s0 = start[:-1]
-    # M (row-major) and e
-    big: list[tuple[int, str]] = []  # (token, text) of the numbers written by Python
+Field = bytes | tuple[np.ndarray, np.ndarray, dict[int, str]] | tuple[bytes, np.ndarray]
 
-    def put(pos: np.ndarray, x: Ints) -> None:
-        num[pos], den[pos] = x[0].ravel(), x[1].ravel()
-        for i, t in x[2].items():
-            big.append((int(pos[i]), t))
 
-    pos = (s0[:, None] + np.arange(k * m)).ravel()
-    put(pos, M)
-    j = np.tile(np.arange(k * m), B)
-    lit[pos] = np.where(j == 0, 0, np.where(j % m == 0, 2, 1))
-    pos = (s0[:, None] + k * m + np.arange(k)).ravel()
-    put(pos, e)
-    lit[s0 + k * m] = 3
-    # kink classes, in NF order within each network
-    C = int(counts.sum())
-    if C:
-        net_of = np.repeat(np.arange(B), counts)
-        q = np.arange(C) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-        base = s0[net_of] + k * m + k + q * per_class
-        pos = (base[:, None] + np.arange(m + 1)).ravel()
-        put(pos, u)
-        lit[base] = np.where(q == 0, 4, 5)
-        pos = (base[:, None] + m + 1 + np.arange(k)).ravel()
-        put(pos, kap)
-        lit[base + m + 1] = 6
-    last = start[1:] - 1
-    lit[last] = np.where(counts > 0, 7, 8)
-    has[last] = False
-    if big:
-        has[[t for t, _ in big]] = False
-    # the byte matrix
-    LP = max(len(x) for x in lits)
-    lit_b = np.zeros((len(lits), LP), dtype=np.uint8)
-    lit_n = np.array([len(x) for x in lits])
-    for i, x in enumerate(lits):
-        lit_b[i, : len(x)] = np.frombuffer(x, dtype=np.uint8)
-    mag = np.abs(num)
-    nw = 3 * -(-int(np.searchsorted(_P10, max(int(mag.max()), 1), side="right")) // 3)
-    dw = 3 * -(-int(np.searchsorted(_P10, max(int(den.max()), 1), side="right")) // 3)
-    frac = has & (den != 1)
-    lit_len = lit_n[lit]
-    LPu = int(lit_len.max())
-    W_ = LPu + 1 + nw + 1 + dw
-    mat = np.empty((T, W_), dtype=np.uint8)
-    mask = np.empty((T, W_), dtype=bool)
-    mat[:, :LPu] = lit_b[lit, :LPu]
-    mask[:, :LPu] = np.arange(LPu) < lit_len[:, None]
-    mat[:, LPu] = ord("-")
-    mask[:, LPu] = has & (num < 0)
-    cells, nd = _digit_cells(mag, nw)
-    mat[:, LPu + 1 : LPu + 1 + nw] = cells
-    mask[:, LPu + 1 : LPu + 1 + nw] = (np.arange(nw) >= nw - nd[:, None]) & has[:, None]
-    o = LPu + 1 + nw
-    mat[:, o] = ord("/")
-    mask[:, o] = frac
-    cells, nd = _digit_cells(den, dw)
-    mat[:, o + 1 :] = cells
-    mask[:, o + 1 :] = (np.arange(dw) >= dw - nd[:, None]) & frac[:, None]
+def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[int, str]]]:
+    """R rows of JSON text, each the concatenation of ``fields``: literal bytes, optional literals (bytes, row
+    mask), or number columns (numerators, denominators, {row: text} of numbers written by Python), each number
+    quoted.  Returns the bytes of all rows, the row offsets (R + 1) and the (offset, text) splices."""
+    widths = []
+    specs = []
+    for f in fields:
+        if isinstance(f, bytes):
+            specs.append(("lit", f))
+            widths.append(len(f))
+        elif isinstance(f[0], bytes):
+            specs.append(("opt", f))
+            widths.append(len(f[0]))
+        else:
+            num, den, big = f  # type: ignore[misc]
+            mag = np.abs(num)
+            G = max(1, -(-int(np.searchsorted(_P10, max(int(mag.max(initial=0)), 1), side="right")) // 4))
+            frac = den != 1
+            Gd = -(-int(np.searchsorted(_P10, max(int(den.max(initial=1)), 1), side="right")) // 4) if frac.any() else 0
+            specs.append(("num", (num, den, big, mag, frac, G, Gd)))
+            widths.append(2 + 4 * G + (1 + 4 * Gd if Gd else 0) + 1)  # quote, sign, digits, '/' digits, quote
+    Wt = sum(widths)
+    mat = np.empty((R, Wt), dtype=np.uint8)
+    mask = np.ones((R, Wt), dtype=bool)
+    o = 0
+    splice_at: list[tuple[int, int, str]] = []  # (row, column after the opening quote, text)
+    for (kind, f), w in zip(specs, widths, strict=True):
+        if kind == "lit":
+            mat[:, o : o + w] = np.frombuffer(f, dtype=np.uint8)  # type: ignore[arg-type]
+        elif kind == "opt":
+            lit, rows = f  # type: ignore[misc]
+            mat[:, o : o + w] = np.frombuffer(lit, dtype=np.uint8)
+            mask[:, o : o + w] = rows[:, None]
+        else:
+            num, den, big, mag, frac, G, Gd = f  # type: ignore[misc]
+            show = np.ones(R, dtype=bool)
+            if big:
+                rows_b = np.fromiter(big.keys(), dtype=np.int64, count=len(big))
+                show[rows_b] = False
+                splice_at += [(r, o + 1, t) for r, t in big.items()]
+            mat[:, o] = ord('"')
+            mat[:, o + 1] = ord("-")
+            mask[:, o + 1] = (num < 0) & show
+            cells, nd = _digit_cells(mag, G)
+            c0 = o + 2
+            mat[:, c0 : c0 + 4 * G] = cells
+            mask[:, c0 : c0 + 4 * G] = (np.arange(4 * G) >= 4 * G - nd[:, None]) & show[:, None]
+            c1 = c0 + 4 * G
+            if Gd:
+                mat[:, c1] = ord("/")
+                mask[:, c1] = frac & show
+                cells, nd = _digit_cells(den, Gd)
+                mat[:, c1 + 1 : c1 + 1 + 4 * Gd] = cells
+                mask[:, c1 + 1 : c1 + 1 + 4 * Gd] = (np.arange(4 * Gd) >= 4 * Gd - nd[:, None]) & (frac & show)[:, None]
+                c1 += 1 + 4 * Gd
+            mat[:, c1] = ord('"')
+        o += w
     text = mat[mask].tobytes()
-    cum = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
-    ends = cum[start].tolist()
+    lens = mask.sum(axis=1)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    splices = []
+    for r, col, t in splice_at:
+        splices.append((int(offs[r]) + int(mask[r, :col].sum()), t))
+    splices.sort()
+    return text, offs, splices
+
+
+def _emit(h: Any, text: bytes, a: int, z: int, splices: list[tuple[int, str]], q: int) -> int:
+    """Feed text[a:z] to the hash h with the splices that fall inside; returns the next splice index."""
+    while q < len(splices) and splices[q][0] < z:
+        at, t = splices[q]
+        h.update(text[a:at])
+        h.update(t.encode())
+        a = at
+        q += 1
+    h.update(text[a:z])
+    return q
+
+
+def _write_digests(B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Ints, M: Ints, e: Ints) -> list[str]:
+    """The digests of the batch: the JSON text of each network written as rows of one byte matrix (a head row
+    per network with M and e, a row per kink class), without Python work per number; the few numbers that need
+    more than 62 bits are written by Python and spliced in."""
+    head: list[Field] = [b'{"M":[']
+    for r in range(k):
+        head.append(b"[" if r == 0 else b"],[")
+        for j in range(m):
+            if j:
+                head.append(b",")
+            head.append(_column(M, r * m + j))
+    head.append(b']],"e":[')
+    for r in range(k):
+        if r:
+            head.append(b",")
+        head.append(_column(e, r))
+    head.append(f'],"k":{k},"kinks":['.encode())
+    htext, hoffs, hsp = _render(B, head)
+    C = int(counts.sum())
+    cstart = np.concatenate([[0], np.cumsum(counts)])
+    if C:
+        q = np.arange(C) - np.repeat(cstart[:-1], counts)
+        cls: list[Field] = [(b",", q > 0), b'{"hyperplane":[']
+        for j in range(m + 1):
+            if j:
+                cls.append(b",")
+            cls.append(_column(u, j))
+        cls.append(b'],"kink":[')
+        for r in range(k):
+            if r:
+                cls.append(b",")
+            cls.append(_column(kap, r))
+        cls.append(b"]}")
+        ctext, coffs, csp = _render(C, cls)
+    else:
+        ctext, coffs, csp = b"", np.zeros(1, dtype=np.int64), []
+    tail = f'],"m":{m}}}'.encode()
+    hb, cb = hoffs.tolist(), coffs[cstart].tolist()
     sha = hashlib.sha256
-    if not big:
-        return [sha(text[ends[i] : ends[i + 1]]).hexdigest() for i in range(B)]
-    # splice the Python-written numbers in after their tokens' literals
-    big.sort()
-    at = (cum[[t for t, _ in big]] + lit_len[[t for t, _ in big]]).tolist()
-    owner = (np.searchsorted(start, [t for t, _ in big], side="right") - 1).tolist()
+    if not hsp and not csp:
+        return [sha(htext[hb[i] : hb[i + 1]] + ctext[cb[i] : cb[i + 1]] + tail).hexdigest() for i in range(B)]
     out = []
-    q = 0
+    qh = qc = 0
     for i in range(B):
-        a, z = ends[i], ends[i + 1]
         h = sha()
-        while q < len(big) and owner[q] == i:
-            h.update(text[a : at[q]])
-            h.update(big[q][1].encode())
-            a = at[q]
-            q += 1
-        h.update(text[a:z])
+        qh = _emit(h, htext, hb[i], hb[i + 1], hsp, qh)
+        qc = _emit(h, ctext, cb[i], cb[i + 1], csp, qc)
+        h.update(tail)
         out.append(h.hexdigest())
     return out
+
+
+def _column(x: Ints, j: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Column j of a 2-d Ints (rows × columns), with its Python-written entries."""
+    num, den, big = x
+    cols = num.shape[1] if num.ndim == 2 else 1
+    n2 = num.reshape(-1, cols)
+    d2 = den.reshape(-1, cols)
+    sub = {i // cols: t for i, t in big.items() if i % cols == j}
+    return n2[:, j], d2[:, j], sub
 
 
 def network_digest(net: Network) -> str:
