@@ -127,8 +127,9 @@ def test_stack_digests_flips_and_fallbacks():
 
 def test_stack_digests_thousands_of_random_networks():
     rng = np.random.default_rng(11)
-    for m, n, k, B in ((2, 16, 1, 600), (8, 24, 1, 300), (3, 7, 4, 400)):
-        for kind in ("normal", "int"):
+    # the last two shapes have n·k·m > 4096: M comes from exact matrix products of 16-bit limbs
+    for m, n, k, B in ((2, 16, 1, 600), (8, 24, 1, 300), (3, 7, 4, 400), (6, 48, 16, 30), (16, 40, 8, 20)):
+        for kind in ("normal", "int", "wide"):
             V, A, b, c = _stack_with_structure(rng, B, m, n, k, kind)
             assert stack_digests(V, A, b, c).digest == _definition(V, A, b, c)
 

@@ -1,7 +1,7 @@
 """Normal-form digests of many equal-shape networks at once, without Python work per neuron.
 
-The digest of θ is the SHA-256 of the canonical JSON of its normal form NF(θ) = (K, M, e) (see
-docs/math/normal-form.md and :meth:`relusym.NormalForm.digest`): the kink classes (û, κ_û) with κ_û ≠ 0 sorted
+The digest of θ is the SHA-256 of the canonical JSON of its normal form NF(θ) = (K, M, e) (see docs/zoo.md and
+:meth:`relusym.NormalForm.digest`): the kink classes (û, κ_û) with κ_û ≠ 0 sorted
 lexicographically by û, the linear part M = Σ_neg v_i a_iᵀ and the offset e = c + Σ_const b_i v_i + Σ_neg b_i v_i,
 every number written as a reduced fraction ``"p/q"`` (or ``"p"``).  This module computes exactly the same text
 for a stack of networks whose entries are all float32 values (float16, float32, or float64 holding float32
@@ -18,8 +18,10 @@ values: the usual case for model zoos), vectorized over the whole stack:
   sum (its smallest ulp), limbs are added with float64 accumulations that stay below 2⁵³ (exact), and carries
   are propagated.  Nothing is rounded.
 * **text.**  Numerators and denominators are formed from the integer mantissas (odd parts and powers of two,
-  gcd of the odd parts) and written with numpy's integer-to-string conversion; entries that do not fit in 62
-  bits are written with Python integers.  The JSON is assembled with batched string operations and hashed.
+  gcd of the odd parts) as int64.  The JSON of every network is written as rows of one byte matrix (a head row
+  with M and e, one row per kink class): constant literal columns, decimal digits from a table of 4-digit
+  groups, and a mask that drops the unused columns, so no Python code runs per number; the rare numbers that
+  need more than 62 bits are written by Python integers and spliced in.  Each network's bytes are then hashed.
 
 Networks outside the fast path (non-float32 entries, exact rationals, extreme exponent ranges, NaN) take the
 single-network path ``normal_form(net).digest()``, which is the definition; the tests compare both on thousands of
@@ -101,12 +103,16 @@ def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, n
     R, E = T.shape
     if R == 0 or E == 0:
         return np.zeros((S, E, 1)), np.zeros((S, E), dtype=np.int64), np.ones(S, dtype=bool)
+    if R > 1 and bool((seg[1:] < seg[:-1]).any()):
+        order = np.argsort(seg, kind="stable")
+        T, seg = T[order], seg[order]
+    present, starts = np.unique(seg, return_index=True)
     ex = np.frexp(T)[1].astype(np.int64)
     nz = T != 0
     lo = np.full((S, E), _BIG, dtype=np.int64)
-    np.minimum.at(lo, seg, np.where(nz, ex - 53, _BIG))
+    lo[present] = np.minimum.reduceat(np.where(nz, ex - 53, _BIG), starts, axis=0)
     hi = np.full((S, E), -_BIG, dtype=np.int64)
-    np.maximum.at(hi, seg, np.where(nz, ex, -_BIG))
+    hi[present] = np.maximum.reduceat(np.where(nz, ex, -_BIG), starts, axis=0)
     empty = lo == _BIG
     lo[empty] = 0
     hi[empty] = 0
@@ -119,15 +125,14 @@ def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, n
     lo_safe = np.where(ok[:, None], lo, 0)
     absT = np.abs(T)
     sg = np.sign(T)
-    flat = (seg[:, None] * E + np.arange(E)).ravel()
     sh = lo_safe[seg]
-    D = np.empty((S, E, NL))
+    D = np.zeros((S, E, NL))
     with np.errstate(over="ignore", invalid="ignore"):
         for l_ in range(NL):
             q = np.floor(np.ldexp(absT, (-(sh + _L * l_)).astype(np.int32)))
             d = np.fmod(q, _BASE) * sg
             d[~np.isfinite(d)] = 0.0
-            D[:, :, l_] = np.bincount(flat, weights=d.ravel(), minlength=S * E).reshape(S, E)
+            D[present, :, l_] = np.add.reduceat(d, starts, axis=0)  # integers below 2⁵³: exact
     for l_ in range(NL - 1):  # balanced digits in [−2³¹, 2³¹): unique, so the sum is 0 iff every digit is
         carry = np.floor((D[..., l_] + _BASE / 2) / _BASE)
         D[..., l_] -= carry * _BASE
@@ -185,8 +190,14 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     width[np.unique(cls_net[(n_neg > 0) & (n_pos > 0)])] = -1
     # M = Σ_neg v_i a_iᵀ (k × m), e = c + Σ_const b_i v_i + Σ_neg b_i v_i
     nb, ni = hb[negr], hi[negr]
-    Tm = (Vt[nb, ni][:, :, None] * A[nb, ni][:, None, :]).reshape(-1, k * m)
-    Dm, lom, okm = _segment_sums(Tm, nb, B)
+    neg = np.zeros((B, n), dtype=bool)
+    neg[nb, ni] = True
+    res = _limb_matmul(V * neg[:, None, :], A) if n * k * m > 4096 else None
+    if res is None:
+        Tm = (Vt[nb, ni][:, :, None] * A[nb, ni][:, None, :]).reshape(-1, k * m)
+        Dm, lom, okm = _segment_sums(Tm, nb, B)
+    else:
+        Dm, lom, okm = res
     cb, ci = np.nonzero(const)
     te = np.concatenate([c, b[cb, ci][:, None] * Vt[cb, ci], b[nb, ni][:, None] * Vt[nb, ni]])
     se = np.concatenate([np.arange(B), cb, nb])
@@ -234,6 +245,65 @@ def _ratio_ints(x: np.ndarray, lam: np.ndarray) -> Ints:
     for r, j in np.argwhere(~fit).tolist():
         big[r * x.shape[1] + j] = fraction_str(Fraction(float(x[r, j])) / Fraction(float(lam[r])))
     return num, den, big
+
+
+_LB = 16  # limb bits of the exact matrix products: 16-bit limbs, products below 2³², n ≤ 2¹³ terms below 2⁴⁵
+
+
+def _int_limbs(X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """X (B × r × c, float32 values) as signed 16-bit limbs over one power of two per network:
+    X[b] = Σ_p L[p, b] · 2^(16 p + e[b]) exactly (None when some network spans too many bits)."""
+    B = X.shape[0]
+    flat = X.reshape(B, -1)
+    fr, ex = np.frexp(flat)
+    nz = flat != 0
+    e = np.where(nz, ex.astype(np.int64) - 24, _BIG).min(axis=1)
+    top = np.where(nz, ex.astype(np.int64), -_BIG).max(axis=1)
+    e = np.where(e == _BIG, 0, e)
+    span = np.where(top == -_BIG, 0, top - e)
+    P = max(1, int(-(-int(span.max(initial=0)) // _LB)))
+    if P > 12:
+        return None
+    Y = np.ldexp(np.abs(X), (-e).astype(np.int32)[:, None, None])
+    sg = np.sign(X)
+    limbs = np.empty((P,) + X.shape)
+    for p in range(P):
+        limbs[p] = np.fmod(np.floor(np.ldexp(Y, -_LB * p)), 2.0**_LB) * sg
+    return limbs, e
+
+
+def _limb_matmul(V: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The exact products V[b] @ A[b] (k × m per network, flattened row-major) in the digit format of
+    :func:`_segment_sums`, from float64 matrix products of 16-bit limbs (every partial sum is an integer below
+    2⁵³, so BLAS computes them exactly in any order)."""
+    B, k, n = V.shape
+    m = A.shape[2]
+    if n > 1 << 13:
+        return None
+    lv, la = _int_limbs(V), _int_limbs(A)
+    if lv is None or la is None:
+        return None
+    Lv, ev = lv
+    La, ea = la
+    S = np.zeros((Lv.shape[0] + La.shape[0] + 1, B, k, m))
+    for p in range(Lv.shape[0]):
+        for q in range(La.shape[0]):
+            S[p + q] += np.matmul(Lv[p], La[q])
+    # base 2¹⁶ with balanced carries, then pairs of limbs as base-2³² digits
+    for s_ in range(S.shape[0] - 1):
+        carry = np.floor((S[s_] + 2.0 ** (_LB - 1)) / 2.0**_LB)
+        S[s_] -= carry * 2.0**_LB
+        S[s_ + 1] += carry
+    if S.shape[0] % 2:
+        S = np.concatenate([S, np.zeros((1,) + S.shape[1:])])
+    D = (S[0::2] + S[1::2] * 2.0**_LB).reshape(S.shape[0] // 2, B, k * m).transpose(1, 2, 0)
+    D = np.ascontiguousarray(D)
+    for l_ in range(D.shape[2] - 1):  # balanced base-2³² digits, as _segment_sums returns them
+        carry = np.floor((D[..., l_] + _BASE / 2) / _BASE)
+        D[..., l_] -= carry * _BASE
+        D[..., l_ + 1] += carry
+    lo = np.repeat((ev + ea)[:, None], k * m, axis=1)
+    return D, lo, np.ones(B, dtype=bool)
 
 
 def _digit_ints(D: np.ndarray, lo: np.ndarray) -> Ints:
@@ -285,8 +355,8 @@ def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[
     """R rows of JSON text, each the concatenation of ``fields``: literal bytes, optional literals (bytes, row
     mask), or number columns (numerators, denominators, {row: text} of numbers written by Python), each number
     quoted.  Returns the bytes of all rows, the row offsets (R + 1) and the (offset, text) splices."""
-    widths = []
-    specs = []
+    widths: list[int] = []
+    specs: list[tuple[str, Any]] = []
     for f in fields:
         if isinstance(f, bytes):
             specs.append(("lit", f))
@@ -299,7 +369,8 @@ def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[
             mag = np.abs(num)
             G = max(1, -(-int(np.searchsorted(_P10, max(int(mag.max(initial=0)), 1), side="right")) // 4))
             frac = den != 1
-            Gd = -(-int(np.searchsorted(_P10, max(int(den.max(initial=1)), 1), side="right")) // 4) if frac.any() else 0
+            dmax = max(int(den.max(initial=1)), 1)
+            Gd = -(-int(np.searchsorted(_P10, dmax, side="right")) // 4) if frac.any() else 0
             specs.append(("num", (num, den, big, mag, frac, G, Gd)))
             widths.append(2 + 4 * G + (1 + 4 * Gd if Gd else 0) + 1)  # quote, sign, digits, '/' digits, quote
     Wt = sum(widths)
@@ -309,13 +380,13 @@ def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[
     splice_at: list[tuple[int, int, str]] = []  # (row, column after the opening quote, text)
     for (kind, f), w in zip(specs, widths, strict=True):
         if kind == "lit":
-            mat[:, o : o + w] = np.frombuffer(f, dtype=np.uint8)  # type: ignore[arg-type]
+            mat[:, o : o + w] = np.frombuffer(f, dtype=np.uint8)
         elif kind == "opt":
-            lit, rows = f  # type: ignore[misc]
+            lit, rows = f
             mat[:, o : o + w] = np.frombuffer(lit, dtype=np.uint8)
             mask[:, o : o + w] = rows[:, None]
         else:
-            num, den, big, mag, frac, G, Gd = f  # type: ignore[misc]
+            num, den, big, mag, frac, G, Gd = f
             show = np.ones(R, dtype=bool)
             if big:
                 rows_b = np.fromiter(big.keys(), dtype=np.int64, count=len(big))
@@ -365,17 +436,18 @@ def _write_digests(B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Int
     per network with M and e, a row per kink class), without Python work per number; the few numbers that need
     more than 62 bits are written by Python and spliced in."""
     head: list[Field] = [b'{"M":[']
+    Mc, ec = _columns(M), _columns(e)
     for r in range(k):
         head.append(b"[" if r == 0 else b"],[")
         for j in range(m):
             if j:
                 head.append(b",")
-            head.append(_column(M, r * m + j))
+            head.append(Mc[r * m + j])
     head.append(b']],"e":[')
     for r in range(k):
         if r:
             head.append(b",")
-        head.append(_column(e, r))
+        head.append(ec[r])
     head.append(f'],"k":{k},"kinks":['.encode())
     htext, hoffs, hsp = _render(B, head)
     C = int(counts.sum())
@@ -383,15 +455,16 @@ def _write_digests(B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Int
     if C:
         q = np.arange(C) - np.repeat(cstart[:-1], counts)
         cls: list[Field] = [(b",", q > 0), b'{"hyperplane":[']
+        uc, kc = _columns(u), _columns(kap)
         for j in range(m + 1):
             if j:
                 cls.append(b",")
-            cls.append(_column(u, j))
+            cls.append(uc[j])
         cls.append(b'],"kink":[')
         for r in range(k):
             if r:
                 cls.append(b",")
-            cls.append(_column(kap, r))
+            cls.append(kc[r])
         cls.append(b"]}")
         ctext, coffs, csp = _render(C, cls)
     else:
@@ -412,14 +485,14 @@ def _write_digests(B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Int
     return out
 
 
-def _column(x: Ints, j: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """Column j of a 2-d Ints (rows × columns), with its Python-written entries."""
+def _columns(x: Ints) -> list[tuple[np.ndarray, np.ndarray, dict[int, str]]]:
+    """The columns of a 2-d Ints (rows × columns), each with its Python-written entries."""
     num, den, big = x
-    cols = num.shape[1] if num.ndim == 2 else 1
-    n2 = num.reshape(-1, cols)
-    d2 = den.reshape(-1, cols)
-    sub = {i // cols: t for i, t in big.items() if i % cols == j}
-    return n2[:, j], d2[:, j], sub
+    cols = num.shape[1]
+    split: list[dict[int, str]] = [{} for _ in range(cols)]
+    for i, t in big.items():
+        split[i % cols][i // cols] = t
+    return [(num[:, j], den[:, j], split[j]) for j in range(cols)]
 
 
 def network_digest(net: Network) -> str:
