@@ -233,7 +233,7 @@ def _ratio_ints(x: np.ndarray, lam: np.ndarray) -> Ints:
     mx, ex = _odd_mantissa(x)
     ml, el = _odd_mantissa(lam)
     ml, el = ml[:, None], el[:, None]
-    g = np.gcd(mx, ml)
+    g = np.gcd(mx.astype(np.int32), ml.astype(np.int32)).astype(np.int64)  # odd mantissas of float32: < 2²⁴
     num = (mx // g) * np.sign(ml)
     den = np.abs(ml) // g
     d = np.where(mx == 0, 0, ex - el)
@@ -376,47 +376,65 @@ def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[
     Wt = sum(widths)
     mat = np.empty((R, Wt), dtype=np.uint8)
     mask = np.ones((R, Wt), dtype=bool)
+    run = np.zeros(R, dtype=np.int64)  # bytes of each row so far
     o = 0
-    splice_at: list[tuple[int, int, str]] = []  # (row, column after the opening quote, text)
+    splices: list[tuple[int, str]] = []
+    pending: list[tuple[np.ndarray, np.ndarray, list[str]]] = []  # (rows, their offsets in the row, texts)
     for (kind, f), w in zip(specs, widths, strict=True):
         if kind == "lit":
             mat[:, o : o + w] = np.frombuffer(f, dtype=np.uint8)
+            run += w
         elif kind == "opt":
             lit, rows = f
             mat[:, o : o + w] = np.frombuffer(lit, dtype=np.uint8)
             mask[:, o : o + w] = rows[:, None]
+            run += w * rows
         else:
             num, den, big, mag, frac, G, Gd = f
             show = np.ones(R, dtype=bool)
             if big:
                 rows_b = np.fromiter(big.keys(), dtype=np.int64, count=len(big))
                 show[rows_b] = False
-                splice_at += [(r, o + 1, t) for r, t in big.items()]
+                pending.append((rows_b, run[rows_b] + 1, list(big.values())))
             mat[:, o] = ord('"')
             mat[:, o + 1] = ord("-")
-            mask[:, o + 1] = (num < 0) & show
+            neg = (num < 0) & show
+            mask[:, o + 1] = neg
             cells, nd = _digit_cells(mag, G)
+            nd = nd * show
             c0 = o + 2
             mat[:, c0 : c0 + 4 * G] = cells
-            mask[:, c0 : c0 + 4 * G] = (np.arange(4 * G) >= 4 * G - nd[:, None]) & show[:, None]
+            mask[:, c0 : c0 + 4 * G] = _pattern(4 * G)[nd]
+            run += 2 + neg + nd
             c1 = c0 + 4 * G
             if Gd:
+                fs = frac & show
                 mat[:, c1] = ord("/")
-                mask[:, c1] = frac & show
-                cells, nd = _digit_cells(den, Gd)
+                mask[:, c1] = fs
+                cells, ndd = _digit_cells(den, Gd)
+                ndd = ndd * fs
                 mat[:, c1 + 1 : c1 + 1 + 4 * Gd] = cells
-                mask[:, c1 + 1 : c1 + 1 + 4 * Gd] = (np.arange(4 * Gd) >= 4 * Gd - nd[:, None]) & (frac & show)[:, None]
+                mask[:, c1 + 1 : c1 + 1 + 4 * Gd] = _pattern(4 * Gd)[ndd]
+                run += fs + ndd
                 c1 += 1 + 4 * Gd
             mat[:, c1] = ord('"')
         o += w
     text = mat[mask].tobytes()
-    lens = mask.sum(axis=1)
-    offs = np.concatenate([[0], np.cumsum(lens)])
-    splices = []
-    for r, col, t in splice_at:
-        splices.append((int(offs[r]) + int(mask[r, :col].sum()), t))
+    offs = np.concatenate([[0], np.cumsum(run)])
+    for rows_b, within, texts in pending:
+        splices += zip((offs[rows_b] + within).tolist(), texts, strict=True)
     splices.sort()
     return text, offs, splices
+
+
+_PATTERNS: dict[int, np.ndarray] = {}
+
+
+def _pattern(w: int) -> np.ndarray:
+    """P[d] = the mask of the last d of w columns (d = 0..w)."""
+    if w not in _PATTERNS:
+        _PATTERNS[w] = np.arange(w) >= (w - np.arange(w + 1))[:, None]
+    return _PATTERNS[w]
 
 
 def _emit(h: Any, text: bytes, a: int, z: int, splices: list[tuple[int, str]], q: int) -> int:
