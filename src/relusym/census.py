@@ -44,6 +44,7 @@ __all__ = [
     "run_census",
     "run_census_chunked",
     "census_chunk",
+    "fibre_category",
     "main",
 ]
 
@@ -282,6 +283,11 @@ def run_census(
 
 # ----------------------------------------------------------------------------------------------------------
 # the census on executors: chunks of a family (row ranges of its enumeration), tallies merged in chunk order
+
+
+def fibre_category(fb: Fiber) -> str:
+    """The census category of a fibre (one of :data:`CATEGORIES`), as the census and relusym.zoo report it."""
+    return _category(fb)
 
 
 def _family_networks(kind: str, params: dict[str, Any], start: int, stop: int) -> Iterator[Network]:

@@ -118,12 +118,6 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     return out.reshape(B, -1), nd
 
 
-def _category(fb: Any) -> str:
-    from ..census import _category as cat
-
-    return cat(fb)
-
-
 def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
     """Width (when it needs the search) and fibre columns of one valid network."""
     from .._width import minimal_width
@@ -137,10 +131,11 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
     row["width"] = width if width >= 0 else None
     if options.fibre:
         from .._fiber import fiber
+        from ..census import fibre_category
 
         fb = fiber(net, budget=options.budget)
         row["generic"] = {True: "true", False: "false", None: "undecided"}[fb.generic]
-        row["fibre_type"] = _category(fb)
+        row["fibre_type"] = fibre_category(fb)
         if fb.flips is not None:
             row["flip_sets"] = len([T for T in fb.flips if T])
             row["flips_complete"] = bool(fb.flips_complete)

@@ -80,8 +80,8 @@ def _identity(path: str) -> list[Any]:
 
 @dataclass(frozen=True)
 class Item:
-    """One network of a chunk: its source name, its position, and either a Network, or the arrays of a stack
-    row (``stack``, ``row``), or the reason it could not be read."""
+    """One network of a chunk: its source name, its position in the zoo, and its Network (None for a row of a
+    stack, whose arrays stay in the stack) or the reason it could not be read."""
 
     source: str
     index: int
