@@ -144,6 +144,18 @@ def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, n
 # the vectorized path
 
 
+def _lex_order(hb: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """The order of the rows by (network, U lexicographically): a sort on the leading keys, completed by the
+    full lexicographic sort only when two rows of one network agree on them."""
+    lead = min(U.shape[1], 3)
+    order = np.lexsort([U[:, j] for j in range(lead - 1, -1, -1)] + [hb])
+    if lead < U.shape[1] and order.size > 1:
+        hs, Us = hb[order], U[order, :lead]
+        if bool(((hs[1:] == hs[:-1]) & (Us[1:] == Us[:-1]).all(axis=1)).any()):
+            order = np.lexsort([U[:, j] for j in range(U.shape[1] - 1, -1, -1)] + [hb])
+    return order
+
+
 def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Digests, widths (−1: needs search) and ok flags of a stack of float32-valued float64 networks."""
     B, n, m = A.shape
@@ -161,7 +173,7 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     lam_h = lam[hb, hi]
     W = np.concatenate([A[hb, hi], b[hb, hi][:, None]], axis=1)
     U = W / lam_h[:, None] + 0.0
-    order = np.lexsort([U[:, j] for j in range(m, -1, -1)] + [hb])
+    order = _lex_order(hb, U)
     hb, hi, lam_h, W, U = hb[order], hi[order], lam_h[order], W[order], U[order]
     R = hb.shape[0]
     if R:
