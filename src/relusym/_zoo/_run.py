@@ -488,7 +488,7 @@ def _near_pairs(
     decided by ``equivalent_approx`` itself."""
     from scipy.spatial import cKDTree
 
-    from .._approx import project, projector, equivalent_approx
+    from .._approx import equivalent_approx, project, projector
 
     if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
         return []
