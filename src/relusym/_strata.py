@@ -509,8 +509,6 @@ def build_point(
             if linalg.rank(cand) == len(cand):
                 basis = cand
         coef = [[_rq(r) for _ in range(s)] for _ in range(tp)]
-        if tp <= s:
-            coef = [[Fraction(int(i == j)) + (_rq(r) if i > j else 0) for j in range(s)] for i in range(tp)]
         xs = [[sum((coef[lc][i] * basis[i][a] for i in range(s)), Fraction(0)) for a in range(k)] for lc in range(tp)]
         if any(not any(x) for x in xs) or linalg.rank(xs) != s:
             return None
@@ -673,34 +671,40 @@ def _seed(S: Sequence[int], P: Sequence[int], t: int, tries: int) -> int:
 def type_stratum(
     kd: KinkData, n: int, S: Sequence[int], P: Sequence[int], t: int, *, own: bool = False, tries: int = 12
 ) -> tuple[Stratum | None, str | None]:
-    """The stratum of type (S, P, t) in the n-neuron fibre, with its dimension and a witness: the patterns of
-    :func:`patterns` from the largest piece down; a pattern counts once a random point of it is verified
-    (same normal form, this type) and the exact tangent dimension there equals the pattern's dimension.
+    """The stratum of type (S, P, t) in the n-neuron fibre, with its dimension and a witness: the largest piece
+    of :func:`patterns` (the neurons' roles J0, Jk, u; its dimension the largest over the ranks s), witnessed
+    by a random point of it that is verified (same normal form, this type) and at which the exact tangent
+    dimension equals the piece's dimension.
     (None, None) when the type is empty (proven), (None, reason) when no pattern could be witnessed."""
     pats = patterns(kd, n, S, P, t)
     if not pats:
         return None, None
-    for pat in pats:
-        r = _random.Random(_seed(S, P, t, pat.neurons * 1000 + pat.s * 10 + pat.u))
-        for _ in range(tries):
+    pieces: dict[tuple[tuple[int, ...], tuple[int, ...], int], list[Pattern]] = {}
+    for pat in pats:  # the ranks s of one piece (same roles of the neurons) are loci inside it
+        pieces.setdefault((pat.J0, pat.Jk, pat.u), []).append(pat)
+    # only the largest piece can give the dimension of the stratum: it is the one to witness
+    for (J0, Jk, u), group in list(pieces.items())[:1]:
+        dim = max(q.dimension for q in group)
+        r = _random.Random(_seed(S, P, t, hash((J0, Jk, u)) & 0xFFFF))
+        for attempt in range(tries):
+            pat = group[attempt % len(group)]
             pt = build_point(kd, n, S, P, t, pat, r, spare="top")
             if pt is None or KinkData.of(normal_form(pt)) != kd or point_type(pt) != (tuple(S), tuple(P), t):
                 continue
-            if tangent_dimension(pt) != pat.dimension:
+            if tangent_dimension(pt) != dim:
                 continue
-            rho = kd.rho(tuple(S), tuple(P))
             stratum = Stratum(
                 tuple(S),
                 tuple(P),
                 t,
-                rho,
+                kd.rho(tuple(S), tuple(P)),
                 kd.rank_P(tuple(P)),
-                pat.dimension,
+                dim,
                 n - pat.neurons,
                 len(S),
                 own=own,
                 min_neurons=min(q.neurons for q in pats),
-                pinned=bool(pat.J0 or pat.Jk or pat.u),
+                pinned=bool(J0 or Jk or u),
                 witness=pt,
             )
             return stratum, None
