@@ -153,8 +153,10 @@ def brute_types(V, A, b, c, n=None, grid=(-2, -1, 0, 1, 2)):
     pool = {_canon(v) for v in product(grid, repeat=m) if any(v)}
     for r in range(N + 1):
         for S in combinations(range(N), r):
-            R = [[M[a][col] + sum((K[classes[j]][a] * classes[j][col] for j in S), Fraction(0)) for col in range(m)]
-                 for a in range(k)]
+            R = [
+                [M[a][col] + sum((K[classes[j]][a] * classes[j][col] for j in S), Fraction(0)) for col in range(m)]
+                for a in range(k)
+            ]
             pool |= {_canon(row) for row in R if any(row)}
     pool = sorted(pool)
     L = (n - N) // 2
