@@ -21,7 +21,7 @@ from relusym import Network, equivalent, fiber, normal_form
 from relusym._flips import FlipSets
 from relusym.census import brute_force_types, classify
 
-from fibre_helpers import NAMES, net_from_dict, planted_networks, plain
+from fibre_helpers import NAMES, net_from_dict, plain, planted_networks
 from oracles import brute_types, nf_data, oracle_m1_equal, point_type_q, tangent_dimension_q
 
 F = Fraction
