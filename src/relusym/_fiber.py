@@ -444,7 +444,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         listed = admissible.configurations[:_STRATA_CONFIGS]
         if len(listed) < admissible.count:
             notes.append(f"strata are listed for the first {len(listed)} of {admissible.count} configurations")
-        strata, missing = type_strata(kd, n, listed, (own.S, own.P, own.extra))
+        strata, missing = type_strata(kd, n, listed, (own.S, own.P, own.extra), deadline=deadline)
         notes += missing
         strata_listed = len(listed) == admissible.count and not missing
         dimension = fibre_dimension(kd, admissible, n)

@@ -14,6 +14,7 @@ verified rational point of the piece (:func:`tangent_dimension`), which is kept 
 from __future__ import annotations
 
 import random as _random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -32,7 +33,7 @@ from ._configurations import (
     nf_order,
 )
 from ._network import Network
-from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
+from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes
 from ._numbers import fractions_of, to_fraction
 
 __all__ = [
@@ -191,12 +192,14 @@ def flip_strata(hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None) -
 # the type of a point, and the exact tangent dimension of its piece
 
 
-def point_type(net: Network, kd: KinkData | None = None) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+def point_type(
+    net: Network, kd: KinkData | None = None, hc: HyperplaneClasses | None = None
+) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """The combinatorial type (S, P, t) of a point θ' of a fibre (see docs/math/strata.md): S the kink classes
     carried only by negatively oriented neurons, P the kink classes carried by neurons of both orientations, t
     the number of classes with cancelled kink (κ = 0) carrying neurons of both orientations.  Classes are
     indices in NF order; null and constant neurons and single-orientation cancelled classes do not count."""
-    hc = hyperplane_classes(net)
+    hc = hc if hc is not None else hyperplane_classes(net)
     kd = kd if kd is not None else KinkData.of(NormalForm(hc))
     n_pos, n_neg = class_orientations(hc)
     order = nf_order(hc)
@@ -215,7 +218,7 @@ def point_type(net: Network, kd: KinkData | None = None) -> tuple[tuple[int, ...
     return tuple(sorted(S)), tuple(sorted(P)), t
 
 
-def tangent_dimension(net: Network) -> int:
+def tangent_dimension(net: Network, hc: HyperplaneClasses | None = None) -> int:
     """dim Ω − rank over ℚ of the Jacobian, at θ, of the equations of θ's *piece* of its fibre: the points with
     the same role for every neuron (v = 0; a = 0; or on the same hyperplane class with the same orientation)
     and the same normal form.  The equations: v_i = 0 or a_i = 0 for null and constant neurons; w_i ∥ û_j
@@ -226,7 +229,7 @@ def tangent_dimension(net: Network) -> int:
     V = fractions_of(net.V)
     A = fractions_of(net.A)
     b = fractions_of(net.b)
-    hc = hyperplane_classes(net)
+    hc = hc if hc is not None else hyperplane_classes(net)
     nf = NormalForm(hc)
     kd = KinkData.of(nf)
     nv = k * n + n * m + n + k
@@ -517,14 +520,14 @@ def build_point(
         null_c = linalg.nullspace(Crows, tp)
         cols = []
         for q in range(mb):
-            sol = linalg.solve(Crows, [Rbar[a][q] for a in range(k)])
-            if sol is None:
+            part = linalg.solve(Crows, [Rbar[a][q] for a in range(k)])
+            if part is None:
                 return None
-            sol = list(sol)
+            col = list(part)
             for vec in null_c:
                 g = _rq(r)
-                sol = [x + g * y for x, y in zip(sol, vec, strict=True)]
-            cols.append(sol)
+                col = [x + g * y for x, y in zip(col, vec, strict=True)]
+            cols.append(col)
         DT = [[cols[q][lc] for q in range(mb)] for lc in range(tp)]
         if mb:
             gram = [[sum((B[i][c] * B[j][c] for c in range(m)), Fraction(0)) for j in range(mb)] for i in range(mb)]
@@ -546,15 +549,15 @@ def build_point(
         APt = [[AP[i][c] for i in range(len(Pp))] for c in range(m)]
         left = linalg.nullspace(APt, len(Pp))
         for a in range(k):
-            sol = linalg.solve(APt, [-R[a][c] - Z[a][c] for c in range(m)])
-            if sol is None:
+            part = linalg.solve(APt, [-R[a][c] - Z[a][c] for c in range(m)])
+            if part is None:
                 return None
-            sol = list(sol)
+            row_s = list(part)
             for vec in left:
                 g = _rq(r)
-                sol = [x + g * y for x, y in zip(sol, vec, strict=True)]
+                row_s = [x + g * y for x, y in zip(row_s, vec, strict=True)]
             for jj, j in enumerate(Pp):
-                sP.setdefault(j, []).append(sol[jj])
+                sP.setdefault(j, []).append(row_s[jj])
         for j in Pp:
             if not any(sP[j]) or tuple(sP[j]) == kd.kappa[j]:
                 return None
@@ -593,14 +596,14 @@ def build_point(
         u = fresh(_canonical(_rvec(r, m))[1])
         neurons += _cancelling(u, 1, zero, r, m) + _cancelling(u, -1, zero, r, m)
     neurons += _spare(neurons, n - len(neurons), k, m, r, spare, used)
-    c = list(kd.e)
-    for v, a, bb in neurons:  # e = c + Σ_const b v + Σ_neg b v
-        lead = next((x for x in a if x != 0), Fraction(0))
+    c_out = list(kd.e)
+    for v, aw, bb in neurons:  # e = c + Σ_const b v + Σ_neg b v
+        lead = next((x for x in aw if x != 0), Fraction(0))
         if lead < 0 or (lead == 0 and bb > 0):
-            c = [ci - bb * vi for ci, vi in zip(c, v, strict=True)]
+            c_out = [ci - bb * vi for ci, vi in zip(c_out, v, strict=True)]
     order = list(range(len(neurons)))
     r.shuffle(order)
-    return _network([neurons[i] for i in order], c, m, k)
+    return _network([neurons[i] for i in order], c_out, m, k)
 
 
 def _spare(
@@ -689,9 +692,12 @@ def type_stratum(
         for attempt in range(tries):
             pat = group[attempt % len(group)]
             pt = build_point(kd, n, S, P, t, pat, r, spare="top")
-            if pt is None or KinkData.of(normal_form(pt)) != kd or point_type(pt) != (tuple(S), tuple(P), t):
+            if pt is None:
                 continue
-            if tangent_dimension(pt) != dim:
+            hc = hyperplane_classes(pt)
+            if KinkData.of(NormalForm(hc)) != kd or point_type(pt, kd, hc) != (tuple(S), tuple(P), t):
+                continue
+            if tangent_dimension(pt, hc) != dim:
                 continue
             stratum = Stratum(
                 tuple(S),
@@ -712,14 +718,23 @@ def type_stratum(
 
 
 def type_strata(
-    kd: KinkData, n: int, configs: Sequence[Configuration], own: tuple[tuple[int, ...], tuple[int, ...], int]
+    kd: KinkData,
+    n: int,
+    configs: Sequence[Configuration],
+    own: tuple[tuple[int, ...], tuple[int, ...], int],
+    *,
+    deadline: float | None = None,
 ) -> tuple[list[Stratum], list[str]]:
     """Every nonempty stratum (S, P, t) of the n-neuron fibre whose (S, P) is among ``configs`` (all with
     ϱ(S, P) ≤ t, which every point satisfies), each with its dimension and a witness; θ's own type (``own``)
-    is marked.  The notes say which nonempty types got no witness."""
+    is marked.  The notes say which nonempty types got no witness, or that ``deadline`` (a
+    ``time.monotonic()`` value) stopped the listing."""
     strata: list[Stratum] = []
     notes: list[str] = []
-    for cfg in configs:
+    for done, cfg in enumerate(configs):
+        if deadline is not None and time.monotonic() > deadline:
+            notes.append(f"the strata listing ran out of time after {done} of {len(configs)} configurations")
+            break
         for t in range(cfg.rho, (n - kd.N - len(cfg.P)) // 2 + 1):
             st, why = type_stratum(kd, n, cfg.S, cfg.P, t, own=(cfg.S, cfg.P, t) == own)
             if st is not None:
@@ -750,7 +765,7 @@ def stratum_point(net: Network, kd: KinkData | None, strata: Sequence[Stratum], 
         return None
     pat = pats[r.randrange(len(pats))]
     pt = build_point(kd, net.n, st.S, st.P, st.t, pat, r, spare="random")
-    if pt is None or point_type(pt) != st.key:
+    if pt is None or point_type(pt, kd) != st.key:
         return None
     return pt
 
