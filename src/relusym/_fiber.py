@@ -1,14 +1,14 @@
-"""The fibre ρ⁻¹(ρ(θ)) of a network (spec §3, §5): generic or not (Theorem 1′, §5.3), rigid or not (R1–R5,
-§5.4), its H_n-orbits, width, dimension, strata and random points, gathered in one :class:`Fiber`.
+"""The fibre ρ⁻¹(ρ(θ)) of a network: generic or not, rigid or not, its H_n-orbits, width, dimension, strata and
+random points, gathered in one immutable :class:`Fiber` (docs/math/fibres.md, docs/math/strata.md).
 
 Two regimes:
 
-* **class A** (no null or constant neuron, pairwise non-proportional w_i; spec Theorem B(ii)): the fibre is
-  ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the flip sets 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of
-  :mod:`relusym.flips`.
-* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym._configurations.configurations`) give the
-  width, the strata (S, P, t) with their dimensions (§5.5, :mod:`relusym.strata`), the orbits at minimal
-  width and R5.
+* **class A** (no null or constant neuron, pairwise non-proportional w_i; Theorem B(ii)): the fibre is
+  ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the family 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of flip
+  sets T (:mod:`relusym._flips`), held as ``Fiber.flip_sets``.
+* otherwise: the exact configurations (S, P) (:func:`relusym._configurations.configurations`) give the width,
+  the orbits at minimal width and R5, and every type (S, P, t) of a fibre point is decided, with its dimension
+  and a verified witness (:mod:`relusym._strata`).
 
 Every hard search takes a budget; what is not decided within it is reported as ``None`` with an explanation.
 """

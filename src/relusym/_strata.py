@@ -53,6 +53,8 @@ __all__ = [
     "type_strata",
 ]
 
+_WITNESS_JSON = 64  # witnesses with at most this many neurons are written out by to_dict()
+
 Neuron = tuple[tuple[Fraction, ...], tuple[Fraction, ...], Fraction]
 
 
@@ -102,7 +104,9 @@ class Stratum:
     ``dimension`` is the largest dimension of its pieces, ``min_neurons`` the fewest neurons a point of this
     type needs, ``spare`` the neurons the largest piece leaves null (n − its core), ``pinned`` whether that
     piece needs a kink class whose negative or positive side cancels, ``witness`` a verified point of the
-    type (same normal form, this type) at which the exact tangent dimension equals ``dimension``."""
+    type (same normal form, this type): in a complete listing a point of the largest piece at which the exact
+    tangent dimension equals ``dimension`` (h·flip_T(θ) for the free orbits of class A), θ itself for the
+    single unlisted stratum of a fibre too large to list."""
 
     S: tuple[int, ...] | None
     P: tuple[int, ...]
@@ -150,7 +154,7 @@ class Stratum:
             "pinned": self.pinned,
             "orbit": self.orbit,
             "own": self.own,
-            "witness": None if self.witness is None else self.witness.to_dict(),
+            "witness": None if self.witness is None or self.witness.n > _WITNESS_JSON else self.witness.to_dict(),
             "description": self.describe(),
         }
 
