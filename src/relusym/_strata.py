@@ -53,6 +53,7 @@ __all__ = [
     "type_strata",
 ]
 
+_TANGENT_LIMIT = 600  # parameters up to which the dimension of a piece is also checked by the exact tangent rank
 _WITNESS_JSON = 64  # witnesses with at most this many neurons are written out by to_dict()
 
 Neuron = tuple[tuple[Fraction, ...], tuple[Fraction, ...], Fraction]
@@ -104,9 +105,10 @@ class Stratum:
     ``dimension`` is the largest dimension of its pieces, ``min_neurons`` the fewest neurons a point of this
     type needs, ``spare`` the neurons the largest piece leaves null (n − its core), ``pinned`` whether that
     piece needs a kink class whose negative or positive side cancels, ``witness`` a verified point of the
-    type (same normal form, this type): in a complete listing a point of the largest piece at which the exact
-    tangent dimension equals ``dimension`` (h·flip_T(θ) for the free orbits of class A), θ itself for the
-    single unlisted stratum of a fibre too large to list."""
+    type (same normal form, this type): a point of the largest piece (h·flip_T(θ) for the free orbits of
+    class A; θ itself for the single unlisted stratum of a fibre too large to analyse).  ``dimension`` is the
+    closed formula of docs/math/strata.md; ``tangent_checked``: it was also found equal to the exact tangent
+    dimension at the witness (done for networks with at most 600 parameters)."""
 
     S: tuple[int, ...] | None
     P: tuple[int, ...]
@@ -120,6 +122,7 @@ class Stratum:
     min_neurons: int | None = None
     pinned: bool = False
     witness: Network | None = None
+    tangent_checked: bool = False
 
     @property
     def key(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
@@ -152,6 +155,7 @@ class Stratum:
             "spare": self.spare,
             "min_neurons": self.min_neurons,
             "pinned": self.pinned,
+            "tangent_checked": self.tangent_checked,
             "orbit": self.orbit,
             "own": self.own,
             "witness": None if self.witness is None or self.witness.n > _WITNESS_JSON else self.witness.to_dict(),
@@ -701,7 +705,8 @@ def type_stratum(
             hc = hyperplane_classes(pt)
             if KinkData.of(NormalForm(hc)) != kd or point_type(pt, kd, hc) != (tuple(S), tuple(P), t):
                 continue
-            if tangent_dimension(pt, hc) != dim:
+            checked = n * (kd.m + kd.k + 1) + kd.k <= _TANGENT_LIMIT
+            if checked and tangent_dimension(pt, hc) != dim:
                 continue
             stratum = Stratum(
                 tuple(S),
@@ -716,6 +721,7 @@ def type_stratum(
                 min_neurons=min(q.neurons for q in pats),
                 pinned=bool(J0 or Jk or u),
                 witness=pt,
+                tangent_checked=checked,
             )
             return stratum, None
     return None, f"no witness was found for the type S = {list(S)}, P = {list(P)}, t = {t}"
