@@ -472,6 +472,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
             orbits = admissible.count
     certificate = (
         "exact configuration search over all (S, P) with cost ≤ n − N"
+        + ("; every type (S, P, t) decided exactly and witnessed (docs/math/strata.md)" if strata_listed else "")
         if complete
         else "partial: the configuration search did not finish within budget"
     )

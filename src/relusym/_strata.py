@@ -139,7 +139,7 @@ class Stratum:
         s = "S = " + ("{" + ", ".join(map(str, self.S)) + "}" if self.S is not None else f"<{self.S_size} classes>")
         p = "P = {" + ", ".join(map(str, self.P)) + "}"
         extra = f", {self.spare} spare neuron(s)" if self.spare else ""
-        kind = " (one free orbit)" if self.orbit else ""
+        kind = " (one free orbit)" if self.orbit else (" (a class with a cancelling side)" if self.pinned else "")
         own = " [θ's own type]" if self.own else ""
         return f"{s}, {p}, t = {self.t}: dimension {self.dimension}{extra}{kind}{own}"
 
@@ -345,7 +345,7 @@ class Pattern:
     dimension: int
 
 
-def _free_columns_pinned(kd: KinkData, Sp: Sequence[int], Pp: Sequence[int], rho: int) -> bool:
+def _free_columns_pinned(kd: KinkData, Sp: Sequence[int], Pp: Sequence[int]) -> bool:
     """Whether on V = {S_P : rank(R_{S'} + S_P A_P) = ϱ} (an affine space) some column s_j, j ∈ P', is the
     constant 0 or κ_j.  V = {S_P : Yᵀ(R + S_P A_P) = 0} with Y a basis of the left kernel of R B, B a basis
     of the kernel of A_P."""
@@ -389,13 +389,13 @@ def _realizable(kd: KinkData, Sp: Sequence[int], Pp: Sequence[int], tp: int) -> 
     every column s_j ∉ {0, κ_j} (docs/math/strata.md, Lemma 3)."""
     rho = kd.rho(Sp, Pp)
     if tp == 0:
-        return rho == 0 and not _free_columns_pinned(kd, Sp, Pp, 0)
+        return rho == 0 and not _free_columns_pinned(kd, Sp, Pp)
     if tp == 1 and rho == 0:
         return bool(Pp)
     if rho > tp:
         return False
     if rho == tp:
-        return not _free_columns_pinned(kd, Sp, Pp, rho)
+        return not _free_columns_pinned(kd, Sp, Pp)
     return True
 
 
