@@ -13,13 +13,15 @@ from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from ._network import Network
 from ._normal_form import NormalForm, flip, normal_form
 from ._width import minimal_width, prune
-from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
     "align": "_alignment",
     "Alignment": "_alignment",
     "equivalent_approx": "_approx",
     "distance": "_approx",
+    "identify": "_identify",
+    "Identification": "_identify",
 }
 
 __version__ = "0.1.0"
@@ -49,6 +51,9 @@ __all__ = [
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
+    "IdentificationError",
+    "identify",
+    "Identification",
     "__version__",
 ]
 

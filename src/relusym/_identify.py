@@ -1,0 +1,1415 @@
+"""Identification from queries: recover the normal form of a shallow ReLU network from black-box access.
+
+The mathematics (see docs/math/identification.md).  Write f = ρ(θ) as its decomposition
+
+    f(x) = Σ_û κ_û σ(α̂·x + β̂) + M x + e.
+
+* On a line x(t) = p + t d the restriction g(t) = f(p + t d) is continuous and piecewise linear, with one kink
+  at each crossing t_û = −(α̂·p + β̂)/(α̂·d) of a kink class (a line in general position meets every hyperplane,
+  once).  The kinks are located exactly, not by bisection: three collinear values certify a linear piece
+  (a *probe*), two certified pieces that differ meet at a computable point t*, and one query at t* plus one
+  random query on each side confirm that a single kink sits there.  The search window is doubled on each
+  side until several consecutive doublings find nothing.
+* Between two consecutive kinks the network is affine on a neighbourhood of the line, so its Jacobian G_i
+  (k×m) there costs m + 1 queries (forward differences are exact for an affine map).  The jump of the
+  Jacobian across the crossing of û is the rank-one matrix ±κ_û α̂ᵀ: it gives the normal α̂ (hence β̂ from the
+  crossing point) and the kink κ_û.  Every region's Jacobian serves the two kinks that bound it, so one line
+  with N kinks costs about (N + 1)(m + 1) queries: near the information limit n(m + k + 1) + k.
+* Left of every crossing (with the normals oriented along d) no kink term is active, so that region's
+  Jacobian and value give the affine part M, e.
+* Safety of the steps: a step x + h e_j must not leave the region of x.  Once the hyperplanes are known the
+  condition is checked for every step (exactly in exact mode), and offending steps are redone shorter.
+* Consistency: the recovered function is compared with the oracle on further random lines (every kink found
+  there must be a predicted crossing with the predicted slope jump, and every sampled value must agree) and on
+  random points; kinks found only there are recovered from Jacobians on that line.
+
+What the queries cannot see is exactly the fibre of the recovered function: permutations and positive
+scalings, flips (σ(t) − σ(−t) = t), duplicated neurons, cancelling pairs and their translations, null and
+constant neurons.  The result reports it through :func:`relusym.fiber`.
+
+Exact mode returns a normal form that is exactly the oracle's (for every parameter, generic or not) provided
+every kink class crosses the searched window on some line and no two kinks of a line lie closer together
+than the probes resolve; the final checks compare exact values, so a wrong answer needs a coincidence of
+random rationals.  Float mode states the precision reached, estimated from the oracle's own rounding noise
+(measured on collinear triples) and the step sizes used; an oracle that is not piecewise linear within that
+noise (added noise, rounded outputs, tanh) ends in :class:`~relusym.errors.IdentificationError`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._network import Network
+from ._normal_form import NormalForm, normal_form, realize
+from ._numbers import fraction_str, to_fraction
+from ._progress import progress as _progress_bar
+from ._rng import RNGLike, as_generator
+from .errors import BudgetExceededError, IdentificationError, InvalidNetworkError
+
+__all__ = ["Identification", "identify"]
+
+_MAX_STEPS = 200  # window growth steps per side, at most
+_GROW_EXACT = 8  # each growth step multiplies the window by 2^8 (exact mode) or 2^4 (float mode)
+_GROW_FLOAT = 4
+_TOL_FACTOR = 32.0  # float mode: a value is "on a line" within this many noise levels
+_EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
+_FLOAT_PROBE = 2.0**-5
+_EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on each side (relative)
+_FLOAT_NEAR = 1.0 / 16
+_EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
+_FLOAT_STEP = 0.25  # Jacobian step, relative to the half-width of the region on the line
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the oracle and the session
+
+
+class _Session:
+    """The oracle behind a counter and a budget, and the arithmetic of the mode (exact or float)."""
+
+    def __init__(
+        self,
+        oracle: Callable[..., Any],
+        m: int,
+        k: int,
+        exact: bool,
+        max_queries: int | None,
+        deadline: float,
+        rng: np.random.Generator,
+        bar: Any,
+        scale: float,
+    ) -> None:
+        self.oracle = oracle
+        self.m, self.k, self.exact = m, k, exact
+        self.max_queries = max_queries
+        self.deadline = deadline
+        self.rng = rng
+        self.bar = bar
+        self.scale = scale
+        self.queries = 0
+        self.calls = 0
+        self.eps = 2.0**-52  # float mode: relative noise level of the oracle (measured)
+        self.floor = 2.0**-52
+        self.y0 = 1.0  # float mode: typical output magnitude
+        self.residuals: list[float] = []
+        self.reach = 64 if exact else 12  # bits the windows grow past the farthest kink found
+
+    # -- queries ---------------------------------------------------------------------------------------
+    def _charge(self, b: int) -> None:
+        if self.max_queries is not None and self.queries + b > self.max_queries:
+            raise BudgetExceededError(
+                f"identification needs more than max_queries = {self.max_queries} queries "
+                f"({self.queries} used so far)"
+            )
+        if time.monotonic() > self.deadline:
+            raise BudgetExceededError(f"identification ran past its budget of seconds ({self.queries} queries used)")
+        self.queries += b
+        self.calls += 1
+        self.bar.update(b)
+
+    def query(self, X: Any) -> np.ndarray:
+        """ρ(θ) at the points X: a (B, k) array (float64, or object of Fractions in exact mode)."""
+        if self.exact:
+            pts = [tuple(p) for p in X]
+            self._charge(len(pts))
+            out = self.oracle(pts)
+            try:
+                rows = list(out)
+            except TypeError:
+                raise IdentificationError("the exact oracle must return one list of k rationals per point") from None
+            if len(rows) != len(pts):
+                raise IdentificationError(f"the oracle returned {len(rows)} rows for {len(pts)} points")
+            Y = np.empty((len(pts), self.k), dtype=object)
+            for i, row in enumerate(rows):
+                vals = [row] if self.k == 1 and not _is_seq(row) else list(row)
+                if len(vals) != self.k:
+                    raise IdentificationError(f"the oracle returned {len(vals)} outputs at a point, expected k = {self.k}")
+                for r, v in enumerate(vals):
+                    if isinstance(v, float) and not math.isfinite(v):
+                        raise IdentificationError("the oracle returned a non-finite value")
+                    try:
+                        Y[i, r] = to_fraction(v, "oracle output")
+                    except (InvalidNetworkError, TypeError, ValueError):
+                        raise IdentificationError(
+                            f"the exact oracle returned {v!r}, which is not an exact rational"
+                        ) from None
+            return Y
+        Xa = np.ascontiguousarray(X, dtype=np.float64)
+        if Xa.ndim == 1:
+            Xa = Xa[None, :]
+        self._charge(Xa.shape[0])
+        out = self.oracle(Xa)
+        if hasattr(out, "detach"):
+            out = out.detach().cpu().numpy()
+        arr = np.asarray(out)
+        if arr.dtype == np.float32 or arr.dtype == np.float16:
+            self.floor = max(self.floor, float(np.finfo(arr.dtype).eps))
+        Y = np.asarray(arr, dtype=np.float64)
+        if Y.ndim == 1 and self.k == 1:
+            Y = Y[:, None]
+        if Y.shape != (Xa.shape[0], self.k):
+            raise IdentificationError(
+                f"the oracle returned an array of shape {arr.shape} for {Xa.shape[0]} points; "
+                f"expected ({Xa.shape[0]}, {self.k})"
+            )
+        if not np.isfinite(Y).all():
+            raise IdentificationError("the oracle returned a non-finite value (NaN or infinity)")
+        return Y
+
+    # -- arithmetic ------------------------------------------------------------------------------------
+    def num(self, x: Any) -> Any:
+        return Fraction(x) if self.exact else float(x)
+
+    def noise(self, y: Any) -> float:
+        """Float mode: the noise level of an oracle value of size |y|."""
+        return self.eps * (self.y0 + float(np.max(np.abs(y))))
+
+    def tol(self, y: Any) -> float:
+        return _TOL_FACTOR * self.noise(y)
+
+    def rand_between(self, a: Any, b: Any) -> Any:
+        """A random point of the middle of (a, b)."""
+        u = 0.25 + 0.5 * self.rng.random()
+        if self.exact:
+            q = Fraction(int(u * 2**20), 2**20)
+            return a + (b - a) * q
+        return a + (b - a) * u
+
+
+def _is_seq(x: Any) -> bool:
+    return isinstance(x, list | tuple | np.ndarray)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one line: exact breakpoint search
+
+
+_Y0_HINT = [1.0]  # float mode: the typical output magnitude, for the weights of piece fits (set per session)
+
+
+class _Piece:
+    """A certified linear piece g(t) = c + s t of the restriction to a line, with its samples.  Exact mode
+    takes the line through the two outermost samples; float mode a least-squares fit of all of them."""
+
+    __slots__ = ("ts", "ys", "_c", "_s", "lo", "hi", "_ilo", "_ihi", "_dirty", "exact")
+
+    def __init__(self, ts: list[Any], ys: list[np.ndarray], exact: bool) -> None:
+        self.ts = list(ts)
+        self.ys = list(ys)
+        self.exact = exact
+        self._ilo = min(range(len(self.ts)), key=lambda i: self.ts[i])
+        self._ihi = max(range(len(self.ts)), key=lambda i: self.ts[i])
+        self.lo, self.hi = self.ts[self._ilo], self.ts[self._ihi]
+        self._dirty = True
+        self._c: Any = None
+        self._s: Any = None
+
+    def _fit(self) -> None:
+        i, j = self._ilo, self._ihi
+        if self.exact or len(self.ts) < 3:
+            t1, t2 = self.ts[i], self.ts[j]
+            self._s = (self.ys[j] - self.ys[i]) / (t2 - t1)
+            self._c = self.ys[i] - self._s * t1
+        else:
+            # weighted least squares: the noise of a value grows with its size (far samples are noisier)
+            t = np.array(self.ts, dtype=np.float64)
+            Y = np.array(self.ys, dtype=np.float64)
+            w = 1.0 / (_Y0_HINT[0] + np.max(np.abs(Y), axis=1))
+            tm = float((w * t).sum() / w.sum())
+            X = np.stack([np.ones_like(t), t - tm], axis=1) * w[:, None]
+            coef, *_ = np.linalg.lstsq(X, Y * w[:, None], rcond=None)
+            self._s = coef[1]
+            self._c = coef[0] - coef[1] * tm
+        self._dirty = False
+
+    @property
+    def c(self) -> Any:
+        if self._dirty:
+            self._fit()
+        return self._c
+
+    @property
+    def s(self) -> Any:
+        if self._dirty:
+            self._fit()
+        return self._s
+
+    def refit(self, exact: bool) -> None:
+        self._dirty = True
+
+    def add(self, t: Any, y: np.ndarray, exact: bool) -> None:
+        self.ts.append(t)
+        self.ys.append(y)
+        if t < self.lo:
+            self._ilo, self.lo = len(self.ts) - 1, t
+            self._dirty = True
+        elif t > self.hi:
+            self._ihi, self.hi = len(self.ts) - 1, t
+            self._dirty = True
+        elif not self.exact:
+            self._dirty = True
+
+    def at(self, t: Any) -> np.ndarray:
+        return self.c + self.s * t
+
+
+class _Anchor:
+    __slots__ = ("t", "piece", "kink_to")
+
+    def __init__(self, t: Any, piece: _Piece) -> None:
+        self.t = t
+        self.piece = piece
+        self.kink_to: _Anchor | None = None  # the next anchor, when a confirmed kink lies between them
+
+
+@dataclass
+class _LineResult:
+    p: Any
+    d: Any
+    kinks: list[Any]  # sorted crossing parameters
+    pieces: list[_Piece]  # N + 1 pieces, in order
+    lo: Any
+    hi: Any
+    samples: list[tuple[Any, np.ndarray]]
+
+
+class _LineSearch:
+    def __init__(self, S: _Session, p: Any, d: Any) -> None:
+        self.S = S
+        self.p, self.d = p, d
+        self.anchors: list[_Anchor] = []
+        self.samples: list[tuple[Any, np.ndarray]] = []
+
+    # -- evaluation --------------------------------------------------------------------------------------
+    def point(self, t: Any) -> Any:
+        if self.S.exact:
+            return tuple(pi + t * di for pi, di in zip(self.p, self.d, strict=True))
+        return self.p + t * self.d
+
+    def g(self, ts: Sequence[Any]) -> list[np.ndarray]:
+        pts = [self.point(t) for t in ts]
+        Y = self.S.query(pts if self.S.exact else np.array(pts))
+        out = [Y[i] for i in range(len(ts))]
+        self.samples += list(zip(ts, out, strict=True))
+        return out
+
+    # -- predicates -----------------------------------------------------------------------------------------
+    def on(self, y: np.ndarray, P: _Piece, t: Any) -> bool:
+        if self.S.exact:
+            return bool(np.all(y == P.at(t)))
+        span = max(float(P.hi - P.lo), 1e-300)
+        far = max(0.0, float(P.lo - t), float(t - P.hi)) / span
+        return float(np.max(np.abs(y - P.at(t)))) <= self.S.tol(y) * (1.0 + 2.0 * far)
+
+    def same(self, a: _Anchor, b: _Anchor) -> bool:
+        Pa, Pb = a.piece, b.piece
+        return self.on(Pb.at(b.t), Pa, b.t) and self.on(Pa.at(a.t), Pb, a.t)
+
+    def intersect(self, Pa: _Piece, Pb: _Piece) -> Any:
+        ds = Pa.s - Pb.s
+        dc = Pb.c - Pa.c
+        if self.S.exact:
+            for r in range(len(ds)):
+                if ds[r] != 0:
+                    return dc[r] / ds[r]
+            return None
+        ds_f = np.asarray(ds, dtype=np.float64)
+        den = float(ds_f @ ds_f)
+        if den == 0.0:
+            return None
+        return float(np.asarray(dc, dtype=np.float64) @ ds_f) / den
+
+    # -- anchors -----------------------------------------------------------------------------------------
+    def insert(self, anc: _Anchor) -> None:
+        ts = [a.t for a in self.anchors]
+        i = int(np.searchsorted(np.array([float(t) for t in ts]), float(anc.t))) if ts else 0
+        # exact ties in float order are harmless: the anchors stay sorted by exact value
+        while i > 0 and self.anchors[i - 1].t > anc.t:
+            i -= 1
+        while i < len(self.anchors) and self.anchors[i].t < anc.t:
+            i += 1
+        self.anchors.insert(i, anc)
+
+    def probe(self, lo: Any, hi: Any, c: Any = None, yc: np.ndarray | None = None) -> None:
+        """Certify the piece around a point of (lo, hi) with three collinear values; insert its anchor."""
+        S = self.S
+        width = hi - lo
+        for attempt in range(8):
+            if c is None or attempt > 0:
+                c = S.rand_between(lo, hi)
+                yc = None
+            rel = (_EXACT_PROBE if S.exact else _FLOAT_PROBE) / (4**attempt if S.exact else 2**attempt)
+            dlt = width * rel
+            ts = [c - dlt, c + dlt] + ([c] if yc is None else [])
+            ys = self.g(ts)
+            if yc is None:
+                yc = ys[2]
+            y1, y2 = ys[0], ys[1]
+            mid = (y1 + y2) / 2
+            if S.exact:
+                ok = bool(np.all(mid == yc))
+            else:
+                res = float(np.max(np.abs(mid - yc)))
+                ok = res <= S.tol(yc)
+                if ok:
+                    S.residuals.append(res / (S.y0 + float(np.max(np.abs(yc)))))
+            if ok:
+                P = _Piece([c - dlt, c, c + dlt], [y1, yc, y2], S.exact)
+                self.insert(_Anchor(c, P))
+                return
+        raise IdentificationError(
+            f"the oracle is not piecewise linear along a line near t = {float(c):.6g}: eight probes of three "
+            "points each failed to find a linear piece"
+            + ("" if S.exact else f" within its measured noise level (relative {S.eps:.2g})")
+        )
+
+    def resolution(self, a: Any, b: Any) -> bool:
+        if self.S.exact:
+            return b - a > Fraction(1, 2**400)
+        return float(b - a) > 2.0**-40 * (1.0 + abs(float(a)) + abs(float(b)))
+
+    def resolve(self) -> None:
+        """Refine until every gap between consecutive anchors is closed (same piece or a confirmed kink)."""
+        S = self.S
+        while True:
+            gap = None
+            for a, b in zip(self.anchors, self.anchors[1:], strict=False):
+                if a.piece is not b.piece and a.kink_to is not b:
+                    gap = (a, b)
+                    break
+            if gap is None:
+                return
+            a, b = gap
+            if not self.resolution(a.t, b.t):
+                raise IdentificationError(
+                    f"two kinks of the restriction to a line lie closer than the resolution near t = {float(a.t):.6g}"
+                    + ("" if S.exact else " (float mode: the oracle's precision does not separate them)")
+                )
+            Pa, Pb = a.piece, b.piece
+            # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
+            ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
+            if self.same(a, b):
+                u = S.rand_between(ga, gb)
+                (y,) = self.g([u])
+                if self.on(y, Pa, u):
+                    for t, yy in zip(Pb.ts, Pb.ys, strict=True):
+                        Pa.add(t, yy, S.exact)
+                    Pa.add(u, y, S.exact)
+                    for anc in self.anchors:
+                        if anc.piece is Pb:
+                            anc.piece = Pa
+                    self.insert(_Anchor(u, Pa))
+                else:
+                    self.probe(ga, gb, u, y)
+                continue
+            ts = self.intersect(Pa, Pb)
+            if ts is not None and ga < ts < gb:
+                u1 = S.rand_between(ga, ts)
+                u2 = S.rand_between(ts, gb)
+                dl = min(ts - u1, u2 - ts) * (_EXACT_NEAR if S.exact else _FLOAT_NEAR)
+                ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
+                # a single kink at ts: the value there is on both pieces, and so are values just beside it
+                ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts) and self.on(ym, Pa, ts - dl) and self.on(yp, Pb, ts + dl)
+                ok1 = self.on(y1, Pa, u1)
+                ok2 = self.on(y2, Pb, u2)
+                if ok0 and ok1 and ok2:
+                    Pa.add(u1, y1, S.exact)
+                    Pb.add(u2, y2, S.exact)
+                    if S.exact:  # float mode keeps only samples well inside a piece for the final fit
+                        Pa.add(ts - dl, ym, True)
+                        Pb.add(ts + dl, yp, True)
+                    A1, A2 = _Anchor(u1, Pa), _Anchor(u2, Pb)
+                    A1.kink_to = A2
+                    self.insert(A1)
+                    self.insert(A2)
+                    continue
+                if ok1:
+                    Pa.add(u1, y1, S.exact)
+                    self.insert(_Anchor(u1, Pa))
+                if ok2:
+                    Pb.add(u2, y2, S.exact)
+                    self.insert(_Anchor(u2, Pb))
+                if not ok0:
+                    lo = u1 if ok1 else ga
+                    hi = u2 if ok2 else gb
+                    self.probe(lo, hi, ts, ys)
+                elif not ok1:
+                    self.probe(ga, ts, u1, y1)
+                else:
+                    self.probe(ts, gb, u2, y2)
+                continue
+            self.probe(ga, gb)
+
+    def kinks_between(self, lo: Any, hi: Any) -> int:
+        return sum(1 for a in self.anchors if a.kink_to is not None and lo <= a.t and a.kink_to.t <= hi)
+
+    def run(self, T0: Any, initial: int = 4) -> _LineResult:
+        S = self.S
+        self.probe(-T0 - T0 / 4, -T0 + T0 / 4)
+        self.probe(T0 - T0 / 4, T0 + T0 / 4)
+        for i in range(initial):
+            lo = -T0 + 2 * T0 * S.num(Fraction(i, initial))
+            self.probe(lo, lo + 2 * T0 / initial)
+        self.resolve()
+        # grow the window by factors of 4 on each side until `reach` bits past the farthest kink found
+        grow = _GROW_EXACT if S.exact else _GROW_FLOAT
+        quiet_steps = -(-self.S.reach // grow)
+        for side in (1, -1):
+            quiet = 0
+            T = T0
+            steps = 0
+            while quiet < quiet_steps and steps < _MAX_STEPS:
+                steps += 1
+                before = self.count_kinks()
+                c = side * T * 2**grow
+                self.probe(min(c - T, c + T), max(c - T, c + T))
+                self.resolve()
+                T = T * 2**grow
+                quiet = quiet + 1 if self.count_kinks() == before else 0
+        return self.result()
+
+    def count_kinks(self) -> int:
+        return sum(1 for a in self.anchors if a.kink_to is not None)
+
+    def result(self) -> _LineResult:
+        S = self.S
+        pieces: list[_Piece] = []
+        for a in self.anchors:
+            if not pieces or pieces[-1] is not a.piece:
+                pieces.append(a.piece)
+        if not S.exact:
+            # far out, float values cannot separate nearly equal pieces: merge neighbours that agree within noise
+            merged: list[_Piece] = []
+            for P in pieces:
+                if merged:
+                    Q = merged[-1]
+                    if self.on(P.at(P.hi), Q, P.hi) and self.on(Q.at(Q.lo), P, Q.lo):
+                        for t, y in zip(P.ts, P.ys, strict=True):
+                            Q.add(t, y, False)
+                        continue
+                merged.append(P)
+            pieces = merged
+        kinks = []
+        for Pa, Pb in zip(pieces, pieces[1:], strict=False):
+            t = self.intersect(Pa, Pb)
+            if t is None:  # pragma: no cover - two certified, different, parallel neighbours
+                raise IdentificationError("two neighbouring pieces of a line are parallel: the search is inconsistent")
+            kinks.append(t)
+        return _LineResult(self.p, self.d, kinks, pieces, self.anchors[0].t, self.anchors[-1].t, self.samples)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Jacobians and hyperplanes
+
+
+@dataclass
+class _Region:
+    """A point x of the line with its value F, its step sizes h (per coordinate) and the values F_j at
+    x + h_j e_j: its Jacobian is (F_j − F)/h_j."""
+
+    x: Any
+    F: np.ndarray
+    h: list[Any]
+    Fj: np.ndarray  # (m, k)
+
+    def jacobian(self) -> np.ndarray:  # k × m
+        cols = [(self.Fj[j] - self.F) / self.h[j] for j in range(len(self.h))]
+        return np.stack(cols, axis=1)
+
+
+@dataclass
+class _Hyper:
+    """A recovered neuron v σ(a·x + b) (a canonical in exact mode, a unit vector in float mode)."""
+
+    a: np.ndarray
+    b: Any
+    v: np.ndarray
+    err_w: float = 0.0  # float mode: estimated relative error of (a, b)
+    err_v: float = 0.0  # and of v
+    rank_gap: float = 0.0
+
+
+def _regions(S: _Session, L: _LineResult, T0: Any, which: Sequence[int] | None = None) -> dict[int, _Region]:
+    """Jacobians of the regions (indices 0..N) of a line (all of them, or those in ``which``)."""
+    N = len(L.kinks)
+    idx = list(range(N + 1)) if which is None else sorted(set(which))
+    bases: list[Any] = []
+    halves: list[Any] = []
+    for i in idx:
+        if N == 0:
+            t, hw = S.num(0), T0
+        elif i == 0:
+            hw = (L.kinks[1] - L.kinks[0]) / 2 if N > 1 else T0
+            t = L.kinks[0] - hw
+        elif i == N:
+            hw = (L.kinks[-1] - L.kinks[-2]) / 2 if N > 1 else T0
+            t = L.kinks[-1] + hw
+        else:
+            hw = (L.kinks[i] - L.kinks[i - 1]) / 2
+            t = L.kinks[i - 1] + hw
+        bases.append(t)
+        halves.append(hw)
+    out: dict[int, _Region] = {}
+    chunk = max(1, 4096 // (S.m + 1))
+    for s0 in range(0, len(idx), chunk):
+        part = list(range(s0, min(len(idx), s0 + chunk)))
+        pts: list[Any] = []
+        meta = []
+        for q in part:
+            t, hw = bases[q], halves[q]
+            if S.exact:
+                x = tuple(pi + t * di for pi, di in zip(L.p, L.d, strict=True))
+                h = hw * _EXACT_STEP
+                pts.append(x)
+                for j in range(S.m):
+                    pts.append(tuple(xv + (h if jj == j else 0) for jj, xv in enumerate(x)))
+            else:
+                x = L.p + t * L.d
+                h = float(hw) * _FLOAT_STEP
+                pts.append(x)
+                E = np.tile(x, (S.m, 1))
+                E[np.arange(S.m), np.arange(S.m)] += h
+                pts.extend(list(E))
+            meta.append((x, h))
+        Y = S.query(pts if S.exact else np.array(pts))
+        for r, q in enumerate(part):
+            x, h = meta[r]
+            blk = Y[r * (S.m + 1) : (r + 1) * (S.m + 1)]
+            hs = [h] * S.m
+            if not S.exact:
+                xs = np.array(x)
+                hs = [float((xs[j] + h) - xs[j]) for j in range(S.m)]  # the step actually taken
+            out[idx[q]] = _Region(x, blk[0], hs, blk[1:].copy())
+    _check_regions(S, list(out.values()))
+    return out
+
+
+def _check_regions(S: _Session, regs: list[_Region]) -> None:
+    """One query per region in a random direction r: f(x + r) must equal f(x) + G r.  A coordinate step that
+    crossed a hyperplane corrupts G and fails this check (with probability one); such regions are redone with
+    halved steps."""
+    todo = list(regs)
+    for _ in range(40):
+        if not todo:
+            return
+        pts = []
+        dirs = []
+        for R in todo:
+            if S.exact:
+                r = [Fraction(int(S.rng.integers(1, 2**10)) * (1 if S.rng.random() < 0.5 else -1), 2**10) for _ in range(S.m)]
+                hmin = min(R.h)
+                r = [x * hmin / S.m for x in r]
+                pts.append(tuple(xv + rv for xv, rv in zip(R.x, r, strict=True)))
+            else:
+                r = S.rng.standard_normal(S.m)
+                r *= min(R.h) / np.linalg.norm(r)
+                x = np.asarray(R.x) + r
+                r = x - np.asarray(R.x)
+                pts.append(x)
+            dirs.append(r)
+        Y = S.query(pts if S.exact else np.array(pts))
+        bad = []
+        for R, r, y in zip(todo, dirs, Y, strict=True):
+            G = R.jacobian()
+            if S.exact:
+                pred = R.F + np.array(
+                    [sum((G[q, j] * r[j] for j in range(S.m)), Fraction(0)) for q in range(S.k)], dtype=object
+                )
+                ok = bool(np.all(pred == y))
+            else:
+                pred = R.F + np.asarray(G, dtype=np.float64) @ r
+                rn = np.abs(r) / np.asarray(R.h, dtype=np.float64)
+                tol = S.tol(y) * (2.0 + 2.0 * float(rn.sum()))
+                ok = float(np.max(np.abs(pred - y))) <= tol
+            if not ok:
+                bad.append(R)
+        for R in bad:
+            _redo_steps(S, R, {j: R.h[j] / 2 for j in range(S.m)})
+        todo = bad
+    raise IdentificationError("the oracle is not affine near a point between two kinks of a line, at any step size")
+
+
+def _hyper_from_jump(S: _Session, J: np.ndarray, xk: Any, d: Any) -> _Hyper:
+    """The neuron v σ(a·x + b) whose crossing at xk (moving along d) makes the Jacobian jump by J."""
+    if S.exact:
+        rows = [r for r in range(S.k) if any(x != 0 for x in J[r])]
+        if not rows:
+            raise IdentificationError("a kink of a line carries no Jacobian jump: the steps were not safe")
+        r = rows[0]
+        p = next(j for j in range(S.m) if J[r, j] != 0)
+        a = np.array([J[r, j] / J[r, p] for j in range(S.m)], dtype=object)
+        col = J[:, p]
+        if not all(J[rr, j] == col[rr] * a[j] for rr in range(S.k) for j in range(S.m)):
+            raise IdentificationError(
+                "the Jacobian jump at a kink is not of rank one: two hyperplanes cross the line at one point"
+            )
+        b = -sum((a[j] * xk[j] for j in range(S.m)), Fraction(0))
+        sd = sum((a[j] * d[j] for j in range(S.m)), Fraction(0))
+        v = col if sd > 0 else -col
+        return _Hyper(a, b, np.array(list(v), dtype=object))
+    Jf = np.asarray(J, dtype=np.float64)
+    U, sv, Vt = np.linalg.svd(Jf, full_matrices=False)
+    a = Vt[0]
+    if float(a @ d) < 0:
+        a = -a
+    v = Jf @ a
+    b = -float(a @ xk)
+    gap = float(sv[1] / sv[0]) if len(sv) > 1 and sv[0] > 0 else 0.0
+    return _Hyper(a, b, v, rank_gap=gap)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the model f(x) = Σ v σ(a·x + b) + M x + e
+
+
+def _pre(S: _Session, H: list[_Hyper], X: Any) -> np.ndarray:
+    """Pre-activations a_u·x + b_u (N × B) at the points X (B × m)."""
+    if S.exact:
+        out = np.empty((len(H), len(X)), dtype=object)
+        for u, h in enumerate(H):
+            for i, x in enumerate(X):
+                out[u, i] = sum((h.a[j] * x[j] for j in range(S.m) if h.a[j]), h.b)
+        return out
+    A = np.array([h.a for h in H]).reshape(len(H), S.m)
+    b = np.array([h.b for h in H], dtype=np.float64)
+    return A @ np.asarray(X, dtype=np.float64).T + b[:, None]
+
+
+def _model_values(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, X: Any) -> np.ndarray:
+    """f̂(X) (B × k)."""
+    Z = _pre(S, H, X)
+    if S.exact:
+        out = np.empty((len(X), S.k), dtype=object)
+        for i, x in enumerate(X):
+            for r in range(S.k):
+                s = e[r] + sum((M[r, j] * x[j] for j in range(S.m) if M[r, j]), Fraction(0))
+                for u, h in enumerate(H):
+                    if Z[u, i] > 0:
+                        s += h.v[r] * Z[u, i]
+                out[i, r] = s
+        return out
+    V = np.array([h.v for h in H]).reshape(len(H), S.k)
+    return np.maximum(Z, 0.0).T @ V + np.asarray(X) @ M.T + e
+
+
+def _affine(S: _Session, H: list[_Hyper], R0: _Region) -> tuple[np.ndarray, np.ndarray]:
+    """M and e from one region's Jacobian and value, with the active kink terms removed."""
+    G = R0.jacobian()
+    x = R0.x
+    Z = _pre(S, H, [x])[:, 0] if H else np.zeros(0)
+    if S.exact:
+        M = G.copy()
+        e = R0.F.copy()
+        for u, h in enumerate(H):
+            if Z[u] > 0:
+                for r in range(S.k):
+                    for j in range(S.m):
+                        M[r, j] -= h.v[r] * h.a[j]
+                    e[r] -= h.v[r] * Z[u]
+        for r in range(S.k):
+            e[r] -= sum((M[r, j] * x[j] for j in range(S.m)), Fraction(0))
+        return M, e
+    act = Z > 0
+    M = np.asarray(G, dtype=np.float64).copy()
+    e = np.asarray(R0.F, dtype=np.float64).copy()
+    if act.any():
+        V = np.array([h.v for h in H])[act]
+        A = np.array([h.a for h in H])[act]
+        M -= V.T @ A
+        e -= V.T @ Z[act]
+    e -= M @ np.asarray(x, dtype=np.float64)
+    return M, e
+
+
+def _unsafe_steps(S: _Session, H: list[_Hyper], R: _Region) -> dict[int, Any]:
+    """Coordinates j whose step x + h_j e_j crosses a recovered hyperplane, with a safe replacement step."""
+    if not H:
+        return {}
+    Z = _pre(S, H, [R.x])[:, 0]
+    out: dict[int, Any] = {}
+    if S.exact:
+        for j in range(S.m):
+            h = R.h[j]
+            bad = False
+            best = None
+            for u, hy in enumerate(H):
+                aj = hy.a[j]
+                if aj == 0:
+                    continue
+                z = Z[u]
+                if z == 0 or (z > 0) != (z + h * aj > 0) or z + h * aj == 0:
+                    bad = True
+                if z != 0 and (z > 0) != (aj > 0):
+                    lim = abs(z / aj)
+                    best = lim if best is None or lim < best else best
+            if bad:
+                out[j] = (best / 2) if best is not None else h / 2
+        return out
+    A = np.array([hy.a for hy in H])  # N × m
+    zf = np.asarray(Z, dtype=np.float64)
+    h = np.asarray(R.h, dtype=np.float64)
+    opp = (np.sign(A) * np.sign(zf)[:, None]) < 0  # moving along +e_j decreases |z|
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lim = np.where(opp, np.abs(zf)[:, None] / np.abs(A), np.inf)
+    safe = lim.min(axis=0)
+    for j in np.nonzero(h >= 0.9 * safe)[0].tolist():
+        out[j] = 0.45 * float(safe[j])
+    return out
+
+
+def _redo_steps(S: _Session, R: _Region, fix: dict[int, Any]) -> None:
+    js = sorted(fix)
+    if S.exact:
+        pts = [tuple(xv + (fix[j] if jj == j else 0) for jj, xv in enumerate(R.x)) for j in js]
+        Y = S.query(pts)
+        for q, j in enumerate(js):
+            R.h[j] = fix[j]
+            R.Fj[j] = Y[q]
+        return
+    x = np.asarray(R.x, dtype=np.float64)
+    E = np.tile(x, (len(js), 1))
+    for q, j in enumerate(js):
+        E[q, j] += fix[j]
+    Y = S.query(E)
+    for q, j in enumerate(js):
+        R.h[j] = float(E[q, j] - x[j])
+        R.Fj[j] = Y[q]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the result
+
+
+@dataclass(frozen=True)
+class Identification:
+    """The answer of :func:`identify`.
+
+    ``network``: a network of minimal width realizing the recovered function (exact mode: the canonical minimal
+    network of the recovered normal form when it can be certified); ``normal_form``: its normal form;
+    ``queries``: oracle evaluations used (points; each returns k numbers) and ``calls`` (batches);
+    ``exact``: the mode; ``precision_bits`` (float mode): −log2 of the estimated worst-case relative error of the
+    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used;
+    ``noise``: that measured relative noise level; ``heldout_error``: the largest relative disagreement on held-out
+    queries; ``window``: the largest |t| searched on the lines (unit directions in float mode); ``lines``:
+    lines searched; ``fiber``: the fibre of the recovered network (what queries cannot distinguish), None when
+    it could not be computed within budget; ``indistinguishable``: that fibre in words; ``limits``: what the
+    search guarantees and what it does not; ``information_limit``: n(m + k + 1) + k numbers for the recovered
+    width n.
+    """
+
+    network: Network
+    normal_form: NormalForm
+    queries: int
+    calls: int
+    exact: bool
+    precision_bits: float | None
+    noise: float | None
+    heldout_error: float | None
+    window: float
+    lines: int
+    kinks: int
+    fiber: Any
+    indistinguishable: tuple[str, ...]
+    limits: tuple[str, ...]
+    information_limit: int
+    elapsed: float
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": "exact" if self.exact else "float",
+            "m": self.network.m,
+            "n": self.network.n,
+            "k": self.network.k,
+            "kinks": self.kinks,
+            "queries": self.queries,
+            "queries_log2": round(math.log2(self.queries), 3) if self.queries else None,
+            "calls": self.calls,
+            "information_limit": self.information_limit,
+            "precision_bits": None if self.precision_bits is None else round(self.precision_bits, 2),
+            "noise": self.noise,
+            "heldout_error": self.heldout_error,
+            "window": self.window,
+            "lines": self.lines,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "indistinguishable": list(self.indistinguishable),
+            "limits": list(self.limits),
+            "notes": list(self.notes),
+            "fiber": None if self.fiber is None else self.fiber.to_dict(),
+            "network": self.network.to_dict(),
+            "normal_form": self.normal_form.to_dict(),
+        }
+
+    def report(self) -> str:
+        m, n, k = self.network.shape
+        lines = [
+            f"identified a network with m = {m}, n = {n}, k = {k} ({self.kinks} kink class(es)) "
+            f"from {self.queries} queries (2^{math.log2(max(self.queries, 1)):.2f}; information limit "
+            f"{self.information_limit} numbers) in {self.elapsed:.2f} s",
+        ]
+        if self.exact:
+            lines.append("exact mode: the normal form is exact")
+        else:
+            lines.append(
+                f"float mode: precision ≈ 2^-{self.precision_bits:.1f} (worst relative error of hyperplanes and "
+                f"kinks); oracle noise {self.noise:.2g}; held-out disagreement {self.heldout_error:.2g}"
+            )
+        lines.append("what queries cannot distinguish:")
+        lines += ["  " + s for s in self.indistinguishable]
+        lines.append("limits:")
+        lines += ["  " + s for s in self.limits]
+        lines += ["note: " + s for s in self.notes]
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the algorithm
+
+
+def _random_line(S: _Session) -> tuple[Any, Any]:
+    if S.exact:
+        q = 2**12
+        p = tuple(Fraction(int(S.rng.integers(-q, q + 1)), q) * Fraction(S.scale).limit_denominator(2**20) / 2 for _ in range(S.m))
+        d = tuple(Fraction(int(S.rng.integers(-q, q + 1)) or 1, q) for _ in range(S.m))
+        return p, d
+    p = S.rng.standard_normal(S.m) * (S.scale / 2 / math.sqrt(S.m))
+    d = S.rng.standard_normal(S.m)
+    d /= np.linalg.norm(d)
+    return p, d
+
+
+def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
+    """Float mode: the oracle's relative noise from collinear triples on a short segment at several places."""
+    res = []
+    mags = []
+    for _ in range(6):
+        t = float(S.rng.uniform(-T0, T0))
+        dl = T0 * 2.0**-12
+        Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
+        res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
+        mags.append(float(np.max(np.abs(Y))))
+    S.y0 = max(float(np.median(mags)), 1e-300)
+    _Y0_HINT[0] = S.y0
+    rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
+    S.eps = max(S.floor, rel[len(rel) // 2] * 2)
+
+
+def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
+    out = []
+    for u in idx:
+        Rm, Rp = regs[u], regs[u + 1]
+        J = Rp.jacobian() - Rm.jacobian()
+        t = L.kinks[u]
+        xk = tuple(pi + t * di for pi, di in zip(L.p, L.d, strict=True)) if S.exact else L.p + t * L.d
+        hy = _hyper_from_jump(S, J, xk, L.d)
+        if not S.exact:
+            _float_errors(S, hy, Rm, Rp, L, u, xk)
+        out.append(hy)
+    return out
+
+
+def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineResult, u: int, xk: np.ndarray) -> None:
+    """Estimated relative errors of a float hyperplane and kink from the noise and the steps."""
+    dG = np.zeros(S.m)
+    for R in (Rm, Rp):
+        nz = 2.0 * S.noise(R.F)
+        dG += nz / np.asarray(R.h, dtype=np.float64)
+    dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
+    nv = float(np.linalg.norm(hy.v))
+    if nv == 0:
+        hy.err_w = hy.err_v = math.inf
+        return
+    da = dJ / nv
+    Pa, Pb = L.pieces[u], L.pieces[u + 1]
+    ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+    tk = float(L.kinks[u])
+    se = math.hypot(_pred_error(S, Pa, tk), _pred_error(S, Pb, tk))
+    dt = 3.0 * se / max(ds, 1e-300)
+    db = da * float(np.linalg.norm(xk)) + abs(float(hy.a @ L.d)) * dt
+    nw = math.hypot(1.0, float(hy.b))
+    hy.err_w = math.hypot(da, db) / nw
+    hy.err_v = dJ / nv + da
+
+
+def _pred_error(S: _Session, P: _Piece, t: float) -> float:
+    """Float mode: the standard error of a weighted least-squares piece's value at t (sample noise ∝ y0 + |y|)."""
+    ts = np.array(P.ts, dtype=np.float64)
+    Y = np.array(P.ys, dtype=np.float64)
+    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1))
+    w = 1.0 / sig**2
+    if len(ts) < 2:
+        return math.inf
+    tm = float((w * ts).sum() / w.sum())
+    sxx = float((w * (ts - tm) ** 2).sum())
+    if sxx == 0:
+        return math.inf
+    return math.sqrt(1.0 / float(w.sum()) + (t - tm) ** 2 / sxx)
+
+
+def _merge_key(S: _Session, h: _Hyper) -> Any:
+    if S.exact:
+        return tuple(h.a.tolist()) + (h.b,)
+    return None
+
+
+def identify(
+    oracle: Callable[..., Any],
+    m: int,
+    k: int,
+    *,
+    exact: bool = False,
+    budget: float = 600.0,
+    max_queries: int | None = None,
+    rng: RNGLike = 0,
+    progress: bool | None = None,
+    scale: float = 1.0,
+    check_lines: int = 1,
+    heldout: int = 32,
+    min_bits: float = 12.0,
+    fiber_budget: float = 10.0,
+    reach: int | None = None,
+) -> Identification:
+    """Recover the function of a one-hidden-layer ReLU network from queries only: its normal form, a network of
+    minimal width realizing it, and the fibre of what queries cannot see (see docs/math/identification.md).
+
+    ``oracle``: float mode, called with a float64 array of shape (B, m), returns (B, k) (or (B,) for k = 1);
+    exact mode (``exact=True``), called with a list of points (tuples of ``Fraction``), returns one sequence of
+    k exact rationals per point.  ``budget``: seconds; ``max_queries``: a cap on oracle evaluations (both raise
+    :class:`~relusym.errors.BudgetExceededError`); ``rng``: the random lines (see :mod:`relusym._rng`);
+    ``scale``: the size of the input region searched first (the windows then grow geometrically);
+    ``check_lines``: further random lines on which the recovered function must reproduce the oracle exactly
+    (exact mode) or within noise (float mode); ``heldout``: further random points checked; ``min_bits``: float
+    mode refuses (:class:`~relusym.errors.IdentificationError`) a result whose estimated precision is below
+    this many bits; ``reach``: the windows grow geometrically until they extend 2^reach times past the
+    farthest kink found (default 64 in exact mode, 12 in float mode).
+    """
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise InvalidNetworkError(f"m must be a positive integer (the number of inputs), got {m!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise InvalidNetworkError(f"k must be a positive integer (the number of outputs), got {k!r}")
+    if not callable(oracle):
+        raise InvalidNetworkError(f"oracle must be callable, got {type(oracle).__name__}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InvalidNetworkError(f"scale must be a positive finite number, got {scale!r}")
+    t_start = time.monotonic()
+    gen = as_generator(rng)
+    with _progress_bar(None, desc="identify", unit="query", enabled=progress) as bar:
+        S = _Session(oracle, m, k, exact, max_queries, t_start + budget, gen, bar, scale)
+        if reach is not None:
+            if not isinstance(reach, int) or reach < 2:
+                raise InvalidNetworkError(f"reach must be an integer ≥ 2 (bits of window growth), got {reach!r}")
+            S.reach = reach
+        return _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
+
+
+def _identify(
+    S: _Session, t_start: float, check_lines: int, heldout: int, min_bits: float, fiber_budget: float
+) -> Identification:
+    m, k = S.m, S.k
+    T0: Any = Fraction(S.scale).limit_denominator(2**20) if S.exact else float(S.scale)
+    notes: list[str] = []
+    p, d = _random_line(S)
+    if not S.exact:
+        _estimate_noise(S, p, d, float(T0))
+    L1 = _LineSearch(S, p, d).run(T0)
+    window = max(abs(float(L1.lo)), abs(float(L1.hi)))
+    regs = _regions(S, L1, T0)
+    N1 = len(L1.kinks)
+    H = _line_hypers(S, L1, regs, range(N1))
+    origin: list[tuple[int, int]] = [(0, u) for u in range(N1)]  # (line, kink) each hyperplane came from
+    lines = [L1]
+    line_regs = [regs]
+    # repair unsafe steps (a step that crossed a hyperplane corrupts the Jacobian of its region)
+    for _ in range(8):
+        changed = False
+        for li, rg in enumerate(line_regs):
+            for i, R in rg.items():
+                fix = _unsafe_steps(S, H, R)
+                if fix:
+                    _redo_steps(S, R, fix)
+                    changed = True
+        if not changed:
+            break
+        H = _rebuild(S, lines, line_regs, origin)
+    else:
+        raise IdentificationError("the Jacobian steps could not be made safe: the recovered hyperplanes keep moving")
+    M, e = _affine(S, H, regs[0])
+    # consistency on further lines
+    checked = 0
+    max_rel = 0.0
+    for _attempt in range(check_lines + 6):
+        if checked >= check_lines:
+            break
+        p2, d2 = _random_line(S)
+        L2 = _LineSearch(S, p2, d2).run(T0)
+        window = max(window, abs(float(L2.lo)), abs(float(L2.hi)))
+        new_idx, ok, rel = _compare_line(S, H, M, e, L2)
+        max_rel = max(max_rel, rel)
+        if not new_idx and ok:
+            checked += 1
+            continue
+        if not ok and not new_idx:
+            raise IdentificationError(
+                "the recovered network disagrees with the oracle on a check line: the oracle is not a "
+                "one-hidden-layer ReLU network" + ("" if S.exact else " within its measured noise")
+            )
+        # kinks seen only on this line: recover them from Jacobians around them
+        need = sorted({i for u in new_idx for i in (u, u + 1)})
+        rg2 = _regions(S, L2, T0, need)
+        lines.append(L2)
+        line_regs.append(rg2)
+        li = len(lines) - 1
+        origin += [(li, u) for u in new_idx]
+        H = _rebuild(S, lines, line_regs, origin)
+        for _ in range(8):
+            changed = False
+            for rg in line_regs:
+                for R in rg.values():
+                    fix = _unsafe_steps(S, H, R)
+                    if fix:
+                        _redo_steps(S, R, fix)
+                        changed = True
+            if not changed:
+                break
+            H = _rebuild(S, lines, line_regs, origin)
+        M, e = _affine(S, H, regs[0])
+        notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
+    else:
+        raise IdentificationError("no check line could be explained by the recovered network")
+    # held-out points
+    X = _heldout_points(S, heldout, float(window))
+    Y = S.query(X)
+    Yh = _model_values(S, H, M, e, X)
+    if S.exact:
+        if not np.all(Y == Yh):
+            raise IdentificationError("the recovered network disagrees with the oracle at a held-out point")
+        heldout_err = 0.0
+    else:
+        diff = np.max(np.abs(Y - Yh), axis=1)
+        bound = np.array([S.tol(y) for y in Y])
+        heldout_err = float(np.max(diff / (S.y0 + np.max(np.abs(Y), axis=1))))
+        max_rel = max(max_rel, heldout_err)
+    precision = None
+    if not S.exact:
+        worst = max([max(h.err_w, h.err_v) for h in H], default=S.eps)
+        worst = max(worst, S.eps)
+        precision = -math.log2(worst)
+        if not bool(np.all(diff <= np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y)))):
+            raise IdentificationError(
+                f"held-out queries disagree with the recovered network by up to {heldout_err:.3g} (relative), "
+                "more than its stated precision allows: the oracle is not a one-hidden-layer ReLU network within "
+                "its measured noise"
+            )
+        if precision < min_bits:
+            raise IdentificationError(
+                f"the oracle's noise (relative {S.eps:.2g}) leaves only {precision:.1f} bits of precision in the "
+                f"recovered hyperplanes and kinks, below min_bits = {min_bits}"
+            )
+    net, nf, width_note = _build_network(S, H, M, e)
+    if width_note:
+        notes.append(width_note)
+    fb = None
+    try:
+        from ._fiber import fiber
+
+        fb = fiber(net, budget=fiber_budget)
+    except BudgetExceededError as exc:  # pragma: no cover - depends on the budget
+        notes.append(f"fibre not computed: {exc}")
+    limits = _limits(S, window, check_lines)
+    info = net.n * (m + k + 1) + k
+    return Identification(
+        network=net,
+        normal_form=nf,
+        queries=S.queries,
+        calls=S.calls,
+        exact=S.exact,
+        precision_bits=precision,
+        noise=None if S.exact else S.eps,
+        heldout_error=None if S.exact else max_rel,
+        window=window,
+        lines=len(lines) + checked,
+        kinks=nf.N,
+        fiber=fb,
+        indistinguishable=_describe_fiber(fb, net),
+        limits=limits,
+        information_limit=info,
+        elapsed=time.monotonic() - t_start,
+        notes=tuple(notes),
+    )
+
+
+def _rebuild(
+    S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]]
+) -> list[_Hyper]:
+    out = []
+    for li, u in origin:
+        out += _line_hypers(S, lines[li], line_regs[li], [u])
+    return out
+
+
+def _compare_line(
+    S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, L: _LineResult
+) -> tuple[list[int], bool, float]:
+    """Kinks of line L that no recovered hyperplane explains, whether everything else agrees, and the largest
+    relative disagreement of the sampled values."""
+    p, d = L.p, L.d
+    pred: list[tuple[Any, np.ndarray]] = []
+    for h in H:
+        if S.exact:
+            ad = sum((h.a[j] * d[j] for j in range(S.m)), Fraction(0))
+            if ad == 0:
+                continue
+            ap = sum((h.a[j] * p[j] for j in range(S.m)), Fraction(0))
+            pred.append((-(ap + h.b) / ad, h.v * abs(ad)))
+        else:
+            ad = float(h.a @ d)
+            if ad == 0:
+                continue
+            pred.append((-(float(h.a @ p) + h.b) / ad, h.v * abs(ad)))
+    new: list[int] = []
+    used = set()
+    ok = True
+    for u, t in enumerate(L.kinks):
+        jump = L.pieces[u + 1].s - L.pieces[u].s
+        hit = None
+        for q, (tq, jq) in enumerate(pred):
+            if q in used:
+                continue
+            if S.exact:
+                if tq == t:
+                    hit = q
+                    break
+            else:
+                tol_t = 1e-6 * (1.0 + abs(float(t)))
+                if abs(float(tq) - float(t)) <= tol_t:
+                    hit = q
+                    break
+        if hit is None:
+            new.append(u)
+            continue
+        used.add(hit)
+        jq = pred[hit][1]
+        if S.exact:
+            if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
+                ok = False
+        else:
+            if float(np.max(np.abs(np.asarray(jq - jump, dtype=np.float64)))) > 1e-4 * (
+                float(np.max(np.abs(np.asarray(jump, dtype=np.float64)))) + 1e-300
+            ):
+                ok = False
+    lo, hi = L.lo, L.hi
+    for q, (tq, jq) in enumerate(pred):
+        if q in used or not (lo < tq < hi):
+            continue
+        if S.exact:
+            ok = False
+        elif float(np.max(np.abs(np.asarray(jq, dtype=np.float64)))) * 1.0 > 1e-6 * (S.y0 + 1.0):
+            ok = False
+    # the sampled values
+    ts = [t for t, _ in L.samples]
+    Y = np.array([y for _, y in L.samples], dtype=object if S.exact else np.float64)
+    X = [tuple(pi + t * di for pi, di in zip(p, d, strict=True)) for t in ts] if S.exact else np.array(
+        [p + t * d for t in ts]
+    )
+    rel = 0.0
+    if not new:
+        Yh = _model_values(S, H, M, e, X)
+        if S.exact:
+            if not np.all(Y == Yh):
+                ok = False
+        else:
+            diff = np.max(np.abs(Y - Yh), axis=1)
+            mag = S.y0 + np.max(np.abs(Y), axis=1)
+            rel = float(np.max(diff / mag))
+            bound = np.maximum(
+                np.array([S.tol(y) for y in Y]), 4.0 * _heldout_bound(S, H, X, Y)
+            )
+            if not bool(np.all(diff <= bound)):
+                ok = False
+    return new, ok, rel
+
+
+def _heldout_bound(S: _Session, H: list[_Hyper], X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Float mode: the disagreement the estimated parameter errors allow at the points X."""
+    if not H:
+        return np.zeros(len(X))
+    Z = _pre(S, H, X)  # N × B
+    xn = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    nv = np.array([float(np.linalg.norm(h.v)) for h in H])
+    ew = np.array([h.err_w for h in H])
+    ev = np.array([h.err_v for h in H])
+    nw = np.array([math.hypot(1.0, float(h.b)) for h in H])
+    term = nv[:, None] * (ew * nw)[:, None] * (1.0 + xn[None, :]) + (ev * nv)[:, None] * np.maximum(Z, 0.0)
+    # the affine part inherits the errors of the region used for it: bounded by the same terms summed
+    return 2.0 * term.sum(axis=0) + np.array([S.tol(y) for y in Y])
+
+
+def _heldout_points(S: _Session, count: int, window: float) -> Any:
+    r = max(S.scale, min(window, 4 * S.scale))
+    if S.exact:
+        q = 2**10
+        R = Fraction(r).limit_denominator(2**16)
+        return [tuple(Fraction(int(S.rng.integers(-q, q + 1)), q) * R for _ in range(S.m)) for _ in range(count)]
+    return S.rng.uniform(-r, r, size=(count, S.m)) / math.sqrt(S.m) * 2
+
+
+def _build_network(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray) -> tuple[Network, NormalForm, str]:
+    m, k = S.m, S.k
+    if S.exact:
+        kinks: dict[tuple[Fraction, ...], list[Fraction]] = {}
+        for h in H:
+            key = tuple(h.a.tolist()) + (h.b,)
+            acc = kinks.setdefault(key, [Fraction(0)] * k)
+            for r in range(k):
+                acc[r] += h.v[r]
+        d = {
+            "m": m,
+            "k": k,
+            "kinks": [
+                {"hyperplane": [fraction_str(x) for x in u], "kink": [fraction_str(x) for x in kap]}
+                for u, kap in sorted(kinks.items())
+                if any(kap)
+            ],
+            "M": [[fraction_str(x) for x in M[r]] for r in range(k)],
+            "e": [fraction_str(x) for x in e],
+        }
+        base = realize(d)
+        nf = normal_form(base)
+        start = _absorb_exact(nf) or base
+        try:
+            from ._width import minimal_network
+
+            mn = minimal_network(start, budget=10.0)
+            note = "" if mn.canonical else f"minimal width, not certified canonical: {mn.note}"
+            return mn.network, normal_form(mn.network), note
+        except BudgetExceededError as exc:
+            return start, nf, f"minimal width undecided: {exc}"
+    V = np.array([h.v for h in H]).reshape(len(H), k).T.copy()
+    A = np.array([h.a for h in H]).reshape(len(H), m).copy()
+    b = np.array([h.b for h in H], dtype=np.float64)
+    c = np.asarray(e, dtype=np.float64).copy()
+    Mf = np.asarray(M, dtype=np.float64).copy()
+    note = ""
+    if len(H):
+        # orientations: flipping neuron u adds v_u a_uᵀ to the linear part; choose the flips that cancel M
+        rows = np.stack([np.outer(V[:, u], A[u]).ravel() for u in range(len(H))], axis=1)  # km × N
+        coef, *_ = np.linalg.lstsq(rows, -Mf.ravel(), rcond=None)
+        S_set = np.round(coef)
+        resid = Mf.ravel() + rows @ S_set
+        scale_m = max(float(np.abs(rows).max()), 1e-300)
+        if (
+            len(H) <= k * m
+            and bool(np.all((S_set == 0) | (S_set == 1)))
+            and float(np.max(np.abs(coef - S_set))) < 0.25
+            and float(np.max(np.abs(resid))) <= 1e-6 * scale_m
+        ):
+            flipped = S_set == 1
+            c = c + V[:, flipped] @ b[flipped]
+            A[flipped] = -A[flipped]
+            b[flipped] = -b[flipped]
+            Mf = np.zeros_like(Mf)
+    pairs_V, pairs_A = [], []
+    if np.any(Mf != 0):
+        note = "the linear part could not be absorbed by flipping recovered neurons: it is realized by cancelling pairs"
+        for r in range(k):
+            if np.any(Mf[r] != 0):
+                er = np.zeros(k)
+                er[r] = 1.0
+                pairs_V += [er, -er]
+                pairs_A += [Mf[r], -Mf[r]]
+    if pairs_V:
+        V = np.concatenate([V, np.array(pairs_V).T], axis=1)
+        A = np.concatenate([A, np.array(pairs_A)], axis=0)
+        b = np.concatenate([b, np.zeros(len(pairs_V))])
+    net = Network(V, A, b, c, m=m)
+    return net, normal_form(net), note
+
+
+def _absorb_exact(nf: NormalForm) -> Network | None:
+    """A width-N network for the exact normal form when a set S of classes with M + Σ_S κ α̂ᵀ = 0 is the unique
+    solution of that linear system (then it is the only cost-0 configuration); None otherwise."""
+    from . import _linalg as linalg
+
+    K = nf.K
+    m, k = nf.m, nf.k
+    if not K:
+        return None
+    rows = [[kap[r] * u[j] for r in range(k) for j in range(m)] for u, kap in K]
+    target = [-nf.M[r][j] for r in range(k) for j in range(m)]
+    if linalg.rank(rows) < len(rows):
+        return None
+    cols = [[rows[i][q] for i in range(len(rows))] for q in range(k * m)]
+    sol = linalg.solve(cols, target)
+    if sol is None or any(x not in (0, 1) for x in sol):
+        return None
+    V_cols, A_rows, b = [], [], []
+    c = list(nf.e)
+    for (u, kap), s in zip(K, sol, strict=True):
+        if s == 1:
+            V_cols.append(list(kap))
+            A_rows.append([-x for x in u[:m]])
+            b.append(-u[m])
+            for r in range(k):
+                c[r] += kap[r] * u[m]
+        else:
+            V_cols.append(list(kap))
+            A_rows.append(list(u[:m]))
+            b.append(u[m])
+    V = [[V_cols[i][r] for i in range(len(V_cols))] for r in range(k)]
+    net = Network(V, A_rows, b, c, m=m)
+    return net if normal_form(net) == nf else None
+
+
+def _describe_fiber(fb: Any, net: Network) -> tuple[str, ...]:
+    out = [
+        "the order of the neurons and a positive scale of each (the H_n-orbit): (v, a, b) ↦ (v/d, d a, d b), d > 0"
+    ]
+    if fb is None:
+        out.append("the rest of the fibre was not computed within budget")
+        return tuple(out)
+    if fb.flips is not None and len(fb.flips) > 1:
+        shown = ", ".join("{" + ", ".join(map(str, T)) + "}" for T in fb.flips[1:6])
+        more = " …" if len(fb.flips) > 6 else ""
+        cnt = fb.flip_count if fb.flips_complete else f"at least {fb.flip_count_lower_bound}"
+        out.append(
+            f"flips (σ(t) − σ(−t) = t): turning over the neurons of any of these sets, with the output bias "
+            f"corrected, gives the same function: {shown}{more} ({cnt} set(s) including ∅)"
+        )
+    elif fb.flips is not None:
+        out.append("no flip: the orientation of every neuron is determined by the function")
+    if fb.width is not None and fb.width < fb.n:
+        out.append(f"the network is wider than needed: {fb.n} neurons where {fb.width} suffice")
+    out.append(f"fibre: {fb.generic_reason}; dimension {fb.dimension}, {fb.orbits} H_n-orbit(s)")
+    out.append(
+        "duplicated neurons (one hyperplane split among several neurons), cancelling pairs and their translations, "
+        "null and constant neurons leave no trace in queries; the recovered network has none beyond what its "
+        "normal form needs"
+    )
+    return tuple(out)
+
+
+def _limits(S: _Session, window: float, check_lines: int) -> tuple[str, ...]:
+    out = [
+        f"each line was searched on a window grown geometrically until it reached 2^{S.reach} times the farthest "
+        f"kink found (|t| ≤ {window:.3g}): a hyperplane that crosses every searched line farther out than that is "
+        "not seen, and a compactly supported bump (several parallel kinks that cancel outside a narrow band) far "
+        "from the origin is seen only if a probe lands in it",
+        "between two neighbouring certified pieces one random query checks linearity: a bump of several kinks "
+        "that returns exactly to the same line inside a gap is found only with the probability that a random "
+        "query lands in it (a second line crosses it elsewhere)",
+        f"the recovered function reproduced the oracle on {check_lines} further random line(s) and on held-out "
+        "random points" + (" exactly" if S.exact else " within the stated precision"),
+    ]
+    if not S.exact:
+        out.append(
+            "float mode: kinks whose slope jump along a line is below the oracle's noise level cannot be seen; "
+            "precision is estimated from the measured noise and the step sizes, not certified"
+        )
+    return tuple(out)
