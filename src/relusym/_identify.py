@@ -64,7 +64,7 @@ _FLOAT_PROBE = 2.0**-5
 _EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on each side (relative)
 _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
-_FLOAT_STEP = 0.25  # Jacobian step, relative to the half-width of the region on the line
+_FLOAT_STEP = 1.0 / 32  # Jacobian step, relative to the half-width of the region on the line
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -99,7 +99,8 @@ class _Session:
         self.floor = 2.0**-52
         self.y0 = 1.0  # float mode: typical output magnitude
         self.residuals: list[float] = []
-        self.reach = 64 if exact else 12  # bits the windows grow past the farthest kink found
+        self.reach = 64 if exact else 12
+        self.enlarge = True  # bits the windows grow past the farthest kink found
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -304,9 +305,9 @@ class _LineSearch:
     def on(self, y: np.ndarray, P: _Piece, t: Any) -> bool:
         if self.S.exact:
             return bool(np.all(y == P.at(t)))
-        span = max(float(P.hi - P.lo), 1e-300)
-        far = max(0.0, float(P.lo - t), float(t - P.hi)) / span
-        return float(np.max(np.abs(y - P.at(t)))) <= self.S.tol(y) * (1.0 + 2.0 * far)
+        # the noise of y and the uncertainty of the fitted piece at t (which grows away from its samples)
+        tol = _TOL_FACTOR * math.hypot(self.S.noise(y), _pred_error(self.S, P, float(t)))
+        return float(np.max(np.abs(y - P.at(t)))) <= tol
 
     def same(self, a: _Anchor, b: _Anchor) -> bool:
         Pa, Pb = a.piece, b.piece
@@ -518,6 +519,7 @@ class _Region:
     F: np.ndarray
     h: list[Any]
     Fj: np.ndarray  # (m, k)
+    verified: bool = False  # passed the random-direction check
 
     def jacobian(self) -> np.ndarray:  # k × m
         cols = [(self.Fj[j] - self.F) / self.h[j] for j in range(len(self.h))]
@@ -587,7 +589,6 @@ def _regions(S: _Session, L: _LineResult, T0: Any, which: Sequence[int] | None =
                 xs = np.array(x)
                 hs = [float((xs[j] + h) - xs[j]) for j in range(S.m)]  # the step actually taken
             out[idx[q]] = _Region(x, blk[0], hs, blk[1:].copy())
-    _check_regions(S, list(out.values()))
     return out
 
 
@@ -609,7 +610,7 @@ def _check_regions(S: _Session, regs: list[_Region]) -> None:
                 pts.append(tuple(xv + rv for xv, rv in zip(R.x, r, strict=True)))
             else:
                 r = S.rng.standard_normal(S.m)
-                r *= min(R.h) / np.linalg.norm(r)
+                r *= float(np.min(np.abs(R.h))) / np.linalg.norm(r)
                 x = np.asarray(R.x) + r
                 r = x - np.asarray(R.x)
                 pts.append(x)
@@ -752,16 +753,43 @@ def _unsafe_steps(S: _Session, H: list[_Hyper], R: _Region) -> dict[int, Any]:
             if bad:
                 out[j] = (best / 2) if best is not None else h / 2
         return out
-    A = np.array([hy.a for hy in H])  # N × m
-    zf = np.asarray(Z, dtype=np.float64)
     h = np.asarray(R.h, dtype=np.float64)
-    opp = (np.sign(A) * np.sign(zf)[:, None]) < 0  # moving along +e_j decreases |z|
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lim = np.where(opp, np.abs(zf)[:, None] / np.abs(A), np.inf)
-    safe = lim.min(axis=0)
-    for j in np.nonzero(h >= 0.9 * safe)[0].tolist():
-        out[j] = 0.45 * float(safe[j])
+    plus, minus = _safe_steps(H, np.asarray(R.x, dtype=np.float64))
+    safe = np.where(h > 0, plus, minus)
+    for j in np.nonzero(np.abs(h) >= 0.9 * safe)[0].tolist():
+        out[j] = float(np.sign(h[j])) * 0.45 * float(safe[j])
     return out
+
+
+def _safe_steps(H: list[_Hyper], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float mode: for each coordinate j the largest |h| such that x + h e_j (h > 0, resp. h < 0) crosses no
+    recovered hyperplane."""
+    A = np.array([hy.a for hy in H])  # N × m
+    z = A @ x + np.array([hy.b for hy in H], dtype=np.float64)
+    sa, sz = np.sign(A), np.sign(z)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(z)[:, None] / np.abs(A)
+    plus = np.where(sa * sz < 0, ratio, np.inf).min(axis=0)  # moving along +e_j decreases |z| when signs differ
+    minus = np.where(sa * sz > 0, ratio, np.inf).min(axis=0)
+    return plus, minus
+
+
+def _enlarge_steps(S: _Session, H: list[_Hyper], regs: list[_Region], cap: float) -> int:
+    """Float mode: redo each coordinate step with the largest safe step (either direction) that the recovered
+    hyperplanes allow, where that is at least twice the step used: the Jacobian error is noise / step."""
+    count = 0
+    for R in regs:
+        x = np.asarray(R.x, dtype=np.float64)
+        plus, minus = _safe_steps(H, x)
+        best = np.minimum(np.maximum(plus, minus), cap) * 0.45
+        sign = np.where(plus >= minus, 1.0, -1.0)
+        h = np.abs(np.asarray(R.h, dtype=np.float64))
+        js = np.nonzero(best > 2.0 * h)[0]
+        if js.size:
+            _redo_steps(S, R, {int(j): float(sign[j] * best[j]) for j in js})
+            R.verified = False
+            count += int(js.size)
+    return count
 
 
 def _redo_steps(S: _Session, R: _Region, fix: dict[int, Any]) -> None:
@@ -920,7 +948,7 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     dG = np.zeros(S.m)
     for R in (Rm, Rp):
         nz = 2.0 * S.noise(R.F)
-        dG += nz / np.asarray(R.h, dtype=np.float64)
+        dG += nz / np.abs(np.asarray(R.h, dtype=np.float64))
     dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
     nv = float(np.linalg.norm(hy.v))
     if nv == 0:
@@ -1026,20 +1054,15 @@ def _identify(
     origin: list[tuple[int, int]] = [(0, u) for u in range(N1)]  # (line, kink) each hyperplane came from
     lines = [L1]
     line_regs = [regs]
-    # repair unsafe steps (a step that crossed a hyperplane corrupts the Jacobian of its region)
-    for _ in range(8):
-        changed = False
-        for li, rg in enumerate(line_regs):
-            for i, R in rg.items():
-                fix = _unsafe_steps(S, H, R)
-                if fix:
-                    _redo_steps(S, R, fix)
-                    changed = True
-        if not changed:
-            break
-        H = _rebuild(S, lines, line_regs, origin)
-    else:
-        raise IdentificationError("the Jacobian steps could not be made safe: the recovered hyperplanes keep moving")
+    # a step that crossed a hyperplane corrupts the Jacobian of its region: redo such steps shorter
+    H = _repair(S, lines, line_regs, origin, H)
+    H = _verify_regions(S, lines, line_regs, origin, H)
+    if not S.exact and S.enlarge:
+        # second pass: the hyperplanes are known, so every step can be as long as the region allows
+        cap = 4.0 * float(T0)
+        if _enlarge_steps(S, H, list(regs.values()), cap):
+            H = _rebuild(S, lines, line_regs, origin)
+            H = _verify_regions(S, lines, line_regs, origin, H)
     M, e = _affine(S, H, regs[0])
     # consistency on further lines
     checked = 0
@@ -1068,17 +1091,8 @@ def _identify(
         li = len(lines) - 1
         origin += [(li, u) for u in new_idx]
         H = _rebuild(S, lines, line_regs, origin)
-        for _ in range(8):
-            changed = False
-            for rg in line_regs:
-                for R in rg.values():
-                    fix = _unsafe_steps(S, H, R)
-                    if fix:
-                        _redo_steps(S, R, fix)
-                        changed = True
-            if not changed:
-                break
-            H = _rebuild(S, lines, line_regs, origin)
+        H = _repair(S, lines, line_regs, origin, H)
+        H = _verify_regions(S, lines, line_regs, origin, H)
         M, e = _affine(S, H, regs[0])
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
     else:
@@ -1143,6 +1157,47 @@ def _identify(
         elapsed=time.monotonic() - t_start,
         notes=tuple(notes),
     )
+
+
+def _repair(
+    S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]],
+    H: list[_Hyper],
+    rounds: int = 3,
+) -> list[_Hyper]:
+    """Redo the steps that cross a recovered hyperplane and rebuild, for a few rounds (a hyperplane recovered
+    from a corrupted Jacobian is itself wrong, so this need not converge; the random-direction check of
+    :func:`_verify_regions` is what guarantees clean Jacobians)."""
+    for _ in range(rounds):
+        changed = False
+        for rg in line_regs:
+            for R in rg.values():
+                fix = _unsafe_steps(S, H, R)
+                if fix:
+                    _redo_steps(S, R, fix)
+                    changed = True
+        if not changed:
+            return H
+        H = _rebuild(S, lines, line_regs, origin)
+    return H
+
+
+def _verify_regions(
+    S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]],
+    H: list[_Hyper],
+) -> list[_Hyper]:
+    """The random-direction check of every region (once), then rebuild and repair again if any was redone."""
+    regs = [R for rg in line_regs for R in rg.values() if not R.verified]
+    before = [list(R.h) for R in regs]
+    _check_regions(S, regs)
+    for R in regs:
+        R.verified = True
+    if any(list(R.h) != h for R, h in zip(regs, before, strict=True)):
+        H = _rebuild(S, lines, line_regs, origin)
+    H = _repair(S, lines, line_regs, origin, H)
+    for R in regs:
+        if _unsafe_steps(S, H, R):
+            raise IdentificationError("the Jacobian steps could not be made safe: the recovered hyperplanes keep moving")
+    return H
 
 
 def _rebuild(
