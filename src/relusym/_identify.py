@@ -58,9 +58,9 @@ __all__ = ["Identification", "identify"]
 _MAX_STEPS = 200  # window growth steps per side, at most
 _GROW_EXACT = 8  # each growth step multiplies the window by 2^8 (exact mode) or 2^4 (float mode)
 _GROW_FLOAT = 4
-_TOL_FACTOR = 32.0  # float mode: a value is "on a line" within this many noise levels
+_TOL_FACTOR = 16.0  # float mode: a value is "on a line" within this many noise levels
 _EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
-_FLOAT_PROBE = 2.0**-5
+_FLOAT_PROBE = 2.0**-3
 _EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on each side (relative)
 _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
@@ -168,12 +168,13 @@ class _Session:
     def num(self, x: Any) -> Any:
         return Fraction(x) if self.exact else float(x)
 
-    def noise(self, y: Any) -> float:
-        """Float mode: the noise level of an oracle value of size |y|."""
-        return self.eps * (self.y0 + float(np.max(np.abs(y))))
+    def noise(self, y: Any, t: float = 0.0) -> float:
+        """Float mode: the noise level of an oracle value of size |y| at line parameter t (the rounding of the
+        query point p + t d grows with |t|)."""
+        return self.eps * (self.y0 + float(np.max(np.abs(y)))) * (1.0 + abs(t) / self.scale)
 
-    def tol(self, y: Any) -> float:
-        return _TOL_FACTOR * self.noise(y)
+    def tol(self, y: Any, t: float = 0.0) -> float:
+        return _TOL_FACTOR * self.noise(y, t)
 
     def rand_between(self, a: Any, b: Any) -> Any:
         """A random point of the middle of (a, b)."""
@@ -192,7 +193,7 @@ def _is_seq(x: Any) -> bool:
 # one line: exact breakpoint search
 
 
-_Y0_HINT = [1.0]  # float mode: the typical output magnitude, for the weights of piece fits (set per session)
+_Y0_HINT = [1.0, 1.0]  # float mode: typical output magnitude and input scale, for the weights of piece fits
 
 
 class _Piece:
@@ -222,7 +223,7 @@ class _Piece:
             # weighted least squares: the noise of a value grows with its size (far samples are noisier)
             t = np.array(self.ts, dtype=np.float64)
             Y = np.array(self.ys, dtype=np.float64)
-            w = 1.0 / (_Y0_HINT[0] + np.max(np.abs(Y), axis=1))
+            w = 1.0 / ((_Y0_HINT[0] + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(t) / _Y0_HINT[1]))
             tm = float((w * t).sum() / w.sum())
             X = np.stack([np.ones_like(t), t - tm], axis=1) * w[:, None]
             coef, *_ = np.linalg.lstsq(X, Y * w[:, None], rcond=None)
@@ -306,12 +307,17 @@ class _LineSearch:
         if self.S.exact:
             return bool(np.all(y == P.at(t)))
         # the noise of y and the uncertainty of the fitted piece at t (which grows away from its samples)
-        tol = _TOL_FACTOR * math.hypot(self.S.noise(y), _pred_error(self.S, P, float(t)))
+        tol = _TOL_FACTOR * math.hypot(self.S.noise(y, float(t)), _pred_error(self.S, P, float(t)))
         return float(np.max(np.abs(y - P.at(t)))) <= tol
 
     def same(self, a: _Anchor, b: _Anchor) -> bool:
+        """Whether the pieces of two anchors are one line: exactly, or (float mode) within noise over the union
+        of their extents (comparing only at the anchors would hide a kink in a short gap)."""
         Pa, Pb = a.piece, b.piece
-        return self.on(Pb.at(b.t), Pa, b.t) and self.on(Pa.at(a.t), Pb, a.t)
+        if self.S.exact:
+            return bool(np.all(Pa.s == Pb.s) and np.all(Pa.c == Pb.c))
+        lo, hi = min(Pa.lo, Pb.lo), max(Pa.hi, Pb.hi)
+        return all(self.on(Pb.at(t), Pa, t) and self.on(Pa.at(t), Pb, t) for t in (lo, hi))
 
     def intersect(self, Pa: _Piece, Pb: _Piece) -> Any:
         ds = Pa.s - Pb.s
@@ -358,7 +364,7 @@ class _LineSearch:
                 ok = bool(np.all(mid == yc))
             else:
                 res = float(np.max(np.abs(mid - yc)))
-                ok = res <= S.tol(yc)
+                ok = res <= S.tol(yc, float(c))
                 if ok:
                     S.residuals.append(res / (S.y0 + float(np.max(np.abs(yc)))))
             if ok:
@@ -372,9 +378,11 @@ class _LineSearch:
         )
 
     def resolution(self, a: Any, b: Any) -> bool:
+        """Whether the gap (a, b) may still be split: exact mode always (up to 2^-400); float mode while it is
+        wider than √ε of the scale, below which the oracle's noise hides the slopes."""
         if self.S.exact:
             return b - a > Fraction(1, 2**400)
-        return float(b - a) > 2.0**-40 * (1.0 + abs(float(a)) + abs(float(b)))
+        return float(b - a) > math.sqrt(self.S.eps) * 1e-2 * (self.S.scale + abs(float(a)) + abs(float(b)))
 
     def resolve(self) -> None:
         """Refine until every gap between consecutive anchors is closed (same piece or a confirmed kink)."""
@@ -389,9 +397,15 @@ class _LineSearch:
                 return
             a, b = gap
             if not self.resolution(a.t, b.t):
+                if S.exact:
+                    raise IdentificationError(
+                        f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
+                    )
                 raise IdentificationError(
-                    f"two kinks of the restriction to a line lie closer than the resolution near t = {float(a.t):.6g}"
-                    + ("" if S.exact else " (float mode: the oracle's precision does not separate them)")
+                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
+                    f"(relative {S.eps:.2g}) near t = {float(a.t):.6g}: it has kinks closer together than its "
+                    "precision can separate, or it is not a ReLU network (added noise, rounded outputs, a smooth "
+                    "activation)"
                 )
             Pa, Pb = a.piece, b.piece
             # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
@@ -431,16 +445,16 @@ class _LineSearch:
                     self.insert(A1)
                     self.insert(A2)
                     continue
-                if ok1:
-                    Pa.add(u1, y1, S.exact)
-                    self.insert(_Anchor(u1, Pa))
-                if ok2:
-                    Pb.add(u2, y2, S.exact)
-                    self.insert(_Anchor(u2, Pb))
+                if S.exact:  # float mode: a sample near an unconfirmed kink may fit the wrong piece within noise
+                    if ok1:
+                        Pa.add(u1, y1, True)
+                        self.insert(_Anchor(u1, Pa))
+                    if ok2:
+                        Pb.add(u2, y2, True)
+                        self.insert(_Anchor(u2, Pb))
+                    ga, gb = (u1 if ok1 else ga), (u2 if ok2 else gb)
                 if not ok0:
-                    lo = u1 if ok1 else ga
-                    hi = u2 if ok2 else gb
-                    self.probe(lo, hi, ts, ys)
+                    self.probe(ga, gb, ts, ys)
                 elif not ok1:
                     self.probe(ga, ts, u1, y1)
                 else:
@@ -917,16 +931,19 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     """Float mode: the oracle's relative noise from collinear triples on a short segment at several places."""
     res = []
     mags = []
-    for _ in range(6):
+    for _ in range(8):
         t = float(S.rng.uniform(-T0, T0))
-        dl = T0 * 2.0**-12
+        dl = T0 * 2.0**-8
         Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
         res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
         mags.append(float(np.max(np.abs(Y))))
     S.y0 = max(float(np.median(mags)), 1e-300)
     _Y0_HINT[0] = S.y0
+    _Y0_HINT[1] = S.scale
     rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
-    S.eps = max(S.floor, rel[len(rel) // 2] * 2)
+    # the second largest of eight (a triple that straddles a kink gives one outlier): rounding noise is not
+    # Gaussian, and an underestimate would make the search see kinks everywhere
+    S.eps = max(S.floor, rel[-2] * 2)
 
 
 def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
@@ -970,7 +987,7 @@ def _pred_error(S: _Session, P: _Piece, t: float) -> float:
     """Float mode: the standard error of a weighted least-squares piece's value at t (sample noise ∝ y0 + |y|)."""
     ts = np.array(P.ts, dtype=np.float64)
     Y = np.array(P.ys, dtype=np.float64)
-    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1))
+    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(ts) / S.scale)
     w = 1.0 / sig**2
     if len(ts) < 2:
         return math.inf
