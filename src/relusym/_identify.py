@@ -100,7 +100,10 @@ class _Session:
         self.y0 = 1.0  # float mode: typical output magnitude
         self.residuals: list[float] = []
         self.reach = 64 if exact else 12
-        self.enlarge = True  # bits the windows grow past the farthest kink found
+        self.enlarge = True
+        self.refine = True
+        self.refine_bits = 44.0
+        self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line  # bits the windows grow past the farthest kink found
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -425,6 +428,12 @@ class _LineSearch:
                     self.probe(ga, gb, u, y)
                 continue
             ts = self.intersect(Pa, Pb)
+            if not S.exact:
+                # float mode: the outermost sample of a piece may sit just across a kink (within noise), so
+                # only the inner half of each piece's extent beyond its anchor is trusted
+                ga2 = (a.t + Pa.hi) / 2 if Pa.hi > a.t else a.t
+                gb2 = (b.t + Pb.lo) / 2 if Pb.lo < b.t else b.t
+                ga, gb = (ga2, gb2) if ga2 < gb2 else (a.t, b.t)
             if ts is not None and ga < ts < gb:
                 u1 = S.rand_between(ga, ts)
                 u2 = S.rand_between(ts, gb)
@@ -1080,6 +1089,9 @@ def _identify(
         if _enlarge_steps(S, H, list(regs.values()), cap):
             H = _rebuild(S, lines, line_regs, origin)
             H = _verify_regions(S, lines, line_regs, origin, H)
+    refined: dict[int, _Hyper] = {}
+    if not S.exact and S.refine and H:
+        H, refined = _refine_worst(S, H, float(T0), origin)
     M, e = _affine(S, H, regs[0])
     # consistency on further lines
     checked = 0
@@ -1090,7 +1102,7 @@ def _identify(
         p2, d2 = _random_line(S)
         L2 = _LineSearch(S, p2, d2).run(T0)
         window = max(window, abs(float(L2.lo)), abs(float(L2.hi)))
-        new_idx, ok, rel = _compare_line(S, H, M, e, L2)
+        new_idx, ok, rel, stale = _compare_line(S, H, M, e, L2)
         max_rel = max(max_rel, rel)
         if not new_idx and ok:
             checked += 1
@@ -1106,6 +1118,8 @@ def _identify(
         lines.append(L2)
         line_regs.append(rg2)
         li = len(lines) - 1
+        # an imprecise copy of a hyperplane found again here (its predicted crossing missed the kink) is replaced
+        origin = [o for q, o in enumerate(origin) if q not in stale]
         origin += [(li, u) for u in new_idx]
         H = _rebuild(S, lines, line_regs, origin)
         H = _repair(S, lines, line_regs, origin, H)
@@ -1217,41 +1231,149 @@ def _verify_regions(
     return H
 
 
+def _refine(S: _Session, H: list[_Hyper], u: int, cap: float, tries: int = 24) -> _Hyper | None:
+    """Float mode: measure hyperplane u again away from the line, at a point of it where the other recovered
+    hyperplanes leave long coordinate steps: two Jacobians at x± = x_c ± s n (2(m + 1) queries), their jump
+    gives (a, v), and the two affine maps meet on the segment at the point that gives b."""
+    h = H[u]
+    a = np.asarray(h.a, dtype=np.float64)
+    n = a / np.linalg.norm(a)
+    others = [H[i] for i in range(len(H)) if i != u]
+    x0 = -h.b * a / float(a @ a)  # the point of the hyperplane nearest the origin
+    best = None
+    for q in range(tries):
+        g = S.rng.standard_normal(S.m)
+        g -= (g @ n) * n
+        r = S.scale * (0.25 + 1.75 * S.rng.random()) / max(float(np.linalg.norm(g)), 1e-300)
+        xc = x0 + (0.0 if q == 0 else r) * g
+        if others:
+            Ao = np.array([o.a for o in others])
+            zo = Ao @ xc + np.array([o.b for o in others])
+            s_max = float(np.min(np.abs(zo) / np.maximum(np.abs(Ao @ n), 1e-300)))
+        else:
+            s_max = cap
+        s = min(0.5 * s_max, cap)
+        steps = []
+        for sign in (1.0, -1.0):
+            x = xc + sign * s * n
+            if others:
+                plus, minus = _safe_steps(others + [h], x)
+                steps.append(np.minimum(np.maximum(plus, minus), cap))
+            else:
+                steps.append(np.full(S.m, cap))
+        cost = float(np.sqrt(np.sum((1.0 / steps[0] + 1.0 / steps[1]) ** 2)))
+        if best is None or cost < best[0]:
+            best = (cost, xc, s, steps)
+    assert best is not None
+    _, xc, s, steps = best
+    regs = []
+    for sign, st in zip((1.0, -1.0), steps, strict=True):
+        x = xc + sign * s * n
+        plus, minus = _safe_steps(others + [h], x) if others else (np.full(S.m, cap), np.full(S.m, cap))
+        hs = np.where(plus >= minus, 1.0, -1.0) * 0.45 * st
+        E = np.tile(x, (S.m + 1, 1))
+        E[np.arange(1, S.m + 1), np.arange(S.m)] += hs
+        Y = S.query(E)
+        taken = [float(E[1 + j, j] - x[j]) for j in range(S.m)]
+        regs.append(_Region(x, Y[0], taken, Y[1:].copy()))
+    _check_regions(S, regs)
+    Rp, Rm = regs
+    Gp, Gm = Rp.jacobian(), Rm.jacobian()
+    J = Gp - Gm
+    _U, _sv, Vt = np.linalg.svd(J, full_matrices=False)
+    a_new = Vt[0] if float(Vt[0] @ n) > 0 else -Vt[0]
+    v_new = J @ a_new
+    # the two affine maps along y = xc + τ n meet at the kink
+    Fp = Rp.F + Gp @ (xc - Rp.x)
+    Fm = Rm.F + Gm @ (xc - Rm.x)
+    Jn = J @ n
+    tau = -float((Fp - Fm) @ Jn) / max(float(Jn @ Jn), 1e-300)
+    xk = xc + tau * n
+    new = _Hyper(a_new, -float(a_new @ xk), v_new)
+    # errors: the Jacobian errors from the noise and steps, and the kink point from the two values
+    dG = np.zeros(S.m)
+    for R in regs:
+        dG += 2.0 * S.noise(R.F) / np.abs(np.asarray(R.h))
+    dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
+    nv = float(np.linalg.norm(v_new))
+    da = dJ / max(nv, 1e-300)
+    dtau = 4.0 * S.noise(Rp.F) / max(float(np.linalg.norm(Jn)), 1e-300) + da * s
+    db = da * float(np.linalg.norm(xk)) + dtau
+    new.err_w = math.hypot(da, db) / math.hypot(1.0, new.b)
+    new.err_v = dJ / max(nv, 1e-300) + da
+    return new
+
+
+def _refine_worst(
+    S: _Session, H: list[_Hyper], T0: float, origin: list[tuple[int, int]]
+) -> tuple[list[_Hyper], dict[int, _Hyper]]:
+    """Re-measure (see :func:`_refine`) the hyperplanes whose estimated error is worst: those worse than
+    2^-min(refine_bits, ...) or than 8× the median, at most a quarter of them."""
+    err = np.array([max(h.err_w, h.err_v) for h in H])
+    med = float(np.median(err))
+    order = np.argsort(-err)
+    limit = max(1, len(H) // 4)
+    out = list(H)
+    done: dict[int, _Hyper] = {}
+    for u in order[:limit].tolist():
+        if err[u] <= max(8.0 * med, 2.0**-S.refine_bits):
+            break
+        new = _refine(S, out, u, 4.0 * T0)
+        if new is not None and max(new.err_w, new.err_v) < err[u]:
+            out[u] = new
+            done[u] = new
+            S.overrides[origin[u]] = new
+    return out, done
+
+
 def _rebuild(
     S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]]
 ) -> list[_Hyper]:
     out = []
     for li, u in origin:
-        out += _line_hypers(S, lines[li], line_regs[li], [u])
+        if (li, u) in S.overrides:
+            out.append(S.overrides[(li, u)])
+        else:
+            out += _line_hypers(S, lines[li], line_regs[li], [u])
     return out
 
 
 def _compare_line(
     S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, L: _LineResult
-) -> tuple[list[int], bool, float]:
-    """Kinks of line L that no recovered hyperplane explains, whether everything else agrees, and the largest
-    relative disagreement of the sampled values."""
+) -> tuple[list[int], bool, float, set[int]]:
+    """Kinks of line L that no recovered hyperplane explains, whether everything else agrees, the largest
+    relative disagreement of the sampled values, and (float mode) the recovered hyperplanes that are imprecise
+    copies of unexplained kinks (predicted nearby, with a similar slope jump, but outside their tolerance)."""
     p, d = L.p, L.d
-    pred: list[tuple[Any, np.ndarray]] = []
-    for h in H:
+    pred: list[tuple[Any, ...]] = []
+    pred_index: list[int] = []  # the hyperplane of each prediction
+    for hi_, h in enumerate(H):
         if S.exact:
             ad = sum((h.a[j] * d[j] for j in range(S.m)), Fraction(0))
             if ad == 0:
                 continue
             ap = sum((h.a[j] * p[j] for j in range(S.m)), Fraction(0))
-            pred.append((-(ap + h.b) / ad, h.v * abs(ad)))
+            pred.append((-(ap + h.b) / ad, h.v * abs(ad), 0, 0))
+            pred_index.append(hi_)
         else:
             ad = float(h.a @ d)
             if ad == 0:
                 continue
-            pred.append((-(float(h.a @ p) + h.b) / ad, h.v * abs(ad)))
+            tq = -(float(h.a @ p) + h.b) / ad
+            # how far the estimated errors of (a, b) and v let the crossing and its slope jump move
+            xn = float(np.linalg.norm(p + tq * d))
+            tol_t = 8.0 * h.err_w * math.hypot(1.0, float(h.b)) * (1.0 + xn) / abs(ad) + 1e-9 * (1.0 + abs(tq))
+            tol_j = 8.0 * (h.err_v + h.err_w) * float(np.linalg.norm(h.v)) * abs(ad)
+            pred.append((tq, h.v * abs(ad), tol_t, tol_j))
+            pred_index.append(hi_)
     new: list[int] = []
     used = set()
     ok = True
     for u, t in enumerate(L.kinks):
         jump = L.pieces[u + 1].s - L.pieces[u].s
         hit = None
-        for q, (tq, jq) in enumerate(pred):
+        best = math.inf
+        for q, (tq, _jq, tol_t, _tj) in enumerate(pred):
             if q in used:
                 continue
             if S.exact:
@@ -1259,30 +1381,43 @@ def _compare_line(
                     hit = q
                     break
             else:
-                tol_t = 1e-6 * (1.0 + abs(float(t)))
-                if abs(float(tq) - float(t)) <= tol_t:
-                    hit = q
-                    break
+                dist = abs(float(tq) - float(t))
+                if dist <= tol_t and dist / tol_t < best:
+                    hit, best = q, dist / tol_t
         if hit is None:
             new.append(u)
             continue
         used.add(hit)
-        jq = pred[hit][1]
+        jq, tol_j = pred[hit][1], pred[hit][3]
         if S.exact:
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
         else:
-            if float(np.max(np.abs(np.asarray(jq - jump, dtype=np.float64)))) > 1e-4 * (
-                float(np.max(np.abs(np.asarray(jump, dtype=np.float64)))) + 1e-300
-            ):
+            Pa, Pb = L.pieces[u], L.pieces[u + 1]
+            span = max(min(float(Pa.hi - Pa.lo), float(Pb.hi - Pb.lo)), 1e-300)
+            tol_meas = 2.0 * _TOL_FACTOR * S.noise(Pa.at(t), float(t)) / span  # slope error of the line pieces
+            if float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
                 ok = False
     lo, hi = L.lo, L.hi
-    for q, (tq, jq) in enumerate(pred):
-        if q in used or not (lo < tq < hi):
+    stale: set[int] = set()
+    if not S.exact:
+        for u in new:
+            t = float(L.kinks[u])
+            jump = np.asarray(L.pieces[u + 1].s - L.pieces[u].s, dtype=np.float64)
+            cands = [
+                (abs(float(pq[0]) - t) / pq[2], q)
+                for q, pq in enumerate(pred)
+                if q not in used and q not in stale and lo < pq[0] < hi
+                and float(np.linalg.norm(np.asarray(pq[1], dtype=np.float64) - jump)) <= 0.5 * float(np.linalg.norm(jump))
+            ]
+            if cands:
+                stale.add(min(cands)[1])
+    for q, (tq, jq, _tt, tj) in enumerate(pred):
+        if q in used or q in stale or not (lo < tq < hi):
             continue
         if S.exact:
             ok = False
-        elif float(np.max(np.abs(np.asarray(jq, dtype=np.float64)))) * 1.0 > 1e-6 * (S.y0 + 1.0):
+        elif float(np.linalg.norm(np.asarray(jq, dtype=np.float64))) > 2.0 * tj + 1e-6 * S.y0 / S.scale:
             ok = False
     # the sampled values
     ts = [t for t, _ in L.samples]
@@ -1305,7 +1440,7 @@ def _compare_line(
             )
             if not bool(np.all(diff <= bound)):
                 ok = False
-    return new, ok, rel
+    return new, ok, rel, {pred_index[q] for q in stale}
 
 
 def _heldout_bound(S: _Session, H: list[_Hyper], X: np.ndarray, Y: np.ndarray) -> np.ndarray:
