@@ -99,7 +99,7 @@ class _Session:
         self.floor = 2.0**-52
         self.y0 = 1.0  # float mode: typical output magnitude
         self.residuals: list[float] = []
-        self.reach = 64 if exact else 12
+        self.reach = 64 if exact else 8
         self.enlarge = True
         self.refine = True
         self.refine_bits = 44.0
@@ -489,7 +489,10 @@ class _LineSearch:
             quiet = 0
             T = T0
             steps = 0
-            while quiet < quiet_steps and steps < _MAX_STEPS:
+            # float mode: far out the rounding of p + t d swamps small kinks, so the growth also stops at
+            # 2^(reach + 4) times the first window
+            limit = None if S.exact else T0 * 2.0 ** (self.S.reach + 4)
+            while quiet < quiet_steps and steps < _MAX_STEPS and (limit is None or T < limit):
                 steps += 1
                 before = self.count_kinks()
                 c = side * T * 2**grow
@@ -1026,7 +1029,7 @@ def identify(
     scale: float = 1.0,
     check_lines: int = 1,
     heldout: int = 32,
-    min_bits: float = 12.0,
+    min_bits: float = 8.0,
     fiber_budget: float = 10.0,
     reach: int | None = None,
 ) -> Identification:
@@ -1042,7 +1045,7 @@ def identify(
     (exact mode) or within noise (float mode); ``heldout``: further random points checked; ``min_bits``: float
     mode refuses (:class:`~relusym.errors.IdentificationError`) a result whose estimated precision is below
     this many bits; ``reach``: the windows grow geometrically until they extend 2^reach times past the
-    farthest kink found (default 64 in exact mode, 12 in float mode).
+    farthest kink found (default 64 in exact mode, 8 in float mode).
     """
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise InvalidNetworkError(f"m must be a positive integer (the number of inputs), got {m!r}")
