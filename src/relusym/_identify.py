@@ -99,18 +99,17 @@ class _Session:
         self.floor = 2.0**-52
         self.y0 = 1.0  # float mode: typical output magnitude
         self.residuals: list[float] = []
-        self.reach = 64 if exact else 8
-        self.enlarge = True
-        self.refine = True
-        self.refine_bits = 44.0
-        self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line  # bits the windows grow past the farthest kink found
+        self.reach = 64 if exact else 8  # bits the windows grow past the farthest kink found
+        self.enlarge = True  # float mode: second Jacobian pass with the longest safe steps
+        self.refine = True  # float mode: re-measure the worst hyperplanes off their line
+        self.refine_bits = 44.0  # ... unless their estimated error is already below 2^-refine_bits
+        self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
         if self.max_queries is not None and self.queries + b > self.max_queries:
             raise BudgetExceededError(
-                f"identification needs more than max_queries = {self.max_queries} queries "
-                f"({self.queries} used so far)"
+                f"identification needs more than max_queries = {self.max_queries} queries ({self.queries} used so far)"
             )
         if time.monotonic() > self.deadline:
             raise BudgetExceededError(f"identification ran past its budget of seconds ({self.queries} queries used)")
@@ -134,7 +133,9 @@ class _Session:
             for i, row in enumerate(rows):
                 vals = [row] if self.k == 1 and not _is_seq(row) else list(row)
                 if len(vals) != self.k:
-                    raise IdentificationError(f"the oracle returned {len(vals)} outputs at a point, expected k = {self.k}")
+                    raise IdentificationError(
+                        f"the oracle returned {len(vals)} outputs at a point, expected k = {self.k}"
+                    )
                 for r, v in enumerate(vals):
                     if isinstance(v, float) and not math.isfinite(v):
                         raise IdentificationError("the oracle returned a non-finite value")
@@ -398,6 +399,12 @@ class _LineSearch:
                     break
             if gap is None:
                 return
+            if len(self.anchors) > 64 * (self.count_kinks() + 8):
+                raise IdentificationError(
+                    f"the breakpoint search on a line does not settle ({len(self.anchors)} probes for "
+                    f"{self.count_kinks()} kinks): the oracle is not piecewise linear"
+                    + (" (an exact oracle must return exact values)" if S.exact else " within its measured noise")
+                )
             a, b = gap
             if not self.resolution(a.t, b.t):
                 if S.exact:
@@ -440,7 +447,8 @@ class _LineSearch:
                 dl = min(ts - u1, u2 - ts) * (_EXACT_NEAR if S.exact else _FLOAT_NEAR)
                 ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
                 # a single kink at ts: the value there is on both pieces, and so are values just beside it
-                ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts) and self.on(ym, Pa, ts - dl) and self.on(yp, Pb, ts + dl)
+                ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
+                ok0 = ok0 and self.on(ym, Pa, ts - dl) and self.on(yp, Pb, ts + dl)
                 ok1 = self.on(y1, Pa, u1)
                 ok2 = self.on(y2, Pb, u2)
                 if ok0 and ok1 and ok2:
@@ -629,8 +637,12 @@ def _check_regions(S: _Session, regs: list[_Region]) -> None:
         pts = []
         dirs = []
         for R in todo:
+            r: Any
             if S.exact:
-                r = [Fraction(int(S.rng.integers(1, 2**10)) * (1 if S.rng.random() < 0.5 else -1), 2**10) for _ in range(S.m)]
+                r = [
+                    Fraction(int(S.rng.integers(1, 2**10)) * (1 if S.rng.random() < 0.5 else -1), 2**10)
+                    for _ in range(S.m)
+                ]
                 hmin = min(R.h)
                 r = [x * hmin / S.m for x in r]
                 pts.append(tuple(xv + rv for xv, rv in zip(R.x, r, strict=True)))
@@ -928,9 +940,12 @@ class Identification:
 
 
 def _random_line(S: _Session) -> tuple[Any, Any]:
+    p: Any
+    d: Any
     if S.exact:
         q = 2**12
-        p = tuple(Fraction(int(S.rng.integers(-q, q + 1)), q) * Fraction(S.scale).limit_denominator(2**20) / 2 for _ in range(S.m))
+        sc = Fraction(S.scale).limit_denominator(2**20) / 2
+        p = tuple(Fraction(int(S.rng.integers(-q, q + 1)), q) * sc for _ in range(S.m))
         d = tuple(Fraction(int(S.rng.integers(-q, q + 1)) or 1, q) for _ in range(S.m))
         return p, d
     p = S.rng.standard_normal(S.m) * (S.scale / 2 / math.sqrt(S.m))
@@ -964,7 +979,7 @@ def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Seq
         Rm, Rp = regs[u], regs[u + 1]
         J = Rp.jacobian() - Rm.jacobian()
         t = L.kinks[u]
-        xk = tuple(pi + t * di for pi, di in zip(L.p, L.d, strict=True)) if S.exact else L.p + t * L.d
+        xk: Any = tuple(pi + t * di for pi, di in zip(L.p, L.d, strict=True)) if S.exact else L.p + t * L.d
         hy = _hyper_from_jump(S, J, xk, L.d)
         if not S.exact:
             _float_errors(S, hy, Rm, Rp, L, u, xk)
@@ -1030,7 +1045,7 @@ def identify(
     check_lines: int = 1,
     heldout: int = 32,
     min_bits: float = 8.0,
-    fiber_budget: float = 10.0,
+    fiber_budget: float = 2.0,
     reach: int | None = None,
 ) -> Identification:
     """Recover the function of a one-hidden-layer ReLU network from queries only: its normal form, a network of
@@ -1194,7 +1209,10 @@ def _identify(
 
 
 def _repair(
-    S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]],
+    S: _Session,
+    lines: list[_LineResult],
+    line_regs: list[dict[int, _Region]],
+    origin: list[tuple[int, int]],
     H: list[_Hyper],
     rounds: int = 3,
 ) -> list[_Hyper]:
@@ -1216,7 +1234,10 @@ def _repair(
 
 
 def _verify_regions(
-    S: _Session, lines: list[_LineResult], line_regs: list[dict[int, _Region]], origin: list[tuple[int, int]],
+    S: _Session,
+    lines: list[_LineResult],
+    line_regs: list[dict[int, _Region]],
+    origin: list[tuple[int, int]],
     H: list[_Hyper],
 ) -> list[_Hyper]:
     """The random-direction check of every region (once), then rebuild and repair again if any was redone."""
@@ -1230,7 +1251,9 @@ def _verify_regions(
     H = _repair(S, lines, line_regs, origin, H)
     for R in regs:
         if _unsafe_steps(S, H, R):
-            raise IdentificationError("the Jacobian steps could not be made safe: the recovered hyperplanes keep moving")
+            raise IdentificationError(
+                "the Jacobian steps could not be made safe: the recovered hyperplanes keep moving"
+            )
     return H
 
 
@@ -1410,8 +1433,11 @@ def _compare_line(
             cands = [
                 (abs(float(pq[0]) - t) / pq[2], q)
                 for q, pq in enumerate(pred)
-                if q not in used and q not in stale and lo < pq[0] < hi
-                and float(np.linalg.norm(np.asarray(pq[1], dtype=np.float64) - jump)) <= 0.5 * float(np.linalg.norm(jump))
+                if q not in used
+                and q not in stale
+                and lo < pq[0] < hi
+                and float(np.linalg.norm(np.asarray(pq[1], dtype=np.float64) - jump))
+                <= 0.5 * float(np.linalg.norm(jump))
             ]
             if cands:
                 stale.add(min(cands)[1])
@@ -1425,8 +1451,10 @@ def _compare_line(
     # the sampled values
     ts = [t for t, _ in L.samples]
     Y = np.array([y for _, y in L.samples], dtype=object if S.exact else np.float64)
-    X = [tuple(pi + t * di for pi, di in zip(p, d, strict=True)) for t in ts] if S.exact else np.array(
-        [p + t * d for t in ts]
+    X = (
+        [tuple(pi + t * di for pi, di in zip(p, d, strict=True)) for t in ts]
+        if S.exact
+        else np.array([p + t * d for t in ts])
     )
     rel = 0.0
     if not new:
@@ -1438,15 +1466,13 @@ def _compare_line(
             diff = np.max(np.abs(Y - Yh), axis=1)
             mag = S.y0 + np.max(np.abs(Y), axis=1)
             rel = float(np.max(diff / mag))
-            bound = np.maximum(
-                np.array([S.tol(y) for y in Y]), 4.0 * _heldout_bound(S, H, X, Y)
-            )
+            bound = np.maximum(np.array([S.tol(y) for y in Y]), 4.0 * _heldout_bound(S, H, X, Y))
             if not bool(np.all(diff <= bound)):
                 ok = False
     return new, ok, rel, {pred_index[q] for q in stale}
 
 
-def _heldout_bound(S: _Session, H: list[_Hyper], X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def _heldout_bound(S: _Session, H: list[_Hyper], X: Any, Y: np.ndarray) -> np.ndarray:
     """Float mode: the disagreement the estimated parameter errors allow at the points X."""
     if not H:
         return np.zeros(len(X))
@@ -1578,9 +1604,7 @@ def _absorb_exact(nf: NormalForm) -> Network | None:
 
 
 def _describe_fiber(fb: Any, net: Network) -> tuple[str, ...]:
-    out = [
-        "the order of the neurons and a positive scale of each (the H_n-orbit): (v, a, b) ↦ (v/d, d a, d b), d > 0"
-    ]
+    out = ["the order of the neurons and a positive scale of each (the H_n-orbit): (v, a, b) ↦ (v/d, d a, d b), d > 0"]
     if fb is None:
         out.append("the rest of the fibre was not computed within budget")
         return tuple(out)
