@@ -444,7 +444,14 @@ class _LineSearch:
             if ts is not None and ga < ts < gb:
                 u1 = S.rand_between(ga, ts)
                 u2 = S.rand_between(ts, gb)
-                dl = min(ts - u1, u2 - ts) * (_EXACT_NEAR if S.exact else _FLOAT_NEAR)
+                room = min(ts - u1, u2 - ts)
+                if S.exact:
+                    dl = room * _EXACT_NEAR
+                else:
+                    # as close as the noise allows: the two pieces must differ there by many noise levels
+                    ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+                    need = 64.0 * S.tol(Pa.at(ts), float(ts)) / max(ds, 1e-300)
+                    dl = min(room * _FLOAT_NEAR, max(room * 2.0**-12, need))
                 ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
                 # a single kink at ts: the value there is on both pieces, and so are values just beside it
                 ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
@@ -958,9 +965,9 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     """Float mode: the oracle's relative noise from collinear triples on a short segment at several places."""
     res = []
     mags = []
-    for _ in range(8):
+    for _ in range(16):
         t = float(S.rng.uniform(-T0, T0))
-        dl = T0 * 2.0**-8
+        dl = T0 * 2.0**-14
         Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
         res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
         mags.append(float(np.max(np.abs(Y))))
@@ -968,9 +975,9 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     _Y0_HINT[0] = S.y0
     _Y0_HINT[1] = S.scale
     rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
-    # the second largest of eight (a triple that straddles a kink gives one outlier): rounding noise is not
-    # Gaussian, and an underestimate would make the search see kinks everywhere
-    S.eps = max(S.floor, rel[-2] * 2)
+    # the upper quartile of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
+    # not Gaussian, and an underestimate would make the search see kinks everywhere)
+    S.eps = max(S.floor, rel[(3 * len(rel)) // 4] * 2)
 
 
 def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
