@@ -37,6 +37,7 @@ noise (added noise, rounded outputs, tanh) ends in :class:`~relusym.errors.Ident
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ __all__ = ["Identification", "identify"]
 _MAX_STEPS = 200  # window growth steps per side, at most
 _GROW_EXACT = 8  # each growth step multiplies the window by 2^8 (exact mode) or 2^4 (float mode)
 _GROW_FLOAT = 4
+_ERR_SAFETY = 4.0  # float mode: the error estimates model rounding as independent noise; real rounding is not
 _TOL_FACTOR = 16.0  # float mode: a value is "on a line" within this many noise levels
 _EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
 _FLOAT_PROBE = 2.0**-3
@@ -967,7 +969,7 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     mags = []
     for _ in range(16):
         t = float(S.rng.uniform(-T0, T0))
-        dl = T0 * 2.0**-14
+        dl = T0 * 2.0**-10
         Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
         res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
         mags.append(float(np.max(np.abs(Y))))
@@ -975,9 +977,9 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     _Y0_HINT[0] = S.y0
     _Y0_HINT[1] = S.scale
     rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
-    # the upper quartile of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
+    # the third largest of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
     # not Gaussian, and an underestimate would make the search see kinks everywhere)
-    S.eps = max(S.floor, rel[(3 * len(rel)) // 4] * 2)
+    S.eps = max(S.floor, rel[-3] * 2)
 
 
 def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
@@ -1013,8 +1015,8 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     dt = 3.0 * se / max(ds, 1e-300)
     db = da * float(np.linalg.norm(xk)) + abs(float(hy.a @ L.d)) * dt
     nw = math.hypot(1.0, float(hy.b))
-    hy.err_w = math.hypot(da, db) / nw
-    hy.err_v = dJ / nv + da
+    hy.err_w = _ERR_SAFETY * math.hypot(da, db) / nw
+    hy.err_v = _ERR_SAFETY * (dJ / nv + da)
 
 
 def _pred_error(S: _Session, P: _Piece, t: float) -> float:
@@ -1051,9 +1053,10 @@ def identify(
     scale: float = 1.0,
     check_lines: int = 1,
     heldout: int = 32,
-    min_bits: float = 8.0,
+    min_bits: float = 4.0,
     fiber_budget: float = 2.0,
     reach: int | None = None,
+    retries: int = 2,
 ) -> Identification:
     """Recover the function of a one-hidden-layer ReLU network from queries only: its normal form, a network of
     minimal width realizing it, and the fibre of what queries cannot see (see docs/math/identification.md).
@@ -1067,7 +1070,9 @@ def identify(
     (exact mode) or within noise (float mode); ``heldout``: further random points checked; ``min_bits``: float
     mode refuses (:class:`~relusym.errors.IdentificationError`) a result whose estimated precision is below
     this many bits; ``reach``: the windows grow geometrically until they extend 2^reach times past the
-    farthest kink found (default 64 in exact mode, 8 in float mode).
+    farthest kink found (default 64 in exact mode, 8 in float mode); ``retries``: fresh starts on new random
+    lines after an :class:`~relusym.errors.IdentificationError` (an unlucky line can hold two kinks closer than
+    the noise separates; an oracle that is not a ReLU network fails every time).
     """
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise InvalidNetworkError(f"m must be a positive integer (the number of inputs), got {m!r}")
@@ -1085,7 +1090,24 @@ def identify(
             if not isinstance(reach, int) or reach < 2:
                 raise InvalidNetworkError(f"reach must be an integer ≥ 2 (bits of window growth), got {reach!r}")
             S.reach = reach
-        return _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
+        failures: list[str] = []
+        for _attempt in range(1 + retries):
+            S.overrides = {}
+            try:
+                res = _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
+            except IdentificationError as exc:
+                # a failure can come from one unlucky line (two kinks closer than the noise separates); a
+                # fresh start on new random lines settles that, while an oracle that is not a ReLU network
+                # fails every time
+                failures.append(str(exc))
+                continue
+            if failures:
+                notes = tuple(f"attempt {i + 1} failed: {msg}" for i, msg in enumerate(failures))
+                res = dataclasses.replace(res, notes=res.notes + notes, queries=S.queries, calls=S.calls)
+            return res
+        raise IdentificationError(
+            failures[-1] + (f" ({len(failures)} attempts on fresh random lines)" if len(failures) > 1 else "")
+        )
 
 
 def _identify(
@@ -1149,6 +1171,8 @@ def _identify(
         H = _rebuild(S, lines, line_regs, origin)
         H = _repair(S, lines, line_regs, origin, H)
         H = _verify_regions(S, lines, line_regs, origin, H)
+        if not S.exact and S.refine and H:
+            H, _ = _refine_worst(S, H, float(T0), origin)
         M, e = _affine(S, H, regs[0])
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
     else:
@@ -1332,8 +1356,8 @@ def _refine(S: _Session, H: list[_Hyper], u: int, cap: float, tries: int = 24) -
     da = dJ / max(nv, 1e-300)
     dtau = 4.0 * S.noise(Rp.F) / max(float(np.linalg.norm(Jn)), 1e-300) + da * s
     db = da * float(np.linalg.norm(xk)) + dtau
-    new.err_w = math.hypot(da, db) / math.hypot(1.0, new.b)
-    new.err_v = dJ / max(nv, 1e-300) + da
+    new.err_w = _ERR_SAFETY * math.hypot(da, db) / math.hypot(1.0, new.b)
+    new.err_v = _ERR_SAFETY * (dJ / max(nv, 1e-300) + da)
     return new
 
 
@@ -1453,8 +1477,11 @@ def _compare_line(
             continue
         if S.exact:
             ok = False
-        elif float(np.linalg.norm(np.asarray(jq, dtype=np.float64))) > 2.0 * tj + 1e-6 * S.y0 / S.scale:
-            ok = False
+            continue
+        jn = float(np.linalg.norm(np.asarray(jq, dtype=np.float64)))
+        if jn <= 2.0 * tj + 1e-6 * S.y0 / S.scale:
+            continue  # a kink too small to see on this line
+        ok = False
     # the sampled values
     ts = [t for t, _ in L.samples]
     Y = np.array([y for _, y in L.samples], dtype=object if S.exact else np.float64)
