@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, find_symmetry, flip, normal_form
+from relusym._configurations import KinkData
 from relusym._fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
 from relusym._normal_form import hyperplane_classes
-from relusym._width import KinkData
 
 from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
 from oracles import oracle_m1_equal, random_int_net
@@ -500,7 +500,6 @@ def test_local_dimension_of_examples(spec):
 
 def test_float_1_1000_1_is_not_generic():
     """§5.3 note: a random float32 1-1000-1 network has exact flip sets; fiber finds verified ones."""
-    pytest.importorskip("relusym.flipsearch")
     rng = np.random.default_rng(0)
     n = 1000
     net = Network(

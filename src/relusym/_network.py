@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -12,6 +11,7 @@ import numpy as np
 from ._numbers import (
     as_exact_array,
     as_rational_vector,
+    common_denominator,
     exact_matvec_float,
     fraction_str,
     fractions_of,
@@ -200,7 +200,7 @@ class Network:
         n, k = self.n, self.k
         if n == 0:
             return tuple(to_fraction(v) for v in self.c.tolist())
-        den = math.lcm(*(q.denominator for q in xv))
+        den = common_denominator(xv)
         xi = [q.numerator * (den // q.denominator) for q in xv]
         if is_float_array(self.A):
             S, emin = exact_matvec_float(self.A, xi)
@@ -218,7 +218,7 @@ class Network:
             hidden.append(z if z > 0 else Fraction(0))
         c = [to_fraction(v) for v in self.c.tolist()]
         if is_float_array(self.V):
-            hden = math.lcm(*(h.denominator for h in hidden))
+            hden = common_denominator(hidden)
             hi = [h.numerator * (hden // h.denominator) for h in hidden]
             S, emin = exact_matvec_float(self.V, hi)
             return tuple(
@@ -248,12 +248,23 @@ class Network:
         Y = H @ V.T + c
         return Y[0] if single else Y
 
-    def __call__(self, x: Any) -> Any:
-        """Evaluate: exactly at one rational point (a sequence of ints/Fractions/strings), in float64 otherwise."""
+    def __call__(self, x: Any) -> tuple[Fraction, ...] | list[tuple[Fraction, ...]]:
+        """ρ(θ)(x), always exactly: one rule, whatever the numbers are.
+
+        ``x`` is one point (m numbers: ints, Fractions, decimal strings or floats, each read at its exact value)
+        and gives a tuple of k Fractions; a batch (B points, e.g. a (B, m) array) gives a list of B such
+        tuples.  For a fast float64 evaluation of many points use :meth:`evaluate`.
+
+        >>> net = Network([[1, 1]], [[1], [-1]], [0, 1])
+        >>> net([3]), net([3.0]), net([[0], ["1/2"]])
+        ((Fraction(3, 1),), (Fraction(3, 1),), [(Fraction(1, 1),), (Fraction(1, 1),)])
+        """
         arr = np.asarray(x, dtype=object)
-        if arr.ndim == 1 and all(isinstance(v, int | Fraction | str) for v in arr.tolist()):
-            return self.evaluate_exact(arr.tolist())
-        return self.evaluate(x)
+        if arr.ndim == 2:
+            return [self.evaluate_exact(row) for row in arr.tolist()]
+        if arr.ndim == 1 or (arr.ndim == 0 and self.m == 1):
+            return self.evaluate_exact(arr.reshape(-1).tolist())
+        raise InvalidNetworkError(f"x must be one point of {self.m} numbers or a batch of shape (B, {self.m})")
 
     # -- comparison -----------------------------------------------------------------------------------------
     def same_parameters(self, other: Network) -> bool:

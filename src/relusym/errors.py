@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "IdentificationError"]
+__all__ = [
+    "InvalidNetworkError",
+    "UnsupportedModelError",
+    "BudgetExceededError",
+    "NNetClampWarning",
+    "IdentificationError",
+]
 
 
 class InvalidNetworkError(ValueError):
@@ -15,6 +21,10 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class NNetClampWarning(UserWarning):
+    """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""
 
 
 class IdentificationError(UnsupportedModelError):

@@ -10,6 +10,8 @@ from typing import Any
 from .._network import Network
 from ..errors import InvalidNetworkError
 
+__all__ = ["NAME", "SUFFIXES", "sniff", "parse", "load", "save"]
+
 NAME = "json"
 SUFFIXES = (".json",)
 

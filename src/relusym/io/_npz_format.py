@@ -10,6 +10,8 @@ import numpy as np
 from .._network import Network
 from ..errors import InvalidNetworkError
 
+__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save"]
+
 NAME = "npz"
 SUFFIXES = (".npz",)
 
