@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError"]
+__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "NotRepresentableError"]
 
 
 class InvalidNetworkError(ValueError):
@@ -15,3 +15,7 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class NotRepresentableError(InvalidNetworkError):
+    """A write would round: an entry of the network is not exactly representable in the file's float type."""

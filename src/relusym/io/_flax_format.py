@@ -18,11 +18,12 @@ import numpy as np
 
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
+from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
 
 NAME = "flax"
+RECORDS_ACTIVATION = False
 SUFFIXES: tuple[str, ...] = (".msgpack", ".flax")
 
 _MAP_MARKERS = set(range(0x80, 0x90)) | {0xDE, 0xDF}
@@ -242,24 +243,20 @@ def load(path: Path) -> Network:
     return from_params(_read_tree(Path(path)), source=Path(path).name)
 
 
-def to_params(net: Network, like: Any = None) -> dict[str, Any]:
+def to_params(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> dict[str, Any]:
     """A params tree ``{'params': {'Dense_0': {'kernel', 'bias'}, 'Dense_1': ...}}`` (numpy arrays), or the
-    names, nesting and dtypes of the ``like`` tree."""
+    names, nesting and dtypes of the ``like`` tree.  Every entry exact, or as ``policy`` allows."""
+    policy = policy if policy is not None else WritePolicy()
     layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
     if layers is None:
-        arrays = layout_arrays(net, None)
-        flat = {
-            "Dense_0/kernel": arrays["0.weight"].T.copy(),
-            "Dense_0/bias": arrays["0.bias"],
-            "Dense_1/kernel": arrays["2.weight"].T.copy(),
-            "Dense_1/bias": arrays["2.bias"],
-        }
+        arrays, bf16 = layout_arrays(net, None, policy)
+        names = {"0.weight": "Dense_0/kernel", "0.bias": "Dense_0/bias", "2.weight": "Dense_1/kernel", "2.bias": "Dense_1/bias"}
+        flat = {names[k]: (v.T.copy() if k.endswith("weight") else v) for k, v in arrays.items()}
+        bf16 = frozenset(names[k] for k in bf16)
     else:
-        flat = layout_arrays(net, layers)
-        for layer in (layers.first, layers.second):
-            for key, dt in ((layer.weight_key, layer.weight_dtype), (layer.bias_key, layer.bias_dtype)):
-                if key is not None and dt == "bfloat16" and key in flat:
-                    flat[key] = _to_bfloat16(flat[key])
+        flat, bf16 = layout_arrays(net, layers, policy)
+    for key in bf16:
+        flat[key] = _to_bfloat16(flat[key])
     tree: dict[str, Any] = {}
     for key, arr in flat.items():
         node = tree
@@ -283,6 +280,7 @@ def _reordered(tree: dict[str, Any], like: Any) -> dict[str, Any]:
 
 
 def _to_bfloat16(x: np.ndarray) -> np.ndarray:
+    """bfloat16 values held in float32 as an ml_dtypes bfloat16 array (exact), or unchanged without ml_dtypes."""
     try:
         import ml_dtypes
     except ImportError:
@@ -290,9 +288,9 @@ def _to_bfloat16(x: np.ndarray) -> np.ndarray:
     return x.astype(ml_dtypes.bfloat16)
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a msgpack params file readable by ``flax.serialization.from_bytes``/``msgpack_restore``."""
-    tree = to_params(net, _read_tree(Path(like)) if like is not None else None)
+    tree = to_params(net, _read_tree(Path(like)) if like is not None else None, policy=policy)
     fs = _flax_serialization()
     data = fs.msgpack_serialize(tree) if fs is not None else _serialize_plain(tree)
     Path(path).write_bytes(data)

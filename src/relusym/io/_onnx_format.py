@@ -19,11 +19,12 @@ import numpy as np
 
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import common_dtype, exact_float_array, rounded, warn_rounding
+from ._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_model", "to_model"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "from_model", "to_model"]
 
 NAME = "onnx"
+RECORDS_ACTIVATION = True
 SUFFIXES: tuple[str, ...] = (".onnx",)
 
 _OPSET = 17
@@ -347,39 +348,50 @@ def _dtype_of(name: str) -> np.dtype | None:
     return np.dtype(name) if name in ("float16", "float32", "float64") else None
 
 
-def to_model(net: Network, like: Any = None) -> Any:
+def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> Any:
     """An ``onnx.ModelProto`` computing the network, runnable by onnxruntime.
 
     Default layout: input ``input`` [batch, m] → Gemm(``0.weight``, ``0.bias``, transB=1) → Relu → Gemm(
     ``2.weight``, ``2.bias``, transB=1) → output ``output``, in the network's widest float dtype.  With
     ``like`` (a ModelProto of a network), its names, layer style (Gemm/MatMul+Add, transB), dtype and opsets.
+    Every entry exact in that dtype, or as ``policy`` allows (``policy.dtype`` overrides the dtype).
     """
     onnx = _import_onnx()
     from onnx import TensorProto, helper, numpy_helper
 
+    policy = policy if policy is not None else WritePolicy()
     parsed = _parse(like, "like") if like is not None else None
-    dt = common_dtype(net)
+    dt_name = common_dtype(net).name
     if parsed is not None:
-        dt = _dtype_of(parsed.layers[0].dtype) or np.dtype(np.float32)
+        dt_name = parsed.layers[0].dtype if parsed.layers[0].dtype in FILE_DTYPES else "float32"
+    if policy.dtype is not None:
+        dt_name = policy.dtype
     elem = {
-        np.dtype(np.float16): TensorProto.FLOAT16,
-        np.dtype(np.float32): TensorProto.FLOAT,
-        np.dtype(np.float64): TensorProto.DOUBLE,
-    }[np.dtype(dt)]
-    lost: list[str] = []
+        "float16": TensorProto.FLOAT16,
+        "bfloat16": TensorProto.BFLOAT16,
+        "float32": TensorProto.FLOAT,
+        "float64": TensorProto.DOUBLE,
+    }[dt_name]
     scal = [(1.0, 1.0), (1.0, 1.0)]
-    if parsed is not None:
+    if parsed is not None and dt_name != "bfloat16":
         scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
     # keep a like model's Gemm alpha/beta where the weights divided by them fit its dtype exactly
+    hold = np.dtype(np.float32) if dt_name == "bfloat16" else np.dtype(dt_name)
     (al1, be1), (al2, be2) = scal = [
-        (_keeps(W, s[0], dt), _keeps(B, s[1], dt))
+        (_keeps(W, s[0], hold), _keeps(B, s[1], hold))
         for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal, strict=True)
     ]
-    A = rounded(_unscaled(net.A, al1), dt, "A", lost)
-    b = rounded(_unscaled(net.b, be1), dt, "b", lost)
-    V = rounded(_unscaled(net.V, al2), dt, "V", lost)
-    c = rounded(_unscaled(net.c, be2), dt, "c", lost)
-    warn_rounding(lost, "ONNX")
+    A = policy.fit(_unscaled(net.A, al1), dt_name, "A")
+    b = policy.fit(_unscaled(net.b, be1), dt_name, "b")
+    V = policy.fit(_unscaled(net.V, al2), dt_name, "V")
+    c = policy.fit(_unscaled(net.c, be2), dt_name, "c")
+
+    def tensor(arr: np.ndarray, name: str) -> Any:
+        if dt_name != "bfloat16":
+            return numpy_helper.from_array(np.ascontiguousarray(arr), name)
+        bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+        return helper.make_tensor(name, TensorProto.BFLOAT16, list(arr.shape), vals=bits.tobytes(), raw=True)
+
     in_name = parsed.input_name if parsed else "input"
     out_name = parsed.output_name if parsed else "output"
     nodes: list[Any] = []
@@ -392,9 +404,9 @@ def to_model(net: Network, like: Any = None) -> Any:
         bname = style.bias_name if style and style.bias_name else f"{wname}_bias" if style else f"{2 * idx}.bias"
         has_bias = bool(np.any(bias != 0)) or style is None or style.bias_name is not None
         if style is not None and style.op == "MatMul" and style.data_first:
-            inits.append(numpy_helper.from_array(np.ascontiguousarray(W.T), wname))
+            inits.append(tensor(np.ascontiguousarray(W.T), wname))
             if has_bias:
-                inits.append(numpy_helper.from_array(bias, bname))
+                inits.append(tensor(bias, bname))
                 nodes.append(helper.make_node("MatMul", [x, wname], [y + "_matmul"]))
                 nodes.append(helper.make_node("Add", [y + "_matmul", bname], [y]))
             else:
@@ -404,10 +416,10 @@ def to_model(net: Network, like: Any = None) -> Any:
         if style is not None and style.op == "Gemm" and style.data_first:
             trans_b = 1 if style.weight_transposed else 0
         stored = W if trans_b else np.ascontiguousarray(W.T)
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(stored), wname))
+        inits.append(tensor(np.ascontiguousarray(stored), wname))
         ins = [x, wname]
         if has_bias:
-            inits.append(numpy_helper.from_array(bias, bname))
+            inits.append(tensor(bias, bname))
             ins.append(bname)
         nodes.append(helper.make_node("Gemm", ins, [y], transB=trans_b, alpha=alpha, beta=beta))
 
@@ -447,8 +459,8 @@ def _unscaled(x: np.ndarray, s: float) -> np.ndarray:
     return x if s == 1.0 else x.astype(np.float64) / np.float64(s)
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write an ONNX model file (the layout of ``like`` when given)."""
     onnx = _import_onnx()
     like_model = onnx.load(str(like)) if like is not None else None
-    onnx.save(to_model(net, like_model), str(path))
+    onnx.save(to_model(net, like_model, policy=policy), str(path))

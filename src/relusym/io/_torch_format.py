@@ -23,6 +23,7 @@ from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import (
     LinearLayer,
     TwoLayers,
+    WritePolicy,
     common_dtype,
     layout_arrays,
     pair_linear_layers,
@@ -32,11 +33,13 @@ from ._layers import (
 __all__ = [
     "NAME",
     "SUFFIXES",
+    "RECORDS_ACTIVATION",
     "sniff",
     "load",
     "save",
     "accepts",
     "from_object",
+    "object_records_activation",
     "from_module",
     "from_state_dict",
     "to_module",
@@ -44,6 +47,7 @@ __all__ = [
 ]
 
 NAME = "torch"
+RECORDS_ACTIVATION = False
 SUFFIXES: tuple[str, ...] = (".pt", ".pth")
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -183,6 +187,11 @@ def accepts(obj: Any) -> bool:
             if (type(v).__module__ or "").startswith("torch"):
                 return True
     return False
+
+
+def object_records_activation(obj: Any) -> bool:
+    """A module's activation is seen (its layers, or its traced forward); a state_dict holds weights only."""
+    return not isinstance(obj, Mapping)
 
 
 def from_object(obj: Any) -> Network:
@@ -347,52 +356,47 @@ def _trace(torch: Any, module: Any) -> list[tuple[str, str]] | None:
     return seq
 
 
-def to_module(net: Network, dtype: Any = None) -> Any:
+def to_module(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
     """``nn.Sequential(Linear(m, n), ReLU(), Linear(n, k))`` holding the network's weights, in ``dtype``
-    (default: the network's widest float dtype, float64 for exact rationals; a warning says when that rounds)."""
+    (default: the network's widest float dtype, float64 for exact rationals; ``"bfloat16"`` is allowed).  An
+    entry that ``dtype`` does not hold exactly is refused, naming it, unless ``allow_rounding=True``."""
     torch = _import_torch("building a PyTorch module")
-    dt = np.dtype(dtype) if dtype is not None else common_dtype(net)
-    sd = standard_arrays(net, dt)
-    tdtype = torch.from_numpy(np.zeros(1, dtype=dt)).dtype
+    name = "bfloat16" if str(dtype).replace("torch.", "") == "bfloat16" else None
+    if name is None:
+        name = np.dtype(str(dtype).replace("torch.", "")).name if dtype is not None else common_dtype(net).name
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
+    sd, _ = standard_arrays(net, policy)
+    tdtype = getattr(torch, name)
     model = torch.nn.Sequential(
         torch.nn.Linear(net.m, net.n, dtype=tdtype),
         torch.nn.ReLU(),
         torch.nn.Linear(net.n, net.k, dtype=tdtype),
     )
-    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()})
+    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(tdtype) for k, v in sd.items()})
     return model
 
 
-def to_state_dict(net: Network, like: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A state_dict of torch tensors (the layout of ``like`` when given, else ``nn.Sequential``'s)."""
+def to_state_dict(
+    net: Network, like: Mapping[str, Any] | None = None, *, policy: WritePolicy | None = None
+) -> dict[str, Any]:
+    """A state_dict of torch tensors (the layout and dtypes of ``like`` when given, else ``nn.Sequential``'s);
+    every entry exact, or as ``policy`` allows."""
     torch = _import_torch("writing .pt files")
+    policy = policy if policy is not None else WritePolicy()
     layers = None
     if like is not None:
         layers = _layers_of(like, "like")
-    arrays = layout_arrays(net, layers)
+    arrays, bf16 = layout_arrays(net, layers, policy)
     out: dict[str, Any] = {}
-    bf16 = _bfloat16_keys(layers)
     for key, arr in arrays.items():
         t = torch.from_numpy(np.ascontiguousarray(arr))
         if key in bf16:
-            t = t.to(torch.bfloat16)
+            t = t.to(torch.bfloat16)  # exact: the values are bfloat16 values
         out[key] = t
     if like is not None:
         # keep the like file's key order
         order = [k for k in like if k in out] + [k for k in out if k not in like]
         out = {k: out[k] for k in order}
-    return out
-
-
-def _bfloat16_keys(layers: TwoLayers | None) -> set[str]:
-    out: set[str] = set()
-    if layers is None:
-        return out
-    for layer in (layers.first, layers.second):
-        if layer.weight_dtype == "bfloat16":
-            out.add(layer.weight_key)
-        if layer.bias_key and layer.bias_dtype == "bfloat16":
-            out.add(layer.bias_key)
     return out
 
 
@@ -421,10 +425,39 @@ def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
     return TwoLayers(fix(two.first), fix(two.second))
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
-    """Write a state_dict file (``torch.save``); with ``like``, the same keys, nesting, layout and dtypes."""
+# entries of a checkpoint that describe the training state of the old parameters (their shapes follow the
+# weights), dropped when the weights change shape
+_TRAINING_STATE = ("optimizer", "optimizer_state_dict", "optim", "opt_state", "scheduler", "lr_scheduler", "ema")
+
+
+def _replaced(raw: Any, wrappers: list[str], sd: dict[str, Any], same_shapes: bool, policy: WritePolicy) -> Any:
+    """The like file's object with its state_dict replaced by ``sd``: every other entry kept (epoch, config,
+    version keys), training state dropped (with a note) when the weights changed shape."""
+    if not wrappers:
+        return sd
+    out = dict(raw)
+    if not same_shapes:
+        for key in _TRAINING_STATE:
+            if key in out:
+                del out[key]
+                policy.notes.append(
+                    f"dropped the checkpoint entry '{key}': it is training state for weights of the old shapes"
+                )
+    node = out
+    for key in wrappers[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    node[wrappers[-1]] = sd
+    return out
+
+
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """Write a state_dict file (``torch.save``); with ``like``, the same keys, nesting, layout and dtypes, and
+    the like checkpoint's other entries."""
     torch = _import_torch("writing .pt files")
+    policy = policy if policy is not None else WritePolicy()
     like_sd = None
+    raw: Any = None
     wrappers: list[str] = []
     if like is not None:
         try:
@@ -433,7 +466,8 @@ def save(net: Network, path: Path, like: Path | None = None) -> None:
             raise InvalidNetworkError(f"cannot read the layout of {Path(like).name}: {_first_line(str(exc))}") from None
         wrappers = _wrapper_path(raw)
         like_sd = _unwrap(raw, Path(like).name)
-    sd: Any = to_state_dict(net, like_sd)
-    for key in reversed(wrappers):
-        sd = {key: sd}
-    torch.save(sd, Path(path))
+    sd: Any = to_state_dict(net, like_sd, policy=policy)
+    same = like_sd is not None and all(
+        k in like_sd and tuple(like_sd[k].shape) == tuple(v.shape) for k, v in sd.items()
+    )
+    torch.save(_replaced(raw, wrappers, sd, same, policy), Path(path))
