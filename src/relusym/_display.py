@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "DIGITS",
+    "SHORT",
     "decimal",
     "exact_and_approx",
     "scalar",
@@ -52,24 +53,29 @@ def _exact_str(q: Fraction) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
-def exact_and_approx(x: Any, digits: int = DIGITS) -> str:
+def exact_and_approx(x: Any, digits: int = DIGITS, *, max_len: int | None = None) -> str:
     """``p/q ≈ d`` for a rational that a short decimal does not show exactly; ``p`` for an integer; the decimal
-    alone when it is exact (``1/2`` is shown ``0.5``)."""
+    alone when it is exact (``1/2`` is shown ``0.5``).  With ``max_len``, an exact form longer than that is left
+    out (``≈ d``): summaries stay readable, and the exact value is in the full output."""
     q = _fraction(x)
-    if q.denominator == 1:
-        return str(q.numerator)
+    exact = _exact_str(q)
+    if q.denominator == 1 and (max_len is None or len(exact) <= max_len):
+        return exact
     d = decimal(q, digits)
     try:
         if Fraction(d) == q:
             return d
     except ValueError:
         pass
-    return f"{_exact_str(q)} ≈ {d}"
+    if max_len is not None and len(exact) > max_len:
+        return f"≈ {d}"
+    return f"{exact} ≈ {d}"
 
 
-def scalar(x: Any, *, exact: bool = True) -> str:
-    """One value: exact with its decimal (``exact=True``) or the decimal alone."""
-    return exact_and_approx(x) if exact else decimal(x)
+def scalar(x: Any, *, exact: bool = True, max_len: int | None = None) -> str:
+    """One value: exact with its decimal (``exact=True``; exact forms longer than ``max_len`` left out) or the
+    decimal alone."""
+    return exact_and_approx(x, max_len=max_len) if exact else decimal(x)
 
 
 def float_value(x: float) -> str:
@@ -77,11 +83,17 @@ def float_value(x: float) -> str:
     return repr(float(x))
 
 
-def vector(values: Iterable[Any], *, limit: int | None = 8, exact: bool = True) -> str:
-    """``(v1, v2, …)``: at most ``limit`` entries, then ``… N more``; ``limit=None`` shows all."""
+SHORT = 15  # the longest exact form a summary shows beside its decimal
+
+
+def vector(values: Iterable[Any], *, limit: int | None = 8, exact: bool = True, max_len: int | None = None) -> str:
+    """``(v1, v2, …)``: at most ``limit`` entries, then ``… N more``; ``limit=None`` shows all.  A summary
+    (``limit`` given) leaves out exact forms longer than ``max_len`` (default :data:`SHORT`)."""
     vals = list(values)
     shown = vals if limit is None or len(vals) <= limit else vals[:limit]
-    parts = [scalar(v, exact=exact) for v in shown]
+    if max_len is None and limit is not None:
+        max_len = SHORT
+    parts = [scalar(v, exact=exact, max_len=max_len) for v in shown]
     if len(shown) < len(vals):
         parts.append(f"… {len(vals) - len(shown)} more")
     return "(" + ", ".join(parts) + ")"

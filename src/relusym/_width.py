@@ -388,15 +388,23 @@ def _rescale_like(
     return out
 
 
-def prune(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> Network:
-    """The canonical minimal network CMN(ρ(θ)) of spec §6: w(f) neurons, the same normal form, exact.
+def prune(
+    net: Network, *, budget: float = 10.0, canonical: bool = False, keep_scales: bool | None = None
+) -> Network:
+    """A network of minimal width w(f) computing the same function: the same normal form, exact.
 
-    Float dtype is kept when every entry of the result is exactly representable in the input's float dtype;
-    otherwise entries are Fractions.  See :func:`minimal_network` for ``keep_scales`` and for the (rare,
-    large) cases where the result is minimal but not certified canonical.
+    By default a float network keeps its own float weights wherever they survive (each emitted neuron has the
+    scale of the network's own neuron on that hyperplane), so pruning a float model and writing it back in its
+    own format is exact; this is the network ``relusym prune`` writes.  ``canonical=True`` gives instead the
+    canonical minimal network (see docs/math/fibres.md), a function of ρ(θ) alone whose entries are exact
+    rationals (``Fraction`` where the float dtype cannot hold them).  ``keep_scales`` overrides the choice for
+    callers of the older keyword.  See :func:`minimal_network` for the (rare, large) cases where the result is
+    minimal but not certified canonical.
 
-    >>> small = prune(Network([[1, 2]], [[1], [-1]], [0, 1]))  # E1
+    >>> small = prune(Network([[1, 2]], [[1], [-1]], [0, 1]))  # E1: exact entries, so the canonical network
     >>> small.to_dict()["V"], small.to_dict()["A"], small.to_dict()["b"], small.to_dict()["c"]
     ([['2', '1']], [['-1'], ['1']], ['1', '0'], ['0'])
     """
+    if keep_scales is None:
+        keep_scales = net.is_float and not canonical
     return minimal_network(net, budget=budget, keep_scales=keep_scales).network

@@ -28,6 +28,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from .._fileio import atomic_path
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
@@ -244,11 +246,16 @@ def save(
 
 
 def _max_change(given: Network, written: Network) -> float:
-    """max |written − given| over all entries, computed exactly and then rounded once."""
+    """max |written − given| over all entries (float arrays in float64; exact rationals exactly, then rounded)."""
     from fractions import Fraction
 
-    best = Fraction(0)
+    best = 0.0
     for x, y in zip((given.V, given.A, given.b, given.c), (written.V, written.A, written.b, written.c), strict=True):
-        for u, v in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True):
-            best = max(best, abs(Fraction(u) - Fraction(v)))
-    return float(best)
+        if x.size == 0:
+            continue
+        if x.dtype != object and y.dtype != object:
+            best = max(best, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
+        else:
+            diffs = (abs(Fraction(u) - Fraction(v)) for u, v in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True))
+            best = max(best, float(max(diffs)))
+    return best
