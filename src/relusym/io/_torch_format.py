@@ -342,7 +342,9 @@ def _trace(torch: Any, module: Any) -> list[tuple[str, str]] | None:
             kind = _leaf_kind(nn, mods[node.target])
             seq.append((str(node.target), "other" if kind == "flatten" and seq else kind))
         elif node.op == "call_function":
-            if node.target in relu_fns:
+            if node.target is getattr and len(node.args) > 1 and node.args[1] == "shape":
+                seq.append(("shape", "skip"))
+            elif node.target in relu_fns:
                 seq.append((getattr(node.target, "__name__", "relu"), "relu"))
             elif node.target in skip_fns:
                 seq.append((getattr(node.target, "__name__", "?"), "skip" if node.target is F.dropout else "flatten"))
@@ -351,9 +353,21 @@ def _trace(torch: Any, module: Any) -> list[tuple[str, str]] | None:
         elif node.op == "call_method":
             if node.target in ("relu", "relu_"):
                 seq.append((str(node.target), "relu"))
+            elif node.target == "size" or _flattens(node):
+                seq.append((f".{node.target}()", "skip" if node.target == "size" else "flatten"))
             else:
                 seq.append((f".{node.target}()", "other"))
     return seq
+
+
+def _flattens(node: Any) -> bool:
+    """``x.view(b, -1)``, ``x.reshape(b, -1)`` or ``x.flatten(1)``: the flattening of each sample."""
+    if node.target in ("view", "reshape"):
+        return len(node.args) == 3 and node.args[2] == -1
+    if node.target == "flatten":
+        start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
+        return start == 1 and len(node.args) <= 2
+    return False
 
 
 def to_module(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
