@@ -60,11 +60,13 @@ def load(path_or_object: Any, **kwargs: Any) -> Network:
     return _load(path_or_object, **kwargs)
 
 
-def save(net: Network, path: Any, **kwargs: Any) -> None:
-    """Write a network atomically, in the format given by the file suffix (or ``like=`` an original file)."""
+def save(net: Network, path: Any, **kwargs: Any) -> Any:
+    """Write a network atomically and exactly, in the format given by the file suffix (or ``like=`` an original
+    file); an entry the file's float type cannot hold is refused unless ``allow_rounding=True``.  Returns a
+    ``relusym.io.SaveInfo`` (``exact``, and ``distance`` when rounding was allowed)."""
     from .io import save as _save
 
-    _save(net, path, **kwargs)
+    return _save(net, path, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

@@ -95,6 +95,7 @@ FORMATS: tuple[str, ...] = (
     "_onnx_format",
     "_torch_format",
     "_flax_format",
+    "_keras_format",
     "_sklearn_format",
 )
 

@@ -179,8 +179,12 @@ def from_state_dict(
 
 
 def accepts(obj: Any) -> bool:
-    """An ``nn.Module`` or a mapping of torch tensors (no torch import)."""
-    if any((c.__module__ or "").startswith("torch.nn") for c in type(obj).__mro__):
+    """An ``nn.Module`` or a mapping of torch tensors (no torch import); not a Keras model, which is an
+    ``nn.Module`` too under the torch backend (the Keras reader sees its layers' activations)."""
+    mro = [(c.__module__ or "") for c in type(obj).__mro__]
+    if any(m.startswith("keras") for m in mro):
+        return False
+    if any(m.startswith("torch.nn") for m in mro):
         return True
     if isinstance(obj, Mapping) and obj:
         for v in list(obj.values())[:4]:
