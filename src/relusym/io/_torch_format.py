@@ -9,6 +9,7 @@ The key heuristics (which arrays are the two layers) are shared with the other r
 
 from __future__ import annotations
 
+import io
 import pickle
 import re
 import zipfile
@@ -36,6 +37,8 @@ __all__ = [
     "RECORDS_ACTIVATION",
     "sniff",
     "load",
+    "read",
+    "read_torchscript",
     "save",
     "accepts",
     "from_object",
@@ -92,9 +95,135 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> Network:
-    """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``)."""
-    torch = _import_torch("reading .pt files")
+    """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``), or the
+    parameters of a TorchScript archive (read as data, see :func:`read_torchscript`)."""
+    return read(path)[0]
+
+
+def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """:func:`load`, with notes; a TorchScript archive records its modules' types (activation seen)."""
     path = Path(path)
+    if _is_torchscript(path):
+        return read_torchscript(path)
+    return _load_state_dict_file(path), (), False
+
+
+def _is_torchscript(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
+
+
+_STORAGE_DTYPES = {
+    "FloatStorage": "float32",
+    "DoubleStorage": "float64",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "BoolStorage": "bool",
+}
+
+
+class _Scripted:
+    """A TorchScript module's pickled state, kept as data: its class name and attributes (one subclass per
+    recorded class, made by the restricted unpickler; nothing of the archive's code is run)."""
+
+    cls = ""
+    state: Mapping[str, Any] = {}
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = dict(state) if isinstance(state, Mapping) else {"state": state}
+
+
+def read_torchscript(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """The parameters of a TorchScript archive (``torch.jit.save``), read as data without running its code.
+
+    Its ``data.pkl`` is unpickled by a restricted unpickler that builds only tensors (from the archive's
+    ``data/`` entries) and inert records of the scripted modules; the module tree must be ``Linear``, ``ReLU``,
+    ``Linear`` (plus Dropout/Identity/Flatten), judged from the module classes recorded in the archive."""
+    torch = _import_torch("reading TorchScript archives")
+    zf = zipfile.ZipFile(path)
+    names = zf.namelist()
+    pkl = next(n for n in names if n.endswith("/data.pkl") and n.count("/") == 1)
+    root = pkl.split("/")[0]
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if module.startswith("__torch__"):
+                return type(name, (_Scripted,), {"cls": f"{module}.{name}"})
+            if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+                return torch._utils._rebuild_tensor_v2
+            if (module, name) == ("collections", "OrderedDict"):
+                import collections
+
+                return collections.OrderedDict
+            if module == "torch" and name in _STORAGE_DTYPES:
+                return name
+            raise pickle.UnpicklingError(f"{path.name}: the TorchScript archive refers to {module}.{name}")
+
+        def persistent_load(self, pid: Any) -> Any:
+            _, storage_type, key, _location, _numel = pid
+            dtype = getattr(torch, _STORAGE_DTYPES[storage_type])
+            data = torch.frombuffer(bytearray(zf.read(f"{root}/data/{key}")), dtype=dtype)
+            return torch.storage.TypedStorage(wrap_storage=data.untyped_storage(), dtype=dtype, _internal=True)
+
+    try:
+        tree = Unpickler(io.BytesIO(zf.read(pkl))).load()
+    except pickle.UnpicklingError as exc:
+        raise UnsupportedModelError(str(exc)) from None
+    except Exception as exc:
+        raise UnsupportedModelError(
+            f"{path.name} is a TorchScript archive whose parameters relusym cannot read as data "
+            f"({_first_line(str(exc))}); get a state_dict with torch.save(torch.jit.load('{path.name}')"
+            ".state_dict(), 'weights.pt') if you trust the file, and read that"
+        ) from None
+    sd: dict[str, Any] = {}
+    kinds: list[tuple[str, str]] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        if not isinstance(node, _Scripted):
+            return
+        short = node.cls.split(".")[-1]
+        children = [(k, v) for k, v in node.state.items() if isinstance(v, _Scripted)]
+        if not children:
+            kind = {"Linear": "linear", "ReLU": "relu", "Dropout": "skip", "Identity": "skip", "Flatten": "flatten"}
+            if short not in kind:
+                raise UnsupportedModelError(
+                    f"{path.name}: TorchScript module '{prefix or 'root'}' is a {short}; relusym reads Linear → ReLU "
+                    "→ Linear"
+                )
+            kinds.append((prefix, kind[short]))
+        elif not short.startswith(("Sequential", "___torch_mangle")) and "container" not in node.cls:
+            raise UnsupportedModelError(
+                f"{path.name}: TorchScript module '{prefix or 'root'}' is a {short} with its own forward code, which "
+                "relusym does not run; read its state_dict instead (torch.jit.load(path).state_dict())"
+            )
+        for key, value in node.state.items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, _Scripted):
+                walk(value, name)
+            elif hasattr(value, "shape") and value is not None:
+                sd[name] = value
+
+    walk(tree, "")
+    pattern = [k for _, k in kinds if k != "skip"]
+    while pattern and pattern[0] == "flatten":
+        pattern.pop(0)
+    if pattern != ["linear", "relu", "linear"]:
+        raise UnsupportedModelError(
+            f"{path.name}: the TorchScript modules compute {' → '.join(pattern) or 'nothing'}, not Linear → ReLU → "
+            "Linear"
+        )
+    note = f"{path.name} is a TorchScript archive: its parameters were read as data and its code was not run"
+    return from_state_dict(sd, source=path.name), (note,), True
+
+
+def _load_state_dict_file(path: Path) -> Network:
+    torch = _import_torch("reading .pt files")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
