@@ -37,8 +37,8 @@ from ..errors import InvalidNetworkError, UnsupportedModelError
 __all__ = ["load", "load_with_info", "save", "format_of", "FORMATS", "LoadInfo", "SaveInfo", "ASSUMED_ACTIVATION"]
 
 ASSUMED_ACTIVATION = (
-    "the file records no activation: it is read as Linear → ReLU → Linear; relusym cannot check that the model "
-    "that produced these weights applies a ReLU (a tanh or residual network would be misread)"
+    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
+    "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
 )
 
 
@@ -151,10 +151,10 @@ def load(source: Any, **kwargs: Any) -> Network:
 def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
     name = f"{type(source).__module__}.{type(source).__name__}"
     if mod is None:
-        return LoadInfo(name, "arrays", "assumed", (ASSUMED_ACTIVATION.replace("the file", "the arrays"),))
+        return LoadInfo(name, "arrays", "assumed", (ASSUMED_ACTIVATION,))
     records = getattr(mod, "object_records_activation", None)
     recorded = records(source) if records is not None else bool(getattr(mod, "RECORDS_ACTIVATION", False))
-    notes = () if recorded else (ASSUMED_ACTIVATION.replace("the file", "the object"),)
+    notes = () if recorded else (ASSUMED_ACTIVATION,)
     return LoadInfo(name, mod.NAME, "recorded" if recorded else "assumed", notes)
 
 

@@ -20,7 +20,7 @@ from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "object_records_activation", "check_forward", "from_params", "to_params"]
 
 NAME = "flax"
 RECORDS_ACTIVATION = False
@@ -148,7 +148,7 @@ def _flatten(tree: dict[str, Any], source: str) -> dict[str, Any]:
     def walk(node: Any, path: list[str]) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, path + [str(k)])
+                walk(v, path + str(k).split("/"))  # flat keys as Git Re-Basin's flatten_params writes them
             return
         name = "/".join(path)
         if not hasattr(node, "shape"):
@@ -194,19 +194,112 @@ def accepts(obj: Any) -> bool:
     stack: list[tuple[Any, int]] = [(obj, 0)]
     while stack:
         node, depth = stack.pop()
-        if "kernel" in node or "params" in node:
+        if "kernel" in node or "params" in node or any(str(k).endswith("/kernel") for k in node):
             return True
         if depth < 4:
             stack.extend((v, depth + 1) for v in node.values() if isinstance(v, Mapping))
     return False
 
 
+def _is_module(obj: Any) -> str | None:
+    """``"nnx"`` or ``"linen"`` for a Flax module object (not a params tree or an nnx State)."""
+    mods = [(c.__module__ or "") for c in type(obj).__mro__]
+    if any(m.startswith("flax.nnx") for m in mods) and callable(obj) and not hasattr(obj, "to_pure_dict"):
+        return "nnx"
+    if any(m.startswith("flax.linen") for m in mods) and hasattr(obj, "apply"):
+        return "linen"
+    return None
+
+
+def object_records_activation(obj: Any) -> bool:
+    """A module's forward is traced (its activation seen); a params tree holds weights only."""
+    return _is_module(obj) is not None
+
+
+_STRUCTURAL = {
+    "dot_general",
+    "add",
+    "reshape",
+    "broadcast_in_dim",
+    "convert_element_type",
+    "squeeze",
+    "expand_dims",
+    "copy",
+    "copy_p",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "jit",
+    "pjit",
+    "closed_call",
+}
+
+
+def _primitives(jaxpr: Any, out: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The primitives a jaxpr applies, in order, entering the calls it makes (jit, custom_jvp)."""
+    for eqn in jaxpr.eqns:
+        inner = [p for p in eqn.params.values() if hasattr(p, "eqns") or hasattr(p, "jaxpr")]
+        if inner:
+            sub = inner[0]
+            _primitives(sub if hasattr(sub, "eqns") else sub.jaxpr, out)
+            continue
+        out.append((eqn.primitive.name, eqn))
+    return out
+
+
+def check_forward(fn: Any, m: int, source: str) -> None:
+    """Trace ``fn`` (a Flax module's forward) with jax on a zero input of m features and check that it computes
+    Dense → ReLU → Dense: two matrix products with only a ``max(·, 0)`` between them and bias additions and
+    reshapes around them.  Anything else is refused, naming what was found (``tanh``, a third product, ...)."""
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        closed = jax.make_jaxpr(fn)(jnp.zeros((1, m), dtype=jnp.float32))
+    except Exception as exc:
+        raise UnsupportedModelError(
+            f"{source}: its forward could not be traced with jax ({str(exc).splitlines()[0][:120]}); pass its "
+            "parameters (nnx.state(model, nnx.Param) or the params dict) if it computes Dense → relu → Dense"
+        ) from None
+    seq: list[str] = []
+    for name, eqn in _primitives(closed.jaxpr, []):
+        if name == "max":
+            lits = [v for v in eqn.invars if type(v).__name__ == "Literal"]
+            if any(float(np.asarray(v.val)) != 0.0 for v in lits):
+                raise UnsupportedModelError(f"{source} applies max(·, c) with c ≠ 0, not a ReLU")
+            if not seq or seq[-1] != "relu":
+                seq.append("relu")
+        elif name == "dot_general":
+            seq.append("dense")
+        elif name not in _STRUCTURAL:
+            raise UnsupportedModelError(
+                f"{source} applies '{name}' in its forward; relusym reads Dense → relu → Dense only"
+            )
+    if seq != ["dense", "relu", "dense"]:
+        raise UnsupportedModelError(f"{source} computes {' → '.join(seq) or 'nothing'}, not Dense → relu → Dense")
+
+
 def from_object(obj: Any) -> Network:
-    is_nnx = any((c.__module__ or "").startswith("flax.nnx") for c in type(obj).__mro__)
-    if is_nnx and callable(obj) and not hasattr(obj, "to_pure_dict"):
+    """A network from a params tree (weights only) or a Flax module (nnx, or a bound linen module), whose
+    forward is traced and must be Dense → relu → Dense."""
+    kind = _is_module(obj)
+    source = f"the {type(obj).__name__} module" if kind else "the params"
+    if kind == "nnx":
         from flax import nnx
 
-        obj = nnx.state(obj, nnx.Param)
+        net = from_params(nnx.state(obj, nnx.Param), source=source)
+        check_forward(lambda x: obj(x), net.m, source)
+        return net
+    if kind == "linen":
+        variables = getattr(obj, "variables", None)
+        if not variables:
+            raise UnsupportedModelError(
+                f"{source} is an unbound linen module, which holds no weights: pass module.bind(params) or the "
+                "params dict"
+            )
+        net = from_params(variables, source=source)
+        check_forward(lambda x: obj(x), net.m, source)
+        return net
     return from_params(obj)
 
 
