@@ -20,7 +20,7 @@ from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "object_records_activation", "check_forward", "from_params", "to_params"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "object_records_activation", "check_forward", "from_params", "to_params", "to_nnx"]
 
 NAME = "flax"
 RECORDS_ACTIVATION = False
@@ -387,3 +387,42 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     fs = _flax_serialization()
     data = fs.msgpack_serialize(tree) if fs is not None else _serialize_plain(tree)
     Path(path).write_bytes(data)
+
+
+def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``nnx`` module computing the network: ``Linear(m, n) → nnx.relu → Linear(n, k)`` holding its
+    weights exactly in ``dtype`` (default the network's widest float dtype), else refused unless
+    ``allow_rounding``."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from ._layers import common_dtype
+
+    import jax
+
+    name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
+    if name == "float64" and not jax.config.jax_enable_x64:
+        raise UnsupportedModelError(
+            "jax runs without 64-bit floats here, so a float64 network cannot be held exactly: call "
+            "jax.config.update('jax_enable_x64', True) first, or pass dtype='float32' (with allow_rounding=True "
+            "if its entries do not fit)"
+        )
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
+    arrays, _ = layout_arrays(net, None, policy)
+
+    class ReluNetwork(nnx.Module):
+        """Dense → relu → Dense, as relusym reads it."""
+
+        def __init__(self) -> None:
+            rngs = nnx.Rngs(0)
+            self.hidden = nnx.Linear(net.m, net.n, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
+            self.output = nnx.Linear(net.n, net.k, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
+            self.hidden.kernel.value = jnp.asarray(arrays["0.weight"].T)
+            self.hidden.bias.value = jnp.asarray(arrays["0.bias"])
+            self.output.kernel.value = jnp.asarray(arrays["2.weight"].T)
+            self.output.bias.value = jnp.asarray(arrays["2.bias"])
+
+        def __call__(self, x: Any) -> Any:
+            return self.output(nnx.relu(self.hidden(x)))
+
+    return ReluNetwork()
