@@ -215,6 +215,11 @@ def _fits(s1: tuple[int, ...], s2: tuple[int, ...], orient: str, bias_sizes: lis
 def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """``np.savez`` of V, A, b, c (relusym's layout), or of ``like``'s names, orientation and dtypes."""
     policy = policy if policy is not None else WritePolicy()
+    if policy.dtype == "bfloat16":
+        raise UnsupportedModelError(
+            "NPZ files cannot hold bfloat16 (numpy has no such type); write float32 (which holds every bfloat16 "
+            "value exactly) or safetensors"
+        )
     dtypes: dict[str, str | None] = dict.fromkeys(_OWN)
     if like is not None:
         arrays = _read_arrays(Path(like), False)
