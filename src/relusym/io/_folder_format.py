@@ -62,9 +62,13 @@ def load(path: Path) -> Network:
     folder = Path(path)
     single = weights_file(folder)
     if single is not None:
-        from . import format_of
+        if single.suffix == ".safetensors":
+            from ._safetensors_format import load as load_safetensors
 
-        return format_of(single).load(single)  # type: ignore[no-any-return]
+            return load_safetensors(single)
+        from ._torch_format import load as load_torch
+
+        return load_torch(single)
     if (folder / "model.safetensors.index.json").is_file():
         return pair_linear_layers(_sharded(folder), source=folder.name, ordered=False).network()
     names = sorted(p.name for p in folder.iterdir())[:8]
