@@ -207,7 +207,9 @@ def test_skl2onnx_files_read_as_the_estimator(tmp_path, kind, dtype):
             net, info = load_with_info(path)
         assert any("logits" in n for n in info.notes)
     assert info.activation == "recorded"
-    coefs = [np.asarray(a, dtype=dtype) for a in (est.coefs_[1].T, est.coefs_[0].T, est.intercepts_[0], est.intercepts_[1])]
+    coefs = [
+        np.asarray(a, dtype=dtype) for a in (est.coefs_[1].T, est.coefs_[0].T, est.intercepts_[0], est.intercepts_[1])
+    ]
     assert net.same_parameters(Network(*coefs))  # the arrays skl2onnx wrote, exactly
     assert normal_form(net) == normal_form(Network(*coefs))
 
@@ -231,13 +233,21 @@ def test_torch_onnx_exports_with_flatten(tmp_path):
     for how in ("flatten", "view"):
         mod = Net(how)
         ref = Network(
-            mod.l2.weight.detach().numpy(), mod.l1.weight.detach().numpy(), mod.l1.bias.detach().numpy(),
+            mod.l2.weight.detach().numpy(),
+            mod.l1.weight.detach().numpy(),
+            mod.l1.bias.detach().numpy(),
             mod.l2.bias.detach().numpy(),
         )
         assert relusym.load(mod).same_parameters(ref)
         path = tmp_path / f"{how}_legacy.onnx"
-        torch.onnx.export(mod, (torch.zeros(2, 2, 3),), str(path), dynamo=False, dynamic_axes={"input": {0: "b"}},
-                          input_names=["input"])
+        torch.onnx.export(
+            mod,
+            (torch.zeros(2, 2, 3),),
+            str(path),
+            dynamo=False,
+            dynamic_axes={"input": {0: "b"}},
+            input_names=["input"],
+        )
         assert relusym.load(path).same_parameters(ref), how
         try:
             path = tmp_path / f"{how}_dynamo.onnx"
@@ -260,8 +270,11 @@ def test_onnx_narrowing_cast_is_refused(tmp_path):
         helper.make_node("MatMul", ["r", "W2"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["b", 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 1])], initializer=[W1, W2],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["b", 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 1])],
+        initializer=[W1, W2],
     )
     path = tmp_path / "narrow.onnx"
     onnx.save(helper.make_model(graph), str(path))
@@ -295,7 +308,9 @@ def test_keras_files_read_and_written_back(tmp_path):
         np.testing.assert_allclose(np.asarray(back(x).detach()), np.asarray(model(x).detach()), rtol=1e-5, atol=1e-6)
         assert relusym.load(back).same_parameters(small)
     # a non-ReLU config is refused naming the layer; an output softmax is read as logits
-    tanh = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh", name="hid"), keras.layers.Dense(2)])
+    tanh = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(4, activation="tanh", name="hid"), keras.layers.Dense(2)]
+    )
     tanh.save(tmp_path / "tanh.keras")
     with pytest.raises(UnsupportedModelError, match="layer 'hid' applies activation 'tanh'"):
         relusym.load(tmp_path / "tanh.keras")
@@ -380,8 +395,12 @@ def test_flax_nnx_with_tanh_is_refused_and_relu_accepted():
     mod = Relu(nnx.Rngs(0))
     net, info = load_with_info(mod)
     assert info.activation == "recorded"
-    ref = Network(np.asarray(mod.l2.kernel.value).T, np.asarray(mod.l1.kernel.value).T, np.asarray(mod.l1.bias.value),
-                  np.asarray(mod.l2.bias.value))
+    ref = Network(
+        np.asarray(mod.l2.kernel.value).T,
+        np.asarray(mod.l1.kernel.value).T,
+        np.asarray(mod.l1.bias.value),
+        np.asarray(mod.l2.bias.value),
+    )
     assert net.same_parameters(ref)
     # a flat dict as Git Re-Basin's flatten_params writes it
     flat = {"Dense_0/kernel": ref.A.T, "Dense_0/bias": ref.b, "Dense_1/kernel": ref.V.T, "Dense_1/bias": ref.c}
@@ -443,8 +462,14 @@ def test_hugging_face_style_folders(tmp_path):
     sharded.mkdir()
     st.save_file({k: sd[k] for k in ("0.weight", "0.bias")}, str(sharded / "model-00001-of-00002.safetensors"))
     st.save_file({k: sd[k] for k in ("2.weight", "2.bias")}, str(sharded / "model-00002-of-00002.safetensors"))
-    index = {"weight_map": {"0.weight": "model-00001-of-00002.safetensors", "0.bias": "model-00001-of-00002.safetensors",
-                            "2.weight": "model-00002-of-00002.safetensors", "2.bias": "model-00002-of-00002.safetensors"}}
+    index = {
+        "weight_map": {
+            "0.weight": "model-00001-of-00002.safetensors",
+            "0.bias": "model-00001-of-00002.safetensors",
+            "2.weight": "model-00002-of-00002.safetensors",
+            "2.bias": "model-00002-of-00002.safetensors",
+        }
+    }
     (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
     assert relusym.load(sharded).same_parameters(ref)
     binary = tmp_path / "bin"

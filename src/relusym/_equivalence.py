@@ -13,7 +13,7 @@ import random as _random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -100,6 +100,18 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.reason
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., atol: None = None, rtol: None = None
+) -> Verdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., atol: float | None = ..., rtol: float | None = ...
+) -> Verdict | ApproxVerdict: ...
 
 
 def equivalent(

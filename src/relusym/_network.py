@@ -69,9 +69,7 @@ class Network:
             hint = ""
             if b_arr.shape == (m_a,) and np.ndim(V) == 2 and np.shape(V)[1] == m_a:
                 hint = f"; A looks transposed (it is {n}×{m_a}, as m×n; pass A.T)"
-            raise InvalidNetworkError(
-                f"b must have n = {n} entries (one per row of A), got shape {b_arr.shape}{hint}"
-            )
+            raise InvalidNetworkError(f"b must have n = {n} entries (one per row of A), got shape {b_arr.shape}{hint}")
         V_in = V
         if n == 0 and not isinstance(V, np.ndarray):
             try:

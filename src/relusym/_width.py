@@ -42,6 +42,7 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
+from ._progress import progress as show_progress
 from .errors import BudgetExceededError, InvalidNetworkError
 
 __all__ = [
@@ -174,7 +175,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
     return None
 
 
-def minimal_width(net: Network, *, budget: float = 10.0) -> int:
+def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> int:
     """w(ρ(θ)): the fewest hidden neurons that realize ρ(θ) exactly (spec §5.2, §6).
 
     Raises :class:`~relusym.errors.BudgetExceededError` (with the bounds found) when it cannot be decided
@@ -189,7 +190,8 @@ def minimal_width(net: Network, *, budget: float = 10.0) -> int:
     hc = hyperplane_classes(net)
     if no_mixed_class(hc):
         return int(hc.kink_mask.sum())
-    ws = width_search(net, budget=budget, hc=hc)
+    with show_progress(total=None, desc="minimal width: configurations", unit="stage", enabled=progress):
+        ws = width_search(net, budget=budget, hc=hc)
     if ws.width is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -389,7 +391,12 @@ def _rescale_like(
 
 
 def prune(
-    net: Network, *, budget: float = 10.0, canonical: bool = False, keep_scales: bool | None = None
+    net: Network,
+    *,
+    budget: float = 10.0,
+    canonical: bool = False,
+    keep_scales: bool | None = None,
+    progress: bool | None = None,
 ) -> Network:
     """A network of minimal width w(f) computing the same function: the same normal form, exact.
 
@@ -407,4 +414,5 @@ def prune(
     """
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
-    return minimal_network(net, budget=budget, keep_scales=keep_scales).network
+    with show_progress(total=None, desc="prune: width search", unit="stage", enabled=progress):
+        return minimal_network(net, budget=budget, keep_scales=keep_scales).network

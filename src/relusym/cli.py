@@ -8,8 +8,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -151,7 +149,7 @@ def cmd_fiber(args: argparse.Namespace) -> Result:
     from ._fiber import fiber
 
     net = _load(args.net, args)
-    fb = fiber(net, budget=args.budget)
+    fb = fiber(net, budget=args.budget, progress=_progress_flag(args))
     return fb.to_dict(), fb.report(), 0
 
 
@@ -166,7 +164,10 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     like = args.net if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
-    mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
+    from ._progress import progress
+
+    with progress(total=None, desc="prune: width search", unit="stage", enabled=_progress_flag(args)):
+        mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
     small = mn.network
     info = save(small, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
     d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical, "write": info.to_dict()}
@@ -190,7 +191,7 @@ def cmd_align(args: argparse.Namespace) -> Result:
     from ._alignment import align
 
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
-    al = align(net1, net2)
+    al = align(net1, net2, progress=_progress_flag(args))
     d = al.to_dict()
     text = (
         f"matched {al.matched_fraction:.2%} of the neurons; "
@@ -211,7 +212,7 @@ def cmd_report(args: argparse.Namespace) -> Result:
     from .report import report_to_file
 
     net = _load(args.net, args)
-    report_to_file(net, args.output, name=args.net)
+    report_to_file(net, args.output, name=args.net, progress=_progress_flag(args))
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
@@ -343,6 +344,11 @@ def _add_edge_options(sp: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read scikit-learn/joblib pickles and object .npy files, which RUNS CODE from the file",
     )
+
+
+def _progress_flag(args: argparse.Namespace) -> bool | None:
+    """``False`` with ``--quiet``; else ``None``: a bar only when stderr is a terminal."""
+    return False if getattr(args, "quiet", False) else None
 
 
 _TIMING_KEYS = ("elapsed_seconds", "elapsed", "seconds", "timings")

@@ -87,6 +87,7 @@ class SaveInfo:
             "notes": list(self.notes),
         }
 
+
 # module names under relusym.io, in the order they are tried
 FORMATS: tuple[str, ...] = (
     "_json_format",
@@ -241,9 +242,7 @@ def save(
             raise InvalidNetworkError(
                 f"writing {p.name} as {mod.NAME} would not give back this network when read; nothing was written"
             )
-    return SaveInfo(
-        str(p), mod.NAME, not policy.rounded, tuple(policy.rounded), distance, change, tuple(policy.notes)
-    )
+    return SaveInfo(str(p), mod.NAME, not policy.rounded, tuple(policy.rounded), distance, change, tuple(policy.notes))
 
 
 def _max_change(given: Network, written: Network) -> float:
@@ -257,6 +256,8 @@ def _max_change(given: Network, written: Network) -> float:
         if x.dtype != object and y.dtype != object:
             best = max(best, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
         else:
-            diffs = (abs(Fraction(u) - Fraction(v)) for u, v in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True))
+            diffs = (
+                abs(Fraction(u) - Fraction(v)) for u, v in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
+            )
             best = max(best, float(max(diffs)))
     return best

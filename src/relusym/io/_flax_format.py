@@ -20,7 +20,21 @@ from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "object_records_activation", "check_forward", "from_params", "to_params", "to_nnx"]
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "RECORDS_ACTIVATION",
+    "sniff",
+    "load",
+    "save",
+    "accepts",
+    "from_object",
+    "object_records_activation",
+    "check_forward",
+    "from_params",
+    "to_params",
+    "to_nnx",
+]
 
 NAME = "flax"
 RECORDS_ACTIVATION = False
@@ -343,7 +357,12 @@ def to_params(net: Network, like: Any = None, *, policy: WritePolicy | None = No
     layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
     if layers is None:
         arrays, bf16 = layout_arrays(net, None, policy)
-        names = {"0.weight": "Dense_0/kernel", "0.bias": "Dense_0/bias", "2.weight": "Dense_1/kernel", "2.bias": "Dense_1/bias"}
+        names = {
+            "0.weight": "Dense_0/kernel",
+            "0.bias": "Dense_0/bias",
+            "2.weight": "Dense_1/kernel",
+            "2.bias": "Dense_1/bias",
+        }
         flat = {names[k]: (v.T.copy() if k.endswith("weight") else v) for k, v in arrays.items()}
         bf16 = frozenset(names[k] for k in bf16)
     else:
@@ -393,15 +412,14 @@ def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> 
     """A live ``nnx`` module computing the network: ``Linear(m, n) → nnx.relu → Linear(n, k)`` holding its
     weights exactly in ``dtype`` (default the network's widest float dtype), else refused unless
     ``allow_rounding``."""
+    import jax
     import jax.numpy as jnp
     from flax import nnx
 
     from ._layers import common_dtype
 
-    import jax
-
     name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
-    if name == "float64" and not jax.config.jax_enable_x64:
+    if name == "float64" and not jax.config.read("jax_enable_x64"):
         raise UnsupportedModelError(
             "jax runs without 64-bit floats here, so a float64 network cannot be held exactly: call "
             "jax.config.update('jax_enable_x64', True) first, or pass dtype='float32' (with allow_rounding=True "
@@ -418,9 +436,9 @@ def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> 
             self.hidden = nnx.Linear(net.m, net.n, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
             self.output = nnx.Linear(net.n, net.k, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
             self.hidden.kernel.value = jnp.asarray(arrays["0.weight"].T)
-            self.hidden.bias.value = jnp.asarray(arrays["0.bias"])
+            self.hidden.bias.value = jnp.asarray(arrays["0.bias"])  # type: ignore[union-attr]
             self.output.kernel.value = jnp.asarray(arrays["2.weight"].T)
-            self.output.bias.value = jnp.asarray(arrays["2.bias"])
+            self.output.bias.value = jnp.asarray(arrays["2.bias"])  # type: ignore[union-attr]
 
         def __call__(self, x: Any) -> Any:
             return self.output(nnx.relu(self.hidden(x)))

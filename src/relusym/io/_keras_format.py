@@ -314,7 +314,12 @@ def _dense_config(name: str, units: int, activation: str, dtype: str, input_dim:
         "config": {
             "name": name,
             "trainable": True,
-            "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": dtype}, "registered_name": None},
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
             "units": units,
             "activation": activation,
             "use_bias": True,
@@ -347,7 +352,12 @@ def _sequential_config(net: Network, dtype: str) -> dict[str, Any]:
         "config": {
             "name": "sequential",
             "trainable": True,
-            "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": dtype}, "registered_name": None},
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
             "layers": [
                 {
                     "module": "keras.layers",

@@ -318,7 +318,7 @@ class WritePolicy:
         if not self.allow_rounding:
             idx = f"[{', '.join(map(str, bad))}]" if x.ndim else ""
             value = x[bad] if x.ndim else x[()]
-            shown = exact_and_approx(value) if isinstance(value, Fraction | int) else float_value(value)
+            shown = exact_and_approx(value) if isinstance(value, Fraction | int) else float_value(float(value))
             beyond = "" if math.isfinite(float(y[bad] if x.ndim else y[()])) else " (it is beyond its range)"
             widen = "" if dtype_name == "float64" else "widen the file (dtype='float64', CLI --dtype float64), "
             raise NotRepresentableError(
@@ -376,7 +376,12 @@ def standard_arrays(net: Network, policy: WritePolicy) -> tuple[dict[str, np.nda
     """``0.weight, 0.bias, 2.weight, 2.bias`` (torch orientation), each in the policy's dtype or its own."""
     out: dict[str, np.ndarray] = {}
     bf16: set[str] = set()
-    for key, x, name in (("0.weight", net.A, "A"), ("0.bias", net.b, "b"), ("2.weight", net.V, "V"), ("2.bias", net.c, "c")):
+    for key, x, name in (
+        ("0.weight", net.A, "A"),
+        ("0.bias", net.b, "b"),
+        ("2.weight", net.V, "V"),
+        ("2.bias", net.c, "c"),
+    ):
         dt = policy.target(None, x)
         out[key] = policy.fit(x, dt, name)
         if dt == "bfloat16":

@@ -230,7 +230,7 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     for key, x in zip(_OWN, (net.V, net.A, net.b, net.c), strict=True):
         out[key] = policy.fit(x, policy.target(dtypes[key], x), key)
     with open(path, "wb") as fh:
-        np.savez(fh, **out)
+        np.savez(fh, **out)  # type: ignore[arg-type]
     return None
 
 
@@ -250,4 +250,4 @@ def _save_like(net: Network, path: Path, like: dict[str, Any], policy: WritePoli
         out[bkey] = policy.fit(net.b, policy.target(like[bkey].dtype.name if bkey in like else None, net.b), "b")
         out[ckey] = policy.fit(net.c, policy.target(like[ckey].dtype.name if ckey in like else None, net.c), "c")
     with open(path, "wb") as fh:
-        np.savez(fh, **out)
+        np.savez(fh, **out)  # type: ignore[arg-type]

@@ -22,7 +22,19 @@ from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "accepts", "from_object", "from_model", "to_model"]
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "RECORDS_ACTIVATION",
+    "sniff",
+    "load",
+    "read",
+    "save",
+    "accepts",
+    "from_object",
+    "from_model",
+    "to_model",
+]
 
 NAME = "onnx"
 RECORDS_ACTIVATION = True
