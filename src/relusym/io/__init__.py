@@ -122,9 +122,7 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
         if not p.exists():
             raise InvalidNetworkError(f"{p}: no such file")
         if p.is_dir():
-            from . import _folder_format
-
-            return _folder_format
+            return importlib.import_module(f"{__name__}._folder_format")
         with open(p, "rb") as fh:
             head = fh.read(64)
         if not head:

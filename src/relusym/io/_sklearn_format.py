@@ -70,7 +70,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def _refusal(path: Path) -> UnsupportedModelError:
     return UnsupportedModelError(
         f"refusing to unpickle {path.name}: loading a pickle or joblib file runs arbitrary code; if you trust it, "
-        "call relusym.io._sklearn_format.load_pickle(path, allow_unsafe_pickle=True)"
+        "pass --allow-unsafe-pickle (CLI) or relusym.load(path, allow_unsafe_pickle=True)"
     )
 
 
