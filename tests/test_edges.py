@@ -7,7 +7,6 @@ oracle is the network built by hand from the same arrays (its normal form, or ex
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from fractions import Fraction as F
 from pathlib import Path
@@ -19,8 +18,6 @@ import relusym
 from relusym import Network, normal_form
 from relusym.errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 from relusym.io import load_with_info, save
-
-os.environ.setdefault("KERAS_BACKEND", "torch")
 
 # ---------------------------------------------------------------------------------------------------------
 # helpers
