@@ -323,6 +323,8 @@ def _parse(model: Any, source: str) -> _Parsed:
                 _Layer(W, bias, op, wname, bname, stored_out_in, dtypes.get(wname, "float32"), data_first, alpha, beta)
             )
             orient = out_orient
+            if dtypes.get(wname) in _WIDTH:  # the product is in the weight's float type
+                cur_dtype = dtypes[wname]
         elif op == "Add":
             if not steps or not isinstance(steps[-1], _Layer):
                 raise UnsupportedModelError(f"{source}: {_describe(node)} is not a bias after a Gemm or MatMul")
