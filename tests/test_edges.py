@@ -531,3 +531,22 @@ def test_transposed_arrays_get_a_hint():
         Network(np.ones((1, 3)), np.ones((2, 3)), np.ones(3))
     with pytest.raises(InvalidNetworkError, match="V looks transposed"):
         Network(np.ones((3, 1)), np.ones((3, 2)), np.ones(3))
+
+
+def test_writing_in_the_layout_of_a_torchscript_archive_or_a_model_folder(tmp_path):
+    torch = pytest.importorskip("torch")
+    st = pytest.importorskip("safetensors.torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    torch.jit.save(torch.jit.trace(model, torch.zeros(1, 3)), tmp_path / "ts.pt")
+    net = relusym.load(tmp_path / "ts.pt")
+    info = save(net, tmp_path / "out.pt", like=tmp_path / "ts.pt")
+    assert info.exact and any("state_dict" in n for n in info.notes)
+    sd = torch.load(tmp_path / "out.pt", weights_only=True)
+    assert sorted(sd) == sorted(model.state_dict())
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    st.save_file({f"mlp.{k}": v.contiguous() for k, v in model.state_dict().items()}, str(folder / "model.safetensors"))
+    assert save(net, tmp_path / "out.safetensors", like=folder).exact
+    assert sorted(st.load_file(str(tmp_path / "out.safetensors"))) == sorted(f"mlp.{k}" for k in model.state_dict())
+    with pytest.raises(InvalidNetworkError, match="JSON holds exact rationals"):
+        save(net, tmp_path / "x.json", dtype="float16")

@@ -8,11 +8,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
+from ._display import exact_and_approx
 from ._network import Network
-from ._numbers import format_vector
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["main"]
@@ -104,7 +105,7 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
         if w.n <= 30:
             lines.append("symmetry h: neuron j of NET1 → slot π(j), scaled by d_j")
             for j, (p, s) in enumerate(zip(w.permutation, w.scales, strict=True)):
-                lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+                lines.append(f"  {j} → {p}   d = {exact_and_approx(s)}")
         else:
             lines.append(f"symmetry h ∈ H_{w.n} found (use --json to see the permutation and scales)")
     if v.counterexample is not None:
@@ -133,7 +134,7 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
     lines = ["in the same H_n-orbit: NET2 = h·NET1"]
     if h.n <= 30:
         for j, (p, s) in enumerate(zip(h.permutation, h.scales, strict=True)):
-            lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+            lines.append(f"  {j} → {p}   d = {exact_and_approx(s)}")
     return d, "\n".join(lines), 0
 
 
@@ -159,9 +160,14 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     from .io import format_of, save
 
     net = _load(args.net, args)
-    fmt_in = format_of(args.net)
+    like_path = Path(args.net)
+    if like_path.is_dir():  # a model folder: its weights file is the layout to keep
+        from .io._folder_format import weights_file
+
+        like_path = weights_file(like_path) or like_path
+    fmt_in = format_of(like_path)
     fmt_out = format_of(args.output, for_writing=True)
-    like = args.net if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
+    like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
     from ._progress import progress

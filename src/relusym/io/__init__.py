@@ -218,6 +218,12 @@ def save(
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"save needs a Network, got {type(net).__name__}")
     p = Path(path)
+    if like is not None and Path(like).is_dir():  # a model folder: its weights file is the layout
+        folder_format = importlib.import_module(f"{__name__}._folder_format")
+        inner = folder_format.weights_file(Path(like))
+        if inner is None:
+            raise UnsupportedModelError(f"cannot write in the layout of {like}: it has no single weights file")
+        like = inner
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
     if getattr(mod, "save", None) is None:
         raise UnsupportedModelError(f"relusym cannot write {mod.NAME} files")

@@ -50,5 +50,9 @@ def load(path: Path) -> Network:
 
 
 def save(net: Network, path: Path, like: Path | None = None, *, policy: Any = None) -> None:
-    """Write ``relusym.network/1`` JSON: exact rationals, so nothing ever rounds (``policy`` has nothing to do)."""
+    """Write ``relusym.network/1`` JSON: exact rationals, so nothing ever rounds (a float type does not apply)."""
+    if policy is not None and getattr(policy, "dtype", None) is not None:
+        raise InvalidNetworkError(
+            f"JSON holds exact rationals, so dtype={policy.dtype!r} does not apply; choose a binary format for it"
+        )
     path.write_text(json.dumps(net.to_dict(), indent=1) + "\n", encoding="utf-8")

@@ -139,7 +139,19 @@ class _Scripted:
         self.state = dict(state) if isinstance(state, Mapping) else {"state": state}
 
 
+def _torchscript_state_dict(path: Path) -> dict[str, Any]:
+    """The parameters of a TorchScript archive by name (read as data, see :func:`read_torchscript`)."""
+    return _read_torchscript(path)[0]
+
+
 def read_torchscript(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """The network of a TorchScript archive: see :func:`_read_torchscript`."""
+    sd, _ = _read_torchscript(path)
+    note = f"{path.name} is a TorchScript archive: its parameters were read as data and its code was not run"
+    return from_state_dict(sd, source=path.name), (note,), True
+
+
+def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The parameters of a TorchScript archive (``torch.jit.save``), read as data without running its code.
 
     Its ``data.pkl`` is unpickled by a restricted unpickler that builds only tensors (from the archive's
@@ -218,8 +230,7 @@ def read_torchscript(path: Path) -> tuple[Network, tuple[str, ...], bool]:
             f"{path.name}: the TorchScript modules compute {' → '.join(pattern) or 'nothing'}, not Linear → ReLU → "
             "Linear"
         )
-    note = f"{path.name} is a TorchScript archive: its parameters were read as data and its code was not run"
-    return from_state_dict(sd, source=path.name), (note,), True
+    return sd, kinds
 
 
 def _load_state_dict_file(path: Path) -> Network:
@@ -603,10 +614,16 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     the like checkpoint's other entries."""
     torch = _import_torch("writing .pt files")
     policy = policy if policy is not None else WritePolicy()
-    like_sd = None
+    like_sd: Mapping[str, Any] | None = None
     raw: Any = None
     wrappers: list[str] = []
-    if like is not None:
+    if like is not None and _is_torchscript(Path(like)):
+        like_sd = _torchscript_state_dict(Path(like))
+        policy.notes.append(
+            f"wrote a state_dict with the keys of {Path(like).name}: a TorchScript archive also holds code, which "
+            "relusym does not write; load it with module.load_state_dict(torch.load(path))"
+        )
+    elif like is not None:
         try:
             raw = torch.load(Path(like), map_location="cpu", weights_only=True)
         except Exception as exc:
