@@ -550,3 +550,69 @@ def test_writing_in_the_layout_of_a_torchscript_archive_or_a_model_folder(tmp_pa
     assert sorted(st.load_file(str(tmp_path / "out.safetensors"))) == sorted(f"mlp.{k}" for k in model.state_dict())
     with pytest.raises(InvalidNetworkError, match="JSON holds exact rationals"):
         save(net, tmp_path / "x.json", dtype="float16")
+
+
+def test_pruned_files_run_in_their_own_framework(tmp_path):
+    """skl2onnx regressor → prune → save like → onnxruntime gives the original's outputs; a joblib MLP → prune →
+    save like → scikit-learn's predict gives the original's; a bfloat16 Flax msgpack keeps bfloat16."""
+    pytest.importorskip("skl2onnx")
+    ort = pytest.importorskip("onnxruntime")
+    joblib = pytest.importorskip("joblib")
+    from skl2onnx import to_onnx
+    from sklearn.neural_network import MLPRegressor
+
+    X, y = _mlp_data()
+    est = MLPRegressor(hidden_layer_sizes=(4,), max_iter=30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    # make two hidden neurons share a hyperplane, with output weights whose sum every float type holds
+    est.coefs_[0][:, 1] = 2 * est.coefs_[0][:, 0]
+    est.intercepts_[0][1] = 2 * est.intercepts_[0][0]
+    est.coefs_[1][:2, 0] = [0.5, 0.25]
+    onnx_path = tmp_path / "mlp.onnx"
+    onnx_path.write_bytes(to_onnx(est, X[:1].astype(np.float32)).SerializeToString())
+    small = relusym.prune(relusym.load(onnx_path))
+    assert small.n == 3
+    assert relusym.save(small, tmp_path / "small.onnx", like=onnx_path).exact
+    xs = X.astype(np.float32)
+    run = lambda p: ort.InferenceSession(str(p)).run(None, {ort.InferenceSession(str(p)).get_inputs()[0].name: xs})[0]  # noqa: E731
+    np.testing.assert_allclose(run(tmp_path / "small.onnx").ravel(), run(onnx_path).ravel(), rtol=1e-5, atol=1e-5)
+    # joblib → prune → joblib, predicted by scikit-learn itself
+    joblib.dump(est, tmp_path / "mlp.joblib")
+    with pytest.warns(RuntimeWarning):
+        net = relusym.io.load(tmp_path / "mlp.joblib", allow_unsafe_pickle=True)
+    small = relusym.prune(net)
+    assert relusym.save(small, tmp_path / "small.joblib", like=tmp_path / "mlp.joblib").exact
+    back = joblib.load(tmp_path / "small.joblib")
+    assert back.coefs_[0].shape == (3, 3)
+    np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_bf16_flax_msgpack_round_trip(tmp_path):
+    pytest.importorskip("flax")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from flax import serialization
+
+    bf = ml_dtypes.bfloat16
+    k0 = np.array([[1.0, 2.0, 1.0], [0.5, -1.0, 0.5]], dtype=bf)  # columns 0 and 2: one hyperplane
+    params = {
+        "params": {
+            "Dense_0": {"kernel": k0, "bias": np.array([0.25, 1.0, 0.25], dtype=bf)},
+            "Dense_1": {"kernel": np.array([[0.5], [-1.0], [0.25]], dtype=bf), "bias": np.array([0.0], dtype=bf)},
+        }
+    }
+    (tmp_path / "p.msgpack").write_bytes(serialization.to_bytes(params))
+    net, info = load_with_info(tmp_path / "p.msgpack")
+    assert info.activation == "assumed" and net.n == 3
+    small = relusym.prune(net)
+    assert small.n == 2
+    assert relusym.save(small, tmp_path / "small.msgpack", like=tmp_path / "p.msgpack").exact
+    back = serialization.msgpack_restore((tmp_path / "small.msgpack").read_bytes())
+    assert back["params"]["Dense_0"]["kernel"].dtype == bf and back["params"]["Dense_0"]["kernel"].shape == (2, 2)
+    assert normal_form(relusym.load(tmp_path / "small.msgpack")) == normal_form(net)
+    # a merged weight bfloat16 cannot hold is refused, naming it
+    nudged = Network(np.array([[1.0, 0.5, 2.0**-9]]), net.A, net.b, net.c)  # merged: 1 + 2⁻⁹
+    with pytest.raises(NotRepresentableError, match="bfloat16"):
+        relusym.save(relusym.prune(nudged), tmp_path / "bad.msgpack", like=tmp_path / "p.msgpack")
+    assert not (tmp_path / "bad.msgpack").exists()

@@ -530,6 +530,11 @@ def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = Non
         "float32": TensorProto.FLOAT,
         "float64": TensorProto.DOUBLE,
     }[dt_name]
+    if parsed is not None and parsed.head is not None:
+        policy.notes.append(
+            f"the like model's classifier head ({parsed.head} and the outputs computed from it) is not written: "
+            "the file computes the logits, the network relusym read"
+        )
     scal = [(1.0, 1.0), (1.0, 1.0)]
     if parsed is not None and dt_name != "bfloat16":
         scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
