@@ -616,3 +616,52 @@ def test_bf16_flax_msgpack_round_trip(tmp_path):
     with pytest.raises(NotRepresentableError, match="bfloat16"):
         relusym.save(relusym.prune(nudged), tmp_path / "bad.msgpack", like=tmp_path / "p.msgpack")
     assert not (tmp_path / "bad.msgpack").exists()
+
+
+def test_progress_bars_on_the_long_searches(capsys, tmp_path):
+    """progress=True draws a tqdm bar on stderr (whatever the stream); progress=False never does."""
+    pytest.importorskip("tqdm")
+    from relusym.census import run_census
+    from relusym.report import report_html
+
+    rng = np.random.default_rng(3)
+    net = Network([[1, 1, 2]], [[1], [-1], [2]], [0, 1, 0])
+    big = Network(rng.standard_normal((1, 40)), rng.standard_normal((40, 3)), rng.standard_normal(40))
+    calls = {
+        "fibre": lambda p: relusym.fiber(net, progress=p),
+        "minimal width": lambda p: relusym.minimal_width(Network([[1, 1]], [[1], [-1]], [0, 0]), progress=p),
+        "prune": lambda p: relusym.prune(net, progress=p),
+        "align": lambda p: relusym.align(big, big, progress=p),
+        "census": lambda p: run_census(sample_231=0, limit_121=3, progress=p),
+        "report": lambda p: report_html(net, progress=p),
+    }
+    for desc, call in calls.items():
+        call(False)
+        assert capsys.readouterr().err == "", desc
+        call(True)
+        assert desc in capsys.readouterr().err, desc
+
+
+def test_linen_modules_are_traced_too():
+    pytest.importorskip("flax")
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    class Mlp(nn.Module):
+        act: object = nn.relu
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(self.act(nn.Dense(4)(x)))
+
+    for act, ok in ((nn.relu, True), (nn.tanh, False), (nn.gelu, False)):
+        mod = Mlp(act=act)
+        params = mod.init(jax.random.PRNGKey(0), jnp.zeros((1, 3)))
+        if ok:
+            assert relusym.load(mod.bind(params)).same_parameters(relusym.load(params))
+        else:
+            with pytest.raises(UnsupportedModelError, match="applies"):
+                relusym.load(mod.bind(params))
+    with pytest.raises(UnsupportedModelError, match="unbound"):
+        relusym.load(Mlp())

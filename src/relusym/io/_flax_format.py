@@ -305,7 +305,10 @@ def from_object(obj: Any) -> Network:
         check_forward(lambda x: obj(x), net.m, source)
         return net
     if kind == "linen":
-        variables = getattr(obj, "variables", None)
+        try:
+            variables = obj.variables
+        except ValueError:  # flax: "Can't access variables on unbound modules"
+            variables = None
         if not variables:
             raise UnsupportedModelError(
                 f"{source} is an unbound linen module, which holds no weights: pass module.bind(params) or the "
