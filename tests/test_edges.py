@@ -478,6 +478,11 @@ def test_hugging_face_style_folders(tmp_path):
     empty.mkdir()
     with pytest.raises(UnsupportedModelError, match="model.safetensors"):
         relusym.load(empty)
+    orbax = tmp_path / "ckpt"
+    orbax.mkdir()
+    (orbax / "_CHECKPOINT_METADATA").write_text("{}")
+    with pytest.raises(UnsupportedModelError, match="orbax checkpoint.*flax.serialization.to_bytes"):
+        relusym.load(orbax)
 
 
 def test_sklearn_written_with_the_serializer_it_was_read_with(tmp_path):
