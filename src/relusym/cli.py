@@ -24,15 +24,16 @@ Result = tuple[dict[str, Any], str, int]
 def _load(path: str, args: argparse.Namespace | None = None) -> Network:
     """Read a network; what reading assumed (a file recording no activation, a classifier read as logits) is
     kept on ``args`` for the report and the JSON ``inputs`` key."""
-    from .io import load_with_info
+    from .io import format_of, load_with_info
 
     kwargs: dict[str, Any] = {}
     if args is not None and getattr(args, "allow_unsafe_pickle", False):
         kwargs["allow_unsafe_pickle"] = True
-        print(
-            f"relusym: warning: --allow-unsafe-pickle unpickles {path}, which runs any code it contains",
-            file=sys.stderr,
-        )
+        if Path(path).is_file() and format_of(path).NAME == "sklearn":
+            print(
+                f"relusym: warning: --allow-unsafe-pickle unpickles {path}, which runs any code it contains",
+                file=sys.stderr,
+            )
     net, info = load_with_info(path, **kwargs)
     if args is not None:
         args.inputs = [*getattr(args, "inputs", []), info]

@@ -28,8 +28,9 @@ __all__ = [
     "pair_linear_layers",
     "FILE_DTYPES",
     "WritePolicy",
-    "NotRepresentableError",
     "to_bfloat16_values",
+    "rounded",
+    "warn_rounding",
     "default_dtype",
     "common_dtype",
     "layout_arrays",
@@ -387,3 +388,25 @@ def standard_arrays(net: Network, policy: WritePolicy) -> tuple[dict[str, np.nda
         if dt == "bfloat16":
             bf16.add(key)
     return out, frozenset(bf16)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the former helpers, kept for writers not yet given a ``policy`` (they go through the same check)
+
+
+def rounded(x: np.ndarray, dtype: Any, name: str, lost: list[str]) -> np.ndarray:
+    """``x`` as ``dtype`` through :meth:`WritePolicy.fit` with rounding allowed; appends ``name`` to ``lost``
+    when that rounds.  New writers take a ``policy`` instead (which refuses by default)."""
+    policy = WritePolicy(allow_rounding=True)
+    name_ = "bfloat16" if str(dtype) == "bfloat16" else np.dtype(dtype).name
+    out = policy.fit(x, name_, name)
+    lost.extend(policy.rounded)
+    return out
+
+
+def warn_rounding(lost: Sequence[str], fmt: str) -> None:
+    """Refuse what :func:`rounded` had to round: the one rounding policy has no silent path."""
+    if lost:
+        raise NotRepresentableError(
+            f"writing {fmt} would round {', '.join(lost)} to the file's float type; widen it or write JSON"
+        )
