@@ -82,6 +82,8 @@ def test_state_dict_input_says_the_activation_is_assumed(tmp_path):
     assert d["inputs"][0]["activation"] == "assumed" and d["inputs"][0]["format"] == "torch"
     d = json.loads(run("canon", str(EXAMPLES / "e13.json"), "--json").stdout)
     assert d["inputs"][0]["activation"] == "recorded" and d["inputs"][0]["notes"] == []
+    r = run("report", str(tmp_path / "m.pt"), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0 and "no activation is recorded" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def _bf16_file(tmp_path: Path) -> Path:

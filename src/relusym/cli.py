@@ -219,7 +219,8 @@ def cmd_report(args: argparse.Namespace) -> Result:
     from .report import report_to_file
 
     net = _load(args.net, args)
-    report_to_file(net, args.output, name=args.net, progress=_progress_flag(args))
+    notes = [n for info in getattr(args, "inputs", []) for n in info.notes]
+    report_to_file(net, args.output, name=args.net, progress=_progress_flag(args), notes=notes)
     return {"output": args.output}, f"wrote {args.output}", 0
 
 

@@ -108,17 +108,25 @@ def _fiber_section(net: Network, budget: float, progress: bool | None = False) -
 
 
 def report_html(
-    net: Network, name: str = "network", *, budget: float = 10.0, dpi: float = 90, progress: bool | None = None
+    net: Network,
+    name: str = "network",
+    *,
+    budget: float = 10.0,
+    dpi: float = 90,
+    progress: bool | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     """A self-contained HTML page about θ: summary (shape), normal form (spec §2.4: kinks, M, e, digest),
     stabilizer (§4), fibre (§5: generic, rigid, flips, width, dimension, strata) and plots, with the figures
     embedded as base64 PNG (no external resources).  ``budget`` (seconds) goes to the fibre's searches.
-    ``progress`` shows which section is being computed (on stderr when it is a terminal, by default)."""
+    ``progress`` shows which section is being computed (on stderr when it is a terminal, by default).  ``notes``
+    (what reading the file assumed, e.g. ``relusym.io.load_with_info(path)[1].notes``) are shown under the
+    summary."""
     with show_progress(total=4, desc="report: normal form", unit="section", enabled=progress) as bar:
-        return _report_html(net, name, budget, dpi, bar)
+        return _report_html(net, name, budget, dpi, bar, notes)
 
 
-def _report_html(net: Network, name: str, budget: float, dpi: float, bar: Any) -> str:
+def _report_html(net: Network, name: str, budget: float, dpi: float, bar: Any, notes: Sequence[str]) -> str:
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"report_html needs a Network, got {type(net).__name__}")
     esc = html.escape
@@ -142,6 +150,7 @@ def _report_html(net: Network, name: str, budget: float, dpi: float, bar: Any) -
             ]
         )
         + "</table>",
+        "".join(f"<p class='note'><b>Reading the file.</b> {esc(n)}</p>" for n in notes),
         "<p>ρ(θ)(x) = V·σ(Ax + b) + c (spec §1.1).</p>",
         "<h2 id='normal-form'>Normal form</h2>",
         "<p>NF(θ) = (K, M, e) (spec §2.4): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
