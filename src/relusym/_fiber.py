@@ -30,7 +30,7 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
 from ._numbers import fraction_str
-from ._progress import progress as show_progress
+from ._progress import ticking
 from ._strata import (
     Stratum,
     as_random,
@@ -266,14 +266,12 @@ def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"fiber needs a Network, got {type(net).__name__}")
-    with show_progress(total=3, desc="fibre: hyperplane classes", unit="stage", enabled=progress) as bar:
+    with ticking(budget, desc="fibre: hyperplane classes", enabled=progress) as bar:
         t0 = time.monotonic()
         deadline = t0 + budget
         hc = hyperplane_classes(net)
-        bar.update(1)
         bar.set_description_str("fibre: genericity")
         ga, ga_reason, gb, gb_reason = generic_conditions(net, hc)
-        bar.update(1)
         if ga and gb:
             bar.set_description_str("fibre: flip sets")
             return _fiber_class_a(net, hc, budget, t0)

@@ -42,7 +42,7 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
-from ._progress import progress as show_progress
+from ._progress import ticking
 from .errors import BudgetExceededError, InvalidNetworkError
 
 __all__ = [
@@ -190,7 +190,7 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
     hc = hyperplane_classes(net)
     if no_mixed_class(hc):
         return int(hc.kink_mask.sum())
-    with show_progress(total=None, desc="minimal width: configurations", unit="stage", enabled=progress):
+    with ticking(budget, desc="minimal width: configurations", enabled=progress):
         ws = width_search(net, budget=budget, hc=hc)
     if ws.width is None:
         raise BudgetExceededError(
@@ -414,5 +414,5 @@ def prune(
     """
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
-    with show_progress(total=None, desc="prune: width search", unit="stage", enabled=progress):
+    with ticking(budget, desc="prune: width search", enabled=progress):
         return minimal_network(net, budget=budget, keep_scales=keep_scales).network

@@ -171,9 +171,9 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
-    from ._progress import progress
+    from ._progress import ticking
 
-    with progress(total=None, desc="prune: width search", unit="stage", enabled=_progress_flag(args)):
+    with ticking(args.budget, desc="prune: width search", enabled=_progress_flag(args)):
         mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
     small = mn.network
     info = save(small, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
