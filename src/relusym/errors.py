@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "NotRepresentableError"]
+__all__ = [
+    "InvalidNetworkError",
+    "UnsupportedModelError",
+    "BudgetExceededError",
+    "NotRepresentableError",
+    "NNetClampWarning",
+]
 
 
 class InvalidNetworkError(ValueError):
@@ -19,3 +25,7 @@ class BudgetExceededError(RuntimeError):
 
 class NotRepresentableError(InvalidNetworkError):
     """A write would round: an entry of the network is not exactly representable in the file's float type."""
+
+
+class NNetClampWarning(UserWarning):
+    """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,17 @@ from .._fileio import atomic_path
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["load", "load_with_info", "save", "format_of", "FORMATS", "LoadInfo", "SaveInfo", "ASSUMED_ACTIVATION"]
+__all__ = [
+    "load",
+    "load_with_info",
+    "save",
+    "format_of",
+    "FORMATS",
+    "LoadInfo",
+    "SaveInfo",
+    "ASSUMED_ACTIVATION",
+    "input_box",
+]
 
 ASSUMED_ACTIVATION = (
     "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
@@ -98,6 +109,7 @@ FORMATS: tuple[str, ...] = (
     "_flax_format",
     "_keras_format",
     "_sklearn_format",
+    "_nnet_format",
 )
 
 
@@ -236,7 +248,9 @@ def save(
     with atomic_path(p) as tmp:
         mod.save(net, tmp, like=Path(like) if like is not None else None, policy=policy)
         reader = getattr(mod, "read_back", mod.load)
-        written = reader(tmp)
+        with warnings.catch_warnings():  # reading back our own file: what it would warn about was said on reading
+            warnings.simplefilter("ignore")
+            written = reader(tmp)
         if policy.rounded:
             from .._approx import distance as _distance
 
@@ -265,3 +279,10 @@ def _max_change(given: Network, written: Network) -> float:
             )
             best = max(best, float(max(diffs)))
     return best
+
+
+def input_box(path: str | os.PathLike[str]) -> Any:
+    """The input box of an NNet file (its per-input minima and maxima, exactly), a :class:`relusym.Box`."""
+    from ._nnet_format import input_box as _input_box
+
+    return _input_box(Path(path))
