@@ -43,6 +43,9 @@ __all__ = [
     "networks_121",
     "networks_231",
     "run_census",
+    "run_census_chunked",
+    "census_chunk",
+    "fibre_category",
     "main",
 ]
 
@@ -300,6 +303,163 @@ def _run_census(
     return Census(tuple(rows), time.monotonic() - t0)
 
 
+# ----------------------------------------------------------------------------------------------------------
+# the census on executors: chunks of a family (row ranges of its enumeration), tallies merged in chunk order
+
+
+def fibre_category(fb: Fiber) -> str:
+    """The census category of a fibre (one of :data:`CATEGORIES`), as the census and relusym.zoo report it."""
+    return _category(fb)
+
+
+def _family_networks(kind: str, params: dict[str, Any], start: int, stop: int) -> Iterator[Network]:
+    """Networks start..stop of a family, regenerated where the chunk runs (never shipped)."""
+    if kind == "121":
+        return itertools.islice(networks_121(tuple(params["values"])), start, stop)
+    return itertools.islice(networks_231(params["count"], params["seed"], tuple(params["values"])), start, stop)
+
+
+def census_chunk(
+    kind: str, params: dict[str, Any], start: int, stop: int, samples: int, seed: int, budget: float
+) -> dict[str, Any]:
+    """The tally of networks start..stop of a family, with fibre samples drawn from a generator seeded by
+    (seed, family, start), so that a chunk gives the same tally wherever and whenever it runs."""
+    r = _random.Random(f"relusym-census/{seed}/{kind}/{start}")
+    row = _run_family(kind, _family_networks(kind, params, start, stop), samples, r, budget)
+    return row.to_dict()
+
+
+def _merge(family: str, parts: list[dict[str, Any]]) -> CensusRow:
+    counts = dict.fromkeys(CATEGORIES, 0)
+    widths: dict[int, int] = {}
+    orbits: dict[int, int] = {}
+    tot = {"total": 0, "samples": 0, "orbit_checks": 0, "flip_checks": 0, "hidden_flips": 0}
+    failures: list[str] = []
+    for d in parts:
+        for c in CATEGORIES:
+            counts[c] += d["counts"][c]
+        for w, v in d["widths"].items():
+            widths[int(w)] = widths.get(int(w), 0) + v
+        for o, v in d["orbit_counts"].items():
+            orbits[int(o)] = orbits.get(int(o), 0) + v
+        for key in tot:
+            tot[key] += d[key]
+        failures += d["failures"]
+    return CensusRow(
+        family,
+        tot["total"],
+        counts,
+        tot["samples"],
+        tot["orbit_checks"],
+        tot["flip_checks"],
+        tot["hidden_flips"],
+        widths,
+        tuple(failures),
+        orbits,
+    )
+
+
+def run_census_chunked(
+    *,
+    sample_231: int = 500,
+    seed: int = 0,
+    samples: int = 3,
+    values_121: Sequence[int] = (-1, 0, 1),
+    values_231: Sequence[int] = (-2, -1, 0, 1, 2),
+    budget: float = 5.0,
+    limit_121: int | None = None,
+    chunk_size: int = 256,
+    workers: int | None = None,
+    executor: Any = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    progress: bool | None = None,
+) -> Census:
+    """The census of :func:`run_census` in chunks of ``chunk_size`` networks, serially or on an executor (a
+    process pool of ``workers``, any ``concurrent.futures.Executor``, a Dask scheduler or a local Dask cluster;
+    the executors of :mod:`relusym.zoo`).  The categories, widths and orbit counts are those of the serial
+    census; the fibre samples are drawn per chunk, so the count of hidden flips met by the samples can differ
+    from the serial census's, but not between executors."""
+    from ._progress import progress as bar_of
+
+    t0 = time.monotonic()
+    n121 = len(values_121) ** 7 if limit_121 is None else min(limit_121, len(values_121) ** 7)
+    fams: list[tuple[str, str, dict[str, Any], int]] = [
+        ("121", "Ω(1,2,1), entries in {" + ", ".join(map(str, values_121)) + "}", {"values": list(values_121)}, n121)
+    ]
+    if sample_231:
+        fams.append(
+            (
+                "231",
+                f"Ω(2,3,1), {sample_231} random, entries in {{" + ", ".join(map(str, values_231)) + "}",
+                {"count": sample_231, "seed": seed, "values": list(values_231)},
+                sample_231,
+            )
+        )
+    tasks = [
+        (fi, kind, params, s, min(total, s + chunk_size))
+        for fi, (kind, _, params, total) in enumerate(fams)
+        for s in range(0, total, chunk_size)
+    ]
+    results: dict[int, dict[str, Any]] = {}
+    with bar_of(total=sum(f[3] for f in fams), desc="census", unit="net", enabled=progress) as bar:
+        for t, res in _run_tasks(tasks, samples, seed, budget, workers, executor, scheduler, dask_local):
+            results[t] = res
+            bar.update(tasks[t][4] - tasks[t][3])
+    rows = []
+    for fi, (_, family, _, _) in enumerate(fams):
+        rows.append(_merge(family, [results[t] for t, task in enumerate(tasks) if task[0] == fi]))
+    return Census(tuple(rows), time.monotonic() - t0)
+
+
+def _run_tasks(
+    tasks: list[tuple[int, str, dict[str, Any], int, int]],
+    samples: int,
+    seed: int,
+    budget: float,
+    workers: int | None,
+    executor: Any,
+    scheduler: str | None,
+    dask_local: int | None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    from concurrent.futures import as_completed
+
+    args = [(kind, params, s, e, samples, seed, budget) for _, kind, params, s, e in tasks]
+    if scheduler is not None or dask_local is not None:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
+
+        cluster = (
+            LocalCluster(n_workers=dask_local, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+            if dask_local is not None
+            else None
+        )
+        client = Client(cluster if cluster is not None else scheduler)
+        try:
+            futs = {client.submit(census_chunk, *a, pure=False, retries=5): t for t, a in enumerate(args)}
+            for f in dask_completed(futs):
+                yield futs[f], f.result()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        return
+    if executor is None and workers is not None and workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            yield from _run_tasks(tasks, samples, seed, budget, None, pool, None, None)
+        return
+    if executor is not None:
+        fut = {executor.submit(census_chunk, *a): t for t, a in enumerate(args)}
+        for f in as_completed(fut):
+            yield fut[f], f.result()
+        return
+    for t, a in enumerate(args):
+        yield t, census_chunk(*a)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m relusym.census [--sample N] [--seed S] [--samples K] [--json]``: print the census table.
     Exit code 0 when every check passed, 1 otherwise."""
@@ -309,16 +469,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=3, help="fibre points drawn per network (default 3)")
     p.add_argument("--limit-121", type=int, default=None, help="only the first N networks of Ω(1,2,1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=None, metavar="N", help="chunks on a process pool of N")
+    where.add_argument("--dask-local", type=int, default=None, metavar="N", help="chunks on a local Dask cluster")
+    where.add_argument("--scheduler", default=None, metavar="ADDR", help="chunks on a Dask scheduler")
+    p.add_argument("--chunk-size", type=int, default=None, help="networks per chunk (chunked census)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it appears only on a terminal)")
     p.add_argument("--timings", action="store_true", help="include the run time in --json output")
     args = p.parse_args(argv)
-    census = run_census(
-        sample_231=args.sample,
-        seed=args.seed,
-        samples=args.samples,
-        limit_121=args.limit_121,
-        progress=False if args.quiet else None,
-    )
+    if any(x is not None for x in (args.workers, args.dask_local, args.scheduler, args.chunk_size)):
+        if args.chunk_size is not None and args.chunk_size < 1:
+            print("relusym census: --chunk-size must be at least 1", file=sys.stderr)
+            return 2
+        census = run_census_chunked(
+            sample_231=args.sample,
+            seed=args.seed,
+            samples=args.samples,
+            limit_121=args.limit_121,
+            chunk_size=args.chunk_size or 256,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            dask_local=args.dask_local,
+            progress=False if args.quiet else None,
+        )
+    else:
+        census = run_census(
+            sample_231=args.sample,
+            seed=args.seed,
+            samples=args.samples,
+            limit_121=args.limit_121,
+            progress=False if args.quiet else None,
+        )
     if args.json:
         d = {"schema": "relusym.census/1", **census.to_dict()}
         if not args.timings:
