@@ -351,7 +351,7 @@ def _add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], 
     sp.add_argument("--chunk-size", type=int, default=4096, help="networks per task for shards and tables")
     sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
     sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")
-    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    # --quiet comes with every command (see _add_edge_options)
 
 
 # ----------------------------------------------------------------------------------------------------------
