@@ -8,6 +8,7 @@ __all__ = [
     "BudgetExceededError",
     "NNetClampWarning",
     "IdentificationError",
+    "NotRepresentableError",
 ]
 
 
@@ -21,6 +22,10 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class NotRepresentableError(InvalidNetworkError):
+    """A write would round: an entry of the network is not exactly representable in the file's float type."""
 
 
 class NNetClampWarning(UserWarning):
