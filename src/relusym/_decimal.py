@@ -1,0 +1,164 @@
+"""Exact rationals as decimal text, vectorized: the integer parts of binary floats and the ``"p/q"`` spelling of
+many rationals at once, in numpy, without one Python object per entry.
+
+A finite binary float x is exactly ``mant · 2^exp`` with ``mant`` an odd integer (or 0) of at most 53 bits
+(:func:`relusym._numbers.float_parts`).  A quotient of two such floats is ``num / den · 2^d`` with ``num`` and ``den`` odd and
+coprime (:func:`quotient_parts`); that triple is a canonical exact representation (equal values ⇔ equal
+triples), and the reduced fraction is ``(num · 2^max(d, 0)) / (den · 2^max(−d, 0))``.
+
+:func:`render_cells` writes a grid of such rationals as the bytes ``"p/q"`` (or ``"p"`` when q = 1), the same
+spelling as :func:`relusym._numbers.fraction_str`, with fixed text between cells, as one buffer: each cell is
+laid out in a fixed-width byte row (digits right-aligned, unused bytes 0), and the zero bytes are then dropped.
+Entries whose numerator or denominator does not fit in 62 bits are reported so that callers render those rows
+with Python integers instead (exactness never depends on the fast path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._numbers import float_parts
+
+__all__ = ["float_parts", "quotient_parts", "bit_length", "render_cells", "fits", "PAIR_DIGITS", "Segment"]
+
+# the two ASCII digits of 0..99, as one little-endian uint16 each
+PAIR_DIGITS = np.array([ord(f"{i:02d}"[0]) | (ord(f"{i:02d}"[1]) << 8) for i in range(100)], dtype=np.uint16)
+_POW10 = np.array([10**t for t in range(19)], dtype=np.int64)
+_LIMIT_BITS = 62
+
+
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit length of |x| for int64 entries below 2^53 (exact through float64)."""
+    return np.frexp(np.abs(x).astype(np.float64))[1].astype(np.int64)
+
+
+def quotient_parts(
+    mx: np.ndarray, ex: np.ndarray, ml: np.ndarray, el: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The canonical (num, den, d) of (mx · 2^ex) / (ml · 2^el) for odd mantissas (ml ≠ 0, broadcast):
+    num and den odd and coprime, den > 0, and (0, 1, 0) for a zero numerator."""
+    aml = np.abs(ml)
+    g = np.gcd(mx, aml)
+    g = np.where(g == 0, 1, g)
+    num = (mx // g) * np.sign(ml)
+    den = np.broadcast_to(aml, g.shape) // g
+    d = np.where(mx != 0, ex - el, 0)
+    den = np.where(mx != 0, den, 1)
+    return num, den, d
+
+
+def _digits(x: np.ndarray, width: int) -> np.ndarray:
+    """Right-aligned ASCII digits of the nonnegative int64 x (even ``width``), leading zeros as 0 bytes."""
+    out = np.empty(x.shape + (width,), dtype=np.uint8)
+    o16 = out.view(np.uint16)
+    y = x.copy()
+    for j in range(width // 2 - 1, -1, -1):
+        q = y // 100
+        o16[..., j] = PAIR_DIGITS[y - q * 100]
+        y = q
+    nd = np.searchsorted(_POW10, x, side="right")  # number of digits (1 for 0)
+    nd = np.maximum(nd, 1)
+    out[np.arange(width) < (width - nd)[..., None]] = 0
+    return out
+
+
+def _even_width(x: np.ndarray) -> int:
+    if x.size == 0:
+        return 2
+    nd = int(np.searchsorted(_POW10, int(x.max()), side="right"))
+    nd = max(nd, 1)
+    return nd + (nd & 1)
+
+
+Segment = bytes | tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, None, np.ndarray]
+_POW2_ROWS: dict[int, np.ndarray] = {}
+
+
+def _pow2_digits(q: np.ndarray, width: int) -> np.ndarray:
+    """Right-aligned ASCII digits of 2^q (leading bytes 0), from a cached table."""
+    qmax = int(q.max(initial=0))
+    key = width
+    tab = _POW2_ROWS.get(key)
+    if tab is None or tab.shape[0] <= qmax:
+        rows = max(qmax + 1, 64 if tab is None else 2 * tab.shape[0])
+        tab = np.zeros((rows, width), dtype=np.uint8)
+        for t in range(rows):
+            txt = str(1 << t).encode()
+            if len(txt) <= width:
+                tab[t, width - len(txt) :] = np.frombuffer(txt, dtype=np.uint8)
+        _POW2_ROWS[key] = tab
+    return tab[q]
+
+
+def _pow2_width(q: np.ndarray) -> int:
+    qmax = int(q.max(initial=0))
+    nd = len(str(1 << qmax))
+    return nd + (nd & 1)
+
+
+def render_cells(segments: list[Segment], rows: int, first: bytes | None = None) -> tuple[bytes, np.ndarray]:
+    """Render ``rows`` rows of text, each the concatenation of the ``segments``: fixed bytes, or a block
+    (neg, num, den) of R × c rationals ``(−1)^neg · num / den`` (0 ≤ num < 2^62, 1 ≤ den < 2^62), or
+    (neg, num, None, q) for ``(−1)^neg · num / 2^q`` (any q ≥ 0; the digits of 2^q come from a table), written as
+    ``"x_0","x_1",…`` (the spelling of fraction_str, commas between the entries of a block).  ``first``, when
+    given, replaces the first segment (fixed bytes) in row 0.  Returns the bytes and each row's byte length."""
+    R = rows
+    if R == 0:
+        return b"", np.zeros(0, dtype=np.int64)
+    widths = []
+    layout: list[tuple[int, Any]] = []  # (number of cells, segment)
+    for seg in segments:
+        if isinstance(seg, bytes):
+            widths.append(len(seg))
+            layout.append((1, seg))
+        else:
+            neg, num, den = seg[:3]
+            q = seg[3] if den is None else None  # type: ignore[misc]
+            wn = _even_width(num)
+            has_den = den != 1 if q is None else q != 0
+            if not has_den.any():
+                wd = 0
+            elif q is None:
+                wd = _even_width(np.where(has_den, den, 0))
+            else:
+                wd = _pow2_width(q)
+            widths.append(5 + wn + wd)
+            layout.append((num.shape[1], (neg, num, den, q, has_den, wn, wd)))
+    if first is not None:
+        widths.append(len(first))
+    width = max(widths + [1])
+    ncols = sum(c for c, _ in layout)
+    T = np.zeros((R, ncols, width), dtype=np.uint8)
+    col = 0
+    for c, seg in layout:
+        if isinstance(seg, bytes):
+            if seg:
+                T[:, col, : len(seg)] = np.frombuffer(seg, dtype=np.uint8)
+        elif c:
+            neg, num, den, q, has_den, wn, wd = seg
+            E = T[:, col : col + c]
+            E[:, 1:, 0] = ord(",")
+            E[:, :, 1] = ord('"')
+            E[:, :, 2] = np.where(neg, ord("-"), 0)
+            E[:, :, 3 : 3 + wn] = _digits(num, wn)
+            if wd:
+                E[:, :, 3 + wn] = np.where(has_den, ord("/"), 0)
+                dd = _digits(den, wd) if q is None else _pow2_digits(q, wd)
+                dd[~has_den] = 0
+                E[:, :, 4 + wn : 4 + wn + wd] = dd
+            E[:, :, 4 + wn + wd] = ord('"')
+        col += c
+    if first is not None:
+        T[0, 0, :] = 0
+        if first:
+            T[0, 0, : len(first)] = np.frombuffer(first, dtype=np.uint8)
+    mask = T != 0
+    lengths = mask.reshape(R, -1).sum(axis=1)
+    return T[mask].tobytes(), lengths
+
+
+def fits(bits: np.ndarray) -> np.ndarray:
+    """Entries whose rendered integer has at most 62 bits."""
+    return bits <= _LIMIT_BITS
