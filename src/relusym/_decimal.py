@@ -21,7 +21,7 @@ import numpy as np
 
 from ._numbers import float_parts
 
-__all__ = ["float_parts", "quotient_parts", "bit_length", "render_cells", "fits", "PAIR_DIGITS", "Segment"]
+__all__ = ["n_digits", "float_parts", "quotient_parts", "bit_length", "render_cells", "fits", "PAIR_DIGITS", "Segment"]
 
 # the two ASCII digits of 0..99, as one little-endian uint16 each
 PAIR_DIGITS = np.array([ord(f"{i:02d}"[0]) | (ord(f"{i:02d}"[1]) << 8) for i in range(100)], dtype=np.uint16)
@@ -34,19 +34,89 @@ def bit_length(x: np.ndarray) -> np.ndarray:
     return np.frexp(np.abs(x).astype(np.float64))[1].astype(np.int64)
 
 
+def _small_primes(limit: int) -> np.ndarray:
+    sieve = np.ones(limit + 1, dtype=bool)
+    sieve[:2] = False
+    for p in range(2, int(limit**0.5) + 1):
+        if sieve[p]:
+            sieve[p * p :: p] = False
+    return np.nonzero(sieve)[0][1:]  # odd primes
+
+
+_PRIMES_4096 = _small_primes(4096).astype(np.float64)
+
+
+def _factor_odd_24(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prime factorizations of odd integers below 2^24 (float64 column): (primes, exponents), each R × S and
+    padded with (1, 0).  Trial division by the odd primes below 4096 leaves 1 or one prime cofactor."""
+    R = d.shape[0]
+    rem = d.astype(np.float64).copy()
+    P = _PRIMES_4096
+    q = rem[:, None] / P[None, :]
+    hit = q == np.floor(q)
+    rows, cols = np.nonzero(hit)
+    fac: list[list[tuple[float, int]]] = [[] for _ in range(R)]
+    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        p = P[c]
+        e = 0
+        while rem[r] % p == 0:
+            rem[r] /= p
+            e += 1
+        fac[r].append((p, e))
+    for r in np.nonzero(rem > 1)[0].tolist():
+        fac[r].append((rem[r], 1))
+    S = max((len(f) for f in fac), default=0)
+    primes = np.ones((R, S))
+    expos = np.zeros((R, S), dtype=np.int64)
+    for r, f in enumerate(fac):
+        for t, (p, e) in enumerate(f):
+            primes[r, t] = p
+            expos[r, t] = e
+    return primes, expos
+
+
 def quotient_parts(
     mx: np.ndarray, ex: np.ndarray, ml: np.ndarray, el: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The canonical (num, den, d) of (mx · 2^ex) / (ml · 2^el) for odd mantissas (ml ≠ 0, broadcast):
-    num and den odd and coprime, den > 0, and (0, 1, 0) for a zero numerator."""
+    """The canonical (num, den, d) of (mx · 2^ex) / (ml · 2^el) for odd mantissas (ml ≠ 0, an R × 1 column
+    against R × C entries): num and den odd and coprime, den > 0, and (0, 1, 0) for a zero numerator.
+
+    When every mantissa is below 2^24 (float16/float32 data) the common factor is found from the prime
+    factorization of each row's ml (trial division up to 4096 suffices below 2^24), testing divisibility
+    in float64, where quotients of integers below 2^24 are exact or visibly fractional; otherwise np.gcd."""
     aml = np.abs(ml)
+    d = np.where(mx != 0, ex - el, 0)
+    if mx.size and int(np.abs(mx).max()) < 1 << 24 and int(aml.max()) < 1 << 24:
+        primes, expos = _factor_odd_24(aml[:, 0])
+        num = np.abs(mx).astype(np.float64)
+        den = np.broadcast_to(aml.astype(np.float64), mx.shape).copy()
+        for t in range(primes.shape[1]):
+            p = primes[:, t : t + 1]
+            for j in range(int(expos[:, t].max(initial=0))):
+                q = num / p
+                div = (q == np.floor(q)) & (expos[:, t : t + 1] > j)
+                np.copyto(num, q, where=div)
+                np.copyto(den, den / p, where=div)
+        sgn = np.sign(mx) * np.sign(ml)
+        numi = num.astype(np.int64) * sgn
+        deni = np.where(mx != 0, den.astype(np.int64), 1)
+        return numi, deni, d
     g = np.gcd(mx, aml)
     g = np.where(g == 0, 1, g)
     num = (mx // g) * np.sign(ml)
     den = np.broadcast_to(aml, g.shape) // g
-    d = np.where(mx != 0, ex - el, 0)
     den = np.where(mx != 0, den, 1)
     return num, den, d
+
+
+_LOG10_2 = 0.30102999566398120
+
+
+def n_digits(x: np.ndarray) -> np.ndarray:
+    """Number of decimal digits of nonnegative int64 entries (1 for 0): from the bit length, corrected once."""
+    bits = np.frexp(x.astype(np.float64))[1]
+    nd = (np.maximum(bits - 1, 0) * _LOG10_2).astype(np.int64) + 1
+    return nd + ((nd < 19) & (x >= _POW10[np.minimum(nd, 18)]))
 
 
 def _digits(x: np.ndarray, width: int) -> np.ndarray:
@@ -58,17 +128,14 @@ def _digits(x: np.ndarray, width: int) -> np.ndarray:
         q = y // 100
         o16[..., j] = PAIR_DIGITS[y - q * 100]
         y = q
-    nd = np.searchsorted(_POW10, x, side="right")  # number of digits (1 for 0)
-    nd = np.maximum(nd, 1)
-    out[np.arange(width) < (width - nd)[..., None]] = 0
+    out[np.arange(width) < (width - n_digits(x))[..., None]] = 0
     return out
 
 
 def _even_width(x: np.ndarray) -> int:
     if x.size == 0:
         return 2
-    nd = int(np.searchsorted(_POW10, int(x.max()), side="right"))
-    nd = max(nd, 1)
+    nd = len(str(int(x.max())))
     return nd + (nd & 1)
 
 

@@ -418,6 +418,23 @@ def _float_rows(h: HyperplaneClasses, js: np.ndarray) -> tuple[np.ndarray, np.nd
     return quotient_parts(mx, ex, ml[:, None], el[:, None])
 
 
+def _lex_order(keys: np.ndarray) -> np.ndarray:
+    """Lexicographic order of the rows of a float matrix, refining column by column only inside ties."""
+    N, C = keys.shape
+    order = np.arange(N)
+    gid = np.zeros(N, dtype=np.int64)
+    for c in range(C):
+        col = keys[order, c]
+        o = np.lexsort((col, gid))
+        order, col, gid = order[o], col[o], gid[o]
+        new = np.ones(N, dtype=bool)
+        new[1:] = (gid[1:] != gid[:-1]) | (col[1:] != col[:-1])
+        gid = np.cumsum(new)
+        if bool(new.all()):
+            break
+    return order
+
+
 def kink_order(h: HyperplaneClasses) -> np.ndarray:
     """The kink classes (κ_û ≠ 0) sorted lexicographically by their exact û.
 
@@ -433,7 +450,7 @@ def kink_order(h: HyperplaneClasses) -> np.ndarray:
         us = h.u_exact_many(js.tolist())
         return js[sorted(range(len(us)), key=lambda t: us[t])]
     keys = h.keys[js]
-    order = np.lexsort(keys.T[::-1])
+    order = _lex_order(keys)
     if h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4:
         return js[order]
     js = js[order]
@@ -482,13 +499,17 @@ def kinks_bytes(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
             )
         return
     kap_float = h.kappa.dtype != object
+    small_mantissas = h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4
     R = max(1, _CHUNK_ENTRIES // (m + 1 + k))
     for s in range(0, N, R):
         js = order[s : s + R]
         num, den, d = _float_rows(h, js)
         up = np.maximum(d, 0)
         dn = np.maximum(-d, 0)
-        ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
+        if small_mantissas and int(d.max(initial=0)) <= 62 - 24 and int(d.min(initial=0)) >= 24 - 62:
+            ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
+        else:
+            ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
         row_ok = ok.all(axis=1)
         up = np.where(ok, up, 0)
         dn = np.where(ok, dn, 0)
