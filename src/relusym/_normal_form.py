@@ -610,6 +610,14 @@ class NormalForm:
         js = self.kink_order.tolist()
         return tuple(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
 
+    def K_head(self, count: int) -> tuple[tuple[tuple[Fraction, ...], tuple[Fraction, ...]], ...]:
+        """The first ``count`` entries of K, without computing the others exactly."""
+        if "K" in self.__dict__:
+            return self.K[:count]
+        h = self._h
+        js = self.kink_order[:count].tolist()
+        return tuple(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
+
     @property
     def N(self) -> int:
         """Number of kink classes |U*|."""

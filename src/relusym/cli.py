@@ -20,6 +20,7 @@ from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelEr
 __all__ = ["main"]
 
 Result = tuple[dict[str, Any], str, int]
+_STREAMED: dict[str, Any] = {}  # a command that wrote its JSON itself (streamed) returns this object
 
 
 def _load(path: str) -> Network:
@@ -37,16 +38,23 @@ def _fmt_net_shape(net: Network) -> str:
 
 
 def cmd_canon(args: argparse.Namespace) -> Result:
+    from ._nf_export import export_normal_form, write_canon_json
     from ._normal_form import normal_form
 
     net = _load(args.net)
     nf = normal_form(net)
-    d = nf.to_dict()
+    if args.output:
+        export_normal_form(nf, args.output, net.n)
+    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._nf_export)
+        write_canon_json(nf, sys.stdout.buffer, net.n, full=True if args.full else None)
+        sys.stdout.flush()
+        return _STREAMED, "", 0
+    d = {"digest": nf.digest()}
     lines = [
         f"normal form of {args.net} ({_fmt_net_shape(net)})",
         f"{nf.N} kink class(es) (hyperplane û = (α̂, β̂): kink κ):",
     ]
-    shown = nf.K if args.all or nf.N <= 20 else nf.K[:20]
+    shown = nf.K if args.all or nf.N <= 20 else nf.K_head(20)
     for u, kap in shown:
         lines.append(f"  {format_vector(u)}: {format_vector(kap)}")
     if len(shown) < nf.N:
@@ -231,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("canon", cmd_canon, "the normal form NF = (K, M, e): a complete invariant of the function")
     sp.add_argument("net", metavar="NET")
     sp.add_argument("--all", action="store_true", help="print every kink class and M in full")
+    sp.add_argument("--full", action="store_true", help="with --json: include kinks, M and e however large")
+    sp.add_argument(
+        "-o", "--output", metavar="OUT", default=None, help="also write the full normal form (.json, .npz, .parquet)"
+    )
 
     sp = add("equiv", cmd_equiv, "decide whether two networks compute the same function, with a certificate")
     sp.add_argument("net1", metavar="NET1")
@@ -314,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.json:
+    if data is _STREAMED:
+        pass
+    elif args.json:
         print(json.dumps(data, default=str))
     else:
         print(text)
