@@ -161,6 +161,11 @@ def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
         if arr.dtype.kind == "c":
             raise InvalidNetworkError(f"{name} has complex entries; only real numbers are allowed")
     out = np.empty(arr.shape, dtype=object)
+    if arr.dtype == object:
+        flat = arr.ravel().tolist()
+        if all(type(v) is Fraction for v in flat):  # already exact: copy without per-entry checks
+            out.ravel()[:] = flat
+            return _readonly(out)
     for idx in np.ndindex(arr.shape):
         out[idx] = to_fraction(arr[idx], f"{name}{_index_str(idx)}")
     return _readonly(out)
