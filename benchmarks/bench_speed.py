@@ -89,7 +89,7 @@ def flip_row(rng: np.random.Generator, m: int, n: int) -> tuple[float, str, bool
     t0 = time.perf_counter()
     fb = fiber(net)
     secs = time.perf_counter() - t0
-    sets = list(fb.flips or [])
+    sets = [T for T in (fb.flips or []) if T]
     ok = all(
         sum(Fraction(float(net.V[0, i])) * Fraction(float(net.A[i, j])) for i in T) == 0 for T in sets for j in range(m)
     )
@@ -149,8 +149,8 @@ def main() -> None:
             np.savez(path, V=np.asarray(net.V), A=np.asarray(net.A), b=np.asarray(net.b), c=np.asarray(net.c))
             env = dict(os.environ)
             ref_code = (
-                "import numpy as np; z = np.load(%r); X = np.random.default_rng(0).standard_normal((1024, %d))"
-                ".astype(np.float32); np.maximum(X @ z['A'].T + z['b'], 0) @ z['V'].T + z['c']" % (path, m)
+                f"import numpy as np; z = np.load({path!r}); X = np.random.default_rng(0).standard_normal((1024, {m}))"
+                ".astype(np.float32); np.maximum(X @ z['A'].T + z['b'], 0) @ z['V'].T + z['c']"
             )
             t_ref, _ = best(lambda: subprocess.run([sys.executable, "-c", ref_code], check=True, env=env), args.repeat)
             cmd = [sys.executable, "-m", "relusym", "canon", path, "--json"]
@@ -161,7 +161,11 @@ def main() -> None:
             out.append(("  reference process: numpy load + one forward pass", f"{t_ref:.3f}", "1×", True))
     if "prune" in rows:
         t, small = best(lambda: prune(net), args.repeat)
-        add("`prune(θ)`, generic (nothing prunes)", t, small.n == net.n and bool(equivalent(net, small, certificate=False)))
+        add(
+            "`prune(θ)`, generic (nothing prunes)",
+            t,
+            small.n == net.n and bool(equivalent(net, small, certificate=False)),
+        )
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)
         t, small = best(lambda: prune(pl), args.repeat)

@@ -13,10 +13,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from conftest import DATA
 from relusym import Network, equivalent, normal_form, prune
 from relusym.errors import BudgetExceededError
-
-from conftest import DATA
 
 RECORDED = json.loads((DATA / "digests.json").read_text())["networks"]
 
@@ -149,9 +148,7 @@ def rational_networks(draw, big=False):
     m, n, k = draw(st.integers(1, 3)), draw(st.integers(0, 5)), draw(st.integers(1, 2))
     if big:
         digits = draw(st.integers(20, 300))
-        q = st.builds(
-            lambda p, r: Fraction(p, r), st.integers(-(10**digits), 10**digits), st.integers(1, 10**digits)
-        )
+        q = st.builds(lambda p, r: Fraction(p, r), st.integers(-(10**digits), 10**digits), st.integers(1, 10**digits))
     else:
         q = rationals
     A = [[draw(q) for _ in range(m)] for _ in range(n)]

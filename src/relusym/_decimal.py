@@ -2,8 +2,8 @@
 many rationals at once, in numpy, without one Python object per entry.
 
 A finite binary float x is exactly ``mant · 2^exp`` with ``mant`` an odd integer (or 0) of at most 53 bits
-(:func:`relusym._numbers.float_parts`).  A quotient of two such floats is ``num / den · 2^d`` with ``num`` and ``den`` odd and
-coprime (:func:`quotient_parts`); that triple is a canonical exact representation (equal values ⇔ equal
+(:func:`relusym._numbers.float_parts`).  A quotient of two such floats is ``num / den · 2^d`` with ``num`` and
+``den`` odd and coprime (:func:`quotient_parts`); that triple is a canonical exact representation (equal values ⇔ equal
 triples), and the reduced fraction is ``(num · 2^max(d, 0)) / (den · 2^max(−d, 0))``.
 
 :func:`render_cells` writes a grid of such rationals as the bytes ``"p/q"`` (or ``"p"`` when q = 1), the same
@@ -181,14 +181,14 @@ def render_cells(segments: list[Segment], rows: int, first: bytes | None = None)
             widths.append(len(seg))
             layout.append((1, seg))
         else:
-            neg, num, den = seg[:3]
-            q = seg[3] if den is None else None  # type: ignore[misc]
+            neg, num, den = seg[0], seg[1], seg[2]
+            q: np.ndarray | None = seg[3] if den is None else None  # type: ignore[misc]
             wn = _even_width(num)
-            has_den = den != 1 if q is None else q != 0
+            has_den: np.ndarray = np.asarray(den != 1) if q is None else np.asarray(q != 0)
             if not has_den.any():
                 wd = 0
             elif q is None:
-                wd = _even_width(np.where(has_den, den, 0))
+                wd = _even_width(np.where(has_den, np.asarray(den), 0))
             else:
                 wd = _pow2_width(q)
             widths.append(5 + wn + wd)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._group import Symmetry, find_symmetry
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import (
     Difference,
     HyperplaneClasses,
@@ -152,7 +152,7 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
 def _reason(diff: Difference) -> str:
     if diff.kink_classes:
         return f"the kinks differ on {len(diff.kink_classes)} hyperplane(s)"
-    if any(x for row in diff.dM for x in row):
+    if any(x for row in diff.dM or () for x in row):
         return "same kinks, but the linear parts M differ"
     return "same kinks and linear part, but the offsets e differ"
 
@@ -172,7 +172,7 @@ def _flip_witness(
     def keyed(h: HyperplaneClasses) -> dict[tuple[int, bytes], list[int]]:
         out: dict[tuple[int, bytes], list[int]] = defaultdict(list)
         V = h.net.V
-        for i in np.nonzero(h.neuron_type == 2)[0].tolist():
+        for i in np.nonzero(h.neuron_type == NeuronType.HYPERPLANE)[0].tolist():
             lam = abs(Fraction(h.lam[i]))
             prod = tuple(Fraction(x) * lam for x in V[:, i].tolist())
             out[(int(h.label[i]), repr(prod).encode())].append(i)
@@ -272,7 +272,7 @@ def _around_crossing(
 ) -> Counterexample | None:
     """Three dyadic points on a line along e_p crossing the hyperplane of class j (see counterexample)."""
     m = h.m
-    key = h.keys[j]  # û_j, correctly rounded (α̂_p = 1 exactly at the pivot p)
+    key = h.keys[j] if "keys" in h.__dict__ else _class_key(h, j)  # û_j correctly rounded; α̂_p = 1 exactly
     if not np.all(np.isfinite(key)):
         return None
     p = int(np.nonzero(key[:m])[0][0]) if key[:m].any() else -1
@@ -305,13 +305,22 @@ def _around_crossing(
         e = math.floor(math.log2(gap / 4.0))
     eps = Fraction(2) ** e
     tau = Fraction(math.floor(t_star / float(eps))) * eps if abs(t_star / float(eps)) < 2**62 else Fraction(t_star)
-    for t in (tau - 2 * eps, tau - eps, tau + 2 * eps, tau + eps, tau):
+    for t in (tau + 2 * eps, tau - eps, tau - 2 * eps, tau + eps, tau):
         x = dict(x0)
         x[p] = t
         ce = _sparse_differs(net1, net2, x)
         if ce is not None:
             return ce
     return None
+
+
+def _class_key(h: HyperplaneClasses, j: int) -> np.ndarray:
+    i = int(h.rep[j])
+    row = h.row(i)
+    if row.dtype == object:
+        lam = to_fraction(h.lam[i])
+        return float_key(np.array([to_fraction(x) / lam for x in row.tolist()], dtype=object))
+    return row.astype(np.float64) / float(h.lam[i]) + 0.0
 
 
 def _sparse_differs(net1: Network, net2: Network, x: dict[int, Fraction]) -> Counterexample | None:
@@ -342,7 +351,9 @@ def sparse_evaluate(net: Network, x: dict[int, Fraction]) -> tuple[Fraction, ...
     sure = np.isfinite(z) & np.isfinite(bound) & (np.abs(z) > bound) & np.isfinite(xf).all()
     act = sure & (z > 0)
     for i in np.nonzero(~sure)[0].tolist():
-        zi = to_fraction(net.b[i]) + sum((to_fraction(net.A[i, c]) * v for c, v in zip(S, xs, strict=True)), Fraction(0))
+        zi = to_fraction(net.b[i]) + sum(
+            (to_fraction(net.A[i, c]) * v for c, v in zip(S, xs, strict=True)), Fraction(0)
+        )
         act[i] = zi > 0
     idx = np.nonzero(act)[0]
     out = [to_fraction(v) for v in net.c.tolist()]
@@ -350,12 +361,12 @@ def sparse_evaluate(net: Network, x: dict[int, Fraction]) -> tuple[Fraction, ...
         return tuple(out)
     Vact = np.ascontiguousarray(net.V[:, idx])
     if S:
-        P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.A[idx][:, S]))
+        P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.A[idx][:, S]), block=8192)
         for r in range(net.k):
             for t, v in enumerate(xs):
                 if P[r, t]:
                     out[r] += _dyadic(int(P[r, t]), int(ex[r]) + int(ey[t])) * v
-    P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.b[idx][:, None]))
+    P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.b[idx][:, None]), block=8192)
     for r in range(net.k):
         if P[r, 0]:
             out[r] += _dyadic(int(P[r, 0]), int(ex[r]) + int(ey[0]))

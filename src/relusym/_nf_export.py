@@ -301,4 +301,3 @@ def read_export(path: str) -> dict[str, Any]:
             "e": tuple(to_fraction(x) for x in json.loads(meta["e"])),
         }
     raise InvalidNetworkError(f"{path}: not a .npz or .parquet normal-form file")
-

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ._network import Network
 from ._decimal import bit_length, quotient_parts, render_cells
+from ._network import Network, NeuronType
 from ._numbers import (
     dyadic_str,
     exact_float,
@@ -82,7 +82,7 @@ class HyperplaneClasses:
     A: np.ndarray
     b: np.ndarray
     lam: np.ndarray  # (n,) λ_i (0 where a_i = 0)
-    neuron_type: np.ndarray  # (n,) 0 null, 1 constant, 2 hyperplane
+    neuron_type: np.ndarray  # (n,) NeuronType values: NULL, CONSTANT, HYPERPLANE
     label: np.ndarray  # (n,) class index or -1
     khash: np.ndarray  # (N,) uint64
     rep: np.ndarray  # (N,) representative neuron
@@ -258,7 +258,9 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     has_v = (Vt != 0).any(axis=1) if n else np.zeros(0, dtype=bool)
     hyper = has_a & has_v
     constant = ~has_a & has_v & (b > 0)
-    neuron_type = np.where(hyper, 2, np.where(constant, 1, 0)).astype(np.int8)
+    neuron_type = np.where(
+        hyper, NeuronType.HYPERPLANE, np.where(constant, NeuronType.CONSTANT, NeuronType.NULL)
+    ).astype(np.int8)
     p = np.argmax(a_nz, axis=1) if n else np.zeros(0, dtype=np.int64)
     lam = exact_float(A[np.arange(n), p]) if n else exact_float(np.zeros(0, dtype=A.dtype))
     zero: Any = Fraction(0) if lam.dtype == object else 0.0
@@ -510,7 +512,7 @@ def kinks_bytes(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
             ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
         else:
             ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
-        row_ok = ok.all(axis=1)
+        row_ok: np.ndarray = np.asarray(ok.all(axis=1))
         up = np.where(ok, up, 0)
         dn = np.where(ok, dn, 0)
         u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
@@ -573,6 +575,7 @@ class NormalForm:
     """
 
     __slots__ = ("_h", "__dict__")
+    _h: HyperplaneClasses
 
     def __init__(self, classes: HyperplaneClasses) -> None:
         object.__setattr__(self, "_h", classes)
@@ -625,7 +628,7 @@ class NormalForm:
 
     def _negative(self) -> np.ndarray:
         h = self._h
-        return np.nonzero((h.neuron_type == 2) & (h.lam < 0))[0]
+        return np.nonzero((h.neuron_type == NeuronType.HYPERPLANE) & (h.lam < 0))[0]
 
     @cached_property
     def _M_dyadic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

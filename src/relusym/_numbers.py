@@ -523,7 +523,7 @@ def _limbs_over(M: np.ndarray, emin: np.ndarray, L: int) -> np.ndarray:
     return out
 
 
-def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 128) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """X @ Y exactly for float matrices (at their exact binary values), through float64 BLAS on 20-bit limbs.
 
     Returns (P, ex, ey) with (X @ Y)[r, c] = P[r, c] · 2^(ex[r] + ey[c]), P an object array of Python ints.
@@ -537,6 +537,7 @@ def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 128) -> tuple[
     P = np.zeros((R, C), dtype=object)
     if R == 0 or C == 0 or n == 0:
         return P, np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    block = max(1, min(block, 8192))
     if n >= 1 << 23:  # pragma: no cover - beyond the int64 accumulation bound
         raise ValueError("exact_matmul_float: inner dimension too large")
     YT = np.ascontiguousarray(Y.T)

@@ -40,7 +40,7 @@ from ._configurations import (
     own_configuration,
 )
 from ._group import Symmetry
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
 from .errors import BudgetExceededError, InvalidNetworkError
@@ -135,7 +135,7 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
 def _unique_cost_zero(net: Network, hc: HyperplaneClasses) -> bool:
     """For θ in class A (one neuron per class, no null or constant neuron): S_θ is the only S with R_S = 0
     when the rows vec(v_i a_iᵀ) are certified independent (the flip certificate of :mod:`relusym.fiber`)."""
-    if not (hc.N_all == net.n and bool((hc.neuron_type == 2).all()) and bool(hc.kink_mask.all())):
+    if not (hc.N_all == net.n and bool((hc.neuron_type == NeuronType.HYPERPLANE).all()) and bool(hc.kink_mask.all())):
         return False
     from ._flips import flips_certified_absent
 
@@ -377,6 +377,9 @@ def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> M
         out = _assemble(neurons, c_out, m, k, like=net)
     S = tuple(int(t) for t in np.nonzero(neg)[0].tolist())
     config = Configuration(S, (), 0, 0)
+    assert out.n == N
+    if keep_scales:  # θ's own scales: minimal, never the canonical network, so nothing to certify
+        return MinimalNetwork(out, N, False, config, None)
     from ._flips import flips_certified_absent
 
     # the flip rows of the reduced network are κ_û ⊗ a_rep up to nonzero factors: certify on float data
@@ -384,8 +387,7 @@ def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> M
     cert = Network(np.ascontiguousarray(kap.T), net.A[reps], net.b[reps], m=m) if N else out
     unique = flips_certified_absent(cert)
     note = None if unique else "w = N is certain; S_θ was not certified the only configuration of cost 0"
-    assert out.n == N
-    return MinimalNetwork(out, N, unique and not keep_scales, config, note)
+    return MinimalNetwork(out, N, unique, config, note)
 
 
 def _merged_float_columns(
