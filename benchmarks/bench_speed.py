@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated subset of " + ",".join(ROWS))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--full-canon", action="store_true", help="also time canon --json --full (67 MB)")
     args = ap.parse_args()
     rows = args.rows.split(",")
     m, n, k = (int(x) for x in args.shape.split("-"))
@@ -158,18 +159,33 @@ def main() -> None:
             size = len(r.stdout)
             add(f"`relusym canon net.npz --json` ({size / 1e6:.2f} MB) vs numpy load + forward process", t,
                 r.returncode == 0, ref=t_ref)  # fmt: skip
+            human = [sys.executable, "-m", "relusym", "canon", path]
+            t, r = best(lambda: subprocess.run(human, check=True, env=env, capture_output=True), args.repeat)
+            add("`relusym canon net.npz` (human report) vs numpy load + forward process", t, r.returncode == 0,
+                ref=t_ref)  # fmt: skip
+            if args.full_canon:
+                full = [*cmd, "--full"]
+                t, r = best(lambda: subprocess.run(full, check=True, env=env, capture_output=True), 1)
+                add(f"`relusym canon net.npz --json --full` ({len(r.stdout) / 1e6:.2f} MB, streamed)", t,
+                    r.returncode == 0, ref=t_ref)  # fmt: skip
             out.append(("  reference process: numpy load + one forward pass", f"{t_ref:.3f}", "1×", True))
     if "prune" in rows:
-        t, small = best(lambda: prune(net), args.repeat)
+        t, small = best(lambda: prune(net, keep_scales=True), args.repeat)
+        add("`prune(θ, keep_scales=True)` (what `relusym prune` does for float models), generic", t,
+            small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
+        t, small = best(lambda: prune(net), 1)
         add(
-            "`prune(θ)`, generic (nothing prunes)",
+            "`prune(θ)` canonical (exact Fractions), generic (nothing prunes)",
             t,
             small.n == net.n and bool(equivalent(net, small, certificate=False)),
         )
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)
-        t, small = best(lambda: prune(pl), args.repeat)
-        add(f"`prune(θ)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+        t, small = best(lambda: prune(pl, keep_scales=True), args.repeat)
+        add(f"`prune(θ, keep_scales=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+            small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+        t, small = best(lambda: prune(pl), 1)
+        add(f"`prune(θ)` canonical with {n // 16} duplicates and {n // 16} dead neurons", t,
             small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
     flips = []
     if "flips" in rows:

@@ -500,50 +500,65 @@ def kinks_bytes(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
                 for t, j in enumerate(order[s : s + step].tolist())
             )
         return
+    R = max(1, _CHUNK_ENTRIES // (m + 1 + k))
+    starts = list(range(0, N, R))
+    if len(starts) <= 2:
+        for s in starts:
+            yield _render_block(h, order[s : s + R], s)
+        return
+    # two blocks at a time in worker threads (numpy releases the GIL), yielded in order, a few ahead at most
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: list[Any] = []
+        for s in starts:
+            pending.append(pool.submit(_render_block, h, order[s : s + R], s))
+            if len(pending) > 4:
+                yield pending.pop(0).result()
+        for f in pending:
+            yield f.result()
+
+
+def _render_block(h: HyperplaneClasses, js: np.ndarray, s: int) -> bytes:
+    """The bytes of the kink classes js (sorted), the first of which is number s of K."""
     kap_float = h.kappa.dtype != object
     small_mantissas = h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4
-    R = max(1, _CHUNK_ENTRIES // (m + 1 + k))
-    for s in range(0, N, R):
-        js = order[s : s + R]
-        num, den, d = _float_rows(h, js)
-        up = np.maximum(d, 0)
-        dn = np.maximum(-d, 0)
-        if small_mantissas and int(d.max(initial=0)) <= 62 - 24 and int(d.min(initial=0)) >= 24 - 62:
-            ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
+    num, den, d = _float_rows(h, js)
+    up = np.maximum(d, 0)
+    dn = np.maximum(-d, 0)
+    if small_mantissas and int(d.max(initial=0)) <= 62 - 24 and int(d.min(initial=0)) >= 24 - 62:
+        ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
+    else:
+        ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
+    row_ok: np.ndarray = np.asarray(ok.all(axis=1))
+    up = np.where(ok, up, 0)
+    dn = np.where(ok, dn, 0)
+    u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
+    segs: list[Any] = [b',{"hyperplane":[', u_seg, b'],"kink":[']
+    if kap_float:
+        mk, ek = float_parts(h.kappa[js])
+        kup = np.maximum(ek, 0)
+        kdn = np.maximum(-ek, 0)
+        kok = bit_length(mk) + kup <= 62
+        row_ok &= kok.all(axis=1)
+        kup = np.where(kok, kup, 0)
+        kdn = np.where(kok, kdn, 0)
+        segs += [(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"]
+    text, lengths = render_cells(segs, len(js), first=b'{"hyperplane":[' if s == 0 else None)
+    if kap_float and bool(row_ok.all()):
+        return text
+    ends = np.cumsum(lengths).tolist()
+    parts: list[bytes] = []
+    a = 0
+    for t, (j, e_, good) in enumerate(zip(js.tolist(), ends, row_ok.tolist(), strict=True)):
+        head = b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['
+        if not good:
+            parts.append(_py_row(h, int(j), head))
+        elif kap_float:
+            parts.append(text[a:e_])
         else:
-            ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
-        row_ok: np.ndarray = np.asarray(ok.all(axis=1))
-        up = np.where(ok, up, 0)
-        dn = np.where(ok, dn, 0)
-        u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
-        segs: list[Any] = [b',{"hyperplane":[', u_seg, b'],"kink":[']
-        if kap_float:
-            mk, ek = float_parts(h.kappa[js])
-            kup = np.maximum(ek, 0)
-            kdn = np.maximum(-ek, 0)
-            kok = bit_length(mk) + kup <= 62
-            row_ok &= kok.all(axis=1)
-            kup = np.where(kok, kup, 0)
-            kdn = np.where(kok, kdn, 0)
-            segs += [(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"]
-        text, lengths = render_cells(segs, len(js), first=b'{"hyperplane":[' if s == 0 else None)
-        if kap_float and bool(row_ok.all()):
-            yield text
-            continue
-        ends = np.cumsum(lengths).tolist()
-        parts: list[bytes] = []
-        a = 0
-        for t, (j, e_, good) in enumerate(zip(js.tolist(), ends, row_ok.tolist(), strict=True)):
-            head = b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['
-            if not good:
-                parts.append(_py_row(h, int(j), head))
-            elif kap_float:
-                parts.append(text[a:e_])
-            else:
-                kap = ",".join(f'"{fraction_str(x)}"' for x in h.kappa_exact(int(j))).encode()
-                parts.append(text[a:e_] + kap + b"]}")
-            a = e_
-        yield b"".join(parts)
+            kap = ",".join(f'"{fraction_str(x)}"' for x in h.kappa_exact(int(j))).encode()
+            parts.append(text[a:e_] + kap + b"]}")
+        a = e_
+    return b"".join(parts)
 
 
 def _vector_json(values: Iterable[str]) -> bytes:
@@ -552,11 +567,17 @@ def _vector_json(values: Iterable[str]) -> bytes:
 
 def digest_chunks(nf: NormalForm) -> Iterator[bytes]:
     """The exact bytes whose SHA-256 is :meth:`NormalForm.digest` (see there), in blocks."""
-    M, e = nf.M_strings(), nf.e_strings()
-    yield b'{"M":[' + b",".join(_vector_json(row) for row in M) + b'],"e":' + _vector_json(e)
-    yield b',"k":%d,"kinks":[' % nf.k
-    yield from kinks_bytes(nf.classes, nf.kink_order)
-    yield b'],"m":%d}' % nf.m
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        head = pool.submit(lambda: (nf.M_strings(), nf.e_strings()))  # the affine part beside the kinks
+        kinks = kinks_bytes(nf.classes, nf.kink_order)
+        first = next(kinks, None)
+        M, e = head.result()
+        yield b'{"M":[' + b",".join(_vector_json(row) for row in M) + b'],"e":' + _vector_json(e)
+        yield b',"k":%d,"kinks":[' % nf.k
+        if first is not None:
+            yield first
+        yield from kinks
+        yield b'],"m":%d}' % nf.m
 
 
 # ----------------------------------------------------------------------------------------------------------
