@@ -14,7 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from relusym import Network, equivalent, normal_form, prune
+from relusym import Network, equivalent, flip, normal_form, prune
 from relusym.errors import BudgetExceededError
 
 RECORDED = json.loads((DATA / "digests.json").read_text())["networks"]
@@ -146,9 +146,14 @@ rationals = st.fractions(max_denominator=10**6).filter(lambda q: abs(q) < 10**6)
 @st.composite
 def rational_networks(draw, big=False):
     m, n, k = draw(st.integers(1, 3)), draw(st.integers(0, 5)), draw(st.integers(1, 2))
-    if big:
+    if big:  # hundreds of digits, and magnitudes far outside the float range (10^±400)
         digits = draw(st.integers(20, 300))
-        q = st.builds(lambda p, r: Fraction(p, r), st.integers(-(10**digits), 10**digits), st.integers(1, 10**digits))
+        q = st.builds(
+            lambda p, r, e: Fraction(p, r) * Fraction(10) ** e,
+            st.integers(-(10**digits), 10**digits),
+            st.integers(1, 10**digits),
+            st.sampled_from([0, 0, 400, -400, 30, -30]),
+        )
     else:
         q = rationals
     A = [[draw(q) for _ in range(m)] for _ in range(n)]
@@ -180,7 +185,9 @@ def test_huge_rationals_always_get_an_answer(data, which):
     V, A, b, c, m = data
     net = Network(V, A, b, c, m=m)
     nf = normal_form(net)
-    assert len(nf.digest()) == 64
+    assert len(nf.digest()) == 64 and isinstance(hash(nf), int) and isinstance(hash(net), int)
+    flipped = flip(net, range(net.n))  # flips change the function unless Σ_T v_i a_iᵀ = 0; they must not crash
+    assert equivalent(net, flipped).equivalent == (normal_form(flipped) == nf)
     other = Network(V, A, b, [x + Fraction(1, 10**40 + which) for x in c], m=m)
     v = equivalent(net, other)
     assert not v and v.counterexample is not None

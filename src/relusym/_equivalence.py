@@ -424,7 +424,7 @@ def _counterexample_general(
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.abs(val) / np.abs(slope)
-        same = np.all(np.abs(keys - np.array([float_key_scalar(v) for v in u])) == 0, axis=1)
+            same = np.all(keys == np.array([float_key_scalar(v) for v in u]), axis=1)
         ratio = np.where(same | ~np.isfinite(ratio) | near, np.inf, ratio)
         gap = float(ratio.min()) if ratio.size else np.inf
         eps = Fraction(1) if not np.isfinite(gap) or gap >= 2 else Fraction(gap / 4).limit_denominator(1 << 62)

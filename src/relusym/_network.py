@@ -293,7 +293,8 @@ class Network:
         return self.same_parameters(other)
 
     def __hash__(self) -> int:
-        return hash((self.shape, tuple(float(x) for x in self.b.tolist()[:8])))
+        # exact values (hash(Fraction) agrees with hash(float) for equal values; float() could overflow)
+        return hash((self.shape, tuple(to_fraction(x) for x in self.b.tolist()[:8])))
 
     def __repr__(self) -> str:
         kind = "float" if self.is_float else "exact"

@@ -881,8 +881,11 @@ def flip(net: Network, T: Any) -> Network:
         b[idx] = -b[idx]
         dc = exact_matmul(net.V[:, idx], net.b[idx][:, None])[:, 0] if idx.size else np.zeros(net.k, dtype=object)
         c_new = [Fraction(x) + Fraction(y) for x, y in zip(net.c.tolist(), dc.tolist(), strict=True)]
-        c_arr: Any = np.array([float(x) for x in c_new], dtype=net.c.dtype)
-        if any(Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)):
+        with np.errstate(over="ignore"):
+            c_arr: Any = np.array([float_key_scalar(x) for x in c_new], dtype=net.c.dtype)
+        if not np.isfinite(c_arr).all() or any(
+            Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)
+        ):
             c_arr = c_new  # the new bias is not representable in the float dtype: keep it exact
         return Network(net.V, A, b, c_arr, m=net.m)
     A = fractions_of(net.A).copy()

@@ -41,7 +41,7 @@ from ._configurations import (
 )
 from ._group import Symmetry
 from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from ._normal_form import HyperplaneClasses, NormalForm, float_key_scalar, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
 from .errors import BudgetExceededError, InvalidNetworkError
 
@@ -272,7 +272,7 @@ def _assemble(
         ):
             flat = np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
             with np.errstate(over="ignore"):
-                arr = np.array([float(v) for v in flat], dtype=dtype).reshape(shape)
+                arr = np.array([float_key_scalar(v) for v in flat], dtype=dtype).reshape(shape)
             if not all(np.isfinite(arr.ravel())) or any(
                 Fraction(float(y)) != v for y, v in zip(arr.ravel().tolist(), flat, strict=True)
             ):
@@ -414,8 +414,9 @@ def _merged_float_columns(
 
 
 def _as_dtype(values: list[Fraction], like: Network) -> Any:
-    arr = np.array([float(x) for x in values], dtype=like.c.dtype)
-    if all(Fraction(float(y)) == x for y, x in zip(arr.tolist(), values, strict=True)):
+    with np.errstate(over="ignore"):
+        arr = np.array([float_key_scalar(x) for x in values], dtype=like.c.dtype)
+    if np.isfinite(arr).all() and all(Fraction(float(y)) == x for y, x in zip(arr.tolist(), values, strict=True)):
         return arr
     return values
 

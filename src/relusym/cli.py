@@ -157,10 +157,20 @@ def _exactly_representable(net: Network, dtype: Any) -> bool:
     for arr in (net.V, net.A, net.b, net.c):
         if arr.dtype == object:
             vals = arr.ravel().tolist()
-            cast = np.array([float(x) for x in vals], dtype=np.float64).astype(dtype)
-            if any(Fraction(float(y)) != x for x, y in zip(vals, cast.tolist(), strict=True)):
+            with np.errstate(over="ignore"):
+                cast = np.array([_float_or_inf(x) for x in vals], dtype=np.float64).astype(dtype)
+            if not np.isfinite(cast).all() or any(
+                Fraction(float(y)) != x for x, y in zip(vals, cast.tolist(), strict=True)
+            ):
                 return False
     return True
+
+
+def _float_or_inf(x: Fraction) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return float("inf") if x > 0 else float("-inf")
 
 
 def cmd_prune(args: argparse.Namespace) -> Result:
