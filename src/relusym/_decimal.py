@@ -92,11 +92,19 @@ def quotient_parts(
         den = np.broadcast_to(aml.astype(np.float64), mx.shape).copy()
         for t in range(primes.shape[1]):
             p = primes[:, t : t + 1]
-            for j in range(int(expos[:, t].max(initial=0))):
-                q = num / p
-                div = (q == np.floor(q)) & (expos[:, t : t + 1] > j)
-                np.copyto(num, q, where=div)
-                np.copyto(den, den / p, where=div)
+            q = num / p
+            rows, cols = np.nonzero((q == np.floor(q)) & (expos[:, t : t + 1] > 0))  # entries divisible by p
+            if rows.size == 0:
+                continue
+            pv, ev = p[rows, 0], expos[rows, t]
+            nv, dv = num[rows, cols], den[rows, cols]
+            for j in range(int(ev.max())):  # the multiplicity, on the few entries it concerns
+                qv = nv / pv
+                can = (qv == np.floor(qv)) & (ev > j)
+                nv = np.where(can, qv, nv)
+                dv = np.where(can, dv / pv, dv)
+            num[rows, cols] = nv
+            den[rows, cols] = dv
         sgn = np.sign(mx) * np.sign(ml)
         numi = num.astype(np.int64) * sgn
         deni = np.where(mx != 0, den.astype(np.int64), 1)
@@ -120,15 +128,24 @@ def n_digits(x: np.ndarray) -> np.ndarray:
 
 
 def _digits(x: np.ndarray, width: int) -> np.ndarray:
-    """Right-aligned ASCII digits of the nonnegative int64 x (even ``width``), leading zeros as 0 bytes."""
-    out = np.empty(x.shape + (width,), dtype=np.uint8)
-    o16 = out.view(np.uint16)
-    y = x.copy()
-    for j in range(width // 2 - 1, -1, -1):
-        q = y // 100
-        o16[..., j] = PAIR_DIGITS[y - q * 100]
-        y = q
-    out[np.arange(width) < (width - n_digits(x))[..., None]] = 0
+    """Right-aligned ASCII digits of the nonnegative int64 x (even ``width``), leading zeros as 0 bytes.
+
+    Groups of eight digits are split off in int64; inside a group (below 10^8 < 2^53) the pairs of digits come
+    from float64 quotients by 100, exact there (floor(g/100) of a correctly rounded quotient of integers below
+    2^53 is the integer quotient), and a table of the 100 two-digit pairs."""
+    pairs: list[np.ndarray] = []  # least significant pair first
+    y = x
+    while len(pairs) < width // 2:
+        if len(pairs) % 4 == 0:
+            hi = y // 100_000_000
+            g = (y - hi * 100_000_000).astype(np.float64)
+            y = hi
+        q = np.floor(g / 100.0)
+        pairs.append(PAIR_DIGITS[(g - 100.0 * q).astype(np.intp)])
+        g = q
+    out = np.stack(pairs[::-1], axis=-1).view(np.uint8)
+    keep = np.arange(width) >= (width - n_digits(x))[..., None]
+    np.multiply(out, keep, out=out)
     return out
 
 

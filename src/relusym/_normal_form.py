@@ -529,10 +529,17 @@ def _render_block(h: HyperplaneClasses, js: np.ndarray, s: int) -> bytes:
     else:
         ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
     row_ok: np.ndarray = np.asarray(ok.all(axis=1))
-    up = np.where(ok, up, 0)
-    dn = np.where(ok, dn, 0)
-    u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
-    segs: list[Any] = [b',{"hyperplane":[', u_seg, b'],"kink":[']
+    if not bool(ok.all()):
+        up = np.where(ok, up, 0)
+        dn = np.where(ok, dn, 0)
+        u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
+    else:
+        u_seg = (num < 0, np.abs(num) << up, den << dn)
+    # û and κ in two grids (their digit widths differ a lot), joined row by row
+    utext, ulen = render_cells(
+        [b',{"hyperplane":[', u_seg, b'],"kink":['], len(js), first=b'{"hyperplane":[' if s == 0 else None
+    )
+    ktext, klen = b"", None
     if kap_float:
         mk, ek = float_parts(h.kappa[js])
         kup = np.maximum(ek, 0)
@@ -541,23 +548,24 @@ def _render_block(h: HyperplaneClasses, js: np.ndarray, s: int) -> bytes:
         row_ok &= kok.all(axis=1)
         kup = np.where(kok, kup, 0)
         kdn = np.where(kok, kdn, 0)
-        segs += [(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"]
-    text, lengths = render_cells(segs, len(js), first=b'{"hyperplane":[' if s == 0 else None)
-    if kap_float and bool(row_ok.all()):
-        return text
-    ends = np.cumsum(lengths).tolist()
+        ktext, klen = render_cells([(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"], len(js))
+    uends = np.cumsum(ulen).tolist()
+    kends = np.cumsum(klen).tolist() if klen is not None else None
     parts: list[bytes] = []
-    a = 0
-    for t, (j, e_, good) in enumerate(zip(js.tolist(), ends, row_ok.tolist(), strict=True)):
-        head = b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['
+    a = b_ = 0
+    for t, (j, good) in enumerate(zip(js.tolist(), row_ok.tolist(), strict=True)):
+        e_ = uends[t]
         if not good:
-            parts.append(_py_row(h, int(j), head))
-        elif kap_float:
-            parts.append(text[a:e_])
+            parts.append(_py_row(h, int(j), b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['))
+        elif kends is not None:
+            parts.append(utext[a:e_])
+            parts.append(ktext[b_ : kends[t]])
         else:
             kap = ",".join(f'"{fraction_str(x)}"' for x in h.kappa_exact(int(j))).encode()
-            parts.append(text[a:e_] + kap + b"]}")
+            parts.append(utext[a:e_] + kap + b"]}")
         a = e_
+        if kends is not None:
+            b_ = kends[t]
     return b"".join(parts)
 
 
