@@ -7,19 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._equivalence import Counterexample, Verdict, equivalent
+from ._domain import Box, Polytope, equivalent, normal_form
+from ._equivalence import Counterexample, Verdict
 from ._fiber import Fiber, fiber
 from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from ._network import Network
-from ._normal_form import NormalForm, flip, normal_form
+from ._normal_form import NormalForm, flip
 from ._width import minimal_width, prune
-from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
     "align": "_alignment",
     "Alignment": "_alignment",
     "equivalent_approx": "_approx",
-    "distance": "_approx",
+    "distance": "_domain",
+    # model zoos (pyarrow, and dask when asked for, imported on use)
+    "scan_zoo": "zoo",
+    "ZooResult": "zoo",
+    # identification from queries
+    "identify": "_identify",
+    "Identification": "_identify",
 }
 
 __version__ = "0.1.0"
@@ -31,6 +38,8 @@ __all__ = [
     "Verdict",
     "Counterexample",
     "Stabilizer",
+    "Box",
+    "Polytope",
     "normal_form",
     "equivalent",
     "find_symmetry",
@@ -44,11 +53,16 @@ __all__ = [
     "Alignment",
     "equivalent_approx",
     "distance",
+    "scan_zoo",
+    "ZooResult",
     "load",
     "save",
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
+    "IdentificationError",
+    "identify",
+    "Identification",
     "__version__",
 ]
 

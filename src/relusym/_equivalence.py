@@ -55,16 +55,16 @@ class Counterexample:
 class Verdict:
     """The answer of :func:`equivalent`: truthy iff ρ(θ1) = ρ(θ2) on all of ℝ^m, with its certificate.
 
-    ``witness``: h ∈ H_n with h·θ1 = θ2 (``flips`` empty), or with h·flip_T(θ1) = θ2 (``flips`` = T);
-    ``flips``: the flip set T (0-based neurons of θ1), or None; ``counterexample``: a verified
-    :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal to NF(θ2) when equivalent);
-    ``reason``: one sentence.
+    ``witness``: h ∈ H_n with h·θ1 = θ2 (``flip_set`` empty), or with h·flip_T(θ1) = θ2 (``flip_set`` = T);
+    ``flip_set``: the flip set T (0-based neurons of θ1), or None (``flips`` is its earlier name);
+    ``counterexample``: a verified :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal
+    to NF(θ2) when equivalent); ``reason``: one sentence.
     """
 
     equivalent: bool
     reason: str
     witness: Symmetry | None = None
-    flips: tuple[int, ...] | None = None
+    flip_set: tuple[int, ...] | None = None
     counterexample: Counterexample | None = None
     _classes: HyperplaneClasses | Network | None = field(default=None, repr=False, compare=False)
 
@@ -83,16 +83,21 @@ class Verdict:
         return NormalForm(src)
 
     @property
+    def flips(self) -> tuple[int, ...] | None:
+        """The flip set T: the name of :attr:`flip_set` before version 0.2 (kept for scripts)."""
+        return self.flip_set
+
+    @property
     def in_orbit(self) -> bool:
         """θ2 ∈ H_n·θ1."""
-        return self.witness is not None and not self.flips
+        return self.witness is not None and not self.flip_set
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"equivalent": self.equivalent, "reason": self.reason, "in_orbit": self.in_orbit}
         if self.witness is not None:
             d["witness"] = self.witness.to_dict()
-        if self.flips is not None:
-            d["flips"] = list(self.flips)
+        if self.flip_set is not None:
+            d["flips"] = list(self.flip_set)
         if self.counterexample is not None:
             d["counterexample"] = self.counterexample.to_dict()
         return d
@@ -124,10 +129,10 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
         w = find_symmetry(net1, net2)
         if w is not None:
             return Verdict(
-                True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flips=(), _classes=net1
+                True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flip_set=(), _classes=net1
             )
     h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
-    diff = compare(h1, h2)
+    diff = compare(h1, h2, lazy_affine=True)
     if diff.zero:
         if not certificate:
             return Verdict(True, "same normal form", _classes=h1)
@@ -138,7 +143,7 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
                 True,
                 f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) (Proposition 14)",
                 witness=hw,
-                flips=T,
+                flip_set=T,
                 _classes=h1,
             )
         return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)", _classes=h1)
@@ -152,7 +157,7 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
 def _reason(diff: Difference) -> str:
     if diff.kink_classes:
         return f"the kinks differ on {len(diff.kink_classes)} hyperplane(s)"
-    if any(x for row in diff.dM or () for x in row):
+    if any(x for row in diff.dM for x in row):
         return "same kinks, but the linear parts M differ"
     return "same kinks and linear part, but the offsets e differ"
 
@@ -236,14 +241,13 @@ def counterexample(
     x = 0 or a unit vector shows it."""
     h1 = h1 or hyperplane_classes(net1)
     h2 = h2 or hyperplane_classes(net2)
-    diff = diff or compare(h1, h2)
-    if not diff.kink_classes and diff.dM is None:
+    diff = diff or compare(h1, h2, lazy_affine=True)
+    if not diff.kink_classes and not diff.affine_known:  # pragma: no cover - lazy_affine computes it then
         diff = compare(h1, h2)
     if diff.zero:
         raise InvalidNetworkError("the networks are equivalent: there is no counterexample")
     m = net1.m
     if not diff.kink_classes:
-        assert diff.dM is not None and diff.de is not None
         if any(diff.de):
             x: dict[int, Fraction] = {}
         else:

@@ -80,6 +80,10 @@ def write_canon_json(nf: NormalForm, out: IO[bytes], n: int, *, full: bool | Non
         d["full"] = False
         out.write(json.dumps(d).encode() + b"\n")
         return str(d["digest"])
+    if type(nf)._payload is not NormalForm._payload:  # a subclass hashing more than (m, k, K, M, e)
+        d = {**summary(nf, n), **nf.to_dict(), "full": True}
+        out.write(json.dumps(d).encode() + b"\n")
+        return str(d["digest"])
     known = nf.__dict__.get("_digest")
     h = hashlib.sha256()
     last = b""

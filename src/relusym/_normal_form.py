@@ -365,26 +365,28 @@ def _rows_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Difference:
-    """What separates two decompositions: the classes whose kinks differ and, only when there are none, the
-    exact affine difference (ΔM, Δe) = (M1 − M2, e1 − e2).  A differing kink already decides "not
-    equivalent", so the affine part is then not computed (``dM`` and ``de`` are None)."""
+    """What separates two decompositions: the classes whose kinks differ and the exact affine difference
+    (ΔM, Δe) = (M1 − M2, e1 − e2).  When compared with ``lazy_affine`` and a kink differs (which already
+    decides "not equivalent") the affine part is not computed: ``affine_known`` is False, ``dM`` and ``de``
+    are empty."""
 
     kink_classes: list[tuple[int, int]]  # (side, class index) with differing kink (side 1 or 2)
-    dM: tuple[tuple[Fraction, ...], ...] | None
-    de: tuple[Fraction, ...] | None
+    dM: tuple[tuple[Fraction, ...], ...]
+    de: tuple[Fraction, ...]
+    affine_known: bool = True
 
     @property
     def zero(self) -> bool:
         if self.kink_classes:
             return False
-        assert self.dM is not None and self.de is not None
         return all(x == 0 for row in self.dM for x in row) and all(x == 0 for x in self.de)
 
 
-def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, affine: bool = True) -> Difference:
+def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, lazy_affine: bool = False) -> Difference:
     """The exact difference between NF(θ1) and NF(θ2) (θ1 ≡ θ2 iff it is zero): first the kinks, class by
-    class (hashes, then exact checks); then, only when every kink agrees, the affine parts M and e of both
-    (exact integer products for float networks).  ``affine=False`` skips the affine part altogether."""
+    class (hashes, then exact checks); then the affine parts (ΔM, Δe) = (M1 − M2, e1 − e2), exact integer
+    products for float networks.  With ``lazy_affine`` the affine part is computed only when every kink agrees
+    (a differing kink already decides; ``affine_known`` is then False)."""
     if h1.m != h2.m or h1.k != h2.k:
         raise InvalidNetworkError(
             f"the networks have different shapes: m = {h1.m}, k = {h1.k} against m = {h2.m}, k = {h2.k}"
@@ -396,8 +398,8 @@ def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, affine: bool = True
     kink_classes += [(1, int(j)) for j in p1[~same_kappa]]
     kink_classes += [(1, int(j)) for j in cm.only1 if h1.kink_mask[j]]
     kink_classes += [(2, int(j)) for j in cm.only2 if h2.kink_mask[j]]
-    if kink_classes or not affine:
-        return Difference(kink_classes, None, None)
+    if kink_classes and lazy_affine:
+        return Difference(kink_classes, (), (), affine_known=False)
     nf1, nf2 = NormalForm(h1), NormalForm(h2)
     dM = tuple(tuple(x - y for x, y in zip(r1, r2, strict=True)) for r1, r2 in zip(nf1.M, nf2.M, strict=True))
     de = tuple(x - y for x, y in zip(nf1.e, nf2.e, strict=True))
@@ -688,7 +690,7 @@ class NormalForm:
 
     def M_strings(self) -> list[list[str]]:
         """M spelled as in the JSON form ("p/q" or "p"), without building Fractions for float networks."""
-        dy = self._M_dyadic
+        dy = self._M_dyadic if type(self).M is NormalForm.M else None  # a subclass may define M otherwise
         if dy is None:
             return [[fraction_str(x) for x in row] for row in self.M]
         P, ex, ey = dy
@@ -725,7 +727,7 @@ class NormalForm:
             return NotImplemented
         if (self.m, self.k) != (other.m, other.k):
             return False
-        return compare(self._h, other._h, affine=True).zero
+        return compare(self._h, other._h, lazy_affine=True).zero
 
     def __lt__(self, other: NormalForm) -> bool:
         if not isinstance(other, NormalForm):
@@ -768,9 +770,13 @@ class NormalForm:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``m``, ``k``, ``kinks`` (each ``{"hyperplane": û, "kink": κ}``), ``M``, ``e`` (rationals
         as strings ``"p/q"`` or ``"p"``) and ``digest``."""
-        d: dict[str, Any] = json.loads(b"".join(digest_chunks(self)))
+        d = self._payload()
         d["digest"] = self.digest()
         return d
+
+    def _payload(self) -> dict[str, Any]:
+        """(m, k, K, M, e) as the JSON object whose canonical text the digest hashes (see :meth:`digest`)."""
+        return json.loads(b"".join(digest_chunks(self)))  # type: ignore[no-any-return]
 
     def digest_bytes(self) -> Iterator[bytes]:
         """The bytes that :meth:`digest` hashes, in blocks (see there)."""
@@ -788,7 +794,11 @@ class NormalForm:
         whichever path computes it (float networks are rendered from integer mantissas in numpy, rational ones
         from Fractions; both give the same bytes).  Digests of relusym 0.x normal forms are unchanged."""
         if "_digest" not in self.__dict__:
-            self.__dict__["_digest"] = _sha256_stream(digest_chunks(self))
+            if type(self)._payload is NormalForm._payload:
+                self.__dict__["_digest"] = _sha256_stream(digest_chunks(self))
+            else:  # a subclass that hashes more (e.g. a domain): the canonical JSON of its payload
+                text = json.dumps(self._payload(), sort_keys=True, separators=(",", ":"))
+                self.__dict__["_digest"] = hashlib.sha256(text.encode()).hexdigest()
         return str(self.__dict__["_digest"])
 
     @classmethod

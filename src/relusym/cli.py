@@ -68,8 +68,59 @@ def cmd_canon(args: argparse.Namespace) -> Result:
     return d, "\n".join(lines), 0
 
 
+def _domain_arg(args: argparse.Namespace) -> Any:
+    """The box of ``--box LO:HI`` / ``--box FILE`` (JSON {"lo": [...], "hi": [...]}) or ``--box-from NET``."""
+    from ._domain import Box
+
+    if args.box is not None and args.box_from is not None:
+        raise InvalidNetworkError("give either --box or --box-from, not both")
+    if args.atol is not None or args.rtol is not None:
+        raise InvalidNetworkError("--box and --box-from decide exactly; they do not combine with --atol or --rtol")
+    if args.box_from is not None:
+        from .io import input_box
+
+        return input_box(args.box_from)
+    spec = args.box
+    if Path(spec).is_file():
+        from .io._json_format import parse
+
+        d = parse(Path(spec).read_text(encoding="utf-8"), spec)
+        if not isinstance(d, dict) or "lo" not in d or "hi" not in d:
+            raise InvalidNetworkError(f"{spec}: a box file must be a JSON object with keys 'lo' and 'hi'")
+        return Box(d["lo"], d["hi"])
+    lo, sep, hi = spec.partition(":")
+    if not sep:
+        raise InvalidNetworkError(f"--box {spec!r} is neither LO:HI (e.g. 0:1) nor an existing JSON file")
+    return Box(lo, hi)
+
+
+def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
+    from ._domain import equivalent_on
+
+    v = equivalent_on(net1, net2, _domain_arg(args))
+    d = v.to_dict()
+    d["mode"] = "domain"
+    dom = v.domain
+    where = f"on the box {dom!r}" if len(dom.lo) <= 6 else f"on a box in ℝ^{len(dom.lo)}"  # type: ignore[union-attr]
+    lines = [f"{'EQUIVALENT' if v else 'NOT equivalent'} {where}: {v.reason}"]
+    cert = v.certificate
+    for side, name in ((0, args.net1), (1, args.net2)):
+        lines.append(
+            f"  {name}: {len(cert.crossing[side])} neuron(s) cross the box, {len(cert.affine[side])} are affine "
+            f"on it, {len(cert.zero[side])} are zero on it"
+        )
+    if v.counterexample is not None:
+        ce = v.counterexample
+        lines.append(f"counterexample x = {format_vector(ce.x)} (inside the box)")
+        lines.append(f"  ρ(θ1)(x) = {format_vector(ce.y1)}")
+        lines.append(f"  ρ(θ2)(x) = {format_vector(ce.y2)}")
+    return d, "\n".join(lines), 0 if v else 1
+
+
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = _load(args.net1), _load(args.net2)
+    if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
+        return _cmd_equiv_domain(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
         from ._approx import equivalent_approx
 
@@ -228,6 +279,137 @@ def cmd_report(args: argparse.Namespace) -> Result:
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
+def _load_oracle(spec: str) -> Any:
+    """``module:function`` (a module on the import path, or a .py file) to a callable."""
+    import importlib
+    import importlib.util
+
+    mod_name, sep, fn_name = spec.rpartition(":")
+    if not sep or not mod_name or not fn_name:
+        raise InvalidNetworkError(f"--oracle must be MODULE:FUNCTION (or path/to/file.py:FUNCTION), got {spec!r}")
+    if mod_name.endswith(".py"):
+        path = Path(mod_name)
+        if not path.is_file():
+            raise InvalidNetworkError(f"--oracle: no such file {mod_name!r}")
+        loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if loader_spec is None or loader_spec.loader is None:  # pragma: no cover - a .py file always has one
+            raise InvalidNetworkError(f"--oracle: cannot import {mod_name!r}")
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as exc:
+            raise InvalidNetworkError(f"--oracle: cannot import module {mod_name!r} ({exc})") from None
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise InvalidNetworkError(f"--oracle: {mod_name!r} has no callable {fn_name!r}")
+    return fn
+
+
+def cmd_identify(args: argparse.Namespace) -> Result:
+    from ._identify import identify
+    from .io import save
+
+    if args.inputs < 1 or args.outputs < 1:
+        raise InvalidNetworkError("--inputs and --outputs must be positive integers")
+    oracle = _load_oracle(args.oracle)
+    res = identify(
+        oracle,
+        args.inputs,
+        args.outputs,
+        exact=args.exact,
+        budget=args.budget,
+        max_queries=args.max_queries,
+        rng=args.seed,
+        progress=False if args.quiet else None,
+        scale=args.scale,
+    )
+    save(res.network, args.output)
+    d = res.to_dict()
+    d["output"] = args.output
+    return d, res.report() + f"\nwrote {args.output}", 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# relusym zoo (model zoos at scale; pyarrow and dask imported on use)
+
+
+def _cmd_zoo(args: argparse.Namespace) -> Result:
+    import time
+
+    from .zoo import scan_zoo
+
+    if args.workers is not None and args.workers < 1:
+        raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
+    t0 = time.monotonic()
+    try:
+        res = scan_zoo(
+            args.source,
+            args.output,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            dask_local=args.dask_local,
+            atol=args.atol,
+            rtol=args.rtol,
+            fibre=not args.no_fibre,
+            budget=args.budget,
+            chunk_size=args.chunk_size,
+            files_per_chunk=args.files_per_chunk,
+            resume=args.resume,
+            progress=False if args.quiet else None,
+        )
+    except KeyboardInterrupt:
+        return {"interrupted": True}, "interrupted: the finished chunks are kept; rerun with --resume to go on", 130
+    s = res.summary
+    lines = [
+        f"{s['networks']} network(s) from {args.source} in {time.monotonic() - t0:.1f} s: {s['ok']} ok, "
+        f"{s['errors']} error(s), {s['distinct_functions']} distinct function(s)",
+        f"exact duplicate groups (same function): {len(s['exact_duplicate_groups'])}",
+    ]
+    for g in s["exact_duplicate_groups"][:20]:
+        shown = ", ".join(g["sources"][:6]) + (", ..." if g["size"] > 6 else "")
+        lines.append(f"  group {g['group']} ({g['size']}): {shown}")
+    tol = s["tolerance"]
+    lines.append(
+        f"near-duplicate groups (atol = {tol['atol']:g}, rtol = {tol['rtol']:g}; not transitive): "
+        f"{len(s['near_duplicate_groups'])}"
+    )
+    for g in s["near_duplicate_groups"][:20]:
+        shown = ", ".join(g["sources"][:6]) + (", ..." if g["size"] > 6 else "")
+        lines.append(f"  cluster {g['cluster']} ({g['size']}, {g['distinct_digests']} functions): {shown}")
+    if s["fibre_types"] is not None:
+        lines.append("fibre types: " + (", ".join(f"{c} {v}" for c, v in s["fibre_types"].items()) or "none"))
+        lines.append("generic: " + (", ".join(f"{c} {v}" for c, v in s["generic"].items()) or "none"))
+    lines.append("minimal widths: " + (", ".join(f"{w}: {v}" for w, v in s["widths"].items()) or "none"))
+    for e in s["error_rows"][:20]:
+        lines.append(f"  error {e['source']}: {e['error']}")
+    if len(s["error_rows"]) > 20:
+        lines.append(f"  ... {len(s['error_rows']) - 20} more error rows (see the table)")
+    lines.append(f"wrote {res.output} and {res.summary_path}")
+    return s, "\n".join(lines), 0
+
+
+def _add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], str], argparse.ArgumentParser]) -> None:
+    sp = add("zoo", _cmd_zoo, "digests, duplicate groups, near-duplicates, widths and fibre types of a model zoo")
+    sp.add_argument("source", metavar="SOURCE", help="folder, stacked shard (.npz/.safetensors) or Parquet table")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT.parquet", help="the table to write")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=None, metavar="N", help="a local process pool of N workers")
+    where.add_argument("--dask-local", type=int, default=None, metavar="N", help="a Dask LocalCluster of N workers")
+    where.add_argument("--scheduler", default=None, metavar="ADDR", help="an existing Dask scheduler (tcp://host:port)")
+    sp.add_argument("--atol", type=float, default=0.0, help="near-duplicates: absolute tolerance (default 0)")
+    sp.add_argument("--rtol", type=float, default=1e-9, help="near-duplicates: relative tolerance (default 1e-9)")
+    sp.add_argument("--budget", type=float, default=1.0, help="seconds per network for the hard searches (default 1)")
+    sp.add_argument("--no-fibre", action="store_true", help="skip the fibre analysis (generic, type, flips)")
+    sp.add_argument("--chunk-size", type=int, default=4096, help="networks per task for shards and tables")
+    sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
+    sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -259,6 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net2", metavar="NET2")
     sp.add_argument("--atol", type=float, default=None, help="tolerance mode: absolute tolerance")
     sp.add_argument("--rtol", type=float, default=None, help="tolerance mode: relative tolerance")
+    sp.add_argument(
+        "--box",
+        default=None,
+        metavar="LO:HI|FILE",
+        help='decide equality on a box only: LO:HI for every coordinate, or a JSON file {"lo": [...], "hi": [...]}',
+    )
+    sp.add_argument("--box-from", default=None, metavar="NET", help="decide on the input box of an NNet file")
 
     sp = add("orbit", cmd_orbit, "decide whether NET2 = h·NET1 for a permutation-and-positive-scaling h")
     sp.add_argument("net1", metavar="NET1")
@@ -302,9 +491,25 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
 
+    sp = add("identify", cmd_identify, "recover a network of minimal width from queries to a black-box function")
+    sp.add_argument("--oracle", required=True, metavar="MODULE:FUNCTION", help="the function to query (a batch "
+                    "of float64 inputs (B, m) -> outputs (B, k); with --exact a list of tuples of Fractions -> "
+                    "lists of k rationals)")  # fmt: skip
+    sp.add_argument("--inputs", type=int, required=True, metavar="M", help="number of inputs m")
+    sp.add_argument("--outputs", type=int, required=True, metavar="K", help="number of outputs k")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the recovered network")
+    sp.add_argument("--exact", action="store_true", help="the oracle is exact (rational in, rational out)")
+    sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
+    sp.add_argument("--max-queries", type=int, default=None, help="a cap on oracle evaluations")
+    sp.add_argument("--scale", type=float, default=1.0, help="size of the input region searched first (default 1)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the random lines (default 0)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
     sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
     sp.add_argument("net", metavar="NET")
     sp.add_argument("-o", "--output", required=True, metavar="HTML")
+
+    _add_zoo_parser(add)
     return p
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError"]
+__all__ = [
+    "InvalidNetworkError",
+    "UnsupportedModelError",
+    "BudgetExceededError",
+    "NNetClampWarning",
+    "IdentificationError",
+]
 
 
 class InvalidNetworkError(ValueError):
@@ -15,3 +21,12 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class NNetClampWarning(UserWarning):
+    """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""
+
+
+class IdentificationError(UnsupportedModelError):
+    """Queries do not fit any one-hidden-layer ReLU network within the oracle's precision (noise, rounding, a
+    smooth activation), or the recovery could not be checked: :func:`relusym.identify` refuses to answer."""
