@@ -31,7 +31,7 @@ _LIMIT_BITS = 62
 
 def bit_length(x: np.ndarray) -> np.ndarray:
     """Bit length of |x| for int64 entries below 2^53 (exact through float64)."""
-    return np.frexp(np.abs(x).astype(np.float64))[1].astype(np.int64)
+    return np.asarray(np.frexp(np.abs(x).astype(np.float64))[1].astype(np.int64))
 
 
 def _small_primes(limit: int) -> np.ndarray:
@@ -124,7 +124,7 @@ def n_digits(x: np.ndarray) -> np.ndarray:
     """Number of decimal digits of nonnegative int64 entries (1 for 0): from the bit length, corrected once."""
     bits = np.frexp(x.astype(np.float64))[1]
     nd = (np.maximum(bits - 1, 0) * _LOG10_2).astype(np.int64) + 1
-    return nd + ((nd < 19) & (x >= _POW10[np.minimum(nd, 18)]))
+    return np.asarray(nd + ((nd < 19) & (x >= _POW10[np.minimum(nd, 18)])))
 
 
 def _digits(x: np.ndarray, width: int) -> np.ndarray:
@@ -173,7 +173,7 @@ def _pow2_digits(q: np.ndarray, width: int) -> np.ndarray:
             if len(txt) <= width:
                 tab[t, width - len(txt) :] = np.frombuffer(txt, dtype=np.uint8)
         _POW2_ROWS[key] = tab
-    return tab[q]
+    return np.asarray(tab[q])
 
 
 def _pow2_width(q: np.ndarray) -> int:
