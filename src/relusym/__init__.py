@@ -1,6 +1,6 @@
 """relusym: exact symmetry classification of shallow ReLU networks x ↦ V·σ(Ax + b) + c.
 
-The public API (spec: interfaces.md).  Heavy optional dependencies are imported lazily.
+The public API (docs/api.md).  Heavy optional dependencies are imported lazily.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Alignment of a noisy, permuted, positively rescaled copy of a network (the float-tolerance mode of spec §10
+"""Alignment of a noisy, permuted, positively rescaled copy of a network (the float-tolerance mode of
+docs/math/realization.md
 item 14): the symmetry h ∈ H_n that best maps θ1 onto θ2, found by nearest-neighbour matching of normalised
 hyperplanes (``scipy.spatial.cKDTree``), never by an n×n assignment problem.  Nothing here is exact."""
 

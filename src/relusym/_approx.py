@@ -1,4 +1,5 @@
-"""The float-tolerance mode (spec §10 item 14): approximate equivalence, a distance between realized functions,
+"""The float-tolerance mode (docs/math/normal-form.md (floats and the tolerance mode)): approximate equivalence, a
+distance between realized functions,
 (the alignment of noisy copies is in :mod:`relusym.alignment`).
 
 Nothing here is exact and nothing here is used by the exact decisions (``equivalent``, ``normal_form``): this
@@ -228,7 +229,7 @@ class ApproxVerdict:
 
 @dataclass(frozen=True, eq=False)
 class _Decomposition:
-    """The tolerance decomposition of the difference network θ1 ⊖ θ2 (spec §2.2 on clusters)."""
+    """The tolerance decomposition of the difference network θ1 ⊖ θ2 (docs/math/normal-form.md on clusters)."""
 
     kinks: np.ndarray  # C × k, κ per cluster
     M: np.ndarray  # k × m
@@ -294,9 +295,11 @@ def _decompose(net1: Network, net2: Network, atol: float, rtol: float) -> _Decom
 
 
 def equivalent_approx(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1e-9) -> ApproxVerdict:
-    """ρ(θ1) ≈ ρ(θ2) within tolerance (spec §10 item 14): build the difference network θ1 ⊖ θ2, rescale every
+    """ρ(θ1) ≈ ρ(θ2) within tolerance (docs/math/normal-form.md (floats and the tolerance mode)): build the difference
+    network θ1 ⊖ θ2, rescale every
     neuron to ‖a_i‖₂ = 1, cluster unoriented hyperplanes, orient each cluster by its first member (opposite
-    members move v_i(a_i·x + b_i) into the affine part, spec §2.2), and require every cluster kink and the
+    members move v_i(a_i·x + b_i) into the affine part, docs/math/normal-form.md), and require every cluster kink and
+    the
     affine part (M, e) to be within tolerance.  The widths may differ.  Not transitive (see ``note``)."""
     check_compatible(net1, net2, "equivalent_approx")
     d = _decompose(net1, net2, float(atol), float(rtol))
@@ -395,11 +398,11 @@ def _mutual_nn(U1: np.ndarray, U2: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 def distance(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1e-9) -> float:
     """A scale-aware distance between ρ(θ1) and ρ(θ2), invariant under the symmetries of either network.
 
-    Each network is reduced to an approximate normal form (spec §2.2 on float data: neurons rescaled to
+    Each network is reduced to an approximate normal form (docs/math/normal-form.md on float data: neurons rescaled to
     ‖a_i‖ = 1, its own hyperplanes clustered with ``atol``/``rtol`` as in :func:`equivalent_approx`): unit
     hyperplanes ŵ (‖â‖ = 1), kinks κ and an affine part (M, e).  The hyperplanes of θ1 and θ2 are paired as
     mutual nearest neighbours (either orientation; turning a class over moves κ(â·x + b̂) into the affine
-    part, spec §2.1), and a pair is kept when that is cheaper than leaving both unmatched.  Then::
+    part, docs/math/normal-form.md), and a pair is kept when that is cheaper than leaving both unmatched.  Then::
 
         d = ( Σ_pairs [ ‖κ − κ′‖·‖ŵ‖ + min(‖κ‖, ‖κ′‖)·‖ŵ − ŵ′‖ ]  +  Σ_unpaired ‖κ‖·‖ŵ‖
               + ‖M − M′‖_F + ‖e − e′‖₂ ) / S

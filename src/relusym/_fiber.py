@@ -152,7 +152,7 @@ class Fiber:
 
     @property
     def delta(self) -> int:
-        """δ = max(m + 1, k + 1): the dimensions one spare (null or constant) neuron adds (§5.5)."""
+        """δ = max(m + 1, k + 1): the dimensions one spare (null or constant) neuron adds (docs/math/fibres.md)."""
         return max(self.m + 1, self.k + 1)
 
     @property
@@ -218,8 +218,10 @@ class Fiber:
             f"fibre of a network with m = {self.m} input(s), n = {self.n} neuron(s), k = {self.k} output(s); "
             f"N = {self.N} kink class(es)"
         ]
-        lines.append(f"generic (G-a, G-b, G-c of §5.3): {yn(self.generic)} — {self.generic_reason}")
-        lines.append(f"rigid (fibre = one free H_n-orbit, R1–R5 of §5.4): {yn(self.rigid)} — {self.rigid_reason}")
+        lines.append(f"generic (G-a, G-b, G-c of docs/math/fibres.md): {yn(self.generic)} — {self.generic_reason}")
+        lines.append(
+            f"rigid (fibre = one free H_n-orbit, R1–R5 of docs/math/fibres.md): {yn(self.rigid)} — {self.rigid_reason}"
+        )
         lines.append(f"class A (Theorem B(ii): no null/constant neuron, distinct hyperplanes): {yn(self.class_a)}")
         if self.flips is not None:
             shown = ", ".join("∅" if not T else "{" + ", ".join(map(str, T)) + "}" for T in self.flips[:6])
@@ -296,7 +298,7 @@ def _inactive(net: Network) -> int:
 
 
 def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> Fiber:
-    """The fibre of θ (spec §5): generic, rigid, flips, orbits, width, dimension, strata; exact, within
+    """The fibre of θ (docs/math/fibres.md): generic, rigid, flips, orbits, width, dimension, strata; exact, within
     ``budget`` seconds for the hard searches (flip sets, configurations).  ``progress`` shows which stage runs
     (a bar on stderr when it is a terminal, by default; ``False`` never).
 
@@ -338,7 +340,7 @@ class _Context(NamedTuple):
 
 def _fiber_no_mixed(ctx: _Context) -> Fiber:
     """Many classes, none carrying both orientations, not class A: θ's own configuration has cost 0, so w = N
-    and dim = N + (n − N)δ (§5.5), without the exact normal form; R1 or R2 fails, and n > N."""
+    and dim = N + (n − N)δ (docs/math/fibres.md), without the exact normal form; R1 or R2 fails, and n > N."""
     net, hc, ga_reason = ctx.net, ctx.hc, ctx.ga_reason
     m, n, k = net.shape
     N = int(hc.kink_mask.sum())
@@ -355,7 +357,7 @@ def _fiber_no_mixed(ctx: _Context) -> Fiber:
     }
     certificate = (
         "no hyperplane carries neurons of both orientations, so θ's own configuration has cost 0: w = N and "
-        "dim = N + (n − N)δ (§5.5)"
+        "dim = N + (n − N)δ (docs/math/fibres.md)"
     )
     return _outside_class_a(
         ctx,
@@ -422,7 +424,8 @@ def _fiber_class_a(net: Network, hc: HyperplaneClasses, budget: float, t0: float
 
 def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
     """Outside class A: the exact configuration search (or, past its budget, the width search) gives the width,
-    the strata and their dimensions (§5.1, §5.2, §5.5), the orbits at minimal width and R5 (§5.4)."""
+    the strata and their dimensions (docs/math/strata.md, docs/math/width.md, docs/math/fibres.md), the orbits at
+    minimal width and R5 (docs/math/fibres.md)."""
     net, hc = ctx.net, ctx.hc
     m, n, k = net.shape
     kd = KinkData.of(NormalForm(hc))

@@ -1,5 +1,6 @@
-"""Hidden flips (spec §3 O4, Theorem B(ii), ≈ Proposition 14): the flip sets 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0},
-which decide (G-c) of §5.3 and, in class A, the H_n-orbits of the fibre.
+"""Hidden flips (docs/math/hidden-symmetries.md, Theorem B(ii), ≈ Proposition 14): the flip sets 𝒯(θ) = {T : Σ_T v_i
+a_iᵀ = 0},
+which decide (G-c) of docs/math/fibres.md and, in class A, the H_n-orbits of the fibre.
 
 They are decided by a rank certificate (the rows vec(v_i a_iᵀ) independent ⇒ 𝒯 = {∅}), computed modulo a prime
 on an n×n submatrix of the flip matrix built from residues of V and A (the flip matrix itself is never formed;
@@ -38,7 +39,8 @@ LIST_LIMIT = 200  # flip sets (and, in relusym.fiber, strata) listed in to_dict(
 
 @dataclass(frozen=True)
 class FlipSets:
-    """The flip sets 𝒯(θ) = {T ⊆ [n] : Σ_{i∈T} v_i a_iᵀ = 0} (spec §3 O4, Theorem B; ∅ included, 0-based).
+    """The flip sets 𝒯(θ) = {T ⊆ [n] : Σ_{i∈T} v_i a_iᵀ = 0} (docs/math/hidden-symmetries.md, Theorem B; ∅ included,
+    0-based).
 
     ``sets``: verified flip sets (each checked exactly), ∅ first; all of them when ``complete`` (listing
     capped at ``max_sets``, ``count`` is exact then).  ``lower_bound`` ≤ |𝒯|; ``estimate_log2``: log2 of an
@@ -251,7 +253,8 @@ def _product_sets(parts: list[list[tuple[int, ...]]], limit: int) -> list[tuple[
 
 
 def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: Any = None) -> FlipSets:
-    """The flip sets 𝒯(θ) (spec §3 O4, Theorem B(ii)), exactly where possible, within ``budget`` seconds.
+    """The flip sets 𝒯(θ) (docs/math/hidden-symmetries.md, Theorem B(ii)), exactly where possible, within ``budget``
+    seconds.
 
     1. Rank certificate (:func:`flips_certified_absent`): independent rows vec(v_i a_iᵀ) ⇒ 𝒯 = {∅}; immediate
        even for 784-4096-10.

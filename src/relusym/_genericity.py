@@ -1,4 +1,4 @@
-"""Generic and rigid parameters (spec §5.3, §5.4): the conditions G-a and G-b of genericity (G-c, the absence
+"""Generic and rigid parameters (docs/math/fibres.md): the conditions G-a and G-b of genericity (G-c, the absence
 of hidden flips, is :mod:`relusym.flips`), and the verdict of the rigidity conditions R1–R5, each with the
 sentence that explains which condition fails and why.
 """
@@ -18,11 +18,11 @@ __all__: list[str] = []
 
 
 # ----------------------------------------------------------------------------------------------------------
-# genericity (§5.3)
+# genericity (docs/math/fibres.md)
 
 
 def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, bool, str]:
-    """(G-a holds, why not; G-b holds, why not) for spec §5.3."""
+    """(G-a holds, why not; G-b holds, why not) for docs/math/fibres.md."""
     Vt_nz = np.asarray(net.V != 0).any(axis=0) if net.n else np.zeros(0, dtype=bool)
     A_nz = np.asarray(net.A != 0).any(axis=1) if net.n else np.zeros(0, dtype=bool)
     ga_reason = ""
@@ -80,11 +80,11 @@ def _w_classes(net: Network, hc: HyperplaneClasses) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# rigidity (§5.4)
+# rigidity (docs/math/fibres.md)
 
 
 def configuration_r5(admissible: ConfigurationSet, own: OwnConfiguration, width: int, n: int) -> tuple[bool, str]:
-    """R5 of §5.4 from the complete configuration search: w = n and θ's configuration is the only one of
+    """R5 of docs/math/fibres.md from the complete configuration search: w = n and θ's configuration is the only one of
     minimal cost."""
     if width == n and admissible.count == 1:
         return True, "R1–R5 hold: θ's configuration is the unique one of minimal cost"
@@ -101,7 +101,8 @@ def configuration_r5(admissible: ConfigurationSet, own: OwnConfiguration, width:
 def rigidity_verdict(
     hc: HyperplaneClasses, ga_reason: str, rigidity: dict[str, bool | None], r5_reason: str
 ) -> tuple[bool | None, str]:
-    """Whether the fibre is one free H_n-orbit (§5.4), and why: the first of R1–R4 that fails, else R5."""
+    """Whether the fibre is one free H_n-orbit (docs/math/fibres.md), and why: the first of R1–R4 that fails, else
+    R5."""
     if rigidity["R1"] is False:
         return False, "R1 fails: " + ga_reason.split(": ", 1)[1]
     if rigidity["R2"] is False:

@@ -1,4 +1,5 @@
-"""Exact rank computations modulo a prime, as certificates over Q (spec §5.3 G-c, §10 item 13).
+"""Exact rank computations modulo a prime, as certificates over Q (docs/math/fibres.md G-c,
+docs/math/hidden-symmetries.md).
 
 For a prime below :data:`BLAS_PRIME_LIMIT` the routines run a recursive, blocked LU decomposition whose inner
 products are exact float64 BLAS products (all residues are kept below 2**21 in absolute value, and every
@@ -441,7 +442,7 @@ def nonsingular_mod_p(a: np.ndarray, p: int = FAST_PRIMES[0], *, block: int = 51
 
     Blocked Schur complements: each diagonal block is inverted by recursive 2×2 blocking, the trailing matrix
     is updated by exact float64 BLAS products and reduced only when its entries could pass 2**51.  About twice
-    as fast as :func:`lu_mod_p` on 4096 × 4096, where it certifies the rank of the flip matrix (spec §3).
+    as fast as :func:`lu_mod_p` on 4096 × 4096, where it certifies the rank of the flip matrix (docs/math/fibres.md).
     """
     f = Field(p)
     n = a.shape[0]

@@ -1,5 +1,5 @@
-"""Minimal width w(f), the configurations (S, P) of a fibre, and the canonical minimal network (spec §5.1,
-§5.2, §6).
+"""Minimal width w(f), the configurations (S, P) of a fibre, and the canonical minimal network (docs/math/strata.md,
+docs/math/width.md).
 
 A function f with normal form NF(f) = (K, M, e) has N = |U*| kink classes û = (α̂, β̂) with kinks κ_û.  A
 *configuration* is a pair of disjoint sets of classes: S (classes carried by a single negatively oriented
@@ -9,7 +9,7 @@ neuron) and P (mixed classes: one neuron of each orientation).  With
 
 a realization of type (S, P) needs t ≥ ϱ extra cancelling pairs, so it uses N + |P| + 2t neurons, and
 
-    w(f) = N + min over (S, P) of cost(S, P),   cost(S, P) = |P| + 2 ϱ(S, P)            (§5.2)
+    w(f) = N + min over (S, P) of cost(S, P),   cost(S, P) = |P| + 2 ϱ(S, P)            (docs/math/width.md)
 
 Everything is exact (Fractions; ranks over ℚ through :mod:`relusym.linalg`).  The enumeration of
 configurations costs about 3^N small rank computations (vectorised: subset sums of integer matrices and their
@@ -82,14 +82,14 @@ class WidthSearch:
     lower: int
     upper: int
     best: Configuration | None
-    canonical: bool  # best is the minimizer of the key of spec §6 (the search over minimizers completed)
+    canonical: bool  # best is the minimizer of the key of docs/math/width.md (the search over minimizers completed)
     minimizers: tuple[Configuration, ...] | None  # all configurations of minimal cost, when known
     undecided: str | None
     kd: KinkData | None = field(default=None, repr=False, compare=False)
 
 
 def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | None = None) -> WidthSearch:
-    """Decide w(ρ(θ)) (spec §5.2, §6) within ``budget`` seconds, with bounds when it cannot."""
+    """Decide w(ρ(θ)) (docs/math/width.md) within ``budget`` seconds, with bounds when it cannot."""
     deadline = time.monotonic() + budget
     hc = hc if hc is not None else hyperplane_classes(net)
     N = int(hc.kink_mask.sum())
@@ -109,7 +109,7 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
         why = cs.undecided or "too many minimizers"
         return WidthSearch(
             N, N, N, N, first, False, None,
-            f"w = N is certain, but the lexicographically first minimizer (spec §6) was not found: {why}", kd,
+            f"w = N is certain, but the lexicographically first minimizer was not found: {why}", kd,
         )  # fmt: skip
     cs = configurations(kd, upper_cost, deadline=deadline)
     if cs.complete:
@@ -121,13 +121,15 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
     fallback = own.configuration if own.cost == upper_cost else Configuration((), (), rank_M, 0)
     found = _cost_zero_search(kd, deadline)
     if found is not None:
-        note = "w = N (a configuration of cost 0 was found); the first minimizer of spec §6 was not certified"
+        note = (
+            "w = N (a configuration of cost 0 was found); the first minimizer of docs/math/width.md was not certified"
+        )
         return WidthSearch(N, N, N, N, Configuration(found, (), 0, 0), False, None, note, kd)
     lower = N
     if _cost_zero_impossible(kd):
         lower = N + 1
         if upper_cost == 1:
-            note = "w = N + 1; the lexicographically first minimizer (spec §6) was not certified"
+            note = "w = N + 1; the lexicographically first minimizer (docs/math/width.md) was not certified"
             return WidthSearch(N, N + 1, N + 1, N + 1, fallback, False, None, note, kd)
     note = f"undecided within budget: {cs.undecided}; N ≤ w ≤ N + {upper_cost} (deciding w = N is a subset-sum problem)"
     return WidthSearch(N, None, lower, N + upper_cost, fallback, False, None, note, kd)
@@ -177,7 +179,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
 
 
 def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> int:
-    """w(ρ(θ)): the fewest hidden neurons that realize ρ(θ) exactly (spec §5.2, §6).
+    """w(ρ(θ)): the fewest hidden neurons that realize ρ(θ) exactly (docs/math/width.md).
 
     Raises :class:`~relusym.errors.BudgetExceededError` (with the bounds found) when it cannot be decided
     within ``budget`` seconds, which can only happen when θ has classes carrying neurons of both orientations
@@ -205,9 +207,11 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
 
 
 def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list[tuple[Vec, Vec, Fraction]], Vec]:
-    """The network of spec §6 (steps 2–5) for the configuration (S, P): neurons (v, a, b) and the output bias.
+    """The network of docs/math/width.md (steps 2–5) for the configuration (S, P): neurons (v, a, b) and the output
+    bias.
 
-    For a minimizer of the key of §6 step 1 this is CMN(f).  Any configuration with independent normals on P
+    For a minimizer of the key of docs/math/width.md step 1 this is CMN(f).  Any configuration with independent
+    normals on P
     gives a network with the same normal form and N + |P| + 2ϱ neurons.
     """
     k, m, N = kd.k, kd.m, kd.N
@@ -222,7 +226,7 @@ def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list
             [sum((a * b for a, b in zip(AP[i], AP[j], strict=True)), Fraction(0)) for j in range(len(P))]
             for i in range(len(P))
         ]
-        Ginv = linalg.inverse(G)  # an optimal P has independent normals (spec §6)
+        Ginv = linalg.inverse(G)  # an optimal P has independent normals (docs/math/width.md)
         # S_P = (−R) A_Pᵀ G⁻¹  (k × |P|)
         RA = [[sum((negR[r][c] * AP[i][c] for c in range(m)), Fraction(0)) for i in range(len(P))] for r in range(k)]
         SP = [
@@ -291,7 +295,7 @@ def _assemble(
 @dataclass(frozen=True)
 class MinimalNetwork:
     """The result of :func:`minimal_network`: the pruned ``network`` (w(f) neurons, same normal form),
-    ``canonical`` (True when it is CMN(f) of spec §6, a function of ρ(θ) alone), the ``configuration`` it
+    ``canonical`` (True when it is CMN(f) of docs/math/width.md, a function of ρ(θ) alone), the ``configuration`` it
     realizes, and ``note`` explaining a non-canonical result."""
 
     network: Network
@@ -302,7 +306,7 @@ class MinimalNetwork:
 
 
 def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> MinimalNetwork:
-    """A network with w(ρ(θ)) neurons and the same normal form; CMN(f) of spec §6 whenever the search over
+    """A network with w(ρ(θ)) neurons and the same normal form; CMN(f) of docs/math/width.md whenever the search over
     minimizers completes (always for small N, and whenever θ's configuration is certified unique).
 
     ``keep_scales=True`` rescales each emitted neuron (by O0) to the scale |λ| of θ's first neuron on its
@@ -324,9 +328,9 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     if keep_scales:
         neurons = _rescale_like(neurons, kd, hc)
     out = _assemble(neurons, c, net.m, net.k, like=net)
-    if len(neurons) != ws.width:  # pragma: no cover - would contradict §6
+    if len(neurons) != ws.width:  # pragma: no cover - would contradict docs/math/width.md
         raise AssertionError("the minimal network does not have w(f) neurons")
-    if normal_form(out) != NormalForm(hc):  # pragma: no cover - would contradict §6
+    if normal_form(out) != NormalForm(hc):  # pragma: no cover - would contradict docs/math/width.md
         raise AssertionError("the minimal network does not realize the same function")
     return MinimalNetwork(out, ws.width, ws.canonical and not keep_scales, ws.best, ws.undecided)
 

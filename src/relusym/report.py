@@ -116,8 +116,9 @@ def report_html(
     progress: bool | None = None,
     notes: Sequence[str] = (),
 ) -> str:
-    """A self-contained HTML page about θ: summary (shape), normal form (spec §2.4: kinks, M, e, digest),
-    stabilizer (§4), fibre (§5: generic, rigid, flips, width, dimension, strata) and plots, with the figures
+    """A self-contained HTML page about θ: summary (shape), normal form (docs/math/normal-form.md: kinks, M, e, digest),
+    stabilizer (docs/math/symmetries.md), fibre (docs/math/fibres.md: generic, rigid, flips, width, dimension, strata)
+    and plots, with the figures
     embedded as base64 PNG (no external resources).  ``budget`` (seconds) goes to the fibre's searches.
     ``progress`` shows which section is being computed (on stderr when it is a terminal, by default).  ``notes``
     (what reading the file assumed, e.g. ``relusym.io.load_with_info(path)[1].notes``) are shown under the
@@ -151,9 +152,9 @@ def _report_html(net: Network, name: str, budget: float, dpi: float, bar: Any, n
         )
         + "</table>",
         "".join(f"<p class='note'><b>Reading the file.</b> {esc(n)}</p>" for n in notes),
-        "<p>ρ(θ)(x) = V·σ(Ax + b) + c (spec §1.1).</p>",
+        "<p>ρ(θ)(x) = V·σ(Ax + b) + c (docs/math/realization.md).</p>",
         "<h2 id='normal-form'>Normal form</h2>",
-        "<p>NF(θ) = (K, M, e) (spec §2.4): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
+        "<p>NF(θ) = (K, M, e) (docs/math/normal-form.md): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
         "compute the same function iff their normal forms are equal.</p>",
     ]
     K = nf.K
@@ -180,7 +181,7 @@ def _report_html(net: Network, name: str, budget: float, dpi: float, bar: Any, n
     ]
     try:
         st = stabilizer(net)
-        parts.append(f"<p>{esc(str(st))} (spec §4, Theorem C).</p>")
+        parts.append(f"<p>{esc(str(st))} (docs/math/symmetries.md, Theorem C).</p>")
     except Exception as exc:  # pragma: no cover - the stabilizer is exact and total
         parts.append(f"<p class='note'>stabilizer unavailable: {esc(str(exc))}</p>")
     bar.update(1)
@@ -217,7 +218,10 @@ def _fibre_partner(net: Network, fb: Fiber) -> tuple[str, Network] | None:
     for T in fb.flips or []:
         if len(T):
             T1 = ", ".join(str(i) for i in T)
-            return (f"θ and flip_T(θ), T = {{{T1}}}: the same function (hidden symmetry, spec §3 O4)", flip(net, T))
+            return (
+                f"θ and flip_T(θ), T = {{{T1}}}: the same function (hidden symmetry, docs/math/hidden-symmetries.md)",
+                flip(net, T),
+            )
     return "θ and a random point of its fibre (the same function)", fb.sample(0)
 
 

@@ -1,4 +1,5 @@
-"""Finding the hidden "flip" symmetries of a one-hidden-layer ReLU network (spec §3 O4, §5.3).
+"""Finding the hidden "flip" symmetries of a one-hidden-layer ReLU network (docs/math/hidden-symmetries.md,
+docs/math/fibres.md).
 
 A *flip set* of a network ``x -> V relu(A x + b) + c`` (``V`` is k×n, ``A`` is n×m) is a nonempty
 ``T ⊆ {0..n-1}`` with ``Σ_{i∈T} v_i a_iᵀ = 0`` (a k×m matrix).  With the integer matrix ``X`` whose

@@ -1,4 +1,5 @@
-"""Exact integer data of the flip problem (spec §3 O4, §5.3) and exact verification of flip sets.
+"""Exact integer data of the flip problem (docs/math/hidden-symmetries.md, docs/math/fibres.md) and exact verification
+of flip sets.
 
 The matrix ``X`` whose row ``i`` is ``vec(v_i a_iᵀ)`` times one common positive scale, as a dense
 integer array (:class:`_Dense`) or in factored form (:class:`FlipFactors`); the exact reading of

@@ -1,4 +1,5 @@
-"""The flip-set search (spec §3 O4, §5.3): rank modulo p, independent blocks, per-block search.
+"""The flip-set search (docs/math/hidden-symmetries.md, docs/math/fibres.md): rank modulo p, independent blocks,
+per-block search.
 
 :func:`find_flip_sets` splits off the zero rows, certifies full row rank modulo a prime or splits
 the support of the left nullspace into independent blocks (certified over Q), searches each block
