@@ -273,7 +273,7 @@ def test_wide_float_network_has_hidden_flips(shape: tuple[int, int, int]) -> Non
     rng = np.random.default_rng(2024 + n)
     V = rng.standard_normal((k, n)).astype(np.float32)
     A = rng.standard_normal((n, m)).astype(np.float32)
-    res = fs.network_flip_sets(V, A, budget_seconds=8.0, max_sets=3)
+    res = fs.network_flip_sets(V, A, budget=8.0, max_sets=3)
     assert res.sets, res.undecided
     assert not res.complete and res.count is None
     assert res.count_lower_bound >= len(res.sets)
@@ -290,7 +290,7 @@ def test_budget_is_respected_when_nothing_is_found() -> None:
     rng = np.random.default_rng(1)
     X = rng.integers(-(2**62), 2**62, size=(200, 3)).astype(object) * 2**100
     X += rng.integers(1, 2**40, size=(200, 3))
-    res = fs.find_flip_sets(X, budget_seconds=1.0)
+    res = fs.find_flip_sets(X, budget=1.0)
     assert not res.complete and res.count is None and res.sets == []
     assert res.undecided and "not enumerated" in res.undecided
 

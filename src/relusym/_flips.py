@@ -31,6 +31,7 @@ from ._numbers import (
     rows_proportional,
     to_fraction,
 )
+from ._rng import RNGLike, as_generator
 
 __all__ = ["FlipSets", "flip_sets", "flips_certified_absent"]
 
@@ -217,8 +218,8 @@ def _scalar_zero_sums(
         sets = sorted((tuple(i for i in range(len(ints)) if (mk >> i) & 1) for mk in zero), key=lambda T: (len(T), T))
         return sets, len(sets), len(sets), math.log2(len(sets)), None, "enumeration"
     X = np.array(ints, dtype=object).reshape(-1, 1)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng if isinstance(rng, int) else 0)
-    res = find_flip_sets(X, max_sets=max_sets, budget_seconds=budget, rng=gen)
+    gen = as_generator(rng)
+    res = find_flip_sets(X, max_sets=max_sets, budget=budget, rng=gen)
     found = {tuple(sorted(int(i) for i in T)) for T in res.sets}
     where: dict[int, int] = {}
     for i, x in enumerate(ints):  # the smallest flip sets, which a random search rarely meets: x_i + x_j = 0
@@ -252,7 +253,7 @@ def _product_sets(parts: list[list[tuple[int, ...]]], limit: int) -> list[tuple[
     return sorted(set(out), key=lambda T: (len(T), T))[:limit]
 
 
-def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: Any = None) -> FlipSets:
+def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: RNGLike = 0) -> FlipSets:
     """The flip sets 𝒯(θ) (docs/math/hidden-symmetries.md, Theorem B(ii)), exactly where possible, within ``budget``
     seconds.
 
@@ -288,8 +289,8 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
         sub = Network(net.V[:, reps], net.A[reps], net.b[reps], net.c, m=net.m) if reps else None
         if sub is None or flips_certified_absent(sub):
             return _flips_by_groups(net, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng if isinstance(rng, int) else 0)
-    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget_seconds=budget, rng=gen)
+    gen = as_generator(rng)
+    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=budget, rng=gen)
     sets = [(), *sorted({tuple(sorted(int(i) for i in T)) for T in res.sets}, key=lambda T: (len(T), T))]
     if not _verified(net, sets):  # pragma: no cover - the search returned a wrong set
         raise AssertionError("a reported flip set does not sum to zero")

@@ -168,7 +168,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
     left = deadline - time.monotonic()
     if left <= 0:
         return None
-    res = flipsearch.find_flip_sets(X, max_sets=10_000, budget_seconds=left, rng=np.random.default_rng(0))
+    res = flipsearch.find_flip_sets(X, max_sets=10_000, budget=left, rng=np.random.default_rng(0))
     last = kd.N
     for T in res.sets:
         if last in T:

@@ -32,6 +32,7 @@ from relusym._flipsearch._exact import (
 )
 from relusym._flipsearch._ktree import ktree_search, log2_count_estimate
 from relusym._flipsearch._limbs import pack
+from relusym._rng import RNGLike, as_generator
 
 __all__ = ["FlipSearch", "find_flip_sets", "network_flip_sets"]
 
@@ -105,12 +106,6 @@ def _unions(parts: list[list[tuple[int, ...]]], limit: int) -> list[tuple[int, .
                 if len(out) >= limit:
                     return out
     return out
-
-
-def _as_rng(rng: Any) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    return np.random.default_rng(0x5EED if rng is None else rng)
 
 
 # ============================================================================================
@@ -224,8 +219,8 @@ def find_flip_sets(
     X: Any,
     *,
     max_sets: int = 10_000,
-    budget_seconds: float = 10.0,
-    rng: Any = None,
+    budget: float = 10.0,
+    rng: RNGLike = 0x5EED,
     mitm_max: int = 40,
     enum_max: int = 22,
 ) -> FlipSearch:
@@ -233,14 +228,15 @@ def find_flip_sets(
 
     ``X``: rows of ints, an int/object numpy array (e.g. :func:`flip_matrix`), or a
     :class:`FlipFactors` (:func:`flip_factors`).  ``max_sets`` caps the listed sets (counting
-    may still be exact), ``budget_seconds`` bounds the search (a few fixed-cost steps such as
-    the rank computation are not interruptible), ``rng`` seeds the randomized searches (None:
-    a fixed seed, so results are reproducible), ``mitm_max`` / ``enum_max`` are the largest
+    may still be exact), ``budget`` bounds the search (a few fixed-cost steps such as
+    the rank computation are not interruptible), ``rng`` seeds the randomized searches (the rule of
+    :mod:`relusym._rng`; the default is a fixed seed, so results are reproducible; None draws fresh
+    entropy), ``mitm_max`` / ``enum_max`` are the largest
     block size for meet-in-the-middle and the largest nullspace dimension for enumeration.
     """
     t0 = time.monotonic()
-    deadline = t0 + max(0.0, budget_seconds)
-    gen = _as_rng(rng)
+    deadline = t0 + max(0.0, budget)
+    gen = as_generator(rng)
     M = wrap(X)
     n, d = M.shape
     zmask = M.zero_mask()
