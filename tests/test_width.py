@@ -296,3 +296,16 @@ def test_large_undecided_width_raises_budget_error():
     assert ws.undecided is not None and "subset-sum" in ws.undecided
     with pytest.raises(BudgetExceededError):
         minimal_width(net, budget=0.0)
+
+
+def test_width_results_have_to_dict():
+    """Every result object of the width search serializes to JSON-ready values."""
+    import json
+
+    e9 = Network([[1, 1, 1]], [[1], [-1], [1]], [0, 0, -1])
+    ws = width_search(e9)
+    d = ws.to_dict()
+    assert d["width"] == 2 and d["lower"] <= 2 <= d["upper"] and json.dumps(d)
+    mn = minimal_network(e9)
+    dm = mn.to_dict()
+    assert dm["width"] == 2 and Network.from_dict(dm["network"]).same_parameters(mn.network) and json.dumps(dm)

@@ -87,6 +87,18 @@ class WidthSearch:
     undecided: str | None
     kd: KinkData | None = field(default=None, repr=False, compare=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "N": self.N,
+            "width": self.width,
+            "lower": self.lower,
+            "upper": self.upper,
+            "best": None if self.best is None else self.best.to_dict(),
+            "canonical": self.canonical,
+            "minimizers": None if self.minimizers is None else [c.to_dict() for c in self.minimizers],
+            "undecided": self.undecided,
+        }
+
 
 def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | None = None) -> WidthSearch:
     """Decide w(ρ(θ)) (docs/math/width.md) within ``budget`` seconds, with bounds when it cannot."""
@@ -303,6 +315,15 @@ class MinimalNetwork:
     canonical: bool
     configuration: Configuration
     note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.network.to_dict(),
+            "width": self.width,
+            "canonical": self.canonical,
+            "configuration": self.configuration.to_dict(),
+            "note": self.note,
+        }
 
 
 def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> MinimalNetwork:
