@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
+import struct
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .._fileio import atomic_path
+from .._limits import current as current_limits
+from .._limits import file_limit, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
@@ -49,10 +56,7 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
     p = Path(path)
     mods = _modules()
     if not for_writing:
-        if not p.exists():
-            raise InvalidNetworkError(f"{p}: no such file")
-        if p.is_dir():
-            raise InvalidNetworkError(f"{p} is a directory, not a network file")
+        _check_input(p)
         with open(p, "rb") as fh:
             head = fh.read(64)
         if not head:
@@ -69,6 +73,151 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
     raise UnsupportedModelError(f"cannot {what} {p}: supported files are {', '.join(known)}")
 
 
+# ----------------------------------------------------------------------------------------------------------
+# input checks: regular files only (or standard input), sizes within the limits, every failure one sentence
+
+STDIN = "-"
+_STDIN_NAMES = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+_STDIN_LABEL = "<stdin>"
+# what a reader raises on malformed data (anything else escaping a reader is a bug, reported as such)
+_DATA_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    OverflowError,
+    EOFError,
+    KeyError,
+    IndexError,
+    UnicodeError,
+    RecursionError,
+    MemoryError,
+    zipfile.BadZipFile,
+    struct.error,
+)
+
+
+def _check_input(p: Path) -> os.stat_result:
+    """A readable regular file (symlinks followed): never a device, FIFO or socket, which could block or never
+    end."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InvalidNetworkError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise InvalidNetworkError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidNetworkError(f"{p} is a directory, not a network file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a character device"
+            if stat.S_ISCHR(st.st_mode)
+            else "a block device"
+            if stat.S_ISBLK(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
+        raise InvalidNetworkError(
+            f"{p} is {kind}, not a regular file; relusym reads regular files, or standard input given as -"
+        )
+    if not os.access(p, os.R_OK):
+        raise InvalidNetworkError(f"cannot read {p}: permission denied")
+    return st
+
+
+def is_stdin(source: Any) -> bool:
+    """True for ``-`` and for ``/dev/stdin`` when standard input is not a regular file (a pipe)."""
+    if not isinstance(source, str | os.PathLike):
+        return False
+    text = os.fspath(source)
+    if text == STDIN:
+        return True
+    if text in _STDIN_NAMES:
+        try:
+            return not stat.S_ISREG(os.stat(text).st_mode)
+        except OSError:
+            return True
+    return False
+
+
+def _spool_stdin(folder: Path) -> Path:
+    """Standard input copied once into a private file (readers need a seekable file), within the limits: the
+    format is recognised from the first bytes before more is read, and the format's size limit applies."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise InvalidNetworkError("standard input is not available")
+    target = folder / _STDIN_LABEL
+    lim = current_limits()
+    cap = lim.stdin_bytes
+    with open(target, "wb") as out:
+        head = stream.read(64)
+        while head and len(head) < 64:  # a pipe may deliver the first bytes in pieces
+            more = stream.read(64 - len(head))
+            if not more:
+                break
+            head += more
+        if not head:
+            raise InvalidNetworkError("standard input is empty")
+        out.write(head)
+        out.flush()
+        mods = [mod for mod in _modules() if _sniffs(mod, target, head)]
+        if not mods and not head.startswith(b"PK"):  # a zip (NPZ, torch) is recognised once it is complete
+            raise UnsupportedModelError("cannot recognise the format of standard input from its first bytes")
+        if mods and all(mod.NAME == mods[0].NAME for mod in mods):
+            cap = min(cap, file_limit(mods[0].NAME))
+        name = mods[0].NAME if len(mods) == 1 else "stdin"
+        total = len(head)
+        while True:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                raise InvalidNetworkError(
+                    f"standard input is larger than {cap} bytes, the limit for {name} input "
+                    f"(raise it with --limit {name}_bytes=N)"
+                )
+            out.write(chunk)
+    return target
+
+
+def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
+    try:
+        return bool(mod.sniff(path, head))
+    except Exception:  # a sniffer that trips over a partial file does not recognise it
+        return False
+
+
+def _relabel(exc: Exception, real: Path) -> Exception:
+    """The same error with the private spool path replaced by ``<stdin>``."""
+    msg = str(exc).replace(str(real), _STDIN_LABEL)
+    return type(exc)(msg)
+
+
+def _read_checked(p: Path, kwargs: dict[str, Any]) -> Network:
+    mod = format_of(p)
+    size = os.stat(p).st_size
+    cap = file_limit(mod.NAME)
+    if size > cap:
+        raise InvalidNetworkError(
+            f"{p} is {size} bytes, more than the limit {mod.NAME}_bytes = {cap} (raise it with "
+            f"--limit {mod.NAME}_bytes=N)"
+        )
+    try:
+        return mod.load(p, **kwargs)  # type: ignore[no-any-return]
+    except (InvalidNetworkError, UnsupportedModelError):
+        raise
+    except FileNotFoundError as exc:
+        raise InvalidNetworkError(f"{p}: cannot read {exc.filename or 'a file it refers to'}: no such file") from None
+    except OSError as exc:
+        raise InvalidNetworkError(f"cannot read {p}: {exc.strerror or shorten(str(exc), 100)}") from None
+    except _DATA_ERRORS as exc:
+        raise InvalidNetworkError(
+            f"{p} is not a readable {mod.NAME} file (truncated or corrupted?): {type(exc).__name__}: "
+            f"{shorten(str(exc).strip().splitlines()[0] if str(exc).strip() else '', 100)[1:-1]}"
+        ) from None
+
+
 def load(source: Any, **kwargs: Any) -> Network:
     """A network from a path (any supported format, found from the content) or an in-memory object:
     a ``Network``, a ``relusym.network/1`` dict, a torch module or state_dict, a fitted scikit-learn MLP, a
@@ -76,8 +225,14 @@ def load(source: Any, **kwargs: Any) -> Network:
     if isinstance(source, Network):
         return source
     if isinstance(source, str | os.PathLike):
-        mod = format_of(source)
-        return mod.load(Path(source), **kwargs)  # type: ignore[no-any-return]
+        if is_stdin(source):
+            with tempfile.TemporaryDirectory(prefix="relusym-stdin-") as folder:
+                spooled = _spool_stdin(Path(folder))
+                try:
+                    return _read_checked(spooled, kwargs)
+                except (InvalidNetworkError, UnsupportedModelError) as exc:
+                    raise _relabel(exc, spooled) from None
+        return _read_checked(Path(source), kwargs)
     if isinstance(source, dict) and "V" in source and "A" in source:
         return Network.from_dict(source)
     for mod in _modules():

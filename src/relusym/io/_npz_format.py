@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._limits import check_npy_members, check_zip
 from .._network import Network
 from ..errors import InvalidNetworkError
 
@@ -26,6 +27,8 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> Network:
+    check_zip(path, NAME)
+    check_npy_members(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [key for key in ("V", "A", "b") if key not in data.files]

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_zip
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import (
@@ -91,6 +92,9 @@ def load(path: Path) -> Network:
     """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``)."""
     torch = _import_torch("reading .pt files")
     path = Path(path)
+    with open(path, "rb") as fh:
+        if fh.read(4) == _ZIP_MAGIC[:4]:
+            check_zip(path, NAME)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
