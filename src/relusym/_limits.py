@@ -219,9 +219,7 @@ def check_json_depth(text: str, where: str) -> None:
         if ch == "[" or ch == "{":
             depth += 1
             if depth > lim:
-                raise InvalidNetworkError(
-                    f"{where} nests JSON arrays/objects more than max_depth = {lim} levels deep"
-                )
+                raise InvalidNetworkError(f"{where} nests JSON arrays/objects more than max_depth = {lim} levels deep")
         elif ch == "]" or ch == "}":
             depth -= 1
 

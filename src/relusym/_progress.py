@@ -10,7 +10,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["Progress", "progress"]
+__all__ = ["Progress", "progress", "silence"]
+
+_silenced = False  # set by the CLI's --quiet: no bar even when enabled=None or True
+
+
+def silence() -> None:
+    """No progress bars in this process from now on (the CLI's ``--quiet``)."""
+    global _silenced
+    _silenced = True
 
 
 class Progress:
@@ -36,7 +44,7 @@ class Progress:
 
 
 def _enabled(flag: bool | None) -> bool:
-    if flag is False:
+    if flag is False or _silenced:
         return False
     if flag is None:
         try:

@@ -278,14 +278,27 @@ def run_census(
     return Census(tuple(rows), time.monotonic() - t0)
 
 
+def _count(text: str) -> int:
+    """A command-line count: a non-negative integer (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a count must be 0 or more")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m relusym.census [--sample N] [--seed S] [--samples K] [--json]``: print the census table.
     Exit code 0 when every check passed, 1 otherwise."""
-    p = argparse.ArgumentParser(prog="relusym census", description="classify the fibres of small networks")
-    p.add_argument("--sample", type=int, default=500, help="random networks of Ω(2,3,1) (default 500)")
+    from .cli import OneLineArgumentParser
+
+    p = OneLineArgumentParser(prog="relusym census", description="classify the fibres of small networks")
+    p.add_argument("--sample", type=_count, default=500, help="random networks of Ω(2,3,1) (default 500)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samples", type=int, default=3, help="fibre points drawn per network (default 3)")
-    p.add_argument("--limit-121", type=int, default=None, help="only the first N networks of Ω(1,2,1)")
+    p.add_argument("--samples", type=_count, default=3, help="fibre points drawn per network (default 3)")
+    p.add_argument("--limit-121", type=_count, default=None, help="only the first N networks of Ω(1,2,1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     census = run_census(sample_231=args.sample, seed=args.seed, samples=args.samples, limit_121=args.limit_121)

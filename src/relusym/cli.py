@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from ._network import Network
@@ -26,6 +27,18 @@ def _load(path: str) -> Network:
     from .io import load
 
     return load(path)
+
+
+def _check_output(output: str, *inputs: str | None) -> None:
+    """Refuse an unusable output path before anything is read or computed (the full path is named)."""
+    from ._fileio import check_output
+
+    check_output(output, tuple(i for i in inputs if i))
+
+
+def _display(path: str) -> str:
+    """A file name as printable text: bytes that are not UTF-8 (kept by the OS as surrogates) shown as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _fmt_net_shape(net: Network) -> str:
@@ -159,6 +172,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     from ._width import minimal_network
     from .io import format_of, save
 
+    _check_output(args.output, args.net)
     net = _load(args.net)
     fmt_in = format_of(args.net)
     fmt_out = format_of(args.output, for_writing=True)
@@ -197,29 +211,46 @@ def cmd_align(args: argparse.Namespace) -> Result:
 def cmd_plot(args: argparse.Namespace) -> Result:
     from .plot import plot_to_file
 
+    _check_output(args.output, args.net, args.net2)
     nets = [_load(p) for p in ([args.net] + ([args.net2] if args.net2 else []))]
-    plot_to_file(nets, args.output, labels=[args.net] + ([args.net2] if args.net2 else []))
+    plot_to_file(nets, args.output, labels=[_display(args.net)] + ([_display(args.net2)] if args.net2 else []))
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
     from .plot import report_to_file
 
+    _check_output(args.output, args.net)
     net = _load(args.net)
-    report_to_file(net, args.output, name=args.net)
+    report_to_file(net, args.output, name=_display(args.net))
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
 # ----------------------------------------------------------------------------------------------------------
 
 
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse with usage errors as one sentence on stderr (exit 2), like every other refusal of relusym."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog="relusym",
         description="Exact symmetries of shallow ReLU networks x ↦ V·σ(Ax + b) + c. Networks are read from "
         "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
     )
     p.add_argument("--version", action="version", version=f"relusym {__version__}")
+    p.add_argument("--debug", action="store_true", help="print the traceback of any error (also after the command)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars and no warnings (also after the command)")
+    p.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="change an input limit, e.g. --limit max_digits=5000 (see relusym._limits; also RELUSYM_LIMITS)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, fn: Callable[[argparse.Namespace], Result], help_: str) -> argparse.ArgumentParser:
@@ -286,39 +317,170 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+# ----------------------------------------------------------------------------------------------------------
+# the one error path: input problems → one sentence, exit 2; anything else → "internal error", exit 3; a closed
+# stdout → quiet exit with the command's code; Ctrl-C → quiet exit 130; SIGTERM → 143 (temporaries removed)
+
+_GLOBAL_FLAGS = ("--debug", "--quiet")
+
+
+def _split_globals(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Take ``--debug``, ``--quiet`` and ``--limit NAME=VALUE`` from anywhere before ``--`` (so that they work
+    before or after the command, census included)."""
+    opts: dict[str, Any] = {"debug": False, "quiet": False, "limits": []}
+    rest: list[str] = []
+    it = iter(range(len(argv)))
+    for i in it:
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a in _GLOBAL_FLAGS:
+            opts[a[2:]] = True
+        elif a == "--limit" and i + 1 < len(argv):
+            opts["limits"].append(argv[i + 1])
+            next(it, None)
+        elif a.startswith("--limit="):
+            opts["limits"].append(a.split("=", 1)[1])
+        else:
+            rest.append(a)
+    return opts, rest
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= 600 else line[:599] + "…"
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    try:
+        print(f"warning: {_one_line(str(message))}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly."""
+    from ._fileio import remove_temporaries
+
+    remove_temporaries()
+    os._exit(128 + signum)
+
+
+def _install_handlers(quiet: bool) -> None:
+    import signal
+    import warnings
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not the main thread (main() called from a thread): leave them
+            pass
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails the write (EFBIG: one sentence) instead of killing
+        try:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+    warnings.showwarning = _show_warning
+    if quiet:
+        from . import _progress
+
+        _progress.silence()
+        warnings.simplefilter("ignore")
+
+
+def _input_error(exc: BaseException) -> str | None:
+    """The sentence for an exception that means "this input (or output path) cannot be used", else None."""
+    from .errors import OutputError
+
+    if isinstance(exc, InvalidNetworkError | UnsupportedModelError | BudgetExceededError | OutputError):
+        return str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return f"this command needs the package {exc.name!r}, which is not installed"
+    if isinstance(exc, OSError) and exc.errno is not None:
+        name = exc.filename if isinstance(exc.filename, str) else os.fsdecode(exc.filename or b"")
+        return f"{exc.strerror or exc}{': ' + name if name else ''}"
+    return None
+
+
+def _run(argv: list[str]) -> tuple[str, Result]:
     if argv[:1] == ["census"]:
         from .census import main as census_main
 
-        return census_main(argv[1:])
+        code = census_main(argv[1:])
+        return "census", ({}, "", code)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return "", ({}, "", 2)
+    data, text, code = args.func(args)
+    return args.command, (data, json.dumps(data, default=str) if args.json else text, code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opts, argv = _split_globals(argv)
+    debug = bool(opts["debug"])
+    _install_handlers(bool(opts["quiet"]))
+    for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8 are printed as \xNN, never a crash
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+    command = next((a for a in argv if not a.startswith("-")), "")
     try:
-        data, text, code = args.func(args)
-    except (InvalidNetworkError, UnsupportedModelError) as exc:
-        print(f"relusym {args.command}: {exc}", file=sys.stderr)
+        if opts["limits"]:
+            from . import _limits
+
+            lim = _limits.current()
+            for spec in opts["limits"]:
+                lim = _limits.from_spec(spec, lim)
+            _limits.set_current(lim)
+        command, (_data, text, code) = _run(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, its message already printed)
+        code = exc.code if isinstance(exc.code, int) else 2
+        return 2 if code == 1 else code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
         return 2
-    except BudgetExceededError as exc:
-        print(f"relusym {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"relusym {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sentence = _input_error(exc)
+        prefix = f"relusym {command}: " if command else "relusym: "
+        if sentence is not None:
+            print(prefix + _one_line(sentence), file=sys.stderr)
+            return 2
+        hint = "" if debug else "; rerun with --debug for the traceback"
         print(
-            f"relusym {args.command}: this command needs the package {exc.name!r}, which is not installed",
+            prefix + f"internal error: {type(exc).__name__}: {_one_line(str(exc))[:300]} (this is a bug in relusym"
+            f"{hint})",
             file=sys.stderr,
         )
-        return 2
-    if args.json:
-        print(json.dumps(data, default=str))
-    else:
-        print(text)
+        return 3
+    try:
+        if text:
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. relusym canon net.json | head -1: the reader is gone, the answer stands
+        _quiet_stdout()
     return code
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError"]
+__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "OutputError"]
 
 
 class InvalidNetworkError(ValueError):
@@ -15,3 +15,8 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class OutputError(OSError):
+    """An output file that cannot be written: a missing or read-only folder, the input itself, a full disk, a
+    file-size limit, or a writer that failed.  Nothing is left behind: the target is untouched or absent."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._fileio import atomic_path
+from .._fileio import atomic_path, check_output
 from .._limits import current as current_limits
 from .._limits import file_limit, shorten
 from .._network import Network
@@ -255,8 +255,6 @@ def save(net: Network, path: str | os.PathLike[str], *, like: str | os.PathLike[
         raise InvalidNetworkError(f"save needs a Network, got {type(net).__name__}")
     p = Path(path)
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise InvalidNetworkError(f"cannot write {p}: folder {folder} does not exist")
+    check_output(p)
     with atomic_path(p) as tmp:
         mod.save(net, tmp, like=Path(like) if like is not None else None)
