@@ -12,13 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import BudgetExceededError, Network, Symmetry, flip, normal_form
+from relusym._configurations import KinkData, configurations, own_configuration
 from relusym._width import (
-    KinkData,
     canonical_minimal_network,
-    configurations,
     minimal_network,
     minimal_width,
-    own_configuration,
     prune,
     width_search,
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._approx import _CHUNK, _check_compatible, _project, _projector, _row_dist, _unique_rows
+from ._approx import CHUNK, check_compatible, project, projector, row_dist, unique_rows
 from ._group import Symmetry
 from ._network import Network
 from .errors import InvalidNetworkError
@@ -77,14 +77,14 @@ def _match(
     flipped = np.zeros(n1, dtype=bool)
     if n1 == 0 or n2 == 0:
         return partner, dist, flipped
-    Q = _projector(F1.shape[1])
-    uniq, inv = _unique_rows(F2)
+    Q = projector(F1.shape[1])
+    uniq, inv = unique_rows(F2)
     order = np.argsort(inv, kind="stable")
     starts = np.searchsorted(inv[order], np.arange(len(uniq)))
     cap = np.bincount(inv, minlength=len(uniq))
     used = np.zeros(len(uniq), dtype=np.int64)
-    G1 = _project(F1, Q)
-    Gu = _project(uniq, Q)
+    G1 = project(F1, Q)
+    Gu = project(uniq, Q)
     for rnd in range(rounds):
         left = np.flatnonzero(partner < 0)
         open_g = np.flatnonzero(used < cap)
@@ -95,7 +95,7 @@ def _match(
         _, idx = tree.query(G1[left], k=kk)
         ci = np.repeat(left, kk)
         cg = open_g[np.asarray(idx).reshape(-1)]
-        cd = _row_dist(F1, ci, uniq, cg)
+        cd = row_dist(F1, ci, uniq, cg)
         cf = np.zeros(len(ci), dtype=bool)
         if flips:
             # opposite orientations, searched only closer than the best same-orientation candidate (a
@@ -106,7 +106,7 @@ def _match(
             fi, fg = left[ok], open_g[found[ok]]
             ci = np.concatenate([ci, fi])
             cg = np.concatenate([cg, fg])
-            cd = np.concatenate([cd, _row_dist(F1, fi, uniq, fg, -1.0)])
+            cd = np.concatenate([cd, row_dist(F1, fi, uniq, fg, -1.0)])
             cf = np.concatenate([cf, np.ones(len(fi), dtype=bool)])
         srt = np.lexsort((cf, cd))
         ci, cg, cd, cf = ci[srt], cg[srt], cd[srt], cf[srt]
@@ -199,16 +199,16 @@ def _separation(F: np.ndarray) -> np.ndarray:
     out = np.full(n, np.inf)
     if n < 2:
         return out
-    Q = _projector(F.shape[1], 6)
-    uniq, inv = _unique_rows(F)
+    Q = projector(F.shape[1], 6)
+    uniq, inv = unique_rows(F)
     if len(uniq) < 2:
         return out
-    G = _project(uniq, Q)
+    G = project(uniq, Q)
     _, idx = cKDTree(G).query(G, k=2)
     own = np.arange(len(uniq))
     # the nearest other row: the second neighbour, or the first when a projected tie put the row itself second
     other = np.where(idx[:, 0] == own, idx[:, 1], idx[:, 0])
-    sep_u = _row_dist(uniq, own, uniq, other)
+    sep_u = row_dist(uniq, own, uniq, other)
     return sep_u[inv]
 
 
@@ -228,7 +228,7 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
     without it, when the residual is below half the neuron's distance to its nearest other neuron of θ1 (the
     hyperplane separation).  Widths, inputs and outputs must agree.
     """
-    _check_compatible(net1, net2, "align")
+    check_compatible(net1, net2, "align")
     if net1.n != net2.n:
         raise InvalidNetworkError(
             f"align: the networks have different widths n = {net1.n} and {net2.n}; prune them first"
@@ -238,7 +238,7 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
     n = net1.n
     V1, A1, b1, _ = net1.to_float(np.float64)
     V2, A2, b2, _ = net2.to_float(np.float64)
-    step = max(1, _CHUNK * 16 // max(1, net1.m))
+    step = max(1, CHUNK * 16 // max(1, net1.m))
 
     def wnorm(A: np.ndarray, b: np.ndarray) -> np.ndarray:
         """‖(a_i, b_i)‖, computed the same way for every row (so a power-of-two scaling scales it exactly)."""

@@ -34,14 +34,14 @@ __all__ = ["ApproxVerdict", "equivalent_approx", "distance"]
 
 NOT_TRANSITIVE = "tolerance equality is not transitive: θ1 ≈ θ2 and θ2 ≈ θ3 do not imply θ1 ≈ θ3"
 _PROJ_DIM = 12
-_CHUNK = 1 << 16
+CHUNK = 1 << 16
 
 
 # ----------------------------------------------------------------------------------------------------------
 # nearest-neighbour helpers
 
 
-def _projector(dim: int, to: int = _PROJ_DIM) -> np.ndarray | None:
+def projector(dim: int, to: int = _PROJ_DIM) -> np.ndarray | None:
     """An orthonormal dim×to matrix (fixed seed), or None when dim ≤ to."""
     if dim <= to:
         return None
@@ -50,15 +50,15 @@ def _projector(dim: int, to: int = _PROJ_DIM) -> np.ndarray | None:
     return np.ascontiguousarray(q)
 
 
-def _project(P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
+def project(P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
     return P if Q is None else P @ Q
 
 
-def _row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: np.ndarray | float = 1.0) -> np.ndarray:
+def row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: np.ndarray | float = 1.0) -> np.ndarray:
     """‖X[i] − sign·Y[j]‖ for index arrays i, j (chunked, so no big temporary)."""
     out = np.empty(len(i), dtype=np.float64)
     sgn = np.broadcast_to(np.asarray(sign, dtype=np.float64), (len(i),))
-    step = max(1, _CHUNK * 16 // max(1, X.shape[1]))
+    step = max(1, CHUNK * 16 // max(1, X.shape[1]))
     for s in range(0, len(i), step):
         sl = slice(s, s + step)
         D = X[i[sl]] - sgn[sl, None] * Y[j[sl]]
@@ -66,7 +66,7 @@ def _row_dist(X: np.ndarray, i: np.ndarray, Y: np.ndarray, j: np.ndarray, sign: 
     return out
 
 
-def _unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(unique rows, index of each row's unique row), as ``np.unique(X, axis=0, return_inverse=True)`` gives,
     but by hashing row bytes (much faster for wide rows), and without a copy when all rows differ.  X must be a
     float64 array owned by the caller: -0.0 is turned into 0.0 in place.  Hash collisions are checked."""
@@ -83,7 +83,7 @@ def _unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = first.astype(np.int64)
     multi = np.flatnonzero(np.bincount(inv)[inv] > 1)
     same = np.ones(len(multi), dtype=bool)
-    step = max(1, _CHUNK * 16 // max(1, X.shape[1]))
+    step = max(1, CHUNK * 16 // max(1, X.shape[1]))
     for s in range(0, len(multi), step):
         rows = multi[s : s + step]
         same[s : s + step] = np.all(X[rows] == X[first[inv[rows]]], axis=1)
@@ -103,8 +103,8 @@ def _close_pairs(P: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     if len(P) < 2 or not (atol >= 0 and rtol >= 0):
         return np.zeros((0, 2), dtype=np.int64)
     norms = np.linalg.norm(P, axis=1)
-    Q = _projector(P.shape[1])
-    G = _project(P, Q)
+    Q = projector(P.shape[1])
+    G = project(P, Q)
     tree = cKDTree(G)
     expo = np.ceil(np.log2(np.maximum(norms, np.finfo(np.float64).tiny)))
     found: list[np.ndarray] = []
@@ -119,7 +119,7 @@ def _close_pairs(P: np.ndarray, atol: float, rtol: float) -> np.ndarray:
         found.append(np.stack([p[keep], q[keep]], axis=1))
     pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
     if len(pairs):
-        d = _row_dist(P, pairs[:, 0], P, pairs[:, 1])
+        d = row_dist(P, pairs[:, 0], P, pairs[:, 1])
         pairs = pairs[d <= atol + rtol * np.maximum(norms[pairs[:, 0]], norms[pairs[:, 1]])]
     return pairs
 
@@ -155,7 +155,7 @@ def _cluster_signed(W: np.ndarray, atol: float, rtol: float) -> tuple[np.ndarray
     (cluster label per row, first row of each cluster, orientation ±1 of each row relative to that first row).
     """
     N = len(W)
-    uniq, inv = _unique_rows(np.concatenate([W, -W]))
+    uniq, inv = unique_rows(np.concatenate([W, -W]))
     upairs = _close_pairs(uniq, atol, rtol)
     rep = np.full(len(uniq), 2 * N, dtype=np.int64)
     np.minimum.at(rep, inv, np.arange(2 * N))  # one point (the first) per unique row
@@ -238,7 +238,7 @@ class _Decomposition:
     scale_affine: float
 
 
-def _check_compatible(net1: Network, net2: Network, what: str) -> None:
+def check_compatible(net1: Network, net2: Network, what: str) -> None:
     if not isinstance(net1, Network) or not isinstance(net2, Network):
         raise InvalidNetworkError(f"{what} needs two Networks")
     if net1.m != net2.m:
@@ -298,7 +298,7 @@ def equivalent_approx(net1: Network, net2: Network, *, atol: float = 0.0, rtol: 
     neuron to ‖a_i‖₂ = 1, cluster unoriented hyperplanes, orient each cluster by its first member (opposite
     members move v_i(a_i·x + b_i) into the affine part, spec §2.2), and require every cluster kink and the
     affine part (M, e) to be within tolerance.  The widths may differ.  Not transitive (see ``note``)."""
-    _check_compatible(net1, net2, "equivalent_approx")
+    check_compatible(net1, net2, "equivalent_approx")
     d = _decompose(net1, net2, float(atol), float(rtol))
     max_kink = float(np.linalg.norm(d.kinks, axis=1).max(initial=0.0))
     max_aff = float(max(np.linalg.norm(d.M), np.linalg.norm(d.e)))
@@ -373,14 +373,14 @@ def _mutual_nn(U1: np.ndarray, U2: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     if len(U1) == 0 or len(U2) == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z, np.zeros(0)
-    Q = _projector(U1.shape[1])
+    Q = projector(U1.shape[1])
     C1, C2 = len(U1), len(U2)
 
     def nn(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """Index into ±Y (0..2|Y|-1) of each row of X's nearest neighbour (in the projection: k = 1 queries are
         fast in a KD-tree, k ≥ 2 are not)."""
         Ypm = np.concatenate([Y, -Y])
-        _, idx = cKDTree(_project(Ypm, Q)).query(_project(X, Q), k=1)
+        _, idx = cKDTree(project(Ypm, Q)).query(project(X, Q), k=1)
         return np.asarray(idx, dtype=np.int64).reshape(len(X))
 
     j_of = nn(U1, U2)
@@ -410,7 +410,7 @@ def distance(net1: Network, net2: Network, *, atol: float = 0.0, rtol: float = 1
     and is 0 (up to float rounding) iff the networks are exactly equivalent.  It is a pseudo-distance for
     ranking and thresholds, not a metric.
     """
-    _check_compatible(net1, net2, "distance")
+    check_compatible(net1, net2, "distance")
     if not (atol >= 0 and rtol >= 0 and math.isfinite(atol) and math.isfinite(rtol)):
         raise InvalidNetworkError(f"atol and rtol must be finite and ≥ 0, got atol={atol!r}, rtol={rtol!r}")
     V1, A1, b1, c1 = net1.to_float(np.float64)

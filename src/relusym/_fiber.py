@@ -6,7 +6,7 @@ Two regimes:
 * **class A** (no null or constant neuron, pairwise non-proportional w_i; spec Theorem B(ii)): the fibre is
   ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the flip sets 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of
   :mod:`relusym.flips`.
-* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym._width.configurations`) give the
+* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym._configurations.configurations`) give the
   width, the strata (S, P, t) with their dimensions (§5.5, :mod:`relusym.strata`), the orbits at minimal
   width and R5.
 
@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._configurations import KinkData, OwnConfiguration, configurations, no_mixed_class, own_configuration
 from ._flips import LIST_LIMIT, FlipSets, flip_sets, flips_certified_absent
 from ._genericity import configuration_r5, generic_conditions, rigidity_verdict
 from ._group import Symmetry
@@ -40,14 +41,7 @@ from ._strata import (
     stratum_dimension,
     stratum_point,
 )
-from ._width import (
-    KinkData,
-    OwnConfiguration,
-    configurations,
-    no_mixed_class,
-    own_configuration,
-    width_search,
-)
+from ._width import width_search
 from .errors import InvalidNetworkError
 
 __all__ = [

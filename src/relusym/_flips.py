@@ -21,7 +21,15 @@ import numpy as np
 
 from . import _linalg as linalg
 from ._network import Network
-from ._numbers import float_key, fractions_of, integer_matrix, is_float_array, rows_proportional, to_fraction
+from ._numbers import (
+    common_denominator,
+    float_key,
+    fractions_of,
+    integer_matrix,
+    is_float_array,
+    rows_proportional,
+    to_fraction,
+)
 
 __all__ = ["FlipSets", "flip_sets", "flips_certified_absent"]
 
@@ -197,12 +205,10 @@ def _scalar_zero_sums(
     Returns (sets, exact count or None, lower bound, log2 of the estimated count, undecided, method)."""
     from ._flipsearch import find_flip_sets
 
-    den = 1
-    for v in vals:
-        den = math.lcm(den, v.denominator)
+    den = common_denominator(vals)
     ints = [int(v * den) for v in vals]
     if len(ints) <= 22:
-        from ._width import subset_sums
+        from ._subsets import subset_sums
 
         sums = subset_sums([[x] for x in ints], [0])
         zero = np.nonzero(sums[:, 0] == 0)[0].tolist()

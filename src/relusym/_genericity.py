@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from ._configurations import ConfigurationSet, OwnConfiguration
 from ._network import Network
 from ._normal_form import HyperplaneClasses, hyperplane_classes
 from ._numbers import fraction_str, to_fraction
-from ._width import ConfigurationSet, OwnConfiguration
 
 __all__: list[str] = []
 

@@ -14,14 +14,28 @@ backed by ``flint.fmpz_mat`` / ``flint.fmpq_mat``.  The rank certificates modulo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
-from numbers import Rational
 from typing import Any
 
 import flint
 import numpy as np
+
+from ._modular import (
+    BLAS_PRIME_LIMIT,
+    DEFAULT_PRIME,
+    FAST_PRIMES,
+    LUModP,
+    Matrix,
+    dyadic_residues_mod_p,
+    left_nullspace_mod_p,
+    lu_mod_p,
+    matmul_mod_p,
+    nonsingular_mod_p,
+    rank_mod_p,
+    residues_mod_p,
+)
+from ._numbers import to_fraction
 
 __all__ = [
     "BLAS_PRIME_LIMIT",
@@ -42,32 +56,10 @@ __all__ = [
     "solve",
 ]
 
-Matrix = Any  # sequences of rows, or numpy arrays
-
 
 # --------------------------------------------------------------------------------------------
 # conversions
 # --------------------------------------------------------------------------------------------
-
-
-def _to_fraction(x: Any) -> Fraction:
-    """Convert one scalar exactly to a Fraction (floats at their exact binary value)."""
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, (int, np.integer)):
-        return Fraction(int(x))
-    if isinstance(x, (float, np.floating)):
-        f = float(x)
-        if not math.isfinite(f):
-            raise ValueError(f"non-finite matrix entry {x!r}")
-        return Fraction(f)
-    if isinstance(x, Rational):
-        return Fraction(int(x.numerator), int(x.denominator))
-    if isinstance(x, flint.fmpq):
-        return Fraction(int(x.p), int(x.q))
-    if isinstance(x, flint.fmpz):
-        return Fraction(int(x))
-    raise TypeError(f"cannot use {type(x).__name__} as an exact matrix entry")
 
 
 def _rows_of(rows: Matrix, ncols: int | None = None) -> tuple[list[list[Fraction]], int, int]:
@@ -76,9 +68,9 @@ def _rows_of(rows: Matrix, ncols: int | None = None) -> tuple[list[list[Fraction
         if rows.ndim != 2:
             raise ValueError(f"expected a 2-d array, got shape {rows.shape}")
         r, c = rows.shape
-        data = [[_to_fraction(x) for x in row] for row in rows.tolist()]
+        data = [[to_fraction(x, "matrix entry") for x in row] for row in rows.tolist()]
         return data, r, c
-    data = [[_to_fraction(x) for x in row] for row in rows]
+    data = [[to_fraction(x, "matrix entry") for x in row] for row in rows]
     r = len(data)
     if r == 0:
         c = 0 if ncols is None else ncols
@@ -171,7 +163,7 @@ def solve(A_rows: Matrix, b: Sequence[Any]) -> tuple[Fraction, ...] | None:
     The returned solution is the one whose non-pivot (free) coordinates are 0.
     """
     data, r, c = _rows_of(A_rows)
-    bb = [_to_fraction(x) for x in b]
+    bb = [to_fraction(x, "matrix entry") for x in b]
     if len(bb) != r:
         raise ValueError(f"right-hand side has length {len(bb)}, expected {r}")
     if r == 0:
@@ -199,19 +191,3 @@ def inverse(rows: Matrix) -> list[tuple[Fraction, ...]]:
     except ZeroDivisionError as exc:
         raise ValueError("matrix is singular") from exc
     return [tuple(_frac(inv[i, j]) for j in range(c)) for i in range(r)]
-
-
-# the modular half, re-exported (imported last: relusym.modular uses the helpers above)
-from ._modular import (  # noqa: E402
-    BLAS_PRIME_LIMIT,
-    DEFAULT_PRIME,
-    FAST_PRIMES,
-    LUModP,
-    dyadic_residues_mod_p,
-    left_nullspace_mod_p,
-    lu_mod_p,
-    matmul_mod_p,
-    nonsingular_mod_p,
-    rank_mod_p,
-    residues_mod_p,
-)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from fractions import Fraction
@@ -15,6 +14,7 @@ from ._limits import shorten
 from ._numbers import (
     as_exact_array,
     as_rational_vector,
+    common_denominator,
     exact_matvec_float,
     fraction_str,
     fractions_of,
@@ -203,7 +203,7 @@ class Network:
         n, k = self.n, self.k
         if n == 0:
             return tuple(to_fraction(v) for v in self.c.tolist())
-        den = math.lcm(*(q.denominator for q in xv))
+        den = common_denominator(xv)
         xi = [q.numerator * (den // q.denominator) for q in xv]
         if is_float_array(self.A):
             S, emin = exact_matvec_float(self.A, xi)
@@ -221,7 +221,7 @@ class Network:
             hidden.append(z if z > 0 else Fraction(0))
         c = [to_fraction(v) for v in self.c.tolist()]
         if is_float_array(self.V):
-            hden = math.lcm(*(h.denominator for h in hidden))
+            hden = common_denominator(hidden)
             hi = [h.numerator * (hden // h.denominator) for h in hidden]
             S, emin = exact_matvec_float(self.V, hi)
             return tuple(

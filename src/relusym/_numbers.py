@@ -53,6 +53,15 @@ _RATIONAL_RE = re.compile(r"^\s*([+-]?\d+)\s*/\s*([+-]?\d+)\s*$")
 _FLOAT_DTYPES = (np.float16, np.float32, np.float64)
 
 
+def common_denominator(values: Iterable[Any]) -> int:
+    """The least common multiple of the denominators of exact rationals (1 for none): the one helper for
+    clearing denominators, so that a list of Fractions becomes integers over one shared denominator."""
+    den = 1
+    for v in values:
+        den = math.lcm(den, v.denominator)
+    return den
+
+
 def to_fraction(x: Any, where: str = "value") -> Fraction:
     """Read one scalar exactly: int, Fraction, rational or decimal string, or binary float at its exact value.
 
@@ -86,6 +95,10 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
             raise InvalidNetworkError(f"{where} is {shorten(x)}, which is not a rational number") from None
     if hasattr(x, "numerator") and hasattr(x, "denominator"):  # numbers.Rational, e.g. flint.fmpq
         return Fraction(int(x.numerator), int(x.denominator))
+    if hasattr(x, "p") and hasattr(x, "q"):  # flint.fmpq spells them p and q
+        return Fraction(int(x.p), int(x.q))
+    if hasattr(x, "__index__"):  # flint.fmpz and other exact integer types
+        return Fraction(x.__index__())
     raise InvalidNetworkError(f"{where} is {shorten(x)} of type {type(x).__name__}, not a number")
 
 
@@ -329,9 +342,7 @@ def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:
         out.ravel()[:] = [i << s for i, s in zip(mi.ravel().tolist(), shift.ravel().tolist(), strict=True)]
         return out, Fraction(2) ** int(emin[0])
     fr = fractions_of(arr)
-    den = 1
-    for v in fr.ravel().tolist():
-        den = math.lcm(den, v.denominator)
+    den = common_denominator(fr.ravel().tolist())
     out = np.empty(arr.shape, dtype=object)
     out.ravel()[:] = [v.numerator * (den // v.denominator) for v in fr.ravel().tolist()]
     return out, Fraction(1, den)

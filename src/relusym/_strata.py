@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from . import _linalg as linalg
+from ._configurations import Configuration, ConfigurationSet, KinkData, OwnConfiguration, kink_neurons, nf_order
 from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes
 from ._numbers import fractions_of, to_fraction
-from ._width import Configuration, ConfigurationSet, KinkData, OwnConfiguration, kink_neurons, nf_order
 
 __all__ = ["Stratum", "stratum_dimension"]
 

@@ -21,388 +21,50 @@ the network's own configuration are used, and the answer may be "undecided withi
 from __future__ import annotations
 
 import itertools
-import math
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import combinations
-from typing import Any
 
 import numpy as np
 
 from . import _linalg as linalg
+from ._configurations import (
+    Configuration,
+    KinkData,
+    Vec,
+    configurations,
+    kink_neurons,
+    no_mixed_class,
+    own_configuration,
+)
 from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
-from ._numbers import fraction_str, to_fraction
+from ._numbers import common_denominator, to_fraction
 from .errors import BudgetExceededError, InvalidNetworkError
 
 __all__ = [
-    "KinkData",
-    "Configuration",
-    "ConfigurationSet",
-    "OwnConfiguration",
     "MinimalNetwork",
-    "configurations",
-    "own_configuration",
+    "WidthSearch",
+    "width_search",
     "minimal_width",
     "minimal_network",
     "canonical_minimal_network",
     "prune",
 ]
 
-Vec = tuple[Fraction, ...]
-Mat = tuple[Vec, ...]
-
-_PRIME = 2147483647  # 2^31 - 1: residues multiply exactly in int64
-_ENUMERATION_LIMIT = 6_000_000  # rows of subset sums the exact enumeration may visit (≈ 3^14)
-_ENTRY_LIMIT = 40_000_000  # entries of one table of subset sums (2^N rows of k·m entries)
-
 
 # ----------------------------------------------------------------------------------------------------------
 # the data of a normal form, exact
-
-
-@dataclass(frozen=True)
-class KinkData:
-    """NF(f) as exact rationals, classes in the order of ``NormalForm.K`` (sorted by û): α̂_j, β̂_j, κ_j, M,
-    e."""
-
-    m: int
-    k: int
-    alpha: tuple[Vec, ...]
-    beta: Vec
-    kappa: tuple[Vec, ...]
-    M: Mat
-    e: Vec
-
-    @property
-    def N(self) -> int:
-        """The number of kink classes |U*|."""
-        return len(self.alpha)
-
-    @classmethod
-    def of(cls, x: Network | NormalForm) -> KinkData:
-        nf = normal_form(x) if isinstance(x, Network) else x
-        m = nf.m
-        alpha = tuple(tuple(u[:m]) for u, _ in nf.K)
-        beta = tuple(u[m] for u, _ in nf.K)
-        kappa = tuple(tuple(kap) for _, kap in nf.K)
-        return cls(m, nf.k, alpha, beta, kappa, tuple(tuple(r) for r in nf.M), tuple(nf.e))
-
-    def hyperplane(self, j: int) -> Vec:
-        return (*self.alpha[j], self.beta[j])
-
-    def R(self, S: Iterable[int]) -> list[list[Fraction]]:
-        """R_S = M + Σ_{j ∈ S} κ_j α̂_jᵀ (k×m)."""
-        R = [list(row) for row in self.M]
-        for j in S:
-            kap, al = self.kappa[j], self.alpha[j]
-            for r in range(self.k):
-                if kap[r]:
-                    for col in range(self.m):
-                        if al[col]:
-                            R[r][col] += kap[r] * al[col]
-        return R
-
-    def rank_P(self, P: Sequence[int]) -> int:
-        return linalg.rank([self.alpha[u] for u in P]) if P else 0
-
-    def rho(self, S: Iterable[int], P: Sequence[int]) -> int:
-        """ϱ(S, P): the rank of R_S modulo the row space of A_P (spec §5.1)."""
-        R = self.R(S)
-        AP = [list(self.alpha[u]) for u in P]
-        return linalg.rank(R + AP) - (linalg.rank(AP) if AP else 0)
 
 
 # ----------------------------------------------------------------------------------------------------------
 # configurations
 
 
-@dataclass(frozen=True)
-class Configuration:
-    """A configuration (S, P) of spec §5.1 (class indices in NF order), with ϱ(S, P) and w_P = rank A_P."""
-
-    S: tuple[int, ...]
-    P: tuple[int, ...]
-    rho: int
-    rank_P: int
-
-    @property
-    def cost(self) -> int:
-        """|P| + 2ϱ: the neurons needed beyond one per kink class."""
-        return len(self.P) + 2 * self.rho
-
-    @property
-    def key(self) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
-        """The order of spec §6 step 1: (cost, |P|, sorted(P), sorted(S)) (indices are in û order)."""
-        return (self.cost, len(self.P), self.P, self.S)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "S": list(self.S),
-            "P": list(self.P),
-            "rho": self.rho,
-            "rank_P": self.rank_P,
-            "cost": self.cost,
-        }
-
-
-@dataclass(frozen=True)
-class ConfigurationSet:
-    """The configurations with cost ≤ ``max_cost`` (the *admissible* ones for n = N + max_cost neurons).
-
-    ``configurations`` is sorted by :attr:`Configuration.key` and holds all of them when ``complete`` and not
-    ``truncated``; ``count`` counts every one found; ``profile`` maps (|P|, w_P, ϱ) to how many have it (the
-    fibre dimension depends only on these three numbers); ``undecided`` explains an incomplete search.
-    """
-
-    max_cost: int
-    configurations: tuple[Configuration, ...]
-    count: int
-    profile: dict[tuple[int, int, int], int]
-    complete: bool
-    truncated: bool
-    undecided: str | None = None
-
-    @property
-    def min_cost(self) -> int | None:
-        return min((c.cost for c in self.configurations), default=None)
-
-    @property
-    def best(self) -> Configuration | None:
-        return min(self.configurations, key=lambda c: c.key, default=None)
-
-
-def _enumeration_size(N: int, max_cost: int) -> int:
-    return sum(math.comb(N, p) * 2 ** (N - p) for p in range(0, min(N, max_cost) + 1))
-
-
-def _common_scale(values: Iterable[Fraction]) -> int:
-    den = 1
-    for v in values:
-        den = math.lcm(den, v.denominator)
-    return den
-
-
-def subset_sums(Y: list[list[int]], T: list[int]) -> np.ndarray:
-    """All 2^len(Y) sums T + Σ_{i ∈ mask} Y_i, row index = bitmask (exact: int64 when safe, else Python
-    ints)."""
-    d = len(T)
-    bound = max((abs(x) for x in T), default=0) + sum(max((abs(x) for x in y), default=0) for y in Y)
-    dtype: Any = np.int64 if bound < 2**62 else object
-    sums = np.array([T], dtype=dtype).reshape(1, d)
-    for y in Y:
-        sums = np.concatenate([sums, sums + np.array(y, dtype=dtype)[None, :]], axis=0)
-    return sums
-
-
-def _batched_rank_mod_p(X: np.ndarray, p: int = _PRIME) -> np.ndarray:
-    """Ranks modulo p of a batch of small matrices X (B × r × c, int64 entries in [0, p))."""
-    X = X.copy()
-    B, r, c = X.shape
-    rank = np.zeros(B, dtype=np.int64)
-    used = np.zeros((B, r), dtype=bool)
-    for col in range(c):
-        nz = (X[:, :, col] != 0) & ~used
-        has = nz.any(axis=1)
-        idx = np.nonzero(has)[0]
-        if idx.size == 0:
-            continue
-        piv = np.argmax(nz[idx], axis=1)
-        sub = X[idx]
-        ar = np.arange(idx.size)
-        prow = sub[ar, piv, :]
-        pval = prow[:, col]
-        f = sub[:, :, col]
-        sub = (sub * pval[:, None, None] - f[:, :, None] * prow[:, None, :]) % p
-        sub[ar, piv, :] = prow
-        X[idx] = sub
-        used[idx, piv] = True
-        rank[idx] += 1
-    return rank
-
-
-def _ranks_at_most(sums: np.ndarray, k: int, mbar: int, rmax: int) -> np.ndarray:
-    """Exact ranks of the k×mbar matrices in ``sums`` where they are ≤ rmax; rmax + 1 marks "larger"."""
-    B = sums.shape[0]
-    if k * mbar == 0:
-        return np.zeros(B, dtype=np.int64)
-    nz = (sums != 0).any(axis=1)
-    if min(k, mbar) == 1 or rmax == 0:
-        out = nz.astype(np.int64)
-        return np.minimum(out, rmax + 1)
-    res = (sums % _PRIME).astype(np.int64).reshape(B, k, mbar)
-    rp = _batched_rank_mod_p(res)  # a lower bound of the rank over ℚ
-    out = np.full(B, rmax + 1, dtype=np.int64)
-    for i in np.nonzero(rp <= rmax)[0].tolist():
-        row = sums[i].tolist()
-        r = linalg.rank([row[a * mbar : (a + 1) * mbar] for a in range(k)])
-        out[i] = r if r <= rmax else rmax + 1
-    return out
-
-
-def configurations(
-    kd: KinkData, max_cost: int, *, deadline: float | None = None, limit: int = 100_000
-) -> ConfigurationSet:
-    """All configurations (S, P) with cost |P| + 2ϱ(S, P) ≤ ``max_cost`` (spec §5.1), exactly.
-
-    For each P (with |P| ≤ max_cost) the 2^(N−|P|) matrices R_S B_P (B_P a basis of the null space of A_P, so
-    rank(R_S B_P) = ϱ(S, P)) are formed as integer subset sums and their ranks taken modulo a prime, a lower
-    bound; every rank that decides admissibility is then recomputed over ℚ.  ``deadline`` (a
-    ``time.monotonic()`` value) stops the search, which then reports ``complete=False``.
-    """
-    N, k, m = kd.N, kd.k, kd.m
-    if max_cost < 0:
-        return ConfigurationSet(max_cost, (), 0, {}, True, False)
-    size = _enumeration_size(N, max_cost)
-    if size > _ENUMERATION_LIMIT or 2**N * max(1, k * m) > _ENTRY_LIMIT:
-        return ConfigurationSet(
-            max_cost,
-            (),
-            0,
-            {},
-            False,
-            False,
-            f"enumerating the configurations of {N} kink classes would visit about 2^{size.bit_length() - 1} subsets",
-        )
-    found: list[Configuration] = []
-    count = 0
-    profile: dict[tuple[int, int, int], int] = {}
-    flat = [[kd.kappa[j][r] * kd.alpha[j][c] for r in range(k) for c in range(m)] for j in range(N)]
-    for p in range(0, min(N, max_cost) + 1):
-        rmax = (max_cost - p) // 2
-        for P in combinations(range(N), p):
-            if deadline is not None and time.monotonic() > deadline:
-                return ConfigurationSet(
-                    max_cost,
-                    tuple(sorted(found, key=lambda c: c.key)),
-                    count,
-                    profile,
-                    False,
-                    count > len(found),
-                    "the configuration search ran out of time",
-                )
-            AP = [kd.alpha[u] for u in P]
-            wP = linalg.rank(AP) if P else 0
-            B = linalg.nullspace(AP, m) if P else [tuple(Fraction(int(i == j)) for i in range(m)) for j in range(m)]
-            mbar = len(B)
-            rest = [j for j in range(N) if j not in P]
-            # R_S B for every S ⊆ rest: T = M B, Y_j = vec(κ_j α̂_jᵀ B)
-            Tq = [sum((kd.M[r][c] * B[q][c] for c in range(m)), Fraction(0)) for r in range(k) for q in range(mbar)]
-            Yq = [
-                [
-                    sum((flat[j][r * m + c] * B[q][c] for c in range(m)), Fraction(0))
-                    for r in range(k)
-                    for q in range(mbar)
-                ]
-                for j in rest
-            ]
-            den = _common_scale([*Tq, *(x for y in Yq for x in y)])
-            T = [int(x * den) for x in Tq]
-            Y = [[int(x * den) for x in y] for y in Yq]
-            sums = subset_sums(Y, T)
-            ranks = _ranks_at_most(sums, k, mbar, rmax)
-            for mask in np.nonzero(ranks <= rmax)[0].tolist():
-                rho = int(ranks[mask])
-                count += 1
-                key3 = (p, wP, rho)
-                profile[key3] = profile.get(key3, 0) + 1
-                if len(found) < limit:
-                    S = tuple(rest[i] for i in range(len(rest)) if (mask >> i) & 1)
-                    found.append(Configuration(S, P, rho, wP))
-    return ConfigurationSet(
-        max_cost, tuple(sorted(found, key=lambda c: c.key)), count, profile, True, count > len(found)
-    )
-
-
 # ----------------------------------------------------------------------------------------------------------
 # θ's own configuration
-
-
-@dataclass(frozen=True)
-class OwnConfiguration:
-    """The configuration θ itself realizes (spec §5.1, §5.4): classes in NF order.
-
-    ``S``: kink classes carried only by negatively oriented neurons; ``P``: kink classes with neurons of both
-    orientations; ``extra``: classes with cancelled kink (κ = 0) carrying both orientations, each adding a
-    rank-one term to the linear part; ``duplicates``: classes with two neurons on the same oriented
-    hyperplane; ``rho`` = ϱ(S, P), so θ shows w(f) ≤ N + |P| + 2ϱ.
-    """
-
-    S: tuple[int, ...]
-    P: tuple[int, ...]
-    rho: int
-    rank_P: int
-    extra: int
-    duplicates: tuple[int, ...]
-    cancelled_pairs: int
-    nf_index: dict[int, int] = field(repr=False, compare=False)
-
-    @property
-    def cost(self) -> int:
-        return len(self.P) + 2 * self.rho
-
-    @property
-    def configuration(self) -> Configuration:
-        return Configuration(self.S, self.P, self.rho, self.rank_P)
-
-
-def class_orientations(hc: HyperplaneClasses) -> tuple[np.ndarray, np.ndarray]:
-    """For each class of ``hc``: the number of positively and of negatively oriented neurons on it."""
-    hyper = hc.neuron_type == 2
-    lab = hc.label[hyper]
-    neg = np.asarray(hc.lam[hyper] < 0, dtype=bool)
-    N_all = hc.N_all
-    n_neg = np.bincount(lab[neg], minlength=N_all) if N_all else np.zeros(0, dtype=np.int64)
-    n_pos = np.bincount(lab[~neg], minlength=N_all) if N_all else np.zeros(0, dtype=np.int64)
-    return n_pos, n_neg
-
-
-def nf_order(hc: HyperplaneClasses) -> dict[int, int]:
-    """Map each kink class of ``hc`` (index into hc) to its index in NF order (sorted by exact û)."""
-    kinks = np.nonzero(hc.kink_mask)[0].tolist()
-    us = sorted((hc.u_exact(j), j) for j in kinks)
-    return {j: i for i, (_, j) in enumerate(us)}
-
-
-def own_configuration(
-    net: Network, kd: KinkData | None = None, hc: HyperplaneClasses | None = None
-) -> OwnConfiguration:
-    """θ's own configuration (S_θ, P_θ) with ϱ(S_θ, P_θ) (spec §5.4)."""
-    hc = hc if hc is not None else hyperplane_classes(net)
-    kd = kd if kd is not None else KinkData.of(normal_form(net))
-    n_pos, n_neg = class_orientations(hc)
-    order = nf_order(hc)
-    S: list[int] = []
-    P: list[int] = []
-    dup: list[int] = []
-    extra = 0
-    cancelled = 0
-    for j in range(hc.N_all):
-        pos, neg = int(n_pos[j]), int(n_neg[j])
-        if pos > 1 or neg > 1:
-            dup.append(j)
-        if j in order:
-            if pos and neg:
-                P.append(order[j])
-            elif neg:
-                S.append(order[j])
-        else:
-            if pos and neg:
-                extra += 1
-                if pos == 1 and neg == 1:
-                    cancelled += 1
-    Pt, St = tuple(sorted(P)), tuple(sorted(S))
-    return OwnConfiguration(St, Pt, kd.rho(St, Pt), kd.rank_P(Pt), extra, tuple(dup), cancelled, order)
-
-
-def no_mixed_class(hc: HyperplaneClasses) -> bool:
-    """True when no hyperplane class carries neurons of both orientations: then θ's own configuration has
-    R_S = 0 and cost 0, so w(f) = N without any search."""
-    n_pos, n_neg = class_orientations(hc)
-    return not bool(((n_pos > 0) & (n_neg > 0)).any())
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -497,7 +159,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
         return None
     rows = [[kd.kappa[j][r] * kd.alpha[j][c] for r in range(kd.k) for c in range(kd.m)] for j in range(kd.N)]
     rows.append([x for row in kd.M for x in row])
-    den = _common_scale(x for row in rows for x in row)
+    den = common_denominator(x for row in rows for x in row)
     X = np.array([[int(x * den) for x in row] for row in rows], dtype=object)
     left = deadline - time.monotonic()
     if left <= 0:
@@ -584,31 +246,6 @@ def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list
         neurons.append((sj, tuple(-x for x in al), -bj))
         c_out = [c + bj * x for c, x in zip(c_out, sj, strict=True)]
     return neurons, tuple(c_out)
-
-
-def kink_neurons(
-    kd: KinkData, S: Collection[int], s_of: Mapping[int, Sequence[Fraction]]
-) -> tuple[list[tuple[Vec, Vec, Fraction]], list[Fraction]]:
-    """The neurons that carry the N kink classes in a realization of type (S, P) (spec §5.1, §6 step 4), in
-    class order, and the output bias they leave: a class j ∈ S by one negatively oriented neuron (κ_j, −α̂_j,
-    −β̂_j), a class j of P, with negative kink s_j = ``s_of[j]``, by the pair (κ_j − s_j, α̂_j, β̂_j),
-    (s_j, −α̂_j, −β̂_j), any other class by (κ_j, α̂_j, β̂_j); the bias is e + Σ_j β̂_j·(its negative kink)."""
-    neurons: list[tuple[Vec, Vec, Fraction]] = []
-    c_out = list(kd.e)
-    for j in range(kd.N):
-        al, be, kap = kd.alpha[j], kd.beta[j], kd.kappa[j]
-        neg_al = tuple(-x for x in al)
-        if j in S:
-            neurons.append((kap, neg_al, -be))
-            c_out = [c + be * x for c, x in zip(c_out, kap, strict=True)]
-        elif j in s_of:
-            s = s_of[j]
-            neurons.append((tuple(x - y for x, y in zip(kap, s, strict=True)), al, be))
-            neurons.append((tuple(s), neg_al, -be))
-            c_out = [c + be * x for c, x in zip(c_out, s, strict=True)]
-        else:
-            neurons.append((kap, al, be))
-    return neurons, c_out
 
 
 def _assemble(
@@ -763,19 +400,3 @@ def prune(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> N
     ([['2', '1']], [['-1'], ['1']], ['1', '0'], ['0'])
     """
     return minimal_network(net, budget=budget, keep_scales=keep_scales).network
-
-
-def describe_configuration(kd: KinkData, config: Configuration) -> str:
-    """A short readable description of a configuration."""
-
-    def cls(j: int) -> str:
-        return "(" + ", ".join(fraction_str(x) for x in kd.hyperplane(j)) + ")"
-
-    parts = []
-    if config.S:
-        parts.append("negative single on " + ", ".join(cls(j) for j in config.S))
-    if config.P:
-        parts.append("opposite pair on " + ", ".join(cls(j) for j in config.P))
-    if not parts:
-        parts.append("all classes positive singles")
-    return "; ".join(parts)

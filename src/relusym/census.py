@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn
 
 from ._equivalence import equivalent
 from ._fiber import Fiber, fiber
@@ -278,6 +278,13 @@ def run_census(
     return Census(tuple(rows), time.monotonic() - t0)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one sentence on stderr, exit 2 (as every refusal of the relusym command line)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def _count(text: str) -> int:
     """A command-line count: a non-negative integer (argparse reports anything else as a usage error)."""
     try:
@@ -292,9 +299,7 @@ def _count(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m relusym.census [--sample N] [--seed S] [--samples K] [--json]``: print the census table.
     Exit code 0 when every check passed, 1 otherwise."""
-    from .cli import OneLineArgumentParser
-
-    p = OneLineArgumentParser(prog="relusym census", description="classify the fibres of small networks")
+    p = _Parser(prog="relusym census", description="classify the fibres of small networks")
     p.add_argument("--sample", type=_count, default=500, help="random networks of Ω(2,3,1) (default 500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=_count, default=3, help="fibre points drawn per network (default 3)")

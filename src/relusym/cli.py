@@ -218,7 +218,7 @@ def cmd_plot(args: argparse.Namespace) -> Result:
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
-    from .plot import report_to_file
+    from .report import report_to_file
 
     _check_output(args.output, args.net)
     net = _load(args.net)

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from relusym import _modular as modular
-from relusym._flipsearch._exact import _combos_zero, _IntMatrix, _verify_sets
-from relusym._flipsearch._limbs import _join_equal, _limbs_neg, _Packed, _subset_sums
+from relusym._flipsearch._exact import IntMatrix, combos_zero, verify_sets
+from relusym._flipsearch._limbs import PackedLimbs, join_equal, limb_subset_sums, limbs_neg
+
+__all__ = []
 
 
 @dataclass
-class _BlockResult:
+class BlockResult:
     sets: list[tuple[int, ...]] = field(default_factory=list)  # global indices, verified
     count: int | None = None  # exact number of nonempty per-block flip sets, if known
     complete: bool = False  # sets is the whole per-block family
@@ -27,8 +29,8 @@ class _BlockResult:
     log2_estimate: float | None = None
 
 
-def _enumerate_nullspace(
-    M: _IntMatrix,
+def enumerate_nullspace(
+    M: IntMatrix,
     gidx: np.ndarray,
     free_pos: np.ndarray,
     dep_pos: np.ndarray,
@@ -36,12 +38,12 @@ def _enumerate_nullspace(
     p: int,
     max_sets: int,
     deadline: float,
-) -> _BlockResult | None:
+) -> BlockResult | None:
     """All 0/1 vectors of the block's nullspace mod p (basis: unit on ``free_pos``, ``coef`` on
     ``dep_pos``), each verified exactly.  Returns None if the deadline passes."""
     w = len(free_pos)
     s = len(gidx)
-    field_ = modular._Field(p)
+    field_ = modular.Field(p)
     cf = coef.astype(np.float64)
     cands: list[np.ndarray] = []
     chunk = 1 << 14
@@ -59,7 +61,7 @@ def _enumerate_nullspace(
             if len(dep_pos):
                 y[dep_pos] = vals[r].astype(np.int64)
             cands.append(y)
-    res = _BlockResult(method="nullspace enumeration")
+    res = BlockResult(method="nullspace enumeration")
     if not cands:
         res.count, res.complete = 0, True
         return res
@@ -68,7 +70,7 @@ def _enumerate_nullspace(
     for s0 in range(0, len(C), 4096):
         if s0 and time.monotonic() > deadline:
             return None
-        good[s0 : s0 + 4096] = _combos_zero(M, gidx, C[s0 : s0 + 4096])
+        good[s0 : s0 + 4096] = combos_zero(M, gidx, C[s0 : s0 + 4096])
     G = C[good]
     res.count = int(len(G))
     res.sets = [tuple(int(g) for g in gidx[np.flatnonzero(row)]) for row in G[:max_sets]]
@@ -76,22 +78,22 @@ def _enumerate_nullspace(
     return res
 
 
-def _mitm(
-    M: _IntMatrix,
+def mitm(
+    M: IntMatrix,
     gidx: np.ndarray,
-    packed: _Packed,
+    packed: PackedLimbs,
     exact_on_all_columns: bool,
     max_sets: int,
     deadline: float,
-) -> _BlockResult:
+) -> BlockResult:
     """Meet-in-the-middle over the packed exact integers of a block."""
     s = len(gidx)
     z = packed.limbs
     s1 = s // 2
-    a = _subset_sums(z[:s1])
-    b = _limbs_neg(_subset_sums(z[s1:]))
+    a = limb_subset_sums(z[:s1])
+    b = limbs_neg(limb_subset_sums(z[s1:]))
     listed_cap = max(4 * max_sets, 1024)
-    total, ia, ib = _join_equal(a, b, listed_cap + 1)
+    total, ia, ib = join_equal(a, b, listed_cap + 1)
     total -= 1  # the empty set
     keep = ~((ia == 0) & (ib == 0))
     ia, ib = ia[keep], ib[keep]
@@ -99,10 +101,10 @@ def _mitm(
     for x, y in zip(ia.tolist(), ib.tolist(), strict=True):
         members = [i for i in range(s1) if (x >> i) & 1] + [s1 + i for i in range(s - s1) if (y >> i) & 1]
         cand.append(tuple(int(g) for g in gidx[members]))
-    res = _BlockResult(method="meet-in-the-middle")
+    res = BlockResult(method="meet-in-the-middle")
     if exact_on_all_columns:
         res.count = total
-        ver = _verify_sets(M, cand[:max_sets])
+        ver = verify_sets(M, cand[:max_sets])
         if not all(ver):  # cannot happen: packing is exact
             raise AssertionError("meet-in-the-middle produced a non-flip set")
         res.sets = sorted(cand[:max_sets], key=lambda t: (len(t), t))
@@ -112,7 +114,7 @@ def _mitm(
     if total > len(cand):
         res.count = None
         res.note = f"{total} candidate sets (zero on {packed.bits}-bit packed columns) not all verified"
-    ver = _verify_sets(M, cand) if time.monotonic() < deadline else [False] * len(cand)
+    ver = verify_sets(M, cand) if time.monotonic() < deadline else [False] * len(cand)
     good = [t for t, ok in zip(cand, ver, strict=True) if ok]
     if total <= len(cand):
         res.count = len(good)

@@ -19,8 +19,11 @@ import numpy as np
 
 from relusym import _linalg as linalg
 from relusym import _modular as modular
+from relusym._numbers import common_denominator, to_fraction
 
-_P = linalg.FAST_PRIMES[0]
+__all__ = ["FlipFactors", "flip_factors", "flip_matrix", "is_flip_set"]
+
+FLIP_PRIME = linalg.FAST_PRIMES[0]
 
 
 def _verification_primes(count: int) -> list[int]:
@@ -41,7 +44,7 @@ _VPRIMES = _verification_primes(48)
 # ============================================================================================
 
 
-class _IntMatrix(Protocol):
+class IntMatrix(Protocol):
     @property
     def shape(self) -> tuple[int, int]: ...
 
@@ -154,7 +157,7 @@ class FlipFactors:
 
     def field_residues(self, p: int, rows: np.ndarray) -> np.ndarray:
         """Residues as float64 (|x| <= p/2 + 1), ready for the modular LU; p < 2**21."""
-        fld = modular._Field(p)
+        fld = modular.Field(p)
         pr = _obj_mod(self.P[rows], p).astype(np.float64)
         qr = _obj_mod(self.Q[rows], p).astype(np.float64)
         out = pr[:, :, None] * qr[:, None, :]
@@ -230,12 +233,10 @@ def _exact_ints(arr: Any, name: str) -> tuple[np.ndarray, Fraction]:
         fr_flat = fr.reshape(-1)
         for i, v in enumerate(flat):
             try:
-                fr_flat[i] = linalg._to_fraction(v)
+                fr_flat[i] = to_fraction(v, f"{name}[{i}]")
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{name}: bad entry at flat index {i}: {exc}") from exc
-        den = 1
-        for v in fr_flat:
-            den = math.lcm(den, v.denominator)
+        den = common_denominator(fr_flat)
         ints = np.empty(a.shape, dtype=object)
         ints_flat = ints.reshape(-1)
         for i, v in enumerate(fr_flat):
@@ -278,7 +279,7 @@ def flip_matrix(V: Any, A: Any) -> np.ndarray:
     return flip_factors(V, A).to_array()
 
 
-def _wrap(X: Any) -> _IntMatrix:
+def wrap(X: Any) -> IntMatrix:
     if isinstance(X, (FlipFactors, _Dense)):
         return X
     if isinstance(X, np.ndarray):
@@ -316,7 +317,7 @@ def _wrap(X: Any) -> _IntMatrix:
 # ============================================================================================
 
 
-def _combos_zero(M: _IntMatrix, rows: np.ndarray, combos: np.ndarray) -> np.ndarray:
+def combos_zero(M: IntMatrix, rows: np.ndarray, combos: np.ndarray) -> np.ndarray:
     """Exactly decide, for each row ``c`` of the integer matrix ``combos`` (len(rows) columns),
     whether ``Σ_i combos[c, i] · X[rows[i], :] == 0``.
 
@@ -334,7 +335,7 @@ def _combos_zero(M: _IntMatrix, rows: np.ndarray, combos: np.ndarray) -> np.ndar
     bound = float(colbound.max())
     capacity = sum(math.log2(q) for q in _VPRIMES)
     if not math.isfinite(bound) or math.log2(2 * bound + 2) >= capacity:
-        return np.array([_python_combo_zero(M, rows, combos[i]) for i in range(c)], dtype=bool)
+        return np.array([python_combo_zero(M, rows, combos[i]) for i in range(c)], dtype=bool)
     need = math.log2(2 * bound + 2)
     ok = np.ones(c, dtype=bool)
     have = 0.0
@@ -358,7 +359,7 @@ def _combos_zero(M: _IntMatrix, rows: np.ndarray, combos: np.ndarray) -> np.ndar
     return ok
 
 
-def _python_combo_zero(M: _IntMatrix, rows: np.ndarray, coef: np.ndarray) -> bool:
+def python_combo_zero(M: IntMatrix, rows: np.ndarray, coef: np.ndarray) -> bool:
     nzr = np.flatnonzero(coef)
     if nzr.size == 0:
         return True
@@ -368,7 +369,7 @@ def _python_combo_zero(M: _IntMatrix, rows: np.ndarray, coef: np.ndarray) -> boo
     return all(int(t) == 0 for t in np.atleast_1d(tot))
 
 
-def _python_sum_zero(M: _IntMatrix, T: Sequence[int]) -> bool:
+def _python_sum_zero(M: IntMatrix, T: Sequence[int]) -> bool:
     """Σ_{i∈T} X[i] == 0 with Python integers."""
     idx = np.asarray(sorted(T), dtype=np.int64)
     if isinstance(M, FlipFactors):
@@ -380,7 +381,7 @@ def _python_sum_zero(M: _IntMatrix, T: Sequence[int]) -> bool:
     return all(int(t) == 0 for t in np.atleast_1d(tot).ravel())
 
 
-def _verify_sets(M: _IntMatrix, sets: Sequence[Sequence[int]]) -> list[bool]:
+def verify_sets(M: IntMatrix, sets: Sequence[Sequence[int]]) -> list[bool]:
     """Exact verification of many sets (Python ints when cheap, else multi-modular)."""
     if not sets:
         return []
@@ -396,7 +397,7 @@ def _verify_sets(M: _IntMatrix, sets: Sequence[Sequence[int]]) -> list[bool]:
         combos = np.zeros((len(chunk), len(union)), dtype=np.int64)
         for r, t in enumerate(chunk):
             combos[r, [pos[i] for i in t]] = 1
-        out.extend(bool(x) and len(t) > 0 for x, t in zip(_combos_zero(M, union, combos), chunk, strict=True))
+        out.extend(bool(x) and len(t) > 0 for x, t in zip(combos_zero(M, union, combos), chunk, strict=True))
     return out
 
 
@@ -405,7 +406,7 @@ def is_flip_set(X: Any, T: Iterable[int]) -> bool:
 
     ``X`` is an integer matrix (rows of ints, int/object numpy array) or a :class:`FlipFactors`.
     """
-    M = _wrap(X)
+    M = wrap(X)
     idx = sorted(set(int(i) for i in T))
     if not idx:
         return False

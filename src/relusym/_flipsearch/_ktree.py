@@ -3,7 +3,7 @@
 Randomized: the packed exact rows of the block are split into 2**levels groups whose subset sums
 are merged pairwise, cancelling a window of packed bits per level and all bits at the root.  It
 finds flip sets when there are many and proves nothing otherwise; every found set is verified
-exactly.  :func:`_log2_count_estimate` estimates the number of zero subset sums (local central
+exactly.  :func:`log2_count_estimate` estimates the number of zero subset sums (local central
 limit theorem).
 """
 
@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relusym._flipsearch._exact import _IntMatrix, _verify_sets
-from relusym._flipsearch._limbs import _bits_key, _join_equal, _limbs_add, _limbs_neg, _pack, _subset_sums, _two_adic
+from relusym._flipsearch._exact import IntMatrix, verify_sets
+from relusym._flipsearch._limbs import bits_key, join_equal, limb_subset_sums, limbs_add, limbs_neg, pack, two_adic
+
+__all__ = []
 
 
 @dataclass(frozen=True)
@@ -138,12 +140,12 @@ class _KTree:
             iu = np.repeat(np.arange(len(u), dtype=np.int64), len(v))
             iv = np.tile(np.arange(len(v), dtype=np.int64), len(u))
         else:
-            iu, iv = _sorted_join(_bits_key(u, lo, width), _bits_key(_limbs_neg(v), lo, width))
+            iu, iv = _sorted_join(bits_key(u, lo, width), bits_key(limbs_neg(v), lo, width))
         if len(iu) > self.cap:
             pick = np.sort(self.rng.choice(len(iu), size=self.cap, replace=False))
             iu, iv = iu[pick], iv[pick]
         self.ptrs[node] = (iu.astype(np.int32), iv.astype(np.int32))
-        return _limbs_add(u[iu], v[iv])
+        return limbs_add(u[iu], v[iv])
 
     def run(self, perm: np.ndarray, deadline: float, max_pairs: int) -> list[np.ndarray] | None:
         cfg = self.cfg
@@ -155,7 +157,7 @@ class _KTree:
             if level == 0:
                 elems = perm[leaf0 * g : (leaf0 + 1) * g]
                 self.leaf_elems[node] = elems
-                return _subset_sums(self.z[elems])
+                return limb_subset_sums(self.z[elems])
             half = 1 << (level - 1)
             u = build(2 * node, level - 1, leaf0)
             if u is None:
@@ -173,7 +175,7 @@ class _KTree:
         v = build(3, top - 1, 1 << (top - 1))
         if v is None:
             return None
-        _, ia, ib = _join_equal(u, _limbs_neg(v), max_pairs + 1)
+        _, ia, ib = join_equal(u, limbs_neg(v), max_pairs + 1)
         out: list[np.ndarray] = []
         for x, y in zip(ia.tolist(), ib.tolist(), strict=True):
             members = self.recover(2, top - 1, x) + self.recover(3, top - 1, y)
@@ -199,14 +201,14 @@ def _valuation_order(rows_exact: np.ndarray) -> np.ndarray:
     s = rows_exact.shape[0]
     keys = []
     for i in range(s):
-        vs = [_two_adic(int(x)) for x in rows_exact[i] if int(x)]
+        vs = [two_adic(int(x)) for x in rows_exact[i] if int(x)]
         keys.append((-(min(vs) if vs else 1 << 30), -sum(vs), i))
     keys.sort()
     return np.array([k[2] for k in keys], dtype=np.int64)
 
 
 def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int]) -> dict[int, _Profile]:
-    """Packed layouts (see _pack) of the first ``size`` rows, for each requested size."""
+    """Packed layouts (see pack) of the first ``size`` rows, for each requested size."""
     s, r = rows_ordered.shape
     want = sorted({x for x in sizes if 1 <= x <= s})
     out: dict[int, _Profile] = {}
@@ -220,7 +222,7 @@ def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int]) -> dict[int, _Prof
             if x:
                 sums[j] += abs(x)
                 sq[j] += float(x) ** 2
-                vmin[j] = min(vmin[j], _two_adic(x))
+                vmin[j] = min(vmin[j], two_adic(x))
         if k < len(want) and want[k] == i + 1:
             k += 1
             ent: list[float] = []
@@ -237,8 +239,8 @@ def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int]) -> dict[int, _Prof
     return out
 
 
-def _ktree_search(
-    M: _IntMatrix,
+def ktree_search(
+    M: IntMatrix,
     gidx: np.ndarray,
     rows_exact: np.ndarray,
     max_sets: int,
@@ -265,7 +267,7 @@ def _ktree_search(
             " per round; not run"
         )
     sub = order[: cfg.size]
-    pk = _pack(rows_exact[sub])
+    pk = pack(rows_exact[sub])
     if pk.bits != cfg.bits:
         raise AssertionError("packed layout differs from the plan")
     found: set[tuple[int, ...]] = set()
@@ -278,7 +280,7 @@ def _ktree_search(
         if sols is None:
             break
         cand = sorted({tuple(sorted(int(g) for g in gidx[sub[sol]])) for sol in sols} - found)
-        for t, ok in zip(cand, _verify_sets(M, cand), strict=True):
+        for t, ok in zip(cand, verify_sets(M, cand), strict=True):
             if ok and len(found) < max_sets:
                 found.add(t)
         if found and cfg.log2_expected >= 3:
@@ -291,7 +293,7 @@ def _ktree_search(
     return sorted(found, key=lambda t: (len(t), t)), info
 
 
-def _log2_count_estimate(rows_exact: np.ndarray) -> float | None:
+def log2_count_estimate(rows_exact: np.ndarray) -> float | None:
     """Heuristic log2 of the number of zero subset sums (local central limit theorem)."""
     s, r = rows_exact.shape
     if s == 0:

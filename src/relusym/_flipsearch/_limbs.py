@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relusym._subsets import subset_sums_by_doubling
+
+__all__ = []
+
 _LB = 56  # bits per limb of the exact multi-limb integers
 _LMASK = (1 << _LB) - 1
 
@@ -29,11 +33,11 @@ def _limbs_norm(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _limbs_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def limbs_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _limbs_norm(a + b)
 
 
-def _limbs_neg(a: np.ndarray) -> np.ndarray:
+def limbs_neg(a: np.ndarray) -> np.ndarray:
     out = _LMASK - a
     out[:, 0] += 1
     return _limbs_norm(out)
@@ -50,7 +54,7 @@ def _to_limbs(values: Sequence[int], L: int) -> np.ndarray:
     return out
 
 
-def _bits_key(a: np.ndarray, lo: int, width: int) -> np.ndarray:
+def bits_key(a: np.ndarray, lo: int, width: int) -> np.ndarray:
     """Bits [lo, lo+width) of each multi-limb value (width <= 56)."""
     j, off = divmod(lo, _LB)
     au = a.view(np.uint64)
@@ -74,7 +78,7 @@ def _hash_rows(a: np.ndarray) -> np.ndarray:
     return h
 
 
-def _join_equal(a: np.ndarray, b: np.ndarray, max_pairs: int) -> tuple[int, np.ndarray, np.ndarray]:
+def join_equal(a: np.ndarray, b: np.ndarray, max_pairs: int) -> tuple[int, np.ndarray, np.ndarray]:
     """Pairs (i, j) with a[i] == b[j] (rows of limbs, compared exactly).
 
     Returns (total number of pairs, ia, ib) with at most ``max_pairs`` pairs listed; the total
@@ -125,21 +129,18 @@ def _join_equal(a: np.ndarray, b: np.ndarray, max_pairs: int) -> tuple[int, np.n
     return total, ia[:max_pairs], ib[:max_pairs]
 
 
-def _subset_sums(z: np.ndarray) -> np.ndarray:
+def limb_subset_sums(z: np.ndarray) -> np.ndarray:
     """All 2**h subset sums of the h rows of limbs z; index = bitmask of the subset."""
-    L = z.shape[1]
-    out = np.zeros((1, L), dtype=np.int64)
-    for e in range(z.shape[0]):
-        out = np.concatenate([out, _limbs_add(out, z[e][None, :])])
-    return out
+    start = np.zeros((1, z.shape[1]), dtype=np.int64)
+    return subset_sums_by_doubling(start, z, lambda t, y: limbs_add(t, y[None, :]))
 
 
-def _two_adic(v: int) -> int:
+def two_adic(v: int) -> int:
     return (v & -v).bit_length() - 1
 
 
 @dataclass
-class _Packed:
+class PackedLimbs:
     """Rows of an exact integer matrix packed (Kronecker) into one integer each.
 
     Σ_{i∈T} z_i == 0 (as integers) iff Σ_{i∈T} X[i, cols] == 0, and the packed value is known
@@ -152,7 +153,7 @@ class _Packed:
     scaled: list[list[int]]  # per-row scaled coordinates (for estimates)
 
 
-def _pack(rows_exact: np.ndarray) -> _Packed:
+def pack(rows_exact: np.ndarray) -> PackedLimbs:
     s, r = rows_exact.shape
     cols: list[list[int]] = []
     for j in range(r):
@@ -160,7 +161,7 @@ def _pack(rows_exact: np.ndarray) -> _Packed:
         nzv = [v for v in col if v]
         if not nzv:
             continue
-        val = min(_two_adic(v) for v in nzv)
+        val = min(two_adic(v) for v in nzv)
         cols.append([v >> val for v in col])
     widths = [sum(abs(v) for v in c).bit_length() + 1 for c in cols]
     total = sum(widths) + 1
@@ -172,4 +173,4 @@ def _pack(rows_exact: np.ndarray) -> _Packed:
             packed[i] += c[i] << off
         off += w
     scaled = [[c[i] for c in cols] for i in range(s)]
-    return _Packed(_to_limbs(packed, L), total, scaled)
+    return PackedLimbs(_to_limbs(packed, L), total, scaled)

@@ -19,18 +19,20 @@ import numpy as np
 
 from relusym import _linalg as linalg
 from relusym import _modular as modular
-from relusym._flipsearch._enumerate import _BlockResult, _enumerate_nullspace, _mitm
+from relusym._flipsearch._enumerate import BlockResult, enumerate_nullspace, mitm
 from relusym._flipsearch._exact import (
-    _P,
+    FLIP_PRIME,
     FlipFactors,
-    _combos_zero,
-    _IntMatrix,
-    _python_combo_zero,
-    _wrap,
+    IntMatrix,
+    combos_zero,
     flip_factors,
+    python_combo_zero,
+    wrap,
 )
-from relusym._flipsearch._ktree import _ktree_search, _log2_count_estimate
-from relusym._flipsearch._limbs import _pack
+from relusym._flipsearch._ktree import ktree_search, log2_count_estimate
+from relusym._flipsearch._limbs import pack
+
+__all__ = ["FlipSearch", "find_flip_sets", "network_flip_sets"]
 
 # ============================================================================================
 # the result
@@ -122,7 +124,7 @@ def _coef(lu: linalg.LUModP) -> np.ndarray:
     w = a.shape[0] - rk
     if w == 0 or rk == 0:
         return np.zeros((w, rk), dtype=np.int64)
-    f = modular._Field(lu.p)
+    f = modular.Field(lu.p)
     cols = list(lu.pivot_cols)
     coef = f.solve_lower_right(a[:rk][:, cols], a[rk:][:, cols])
     return np.mod(-coef, lu.p).astype(np.int64)  # null vector: e_j + Σ coef[j, t] e_{perm[t]}
@@ -134,7 +136,7 @@ class _Block:
     free: np.ndarray  # positions (within pos) of the non-pivot rows
     dep: np.ndarray  # positions (within pos) of the pivot rows
     coef: np.ndarray  # (len(free), len(dep)) null basis coefficients mod p
-    p: int = _P
+    p: int = FLIP_PRIME
 
 
 def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
@@ -172,7 +174,7 @@ def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
     return blocks
 
 
-def _certify_block(M: _IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> tuple[bool, np.ndarray | None, str]:
+def _certify_block(M: IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> tuple[bool, np.ndarray | None, str]:
     """Exactly certify that the left nullspace over Q of X[gidx, :] has dimension ``w``.
 
     Returns (certified, columns C with rank_Q X[gidx, C] = len(gidx) - w, note).  When certified,
@@ -181,8 +183,8 @@ def _certify_block(M: _IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> 
     s = len(gidx)
     d = M.shape[1]
     r = s - w
-    R = M.residues(_P, gidx)
-    lu = linalg.lu_mod_p(R, _P)
+    R = M.residues(FLIP_PRIME, gidx)
+    lu = linalg.lu_mod_p(R, FLIP_PRIME)
     if lu.rank != r:
         return False, None, "rank mismatch"
     cols = np.array(lu.pivot_cols, dtype=np.int64)
@@ -209,9 +211,9 @@ def _certify_block(M: _IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> 
                 basis[k] = np.array([int(x) // g for x in basis[k]], dtype=object)
     big = max((abs(int(x)) for x in basis.flat), default=0)
     if big * s < 2**30:
-        ok = _combos_zero(M, gidx, basis.astype(np.int64))
+        ok = combos_zero(M, gidx, basis.astype(np.int64))
     else:
-        ok = np.array([_python_combo_zero(M, gidx, basis[k]) for k in range(w)], dtype=bool)
+        ok = np.array([python_combo_zero(M, gidx, basis[k]) for k in range(w)], dtype=bool)
     if not ok.all():
         return False, cols, "exact null vectors do not annihilate all columns"
     return True, cols, "exact nullspace verified"
@@ -238,7 +240,7 @@ def find_flip_sets(
     t0 = time.monotonic()
     deadline = t0 + max(0.0, budget_seconds)
     gen = _as_rng(rng)
-    M = _wrap(X)
+    M = wrap(X)
     n, d = M.shape
     zmask = M.zero_mask()
     zero_rows = tuple(int(i) for i in np.flatnonzero(zmask))
@@ -306,11 +308,11 @@ def find_flip_sets(
     # A rank deficiency modulo p that is not one over Q (probability ~1e-6) only enlarges the
     # candidate support; every candidate is verified exactly, and blocks are certified over Q.
     if isinstance(M, FlipFactors):
-        lu = modular._lu_field(M.field_residues(_P, nonzero), _P, n1 <= d)
+        lu = modular.lu_field(M.field_residues(FLIP_PRIME, nonzero), FLIP_PRIME, n1 <= d)
     else:
-        lu = linalg.lu_mod_p(M.residues(_P, nonzero), _P, stop_at_full_rank=n1 <= d)
+        lu = linalg.lu_mod_p(M.residues(FLIP_PRIME, nonzero), FLIP_PRIME, stop_at_full_rank=n1 <= d)
     if lu.rank == n1:
-        cert = f"full row rank modulo {_P}: the {n1} nonzero rows are linearly independent"
+        cert = f"full row rank modulo {FLIP_PRIME}: the {n1} nonzero rows are linearly independent"
         if nz_count:
             cert += "; flip sets are the nonempty sets of zero rows"
         return finish([], [], [], cert, [], [], n1, None)
@@ -359,17 +361,17 @@ def find_flip_sets(
         gidx = nonzero[blk.pos]
         s = len(gidx)
         w = len(blk.free)
-        res: _BlockResult | None = None
+        res: BlockResult | None = None
         if w <= enum_max and (w <= 12 or s >= 2 * w or s > mitm_max):
-            res = _enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
+            res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
         if res is None and s <= mitm_max and (s <= 24 or time.monotonic() < deadline):
             use_cols = cols if cols is not None else np.arange(d)
             ex = M.exact(gidx, use_cols)
-            packed = _pack(ex)
+            packed = pack(ex)
             exact_cols = cert_ok or len(use_cols) == d
-            res = _mitm(M, gidx, packed, exact_cols, max_sets, deadline)
+            res = mitm(M, gidx, packed, exact_cols, max_sets, deadline)
         if res is None and w <= enum_max and time.monotonic() < deadline:
-            res = _enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
+            res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
         if res is None:
             # large block: randomized search
             use_cols = cols if cols is not None else np.arange(d)
@@ -378,10 +380,10 @@ def find_flip_sets(
             est: float | None = None
             if len(use_cols) <= 16:
                 ex = M.exact(gidx, use_cols)
-                est = _log2_count_estimate(ex)
-                found, info = _ktree_search(M, gidx, ex, max_sets, deadline, gen)
+                est = log2_count_estimate(ex)
+                found, info = ktree_search(M, gidx, ex, max_sets, deadline, gen)
                 methods.add("generalized birthday search")
-            res = _BlockResult(sets=found, count=None, complete=False, method="k-tree", log2_estimate=est)
+            res = BlockResult(sets=found, count=None, complete=False, method="k-tree", log2_estimate=est)
             msg = f"block of {s} rows (nullspace dimension {w}): 2^{s} subsets not enumerated"
             msg += f"; {len(found)} flip set(s) found by random search" + (f" ({info})" if info else "")
             undecided.append(msg)

@@ -11,6 +11,8 @@ from .._limits import current, parse_json, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError
 
+__all__ = ["NAME", "SUFFIXES", "sniff", "parse", "load", "save"]
+
 NAME = "json"
 SUFFIXES = (".json",)
 

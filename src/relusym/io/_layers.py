@@ -17,6 +17,19 @@ import numpy as np
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
+__all__ = [
+    "natural_key",
+    "exact_float_array",
+    "LinearLayer",
+    "TwoLayers",
+    "pair_linear_layers",
+    "rounded",
+    "warn_rounding",
+    "default_dtype",
+    "common_dtype",
+    "layout_arrays",
+]
+
 _NOT_BIAS = ("weight", "scale", "gamma", "running_mean", "running_var", "num_batches_tracked", "kernel")
 
 
@@ -252,7 +265,7 @@ def layout_arrays(net: Network, layers: TwoLayers | None) -> dict[str, np.ndarra
     the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias``.  A bias the layout lacks is added (as
     ``<prefix>.bias``) when it is not zero.  Values may be float32 for bfloat16 targets; see ``bf16_keys``."""
     if layers is None:
-        return _standard_arrays(net, None)
+        return standard_arrays(net, None)
     lost: list[str] = []
     out: dict[str, np.ndarray] = {}
     for layer, W, B, wname, bname in ((layers.first, net.A, net.b, "A", "b"), (layers.second, net.V, net.c, "V", "c")):
@@ -268,7 +281,7 @@ def layout_arrays(net: Network, layers: TwoLayers | None) -> dict[str, np.ndarra
     return out
 
 
-def _standard_arrays(net: Network, dt: np.dtype | None) -> dict[str, np.ndarray]:
+def standard_arrays(net: Network, dt: np.dtype | None) -> dict[str, np.ndarray]:
     lost: list[str] = []
     out = {
         "0.weight": rounded(net.A, dt or default_dtype(net.A), "A", lost),

@@ -11,6 +11,8 @@ from .._limits import check_npy_members, check_zip
 from .._network import Network
 from ..errors import InvalidNetworkError
 
+__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save"]
+
 NAME = "npz"
 SUFFIXES = (".npz",)
 

@@ -24,10 +24,10 @@ from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import (
     LinearLayer,
     TwoLayers,
-    _standard_arrays,
     common_dtype,
     layout_arrays,
     pair_linear_layers,
+    standard_arrays,
 )
 
 __all__ = [
@@ -356,7 +356,7 @@ def to_module(net: Network, dtype: Any = None) -> Any:
     (default: the network's widest float dtype, float64 for exact rationals; a warning says when that rounds)."""
     torch = _import_torch("building a PyTorch module")
     dt = np.dtype(dtype) if dtype is not None else common_dtype(net)
-    sd = _standard_arrays(net, dt)
+    sd = standard_arrays(net, dt)
     tdtype = torch.from_numpy(np.zeros(1, dtype=dt)).dtype
     model = torch.nn.Sequential(
         torch.nn.Linear(net.m, net.n, dtype=tdtype),

@@ -1,0 +1,158 @@
+"""A self-contained HTML report about one network: its normal form, stabilizer, fibre and pictures.
+
+The page embeds its figures as base64 PNG and loads nothing from outside, so it can be mailed or archived as one
+file.  Drawing needs the ``plot`` extra (matplotlib); without it the page says so and keeps the exact sections.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from ._fiber import Fiber, fiber
+from ._fileio import atomic_write
+from ._group import stabilizer
+from ._network import Network
+from ._normal_form import flip, normal_form
+from ._numbers import fraction_str
+from .errors import InvalidNetworkError
+from .plot import plot_networks, png_base64
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["report_html", "report_to_file"]
+
+
+_CSS = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.92em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f3f3f3}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em}
+pre{background:#f7f7f7;padding:.6em;overflow-x:auto}img{max-width:100%;height:auto;border:1px solid #eee}
+.note{color:#666;font-size:.9em}"""
+
+
+def _row(cells: Sequence[str], head: bool = False) -> str:
+    tag = "th" if head else "td"
+    return "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>"
+
+
+def _exact_vec(values: Sequence[Any], limit: int = 8) -> str:
+    vals = [fraction_str(Fraction(v)) for v in list(values)[:limit]]
+    return "(" + ", ".join(vals) + (", …" if len(values) > limit else "") + ")"
+
+
+def _fiber_section(net: Network, budget: float) -> tuple[str, Fiber]:
+    """The fibre summary as HTML, and the Fiber object."""
+    fb = fiber(net, budget=budget)
+    d = fb.to_dict()
+    rows = [_row(["property", "value"], head=True)]
+    for key in ("generic", "rigid", "flips", "orbits", "width", "dimension", "strata"):
+        if key in d:
+            val = d[key]
+            txt = "—" if val is None else str(val)
+            if isinstance(val, list) and len(txt) > 300:
+                txt = txt[:300] + " …"
+            rows.append(_row([html.escape(key), html.escape(txt)]))
+    out = (
+        "<table>" + "".join(rows) + "</table><p class='note'>Neurons are numbered from 0, in the JSON "
+        "output and in the pictures alike.</p>"
+    )
+    out += f"<pre>{html.escape(fb.report())}</pre>"
+    return out, fb
+
+
+def report_html(net: Network, name: str = "network", *, budget: float = 10.0, dpi: float = 90) -> str:
+    """A self-contained HTML page about θ: summary (shape), normal form (spec §2.4: kinks, M, e, digest),
+    stabilizer (§4), fibre (§5: generic, rigid, flips, width, dimension, strata) and plots, with the figures
+    embedded as base64 PNG (no external resources).  ``budget`` (seconds) goes to the fibre's searches."""
+    if not isinstance(net, Network):
+        raise InvalidNetworkError(f"report_html needs a Network, got {type(net).__name__}")
+    esc = html.escape
+    m, n, k = net.shape
+    nf = normal_form(net)
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>relusym report: {esc(name)}"
+        f"</title><style>{_CSS}</style></head><body>",
+        f"<h1>relusym report: <code>{esc(name)}</code></h1>",
+        "<h2 id='summary'>Summary</h2>",
+        "<table>"
+        + _row(["inputs m", "hidden neurons n", "outputs k", "parameters", "entries", "kink classes N"], head=True)
+        + _row(
+            [
+                str(m),
+                str(n),
+                str(k),
+                str(net.num_parameters),
+                "floats (exact binary value)" if net.is_float else "exact rationals",
+                str(nf.N),
+            ]
+        )
+        + "</table>",
+        "<p>ρ(θ)(x) = V·σ(Ax + b) + c (spec §1.1).</p>",
+        "<h2 id='normal-form'>Normal form</h2>",
+        "<p>NF(θ) = (K, M, e) (spec §2.4): ρ(θ)(x) = Σ κ<sub>û</sub> σ(α̂·x + β̂) + Mx + e. Two networks "
+        "compute the same function iff their normal forms are equal.</p>",
+    ]
+    K = nf.K
+    cap = 60
+    rows = [_row(["#", "hyperplane û = (α̂, β̂)", "kink κ"], head=True)]
+    for j, (u, kap) in enumerate(K[:cap]):
+        rows.append(_row([str(j + 1), f"<code>{esc(_exact_vec(u))}</code>", f"<code>{esc(_exact_vec(kap))}</code>"]))
+    parts.append("<table>" + "".join(rows) + "</table>" if K else "<p>No kinks: ρ(θ) is affine.</p>")
+    if len(K) > cap:
+        parts.append(f"<p class='note'>… and {len(K) - cap} more kink classes.</p>")
+    M_rows = nf.M
+    M_txt = "\n".join(_exact_vec(row, 12) for row in M_rows[:12]) + ("\n…" if len(M_rows) > 12 else "")
+    parts += [
+        f"<p>M ({k}×{m}):</p><pre>{esc(M_txt)}</pre>",
+        f"<p>e = <code>{esc(_exact_vec(nf.e, 12))}</code></p>",
+        f"<p>digest <code>{esc(nf.digest())}</code></p>",
+        "<h2 id='stabilizer'>Stabilizer</h2>",
+    ]
+    try:
+        st = stabilizer(net)
+        parts.append(f"<p>{esc(str(st))} (spec §4, Theorem C).</p>")
+    except Exception as exc:  # pragma: no cover - the stabilizer is exact and total
+        parts.append(f"<p class='note'>stabilizer unavailable: {esc(str(exc))}</p>")
+    parts.append("<h2 id='fibre'>Fibre</h2>")
+    fib_html, fb = _fiber_section(net, budget)
+    parts.append(fib_html)
+    parts.append("<h2 id='plots'>Plots</h2>")
+    figs: list[tuple[str, Figure]] = []
+    try:
+        figs.append((f"{name}: the function, its neurons and its kinks", plot_networks([net], [name])))
+    except Exception as exc:
+        parts.append(f"<p class='note'>plot unavailable: {esc(type(exc).__name__)}: {esc(str(exc))}</p>")
+    other = _fibre_partner(net, fb)
+    if other is not None:
+        cap_txt, partner = other
+        try:
+            figs.append((cap_txt, plot_networks([net, partner], [name, "another point of the fibre"])))
+        except Exception as exc:
+            parts.append(f"<p class='note'>fibre plot unavailable: {esc(str(exc))}</p>")
+    for caption, fig in figs:
+        parts.append(
+            f"<figure><img alt='{esc(caption)}' src='data:image/png;base64,{png_base64(fig, dpi)}'>"
+            f"<figcaption>{esc(caption)}</figcaption></figure>"
+        )
+    parts.append("<p class='note'>Generated by relusym.</p></body></html>")
+    return "\n".join(parts)
+
+
+def _fibre_partner(net: Network, fb: Fiber) -> tuple[str, Network] | None:
+    """A second point of the fibre to draw beside θ: a flip when there is one, else a sample."""
+    for T in fb.flips or []:
+        if len(T):
+            T1 = ", ".join(str(i) for i in T)
+            return (f"θ and flip_T(θ), T = {{{T1}}}: the same function (hidden symmetry, spec §3 O4)", flip(net, T))
+    return "θ and a random point of its fibre (the same function)", fb.sample(0)
+
+
+def report_to_file(net: Network, path: str | os.PathLike[str], name: str = "network", **kw: Any) -> None:
+    """Write :func:`report_html` to ``path`` (UTF-8, atomically)."""
+    text = report_html(net, name, **kw)
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))

@@ -1,0 +1,215 @@
+"""The layer order of docs/architecture.md, enforced: every import goes down (or sideways within a layer), the
+import graph has no cycle, every module is placed in a layer, ``import relusym`` loads no heavy dependency, and
+``relusym.__all__`` is exactly the documented API table."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import relusym
+
+ROOT = Path(relusym.__file__).parent
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+# bottom to top; a module may import modules of its own layer or of layers below (never above)
+LAYERS: list[tuple[str, set[str]]] = [
+    ("foundations", {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits"}),
+    ("exact arithmetic", {"_numbers", "_linalg"}),
+    ("the parameter", {"_network"}),
+    ("group and normal form", {"_group", "_normal_form"}),
+    ("decisions", {"_equivalence", "_approx", "_alignment", "_domain"}),
+    (
+        "searches and configurations",
+        {
+            "_flipsearch",
+            "_flipsearch._exact",
+            "_flipsearch._limbs",
+            "_flipsearch._enumerate",
+            "_flipsearch._ktree",
+            "_flipsearch._search",
+            "_flips",
+            "_configurations",
+        },
+    ),
+    ("width", {"_width"}),
+    ("fibre", {"_genericity", "_strata", "_fiber"}),
+    (
+        "formats",
+        {
+            "io",
+            "io._layers",
+            "io._json_format",
+            "io._npz_format",
+            "io._safetensors_format",
+            "io._onnx_format",
+            "io._torch_format",
+            "io._flax_format",
+            "io._sklearn_format",
+            "io._nnet_format",
+            "io._keras_format",
+            "io._numpy_format",
+            "io._folder_format",
+            "io._limits",
+            "io._writers",
+        },
+    ),
+    ("applications", {"census", "plot", "report", "zoo", "_zoo", "_identify", "_census_zoo"}),
+    ("front ends", {"", "cli", "__main__"}),
+]
+
+HEAVY = (
+    "torch",
+    "onnx",
+    "onnxruntime",
+    "keras",
+    "jax",
+    "flax",
+    "matplotlib",
+    "dask",
+    "pyarrow",
+    "tqdm",
+    "h5py",
+    "sklearn",
+    "safetensors",
+)
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in ROOT.rglob("*.py"):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    return mods
+
+
+def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Internal imports of each module, module level and inside functions alike."""
+    edges: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        pkg = [x for x in pkg if x]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                elif node.module and (node.module == "relusym" or node.module.startswith("relusym.")):
+                    mod = node.module[len("relusym") :].lstrip(".")
+                else:
+                    continue
+                targets = [f"{mod}.{a.name}".lstrip(".") for a in node.names] + [mod]
+            elif isinstance(node, ast.Import):
+                targets = [a.name[len("relusym") :].lstrip(".") for a in node.names if a.name.startswith("relusym")]
+            for t in targets:
+                while t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != name:
+                    out.add(t)
+        edges[name] = out
+    # keep the most specific target of each from-import: "from . import _linalg" names _linalg, not the package
+    for name in edges:
+        specific = {t for t in edges[name] if t}
+        if specific and "" in edges[name] and name not in ("cli", "__main__"):
+            edges[name] = specific
+    return edges
+
+
+def _layer_of() -> dict[str, int]:
+    return {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}
+
+
+def test_every_module_is_placed_in_a_layer() -> None:
+    placed = _layer_of()
+    missing = sorted(set(_modules()) - set(placed))
+    assert not missing, f"modules not placed in a layer of docs/architecture.md: {missing}"
+
+
+def test_imports_go_down_the_layers() -> None:
+    placed = _layer_of()
+    bad = []
+    for mod, targets in _imports(_modules()).items():
+        for t in targets:
+            if placed.get(t, -1) > placed.get(mod, 99):
+                bad.append(f"{mod or 'relusym'} ({LAYERS[placed[mod]][0]}) imports {t} ({LAYERS[placed[t]][0]})")
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_import_graph_has_no_cycle() -> None:
+    edges = _imports(_modules())
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(u: str) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(edges.get(u, ())):
+            if state.get(v) == 1:
+                cycle = stack[stack.index(v) :] + [v]
+                raise AssertionError("import cycle: " + " -> ".join(x or "relusym" for x in cycle))
+            if v not in state:
+                visit(v)
+        stack.pop()
+        state[u] = 2
+
+    for u in sorted(edges):
+        if u not in state:
+            visit(u)
+
+
+def test_import_relusym_loads_no_heavy_dependency() -> None:
+    code = f"import sys, relusym; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [], f"import relusym loads {out}"
+
+
+def test_all_matches_the_documented_api_table() -> None:
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([A-Za-z_][A-Za-z0-9_]*)`", text, flags=re.M))
+    assert documented == set(relusym.__all__), (
+        f"in docs/api.md only: {sorted(documented - set(relusym.__all__))}; "
+        f"in relusym.__all__ only: {sorted(set(relusym.__all__) - documented)}"
+    )
+    for name in relusym.__all__:
+        assert getattr(relusym, name) is not None
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A helper that another module needs has a public name inside its (internal) module."""
+    bad = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("relusym")):
+                bad += [
+                    f"{name or 'relusym'}: from {'.' * node.level}{node.module or ''} import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__") and not _is_module(node, a.name)
+                ]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)
+
+
+def _is_module(node: ast.ImportFrom, name: str) -> bool:
+    """``from . import _linalg`` imports a module (allowed), not a private helper."""
+    base = (node.module or "").replace("relusym", "").strip(".").replace(".", "/")
+    return (ROOT / base / f"{name}.py").exists() or (ROOT / base / name / "__init__.py").exists()
+
+
+def test_internal_modules_define_accurate_all() -> None:
+    """Every module lists its public names in __all__, and each listed name exists."""
+    import importlib
+
+    for name in sorted(_modules()):
+        if name in ("", "__main__", "cli"):
+            continue
+        mod = importlib.import_module(f"relusym.{name}")
+        names = getattr(mod, "__all__", None)
+        assert names is not None, f"relusym.{name} has no __all__"
+        for n in names:
+            assert hasattr(mod, n), f"relusym.{name}.__all__ lists {n!r}, which it does not define"
