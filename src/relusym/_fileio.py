@@ -116,11 +116,35 @@ _TEXT_REASONS = (
 _WRITER_MODULES = ("safetensors", "onnx", "google.protobuf", "h5py", "msgpack", "torch")
 
 
-def _failure(target: Path, exc: BaseException) -> OutputError:
+def _probe(tmp: Path | None) -> int | None:
+    """Why a writer that reports no errno failed (torch's "unexpected pos"): a file-size limit reached by the
+    temporary file, or a file system with no space left."""
+    if tmp is None:
+        return None
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY and tmp.exists() and tmp.stat().st_size + 65536 >= soft:
+            return errno.EFBIG
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        vfs = os.statvfs(tmp.parent)
+        if vfs.f_bavail * vfs.f_frsize < 65536:
+            return errno.ENOSPC
+    except OSError:
+        pass
+    return None
+
+
+def _failure(target: Path, exc: BaseException, tmp: Path | None = None) -> OutputError:
     code = getattr(exc, "errno", None)
     text = str(exc).lower().replace(" ", "")
     if code not in _REASONS:
         code = next((c for t, c in _TEXT_REASONS if t.replace(" ", "") in text), None)
+    if code not in _REASONS:
+        code = _probe(tmp)
     if code in _REASONS:
         reason = _REASONS[code]
     else:
@@ -174,10 +198,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         except (InvalidNetworkError, UnsupportedModelError, BudgetExceededError, OutputError):
             raise
         except OSError as exc:  # a full disk, a size limit, a vanished folder: one sentence, nothing left
-            raise _failure(target, exc) from exc
+            raise _failure(target, exc, tmp) from exc
         except Exception as exc:  # a writer library's own error type (SafetensorError, torch's RuntimeError)
             if isinstance(exc, RuntimeError) or type(exc).__module__.split(".")[0] in _WRITER_MODULES:
-                raise _failure(target, exc) from exc
+                raise _failure(target, exc, tmp) from exc
             raise
     finally:
         _live.discard(str(tmp))

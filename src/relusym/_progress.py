@@ -15,10 +15,10 @@ __all__ = ["Progress", "progress", "silence"]
 _silenced = False  # set by the CLI's --quiet: no bar even when enabled=None or True
 
 
-def silence() -> None:
-    """No progress bars in this process from now on (the CLI's ``--quiet``)."""
+def silence(on: bool = True) -> None:
+    """No progress bars in this process from now on (the CLI's ``--quiet``); ``silence(False)`` undoes it."""
     global _silenced
-    _silenced = True
+    _silenced = on
 
 
 class Progress:

@@ -367,26 +367,45 @@ def _on_signal(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
-def _install_handlers(quiet: bool) -> None:
+def _install_handlers(quiet: bool) -> Callable[[], None]:
+    """Signal handlers, the one-line warning format and --quiet, for the duration of one main() call; returns
+    the function that puts back what was there (main() may be called from a program or a test)."""
     import signal
     import warnings
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    from . import _progress
+
+    saved: list[tuple[int, Any]] = []
+    for sig, handler in (
+        (signal.SIGTERM, _on_signal),
+        (signal.SIGINT, _on_signal),
+        # a file-size limit then fails the write (EFBIG: one sentence) instead of killing the process
+        (getattr(signal, "SIGXFSZ", None), signal.SIG_IGN),
+    ):
+        if sig is None:
+            continue
         try:
-            signal.signal(sig, _on_signal)
-        except (ValueError, OSError):  # not the main thread (main() called from a thread): leave them
+            saved.append((sig, signal.signal(sig, handler)))
+        except (ValueError, OSError):  # not the main thread: leave them
             pass
-    if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails the write (EFBIG: one sentence) instead of killing
-        try:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        except (ValueError, OSError):
-            pass
+    old_show, old_filters = warnings.showwarning, list(warnings.filters)
     warnings.showwarning = _show_warning
     if quiet:
-        from . import _progress
-
-        _progress.silence()
+        _progress.silence(True)
         warnings.simplefilter("ignore")
+
+    def restore() -> None:
+        for sig, handler in saved:
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError, TypeError):
+                pass
+        warnings.showwarning = old_show
+        warnings.filters[:] = old_filters
+        if quiet:
+            _progress.silence(False)
+
+    return restore
 
 
 def _input_error(exc: BaseException) -> str | None:
@@ -421,8 +440,15 @@ def _run(argv: list[str]) -> tuple[str, Result]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opts, argv = _split_globals(argv)
+    restore = _install_handlers(bool(opts["quiet"]))
+    try:
+        return _main(argv, opts)
+    finally:
+        restore()
+
+
+def _main(argv: list[str], opts: dict[str, Any]) -> int:
     debug = bool(opts["debug"])
-    _install_handlers(bool(opts["quiet"]))
     for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8 are printed as \xNN, never a crash
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -432,14 +458,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
     command = next((a for a in argv if not a.startswith("-")), "")
     try:
-        if opts["limits"]:
-            from . import _limits
+        from . import _limits
 
-            lim = _limits.current()
-            for spec in opts["limits"]:
-                lim = _limits.from_spec(spec, lim)
-            _limits.set_current(lim)
-        command, (_data, text, code) = _run(argv)
+        lim = _limits.current()
+        for spec in opts["limits"]:
+            lim = _limits.from_spec(spec, lim)
+        with _limits.limits(lim):  # --limit: for this call only
+            command, (_data, text, code) = _run(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, its message already printed)
         code = exc.code if isinstance(exc.code, int) else 2
         return 2 if code == 1 else code

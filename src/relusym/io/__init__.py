@@ -19,12 +19,12 @@ from types import ModuleType
 from typing import Any
 
 from .._fileio import atomic_path, check_output
+from .._limits import Limits, file_limit, limits, shorten
 from .._limits import current as current_limits
-from .._limits import file_limit, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["load", "save", "format_of", "FORMATS"]
+__all__ = ["load", "save", "format_of", "FORMATS", "Limits", "limits", "is_stdin", "STDIN"]
 
 # module names under relusym.io, in the order they are tried
 FORMATS: tuple[str, ...] = (

@@ -440,4 +440,6 @@ def save(net: Network, path: Path, like: Path | None = None) -> None:
     sd: Any = to_state_dict(net, like_sd)
     for key in reversed(wrappers):
         sd = {key: sd}
-    torch.save(sd, Path(path))
+    # through a file object: torch would otherwise name the archive's records after the (temporary) file name
+    with open(path, "wb") as fh:
+        torch.save(sd, fh)
