@@ -160,7 +160,7 @@ def make_corpus(folder: Path, marker: str) -> dict[str, Path]:
 
     def npz(name: str, **arrays: np.ndarray) -> None:
         buf = _io.BytesIO()
-        np.savez(buf, **arrays)
+        np.savez(buf, **arrays)  # type: ignore[arg-type]
         put(name, buf.getvalue())
 
     npz("valid_src.npz", **net)
@@ -963,7 +963,7 @@ def valid_blobs() -> dict[str, bytes]:
     rng = np.random.default_rng(2)
     net = _valid_net(rng)
     buf = _io.BytesIO()
-    np.savez(buf, **net)
+    np.savez(buf, **net)  # type: ignore[arg-type]
     return {"npz": buf.getvalue(), "onnx": _onnx_model(onnx, net).SerializeToString()}
 
 

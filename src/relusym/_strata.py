@@ -250,20 +250,16 @@ def _realize(kd: KinkData, st: Stratum, r: _random.Random) -> tuple[list[Neuron]
     S, P, t = set(st.S), list(st.P), st.t
     negR = [[-x for x in row] for row in kd.R(st.S)]
     AP = [list(kd.alpha[u]) for u in P]
-    if P:
-        B = [list(v) for v in linalg.nullspace(AP, m)]
-    else:
-        B = [[Fraction(int(i == j)) for i in range(m)] for j in range(m)]
-    # Z with Z·Bᵀ... : columns of Bmat are the basis vectors (m × m̄)
-    mbar = len(B)
-    Bmat = [[B[q][c] for q in range(mbar)] for c in range(m)]  # m × m̄
-    Z = [[Fraction(0)] * m for _ in range(k)]
-    if mbar:
-        Rbar = _matmul(negR, Bmat)  # k × m̄
-        BtB = _matmul([list(col) for col in B], Bmat)  # m̄ × m̄
-        Binv = linalg.inverse(BtB)
-        Bplus = _matmul([list(row) for row in Binv], [list(v) for v in B])  # m̄ × m
-        Z = _matmul(Rbar, Bplus)
+    # Z = −R projected onto the null space of A_P (= the orthogonal complement of its row space):
+    # Z = −R − (−R Fᵀ)(F Fᵀ)⁻¹ F with F a basis of the rows of A_P; cost linear in m (no m × m matrices)
+    Z = [list(row) for row in negR]
+    rowbasis, _piv = linalg.rref(AP, m) if P else ([], [])
+    if rowbasis:
+        Fb = [list(row) for row in rowbasis]  # r × m
+        Ft = [[Fb[i][c] for i in range(len(Fb))] for c in range(m)]  # m × r
+        Ginv = linalg.inverse(_matmul(Fb, Ft))  # (F Fᵀ)⁻¹, r × r
+        corr = _matmul(_matmul(_matmul(negR, Ft), [list(row) for row in Ginv]), Fb)  # k × m
+        Z = [[Z[a][c] - corr[a][c] for c in range(m)] for a in range(k)]
     if P:
         q = max(0, t - st.rho)
         if q:

@@ -388,7 +388,8 @@ def _install_handlers(quiet: bool) -> Callable[[], None]:
             saved.append((sig, signal.signal(sig, handler)))
         except (ValueError, OSError):  # not the main thread: leave them
             pass
-    old_show, old_filters = warnings.showwarning, list(warnings.filters)
+    saved_warnings = warnings.catch_warnings()  # restores the filters and showwarning on __exit__
+    saved_warnings.__enter__()
     warnings.showwarning = _show_warning
     if quiet:
         _progress.silence(True)
@@ -400,8 +401,7 @@ def _install_handlers(quiet: bool) -> Callable[[], None]:
                 signal.signal(sig, handler)
             except (ValueError, OSError, TypeError):
                 pass
-        warnings.showwarning = old_show
-        warnings.filters[:] = old_filters
+        saved_warnings.__exit__(None, None, None)
         if quiet:
             _progress.silence(False)
 
