@@ -416,6 +416,12 @@ def _input_error(exc: BaseException) -> str | None:
         return str(exc)
     if isinstance(exc, ModuleNotFoundError):
         return f"this command needs the package {exc.name!r}, which is not installed"
+    if isinstance(exc, OverflowError):  # an exact value (or a kink computed from it) beyond float range
+        return (
+            "the network holds a value (or a kink computed from its values) beyond the range of floating point, "
+            "which this command works in; the exact commands (canon, equiv, orbit, stabilizer, fiber, prune -o "
+            "x.json) decide it exactly"
+        )
     if isinstance(exc, OSError) and exc.errno is not None:
         name = exc.filename if isinstance(exc.filename, str) else os.fsdecode(exc.filename or b"")
         return f"{exc.strerror or exc}{': ' + name if name else ''}"
@@ -441,10 +447,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opts, argv = _split_globals(argv)
     restore = _install_handlers(bool(opts["quiet"]))
+    # numbers are bounded by the input limits (relusym._limits), so Python's own guard against converting huge
+    # integers to and from text would only turn a raised --limit max_digits into an internal error
+    get_digits = getattr(sys, "get_int_max_str_digits", None)
+    digits = get_digits() if get_digits is not None else None
+    if digits is not None:
+        sys.set_int_max_str_digits(0)
     try:
         return _main(argv, opts)
     finally:
         restore()
+        if digits is not None:
+            sys.set_int_max_str_digits(digits)
 
 
 def _main(argv: list[str], opts: dict[str, Any]) -> int:
