@@ -74,7 +74,7 @@ def test_align_exact_recovery_without_noise(m, n, k, seed):
     assert al.symmetry.act(net1) == net2  # exact: power-of-two scales
     assert list(al.symmetry.permutation) == perm.tolist()
     assert [float(s) for s in al.symmetry.scales] == d.tolist()
-    assert al.matched_fraction == 1.0 and not al.unmatched and not al.flips
+    assert al.matched_fraction == 1.0 and not al.unmatched and not al.reversed
     assert not al.residuals.any()
 
 
@@ -146,7 +146,7 @@ def test_align_reports_hidden_flips():
     V, A, b, c = net1.to_float()
     V[:, 4], A[4], b[4] = -V[:, 4], -A[4], -b[4]  # the opposite neuron (−v, −w)
     al = align(net1, Network(V, A, b, c))
-    assert al.flips == (4,)
+    assert al.reversed == (4,)
     assert al.matched_fraction == pytest.approx(0.9)
     assert list(al.symmetry.permutation) == list(range(10))
     assert align(net1, net2).unmatched == (4,)

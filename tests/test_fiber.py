@@ -500,7 +500,6 @@ def test_local_dimension_of_examples(spec):
 
 def test_float_1_1000_1_is_not_generic():
     """§5.3 note: a random float32 1-1000-1 network has exact flip sets; fiber finds verified ones."""
-    pytest.importorskip("relusym.flipsearch")
     rng = np.random.default_rng(0)
     n = 1000
     net = Network(

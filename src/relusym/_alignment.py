@@ -25,7 +25,7 @@ class Alignment:
     ``symmetry``: h ∈ H_n with h·θ1 ≈ θ2 (neuron i of θ1 goes to slot ``permutation[i]`` with scale
     ``scales[i]``); ``residuals[i]``: the distance between neuron i and its partner in the scale-invariant
     coordinates (unit hyperplane ŵ = w/‖w‖, output weight v·‖w‖ over a common scale), 0 for dead pairs;
-    ``unmatched``: neurons of θ1 whose partner is not a confident match; ``flips``: neurons matched to their
+    ``unmatched``: neurons of θ1 whose partner is not a confident match; ``reversed``: neurons matched to their
     partner's opposite orientation (v, w) ↦ (−v, −w), which no element of H_n realizes; ``matched_fraction``:
     the share of neurons that are neither.
     """
@@ -34,7 +34,7 @@ class Alignment:
     residuals: np.ndarray
     matched_fraction: float
     unmatched: tuple[int, ...]
-    flips: tuple[int, ...]
+    reversed: tuple[int, ...]
     tol: float | None
 
     @property
@@ -52,14 +52,14 @@ class Alignment:
             "residuals": [float(r) if math.isfinite(r) else None for r in self.residuals.tolist()],
             "matched_fraction": self.matched_fraction,
             "unmatched": list(self.unmatched),
-            "flips": list(self.flips),
+            "reversed": list(self.reversed),
             "tol": self.tol,
         }
 
     def __str__(self) -> str:
         return (
             f"alignment of {len(self.residuals)} neurons: {self.matched_fraction:.1%} matched, "
-            f"{len(self.unmatched)} unmatched, {len(self.flips)} flipped"
+            f"{len(self.unmatched)} unmatched, {len(self.reversed)} reversed"
         )
 
 

@@ -53,16 +53,16 @@ class Counterexample:
 class Verdict:
     """The answer of :func:`equivalent`: truthy iff ρ(θ1) = ρ(θ2) on all of ℝ^m, with its certificate.
 
-    ``witness``: h ∈ H_n with h·θ1 = θ2 (``flips`` empty), or with h·flip_T(θ1) = θ2 (``flips`` = T);
-    ``flips``: the flip set T (0-based neurons of θ1), or None; ``counterexample``: a verified
-    :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal to NF(θ2) when equivalent);
-    ``reason``: one sentence.
+    ``witness``: h ∈ H_n with h·θ1 = θ2 (``flip_set`` empty), or with h·flip_T(θ1) = θ2 (``flip_set`` = T);
+    ``flip_set``: the flip set T (0-based neurons of θ1), or None (``flips`` is its earlier name);
+    ``counterexample``: a verified :class:`Counterexample` when not equivalent; ``normal_form``: NF(θ1) (equal
+    to NF(θ2) when equivalent); ``reason``: one sentence.
     """
 
     equivalent: bool
     reason: str
     witness: Symmetry | None = None
-    flips: tuple[int, ...] | None = None
+    flip_set: tuple[int, ...] | None = None
     counterexample: Counterexample | None = None
     _classes: HyperplaneClasses | Network | None = field(default=None, repr=False, compare=False)
 
@@ -81,16 +81,21 @@ class Verdict:
         return NormalForm(src)
 
     @property
+    def flips(self) -> tuple[int, ...] | None:
+        """The flip set T: the name of :attr:`flip_set` before version 0.2 (kept for scripts)."""
+        return self.flip_set
+
+    @property
     def in_orbit(self) -> bool:
         """θ2 ∈ H_n·θ1."""
-        return self.witness is not None and not self.flips
+        return self.witness is not None and not self.flip_set
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"equivalent": self.equivalent, "reason": self.reason, "in_orbit": self.in_orbit}
         if self.witness is not None:
             d["witness"] = self.witness.to_dict()
-        if self.flips is not None:
-            d["flips"] = list(self.flips)
+        if self.flip_set is not None:
+            d["flips"] = list(self.flip_set)
         if self.counterexample is not None:
             d["counterexample"] = self.counterexample.to_dict()
         return d
@@ -122,7 +127,7 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
         w = find_symmetry(net1, net2)
         if w is not None:
             return Verdict(
-                True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flips=(), _classes=net1
+                True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flip_set=(), _classes=net1
             )
     h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
     diff = compare(h1, h2)
@@ -136,7 +141,7 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
                 True,
                 f"θ2 = h·flip_T(θ1): a hidden symmetry flipping {len(T)} neuron(s) (Proposition 14)",
                 witness=hw,
-                flips=T,
+                flip_set=T,
                 _classes=h1,
             )
         return Verdict(True, "same normal form (θ2 is not in the H_n-orbit of θ1 or of a flip of it)", _classes=h1)

@@ -251,12 +251,23 @@ class Network:
         Y = H @ V.T + c
         return Y[0] if single else Y
 
-    def __call__(self, x: Any) -> Any:
-        """Evaluate: exactly at one rational point (a sequence of ints/Fractions/strings), in float64 otherwise."""
+    def __call__(self, x: Any) -> tuple[Fraction, ...] | list[tuple[Fraction, ...]]:
+        """ρ(θ)(x), always exactly: one rule, whatever the numbers are.
+
+        ``x`` is one point (m numbers: ints, Fractions, decimal strings or floats, each read at its exact value)
+        and gives a tuple of k Fractions; a batch (B points, e.g. a (B, m) array) gives a list of B such
+        tuples.  For a fast float64 evaluation of many points use :meth:`evaluate`.
+
+        >>> net = Network([[1, 1]], [[1], [-1]], [0, 1])
+        >>> net([3]), net([3.0]), net([[0], ["1/2"]])
+        ((Fraction(3, 1),), (Fraction(3, 1),), [(Fraction(1, 1),), (Fraction(1, 1),)])
+        """
         arr = np.asarray(x, dtype=object)
-        if arr.ndim == 1 and all(isinstance(v, int | Fraction | str) for v in arr.tolist()):
-            return self.evaluate_exact(arr.tolist())
-        return self.evaluate(x)
+        if arr.ndim == 2:
+            return [self.evaluate_exact(row) for row in arr.tolist()]
+        if arr.ndim == 1 or (arr.ndim == 0 and self.m == 1):
+            return self.evaluate_exact(arr.reshape(-1).tolist())
+        raise InvalidNetworkError(f"x must be one point of {self.m} numbers or a batch of shape (B, {self.m})")
 
     # -- comparison -----------------------------------------------------------------------------------------
     def same_parameters(self, other: Network) -> bool:
