@@ -1023,3 +1023,18 @@ def test_fuzz_safetensors_header(tmp_path_factory, entries, data, claim):  # typ
     d = tmp_path_factory.mktemp("fs")
     (d / "x.safetensors").write_bytes(_safetensors_bytes(entries, data, raw_len=claim))
     _documented(d / "x.safetensors")
+
+
+def test_values_beyond_float_range(tmp_path):  # type: ignore[no-untyped-def]
+    """Exact commands decide them; float-mode commands (plot, align, tolerance) refuse them in one sentence."""
+    p = tmp_path / "huge.json"
+    p.write_text(json.dumps({"V": [["1e400", 1]], "A": [["1e-400"], [2]], "b": ["1e350", 1]}))
+    q = tmp_path / "sub.npz"  # a subnormal weight: its kink lies at about 1e323, beyond float64
+    np.savez(q, V=np.array([[1.0]]), A=np.array([[5e-324]]), b=np.array([0.5]))
+    for args in (["canon", str(p)], ["fiber", str(p)], ["canon", str(q)], ["equiv", str(q), str(q)]):
+        run = relusym(*args, cwd=tmp_path)
+        assert run.rc == 0 and run.err == "", run.err
+    for args in (["plot", str(p), "-o", "x.png"], ["plot", str(q), "-o", "x.png"], ["align", str(p), str(p)]):
+        run = relusym(*args, cwd=tmp_path)
+        assert run.rc == 2 and len(run.lines) == 1 and "range of float" in run.lines[0], run.err
+        assert not (tmp_path / "x.png").exists()
