@@ -943,9 +943,7 @@ _json_values = st.recursive(
 )
 
 
-@_FUZZ
-@given(doc=_json_values, noise=st.binary(max_size=20), cut=st.integers(0, 400))
-def test_fuzz_json_reader(tmp_path_factory, doc, noise, cut):  # type: ignore[no-untyped-def]
+def _fuzz_json(tmp_path_factory, doc, noise, cut):  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("fj")
     text = json.dumps(doc).encode()
     (d / "a.json").write_bytes(b"{" + text[:cut] + noise)
@@ -977,17 +975,13 @@ def _mutate(data: bytes, edits: list[tuple[int, int]], cut: int) -> bytes:
 _edits = st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=8)
 
 
-@_FUZZ
-@given(edits=_edits, cut=st.integers(0, 64))
-def test_fuzz_npz_reader(tmp_path_factory, valid_blobs, edits, cut):  # type: ignore[no-untyped-def]
+def _fuzz_npz(tmp_path_factory, valid_blobs, edits, cut):  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("fn")
     (d / "x.npz").write_bytes(_mutate(valid_blobs["npz"], edits, cut))
     _documented(d / "x.npz")
 
 
-@_FUZZ
-@given(edits=_edits, cut=st.integers(0, 64))
-def test_fuzz_onnx_reader(tmp_path_factory, valid_blobs, edits, cut):  # type: ignore[no-untyped-def]
+def _fuzz_onnx(tmp_path_factory, valid_blobs, edits, cut):  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("fo")
     (d / "x.onnx").write_bytes(_mutate(valid_blobs["onnx"], edits, cut))
     _documented(d / "x.onnx")
@@ -1002,8 +996,7 @@ _shape = st.one_of(
 )
 
 
-@_FUZZ
-@given(
+_st_args = dict(
     entries=st.dictionaries(
         st.sampled_from(["0.weight", "0.bias", "2.weight", "2.bias", "__metadata__", "x"]),
         st.fixed_dictionaries(
@@ -1019,7 +1012,9 @@ _shape = st.one_of(
     data=st.binary(max_size=200),
     claim=st.one_of(st.none(), st.integers(0, 2**64 - 1)),
 )
-def test_fuzz_safetensors_header(tmp_path_factory, entries, data, claim):  # type: ignore[no-untyped-def]
+
+
+def _fuzz_safetensors(tmp_path_factory, entries, data, claim):  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("fs")
     (d / "x.safetensors").write_bytes(_safetensors_bytes(entries, data, raw_len=claim))
     _documented(d / "x.safetensors")
@@ -1038,3 +1033,16 @@ def test_values_beyond_float_range(tmp_path):  # type: ignore[no-untyped-def]
         run = relusym(*args, cwd=tmp_path)
         assert run.rc == 2 and len(run.lines) == 1 and "range of float" in run.lines[0], run.err
         assert not (tmp_path / "x.png").exists()
+
+
+_LONG = settings(_FUZZ, max_examples=500)
+_json_args = dict(doc=_json_values, noise=st.binary(max_size=20), cut=st.integers(0, 400))
+_blob_args = dict(edits=_edits, cut=st.integers(0, 64))
+test_fuzz_json_reader = _FUZZ(given(**_json_args)(_fuzz_json))
+test_fuzz_npz_reader = _FUZZ(given(**_blob_args)(_fuzz_npz))
+test_fuzz_onnx_reader = _FUZZ(given(**_blob_args)(_fuzz_onnx))
+test_fuzz_safetensors_header = _FUZZ(given(**_st_args)(_fuzz_safetensors))
+test_fuzz_json_reader_long = pytest.mark.slow(_LONG(given(**_json_args)(_fuzz_json)))
+test_fuzz_npz_reader_long = pytest.mark.slow(_LONG(given(**_blob_args)(_fuzz_npz)))
+test_fuzz_onnx_reader_long = pytest.mark.slow(_LONG(given(**_blob_args)(_fuzz_onnx)))
+test_fuzz_safetensors_header_long = pytest.mark.slow(_LONG(given(**_st_args)(_fuzz_safetensors)))

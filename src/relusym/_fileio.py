@@ -30,6 +30,7 @@ __all__ = [
     "remove_temporaries",
     "sweep_stale",
     "temporaries",
+    "temporary_file",
 ]
 
 TMP_MARK = ".relusym-"
@@ -47,6 +48,25 @@ def current_umask() -> int:
 def temporaries() -> frozenset[str]:
     """The temporary files this process is writing right now (for cleanup on SIGTERM/SIGINT)."""
     return frozenset(_live)
+
+
+@contextmanager
+def temporary_file(prefix: str) -> Iterator[Path]:
+    """A private temporary file (mode 0o600, in the system's temporary folder) that is removed when the block
+    ends, and by :func:`remove_temporaries` if a signal ends the process first (standard input is spooled here)."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=prefix)
+    os.close(fd)
+    _live.add(name)
+    try:
+        yield Path(name)
+    finally:
+        _live.discard(name)
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
 
 
 def remove_temporaries() -> None:

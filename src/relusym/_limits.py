@@ -274,6 +274,13 @@ def check_zip(path: Any, fmt: str) -> list[Any]:
         raise InvalidNetworkError(
             f"{name} has {len(infos)} zip members, more than the limit zip_members = {lim.zip_members}"
         )
+    for info in infos:
+        if info.flag_bits & 0x1:
+            raise InvalidNetworkError(f"{name}: the zip member {shorten(info.filename)} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+            raise InvalidNetworkError(
+                f"{name}: the zip member {shorten(info.filename)} uses the unknown compression {info.compress_type}"
+            )
     total = sum(i.file_size for i in infos)
     cap = file_limit(fmt)
     if total > cap:
@@ -311,7 +318,7 @@ def check_npy_members(path: Any) -> None:
                     header_len = fh.tell()
             except InvalidNetworkError:
                 raise
-            except (ValueError, EOFError, OSError, SyntaxError, zipfile.BadZipFile) as exc:
+            except (ValueError, EOFError, OSError, SyntaxError, zipfile.BadZipFile, RuntimeError) as exc:
                 raise InvalidNetworkError(f"{where} has an unreadable .npy header: {shorten(str(exc), 100)}") from None
             if dtype.hasobject:
                 raise InvalidNetworkError(

@@ -12,13 +12,12 @@ import os
 import stat
 import struct
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._fileio import atomic_path, check_output
+from .._fileio import atomic_path, check_output, temporary_file
 from .._limits import Limits, file_limit, limits, shorten
 from .._limits import current as current_limits
 from .._network import Network
@@ -140,13 +139,12 @@ def is_stdin(source: Any) -> bool:
     return False
 
 
-def _spool_stdin(folder: Path) -> Path:
+def _spool_stdin(target: Path) -> None:
     """Standard input copied once into a private file (readers need a seekable file), within the limits: the
     format is recognised from the first bytes before more is read, and the format's size limit applies."""
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:
         raise InvalidNetworkError("standard input is not available")
-    target = folder / _STDIN_LABEL
     lim = current_limits()
     cap = lim.stdin_bytes
     with open(target, "wb") as out:
@@ -178,7 +176,6 @@ def _spool_stdin(folder: Path) -> Path:
                     f"(raise it with --limit {name}_bytes=N)"
                 )
             out.write(chunk)
-    return target
 
 
 def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
@@ -189,8 +186,8 @@ def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
 
 
 def _relabel(exc: Exception, real: Path) -> Exception:
-    """The same error with the private spool path replaced by ``<stdin>``."""
-    msg = str(exc).replace(str(real), _STDIN_LABEL)
+    """The same error with the private spool file's path and name replaced by ``<stdin>``."""
+    msg = str(exc).replace(str(real), _STDIN_LABEL).replace(real.name, _STDIN_LABEL)
     return type(exc)(msg)
 
 
@@ -226,8 +223,8 @@ def load(source: Any, **kwargs: Any) -> Network:
         return source
     if isinstance(source, str | os.PathLike):
         if is_stdin(source):
-            with tempfile.TemporaryDirectory(prefix="relusym-stdin-") as folder:
-                spooled = _spool_stdin(Path(folder))
+            with temporary_file("relusym-stdin-") as spooled:
+                _spool_stdin(spooled)
                 try:
                     return _read_checked(spooled, kwargs)
                 except (InvalidNetworkError, UnsupportedModelError) as exc:
