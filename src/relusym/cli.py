@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit",
         action="append",
         metavar="NAME=VALUE",
-        help="change an input limit, e.g. --limit max_digits=5000 (see relusym._limits; also RELUSYM_LIMITS)",
+        help="change an input limit, e.g. --limit max_digits=5000 (see docs/reference/io.md; also RELUSYM_LIMITS)",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
