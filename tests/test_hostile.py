@@ -250,6 +250,13 @@ def make_corpus(folder: Path, marker: str) -> dict[str, Path]:
     put("flax_truncated.msgpack", valid_mp[: len(valid_mp) // 2])
     put("flax_hugebin.msgpack", b"\x81\xa6params\xc6\xff\xff\xff\xf0abc")
 
+    # NNet text files
+    nnet = "// a network\n2,1,1,1,\n1,1,1,\n0,\n-1,\n1,\n0,0,\n1,1,\n{w},\n0,\n1,\n0,\n"
+    put("nnet_exp.nnet", nnet.format(w="1e999999999"))
+    put("nnet_digits.nnet", nnet.format(w="1" * 100_000))
+    put("nnet_truncated.nnet", nnet.format(w="1")[:40])
+    put("nnet_hugesize.nnet", "// x\n2,1000000000,1,1000000000,\n1000000000,1,1,\n0,\n")
+
     # not regular files, and other odd paths
     for suffix in (".json", ".onnx", ".msgpack", ".pt", ".safetensors", ".npz"):
         (folder / f"zero{suffix}").symlink_to("/dev/zero")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._equivalence import Counterexample, Verdict, equivalent
+from ._domain import Box, Polytope, equivalent, normal_form
+from ._equivalence import Counterexample, Verdict
 from ._fiber import Fiber, fiber
 from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from ._network import Network
-from ._normal_form import NormalForm, flip, normal_form
+from ._normal_form import NormalForm, flip
 from ._width import minimal_width, prune
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
@@ -19,7 +20,7 @@ _LAZY = {
     "align": "_alignment",
     "Alignment": "_alignment",
     "equivalent_approx": "_approx",
-    "distance": "_approx",
+    "distance": "_domain",
 }
 
 __version__ = "0.1.0"
@@ -31,6 +32,8 @@ __all__ = [
     "Verdict",
     "Counterexample",
     "Stabilizer",
+    "Box",
+    "Polytope",
     "normal_form",
     "equivalent",
     "find_symmetry",

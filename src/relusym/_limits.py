@@ -61,6 +61,7 @@ class Limits:
     torch_bytes: int = 8 * _GiB  #: largest torch.save file (and sum of its uncompressed members)
     flax_bytes: int = 2 * _GiB  #: largest Flax msgpack file (read into memory whole)
     sklearn_bytes: int = 2 * _GiB  #: largest pickle/joblib file (read only when explicitly allowed)
+    nnet_bytes: int = 256 * _MiB  #: largest NNet text file (every number is read exactly)
     stdin_bytes: int = 2 * _GiB  #: largest input read from standard input (besides the format's own limit)
     header_bytes: int = 100 * _MiB  #: largest safetensors JSON header / .npy header
     zip_members: int = 100_000  #: most members of a zip archive (NPZ, torch.save)

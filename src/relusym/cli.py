@@ -73,8 +73,59 @@ def cmd_canon(args: argparse.Namespace) -> Result:
     return d, "\n".join(lines), 0
 
 
+def _domain_arg(args: argparse.Namespace) -> Any:
+    """The box of ``--box LO:HI`` / ``--box FILE`` (JSON {"lo": [...], "hi": [...]}) or ``--box-from NET``."""
+    from ._domain import Box
+
+    if args.box is not None and args.box_from is not None:
+        raise InvalidNetworkError("give either --box or --box-from, not both")
+    if args.atol is not None or args.rtol is not None:
+        raise InvalidNetworkError("--box and --box-from decide exactly; they do not combine with --atol or --rtol")
+    if args.box_from is not None:
+        from .io import input_box
+
+        return input_box(args.box_from)
+    spec = args.box
+    if Path(spec).is_file():
+        from .io._json_format import parse
+
+        d = parse(Path(spec).read_text(encoding="utf-8"), spec)
+        if not isinstance(d, dict) or "lo" not in d or "hi" not in d:
+            raise InvalidNetworkError(f"{spec}: a box file must be a JSON object with keys 'lo' and 'hi'")
+        return Box(d["lo"], d["hi"])
+    lo, sep, hi = spec.partition(":")
+    if not sep:
+        raise InvalidNetworkError(f"--box {spec!r} is neither LO:HI (e.g. 0:1) nor an existing JSON file")
+    return Box(lo, hi)
+
+
+def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
+    from ._domain import equivalent_on
+
+    v = equivalent_on(net1, net2, _domain_arg(args))
+    d = v.to_dict()
+    d["mode"] = "domain"
+    dom = v.domain
+    where = f"on the box {dom!r}" if len(dom.lo) <= 6 else f"on a box in ℝ^{len(dom.lo)}"  # type: ignore[union-attr]
+    lines = [f"{'EQUIVALENT' if v else 'NOT equivalent'} {where}: {v.reason}"]
+    cert = v.certificate
+    for side, name in ((0, args.net1), (1, args.net2)):
+        lines.append(
+            f"  {name}: {len(cert.crossing[side])} neuron(s) cross the box, {len(cert.affine[side])} are affine "
+            f"on it, {len(cert.zero[side])} are zero on it"
+        )
+    if v.counterexample is not None:
+        ce = v.counterexample
+        lines.append(f"counterexample x = {format_vector(ce.x)} (inside the box)")
+        lines.append(f"  ρ(θ1)(x) = {format_vector(ce.y1)}")
+        lines.append(f"  ρ(θ2)(x) = {format_vector(ce.y2)}")
+    return d, "\n".join(lines), 0 if v else 1
+
+
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = _load(args.net1), _load(args.net2)
+    if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
+        return _cmd_equiv_domain(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
         from ._approx import equivalent_approx
 
@@ -268,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net2", metavar="NET2")
     sp.add_argument("--atol", type=float, default=None, help="tolerance mode: absolute tolerance")
     sp.add_argument("--rtol", type=float, default=None, help="tolerance mode: relative tolerance")
+    sp.add_argument(
+        "--box",
+        default=None,
+        metavar="LO:HI|FILE",
+        help='decide equality on a box only: LO:HI for every coordinate, or a JSON file {"lo": [...], "hi": [...]}',
+    )
+    sp.add_argument("--box-from", default=None, metavar="NET", help="decide on the input box of an NNet file")
 
     sp = add("orbit", cmd_orbit, "decide whether NET2 = h·NET1 for a permutation-and-positive-scaling h")
     sp.add_argument("net1", metavar="NET1")

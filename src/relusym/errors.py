@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "OutputError"]
+__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "OutputError", "NNetClampWarning"]
 
 
 class InvalidNetworkError(ValueError):
@@ -21,3 +21,7 @@ class OutputError(InvalidNetworkError, OSError):
     """An output file that cannot be written: a missing or read-only folder, the input itself, a full disk, a
     file-size limit, or a writer that failed.  Nothing is left behind: the target is untouched or absent.
     (An :class:`InvalidNetworkError`, as save has always raised for a missing folder, and an :class:`OSError`.)"""
+
+
+class NNetClampWarning(UserWarning):
+    """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""

@@ -23,7 +23,7 @@ from .._limits import current as current_limits
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["load", "save", "format_of", "FORMATS", "Limits", "limits", "is_stdin", "STDIN"]
+__all__ = ["load", "save", "format_of", "FORMATS", "input_box", "Limits", "limits", "is_stdin", "STDIN"]
 
 # module names under relusym.io, in the order they are tried
 FORMATS: tuple[str, ...] = (
@@ -34,6 +34,7 @@ FORMATS: tuple[str, ...] = (
     "_torch_format",
     "_flax_format",
     "_sklearn_format",
+    "_nnet_format",
 )
 
 
@@ -255,3 +256,10 @@ def save(net: Network, path: str | os.PathLike[str], *, like: str | os.PathLike[
     check_output(p)
     with atomic_path(p) as tmp:
         mod.save(net, tmp, like=Path(like) if like is not None else None)
+
+
+def input_box(path: str | os.PathLike[str]) -> Any:
+    """The input box of an NNet file (its per-input minima and maxima, exactly), a :class:`relusym.Box`."""
+    from ._nnet_format import input_box as _input_box
+
+    return _input_box(Path(path))
