@@ -57,3 +57,53 @@ def small_networks(draw, max_n=4):
         A[1] = [-x for x in A[0]]
         b[1] = -b[0]
     return Network(V, A, b, c, m=m)
+
+
+_PLANTS = ("duplicate", "cancel_same", "opposite", "cancel_pair", "null_v", "null_a", "constant", "split_outputs")
+
+
+@st.composite
+def planted_networks(draw, max_n=4):
+    """Small networks (m, k ≤ 2, n ≤ max_n) with planted degeneracies: parallel duplicates on one oriented
+    hyperplane, same-orientation groups with cancelling kinks, opposite pairs (with or without cancelling
+    kinks), null (v = 0, or a = 0 and b ≤ 0) and constant neurons, and for k = 2 neurons whose output
+    components cancel separately (one component of a pair cancels, the other does not)."""
+    m = draw(st.integers(1, 2))
+    k = draw(st.integers(1, 2))
+    n = draw(st.integers(1, max_n))
+    V = [[draw(_small_int) for _ in range(n)] for _ in range(k)]
+    A = [[draw(_small_int) for _ in range(m)] for _ in range(n)]
+    b = [draw(_small_int) for _ in range(n)]
+    c = [draw(_small_int) for _ in range(k)]
+    for _ in range(draw(st.integers(0, 2))):
+        plant = draw(st.sampled_from(_PLANTS))
+        i = draw(st.integers(0, n - 1))
+        j = draw(st.integers(0, n - 1))
+        mu = draw(st.sampled_from((1, 2)))
+        if i == j and plant not in ("null_v", "null_a", "constant"):
+            continue
+        if plant in ("duplicate", "cancel_same"):
+            A[j] = [mu * x for x in A[i]]
+            b[j] = mu * b[i]
+            if plant == "cancel_same":  # |λ_j| v_j = −|λ_i| v_i: v_j = −v_i / μ, kept integral with μ = 1
+                A[j], b[j] = list(A[i]), b[i]
+                for r in range(k):
+                    V[r][j] = -V[r][i]
+        elif plant in ("opposite", "cancel_pair", "split_outputs"):
+            A[j] = [-x for x in A[i]]
+            b[j] = -b[i]
+            if plant == "cancel_pair":
+                for r in range(k):
+                    V[r][j] = -V[r][i]
+            elif plant == "split_outputs" and k == 2:
+                V[0][j] = -V[0][i]
+        elif plant == "null_v":
+            for r in range(k):
+                V[r][i] = 0
+        elif plant == "null_a":
+            A[i] = [0] * m
+            b[i] = -abs(b[i])
+        else:
+            A[i] = [0] * m
+            b[i] = abs(b[i]) or 1
+    return Network(V, A, b, c, m=m)

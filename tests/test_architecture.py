@@ -57,7 +57,10 @@ LAYERS: list[tuple[str, set[str]]] = [
             "io._writers",
         },
     ),
-    ("applications", {"census", "plot", "report", "zoo", "_zoo", "_identify", "_census_zoo"}),
+    (
+        "applications",
+        {"census", "plot", "report", "zoo", "_zoo", "_zoo._digest", "_zoo._sources", "_zoo._run", "_identify"},
+    ),
     ("front ends", {"", "cli", "__main__"}),
 ]
 

@@ -148,7 +148,13 @@ def test_every_public_name_has_a_reference_entry(site: Path) -> None:
     for page in (site / "reference").rglob("index.html"):
         ids |= _parse(page).ids
     for name in relusym.__all__:
-        anchors = {f"relusym.{name}", f"relusym._alignment.{name}", f"relusym._approx.{name}", f"relusym.errors.{name}"}
+        anchors = {
+            f"relusym.{name}",
+            f"relusym._alignment.{name}",
+            f"relusym._approx.{name}",
+            f"relusym.errors.{name}",
+            f"relusym.zoo.{name}",
+        }
         assert ids & anchors, f"relusym.{name} is not documented in docs/reference/"
     for module in ("relusym.io", "relusym.plot", "relusym.report", "relusym.errors"):
         assert module in ids

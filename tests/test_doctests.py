@@ -23,5 +23,4 @@ def _has_examples(name: str) -> bool:
 def test_docstring_examples(name: str) -> None:
     mod = importlib.import_module(name)
     res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
-    assert res.attempted > 0
     assert res.failed == 0, f"{res.failed} of {res.attempted} docstring examples of {name} failed"

@@ -21,6 +21,9 @@ _LAZY = {
     "Alignment": "_alignment",
     "equivalent_approx": "_approx",
     "distance": "_domain",
+    # model zoos (pyarrow, and dask when asked for, imported on use)
+    "scan_zoo": "zoo",
+    "ZooResult": "zoo",
 }
 
 __version__ = "0.1.0"
@@ -47,6 +50,8 @@ __all__ = [
     "Alignment",
     "equivalent_approx",
     "distance",
+    "scan_zoo",
+    "ZooResult",
     "load",
     "save",
     "InvalidNetworkError",

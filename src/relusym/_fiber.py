@@ -1,14 +1,14 @@
-"""The fibre ρ⁻¹(ρ(θ)) of a network (spec §3, §5): generic or not (Theorem 1′, §5.3), rigid or not (R1–R5,
-§5.4), its H_n-orbits, width, dimension, strata and random points, gathered in one :class:`Fiber`.
+"""The fibre ρ⁻¹(ρ(θ)) of a network: generic or not, rigid or not, its H_n-orbits, width, dimension, strata and
+random points, gathered in one immutable :class:`Fiber` (docs/math/fibres.md, docs/math/strata.md).
 
 Two regimes:
 
-* **class A** (no null or constant neuron, pairwise non-proportional w_i; spec Theorem B(ii)): the fibre is
-  ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the flip sets 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of
-  :mod:`relusym.flips`.
-* otherwise: the exact configurations (S, P) of spec §5.1 (:func:`relusym._configurations.configurations`) give the
-  width, the strata (S, P, t) with their dimensions (§5.5, :mod:`relusym.strata`), the orbits at minimal
-  width and R5.
+* **class A** (no null or constant neuron, pairwise non-proportional w_i; Theorem B(ii)): the fibre is
+  ⊔_{T ∈ 𝒯(θ)} H_n·flip_T(θ), so everything follows from the family 𝒯(θ) = {T : Σ_T v_i a_iᵀ = 0} of flip
+  sets T (:mod:`relusym._flips`), held as ``Fiber.flip_sets``.
+* otherwise: the exact configurations (S, P) (:func:`relusym._configurations.configurations`) give the width,
+  the orbits at minimal width and R5, and every type (S, P, t) of a fibre point is decided, with its dimension
+  and a verified witness (:mod:`relusym._strata`).
 
 Every hard search takes a budget; what is not decided within it is reported as ``None`` with an explanation.
 """
@@ -30,16 +30,16 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
 from ._numbers import fraction_str
+from ._rng import RNGLike, as_random
 from ._strata import (
     Stratum,
-    as_random,
     closed_form_dimension,
-    configuration_strata,
     fibre_dimension,
     flip_strata,
     own_stratum,
     stratum_dimension,
     stratum_point,
+    type_strata,
 )
 from ._width import width_search
 from .errors import InvalidNetworkError
@@ -55,15 +55,6 @@ __all__ = [
 ]
 
 
-# the fields of a Fiber that describe 𝒯(θ), outside class A (Theorem B(ii) does not apply)
-_NO_FLIPS: dict[str, Any] = {
-    "class_a": False,
-    "flips": None,
-    "flips_complete": False,
-    "flip_count": None,
-    "flip_count_lower_bound": None,
-    "flip_count_estimate_log2": None,
-}
 _STRATA_CONFIGS = 2000  # configurations whose strata are listed
 _FAST_N = 12  # above this many kink classes the exact configuration search cannot finish anyway
 
@@ -74,15 +65,18 @@ _FAST_N = 12  # above this many kink classes the exact configuration search cann
 
 @dataclass(frozen=True)
 class Fiber:
-    """The fibre ρ⁻¹(ρ(θ)) ∩ Ω(m, n, k) of θ (spec §5); see :func:`fiber`.
+    """The fibre ρ⁻¹(ρ(θ)) ∩ Ω(m, n, k) of θ (docs/math/fibres.md, docs/math/strata.md); see :func:`fiber`.
 
-    ``generic`` (G-a, G-b, G-c of §5.3; ``generic_reason`` says which fails and why), ``rigid`` (R1–R5 of
-    §5.4, ``rigid_reason``), ``class_a`` (Theorem B(ii) applies), ``flips`` (𝒯(θ) in class A: every flip set,
-    ∅ first, when ``flips_complete``; otherwise the verified ones found, with ``flip_count_lower_bound`` and
-    ``flip_count_estimate_log2``; None outside class A), ``orbits`` (number of H_n-orbits when the fibre is a
-    finite union of them and that number is known), ``width`` (§5.2), ``dimension`` (global, §5.5), ``strata``
-    (combinatorial types (S, P, t) with their dimensions, highest first).  Undecided values are None, with the
-    reason in ``undecided``.
+    ``generic`` (G-a, G-b, G-c; ``generic_reason`` says which fails and why), ``rigid`` (R1–R5,
+    ``rigid_reason``), ``flip_sets`` (in class A, where Theorem B(ii) applies: the family 𝒯(θ) of flip sets T
+    as a :class:`~relusym._flips.FlipSets`; None outside class A; ``flips``, ``flips_complete``,
+    ``flip_count``, … read it), ``orbits`` (number of H_n-orbits when the fibre is a finite union of them and
+    that number is known), ``width``, ``dimension`` (global), ``strata`` (the combinatorial types (S, P, t)
+    of its points with their dimensions and witness points, highest first; all of them when
+    ``strata_complete``).  Undecided values are None, with the reason in ``undecided``.
+
+    A Fiber is immutable, hashable and equal by value; ``elapsed`` (seconds) is not compared and is left out
+    of :meth:`to_dict` unless asked for.
     """
 
     m: int
@@ -95,12 +89,7 @@ class Fiber:
     rigid: bool | None
     rigid_reason: str
     rigidity: dict[str, bool | None]
-    class_a: bool
-    flips: tuple[tuple[int, ...], ...] | None
-    flips_complete: bool
-    flip_count: int | None
-    flip_count_lower_bound: int | None
-    flip_count_estimate_log2: float | None
+    flip_sets: FlipSets | None
     orbits: int | None
     width: int | None
     width_bounds: tuple[int, int]
@@ -110,10 +99,55 @@ class Fiber:
     strata_count: int | None
     certificate: str
     undecided: str | None
-    elapsed: float
-    net: Network = field(repr=False, compare=False)
+    net: Network = field(repr=False)
+    elapsed: float = field(default=0.0, compare=False)
     _kd: KinkData | None = field(default=None, repr=False, compare=False)
     _own: OwnConfiguration | None = field(default=None, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return hash(
+            (
+                self.net,
+                self.generic,
+                self.rigid,
+                tuple(sorted(self.conditions.items())),
+                tuple(sorted(self.rigidity.items())),
+                self.flip_sets,
+                self.orbits,
+                self.width,
+                self.dimension,
+                self.strata,
+                self.strata_complete,
+            )
+        )
+
+    # -- the family 𝒯(θ) of flip sets, read from flip_sets -------------------------------------------------
+    @property
+    def class_a(self) -> bool:
+        """True when Theorem B(ii) applies (no null or constant neuron, pairwise non-proportional w_i)."""
+        return self.flip_sets is not None
+
+    @property
+    def flips(self) -> tuple[tuple[int, ...], ...] | None:
+        """The verified flip sets T ∈ 𝒯(θ), ∅ first (all of them when ``flips_complete``); None outside class A."""
+        return None if self.flip_sets is None else self.flip_sets.sets
+
+    @property
+    def flips_complete(self) -> bool:
+        return self.flip_sets is not None and self.flip_sets.complete
+
+    @property
+    def flip_count(self) -> int | None:
+        """|𝒯(θ)| when known."""
+        return None if self.flip_sets is None else self.flip_sets.count
+
+    @property
+    def flip_count_lower_bound(self) -> int | None:
+        return None if self.flip_sets is None else self.flip_sets.lower_bound
+
+    @property
+    def flip_count_estimate_log2(self) -> float | None:
+        return None if self.flip_sets is None else self.flip_sets.estimate_log2
 
     @property
     def delta(self) -> int:
@@ -135,9 +169,10 @@ class Fiber:
             for j in range(kd.N)
         ]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``relusym fiber --json``."""
-        return {
+    def to_dict(self, *, timing: bool = False) -> dict[str, Any]:
+        """The JSON object of ``relusym fiber --json``: deterministic (the same bytes for the same θ); the
+        seconds spent are added as ``elapsed_seconds`` only when ``timing``."""
+        d = {
             "m": self.m,
             "n": self.n,
             "k": self.k,
@@ -152,6 +187,7 @@ class Fiber:
             "class_a": self.class_a,
             "flips": None if self.flips is None else [list(T) for T in self.flips[:LIST_LIMIT]],
             "flips_complete": self.flips_complete if self.flips is not None else None,
+            "flip_sets": None if self.flip_sets is None else self.flip_sets.to_dict(),
             "flip_count": self.flip_count,
             "flip_count_lower_bound": self.flip_count_lower_bound,
             "flip_count_estimate": _pow2(self.flip_count_estimate_log2),
@@ -166,8 +202,10 @@ class Fiber:
             "classes": self.classes if self.N <= LIST_LIMIT else None,
             "certificate": self.certificate,
             "undecided": self.undecided,
-            "elapsed_seconds": round(self.elapsed, 4),
         }
+        if timing:
+            d["elapsed_seconds"] = round(self.elapsed, 4)
+        return d
 
     def report(self) -> str:
         """A readable multi-line summary (the output of ``relusym fiber``)."""
@@ -218,13 +256,15 @@ class Fiber:
             lines.append(f"undecided: {self.undecided}")
         return "\n".join(lines)
 
-    def sample(self, rng: Any = None) -> Network:
-        """A random point of the fibre (same n), from a random stratum: flipped, re-factorized, with null or
-        constant neurons, O3 splits, O5 moves and O6 translations where the stratum allows, then moved by a
-        random h ∈ H_n.  Each point is checked to have the same normal form as θ before it is returned."""
+    def sample(self, rng: RNGLike = None) -> Network:
+        """A random point of the fibre (same n), from a random listed stratum (in class A: h·flip_T(θ) for a
+        random flip set T and h ∈ H_n; otherwise a random pattern of the stratum with random spare neurons:
+        null, constant, duplicates, same-orientation cancelling pairs), so that every listed stratum can be
+        reached.  Each point is checked to have the same normal form as θ before it is returned.  ``rng``: an
+        int seed, a numpy Generator, a random.Random or None (fresh entropy)."""
         r = as_random(rng)
         nf = normal_form(self.net)
-        for _ in range(20):
+        for _ in range(40):
             cand = self._candidate(r)
             if cand is not None and cand.n == self.n and normal_form(cand) == nf:
                 return cand
@@ -299,7 +339,7 @@ def _fiber_no_mixed(ctx: _Context) -> Fiber:
     dimension = N + (n - N) * max(m + 1, k + 1)
     neg_classes = {int(hc.label[i]) for i in range(n) if hc.label[i] >= 0 and hc.lam[i] < 0}
     S_size = len([j for j in neg_classes if hc.kink_mask[j]])
-    own = Stratum(None, (), 0, 0, 0, dimension, n - N, S_size, own=True)
+    own = Stratum(None, (), 0, 0, 0, dimension, n - N, S_size, own=True, min_neurons=N, witness=net)
     rigidity: dict[str, bool | None] = {
         "R1": not ga_reason,
         "R2": None if ga_reason else False,
@@ -357,12 +397,7 @@ def _fiber_class_a(net: Network, hc: HyperplaneClasses, budget: float, t0: float
         rigid=generic,
         rigid_reason=rigid_reason,
         rigidity={"R1": True, "R2": True, "R3": True, "R4": True, "R5": fs.trivial},
-        class_a=True,
-        flips=fs.sets,
-        flips_complete=fs.complete,
-        flip_count=fs.count,
-        flip_count_lower_bound=fs.lower_bound,
-        flip_count_estimate_log2=fs.estimate_log2,
+        flip_sets=fs,
         orbits=orbits,
         width=n,
         width_bounds=(n, n),
@@ -400,6 +435,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
     complete = admissible.complete
     strata: list[Stratum] = []
     dimension: int | None = None
+    strata_listed = False
     if complete:
         c_min = admissible.min_cost
         assert c_min is not None
@@ -408,8 +444,12 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         listed = admissible.configurations[:_STRATA_CONFIGS]
         if len(listed) < admissible.count:
             notes.append(f"strata are listed for the first {len(listed)} of {admissible.count} configurations")
-        strata = configuration_strata(kd, listed, own, n)
+        strata, missing = type_strata(kd, n, listed, (own.S, own.P, own.extra), deadline=deadline)
+        notes += missing
+        strata_listed = len(listed) == admissible.count and not missing
         dimension = fibre_dimension(kd, admissible, n)
+        if strata_listed:  # every type is listed with a verified piece of its largest dimension
+            dimension = max(st.dimension for st in strata)
         if all(rigidity[r] for r in ("R1", "R2", "R3", "R4")):
             rigidity["R5"], r5_reason = configuration_r5(admissible, own, N + c_min, n)
     else:
@@ -432,6 +472,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
             orbits = admissible.count
     certificate = (
         "exact configuration search over all (S, P) with cost ≤ n − N"
+        + ("; every type (S, P, t) decided exactly and witnessed (docs/math/strata.md)" if strata_listed else "")
         if complete
         else "partial: the configuration search did not finish within budget"
     )
@@ -447,7 +488,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         width_bounds=width_bounds,
         dimension=dimension,
         strata=strata,
-        strata_listed=complete and admissible.count <= _STRATA_CONFIGS,
+        strata_listed=strata_listed,
         orbits=orbits,
         certificate=certificate,
         undecided=undecided,
@@ -486,7 +527,7 @@ def _outside_class_a(
         rigid=rigid,
         rigid_reason=rigid_reason,
         rigidity=rigidity,
-        **_NO_FLIPS,
+        flip_sets=None,
         orbits=orbits,
         width=width,
         width_bounds=width_bounds,

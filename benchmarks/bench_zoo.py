@@ -1,0 +1,106 @@
+"""Normal-form digests of a model zoo: the vectorized stack path of relusym.zoo against a loop over
+``normal_form(net).digest()``, which is what a user would otherwise write.
+
+For every shape (m, n, k) it times both on the same random float32 networks (the loop on a subsample, since it
+is the slow side), checks that the digests agree on that subsample, and reports networks per second, the
+ratio, and the peak memory per network of the vectorized path (tracemalloc over one stack).  Then it times the
+vectorized path alone on growing zoos (10^4, 10^5, ... networks, generated chunk by chunk as a job would read
+them) to show how the time grows.  The machine's load matters: compare the ratios, measured in one run.
+
+    python benchmarks/bench_zoo.py --quick
+    python benchmarks/bench_zoo.py --growth 10000 100000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from relusym import Network, normal_form  # noqa: E402
+from relusym._zoo._digest import stack_digests  # noqa: E402
+
+SHAPES = ((2, 16, 1), (8, 64, 1), (64, 256, 10))
+
+
+def stack(m: int, n: int, k: int, B: int, seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal((B, k, n)).astype(np.float32),
+        rng.standard_normal((B, n, m)).astype(np.float32),
+        rng.standard_normal((B, n)).astype(np.float32),
+        rng.standard_normal((B, k)).astype(np.float32),
+    )
+
+
+def compare(m: int, n: int, k: int, B: int, loop_count: int) -> dict[str, float]:
+    V, A, b, c = stack(m, n, k, B, seed=m * 1000 + n)
+    t0 = time.perf_counter()
+    fast = stack_digests(V, A, b, c).digest
+    t_vec = time.perf_counter() - t0
+    L = min(loop_count, B)
+    t0 = time.perf_counter()
+    ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
+    t_loop = time.perf_counter() - t0
+    if fast[:L] != ref:
+        raise AssertionError(f"digests differ for {m}-{n}-{k}")
+    per = min(B, 256)
+    tracemalloc.start()
+    stack_digests(V[:per], A[:per], b[:per], c[:per])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {"vec": B / t_vec, "loop": L / t_loop, "mem": peak / per + V[0].nbytes + A[0].nbytes + 8 * (n + k)}
+
+
+def growth(m: int, n: int, k: int, total: int, chunk: int) -> float:
+    t = 0.0
+    done = 0
+    seed = 0
+    while done < total:
+        B = min(chunk, total - done)
+        V, A, b, c = stack(m, n, k, B, seed)
+        t0 = time.perf_counter()
+        stack_digests(V, A, b, c)
+        t += time.perf_counter() - t0
+        done += B
+        seed += 1
+    return t
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    p.add_argument("--growth", type=int, nargs="*", default=None, help="zoo sizes for the growth table (8-64-1)")
+    args = p.parse_args()
+    sizes = {(2, 16, 1): (4000, 400), (8, 64, 1): (2000, 200), (64, 256, 10): (40, 8)}
+    if args.quick:
+        sizes = {(2, 16, 1): (2000, 200), (8, 64, 1): (1000, 100), (64, 256, 10): (20, 4)}
+    print(
+        "| shape m-n-k | vectorized (networks/s) | loop over normal_form(net).digest() (networks/s) | ratio | "
+        "memory per network (vectorized, peak) |"
+    )
+    print("|---|---|---|---|---|")
+    for shape in SHAPES:
+        B, L = sizes[shape]
+        r = compare(*shape, B, L)
+        print(
+            f"| {'-'.join(map(str, shape))} | {r['vec']:,.0f} | {r['loop']:,.0f} | {r['vec'] / r['loop']:.1f}× | "
+            f"{r['mem'] / 1024:.1f} KiB |"
+        )
+    sizes_g = args.growth if args.growth is not None else ([10_000] if args.quick else [10_000, 100_000])
+    if sizes_g:
+        print("\n| networks (8-64-1) | vectorized digest time | µs per network |")
+        print("|---|---|---|")
+        for total in sizes_g:
+            t = growth(8, 64, 1, total, 4096)
+            print(f"| {total:,} | {t:.1f} s | {t / total * 1e6:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

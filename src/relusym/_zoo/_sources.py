@@ -1,0 +1,434 @@
+"""Zoo stores and their chunk descriptions.
+
+A *chunk* is a small, picklable description of some networks of a store (a list of model files, or a row range
+of a stacked shard or of a Parquet file); the process that runs a chunk reads the data itself, so networks never
+travel through a scheduler one by one.  Stores:
+
+* a folder, walked recursively: every ``.parquet`` file is a zoo table, every ``.npz`` or ``.safetensors`` file
+  whose ``A`` has three dimensions is a stacked shard, every other file a model file for :func:`relusym.load`;
+  a folder of Parquet files is therefore also a (hive-partitioned or flat) pyarrow Dataset;
+* a stacked shard: arrays ``V`` (B×k×n), ``A`` (B×n×m), ``b`` (B×n) and optionally ``c`` (B×k);
+* a Parquet zoo table, one row per network: integer columns ``m``, ``n``, ``k`` and either list columns ``V``,
+  ``A``, ``b``, ``c`` (each flattened row-major) or one list column ``weights`` holding V, A, b, c flattened and
+  concatenated in that order;
+* a ``pyarrow.dataset.Dataset`` object (its files);
+* an iterable of :class:`relusym.Network` (or of ``(name, Network)`` pairs), kept in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._network import Network
+from ..errors import InvalidNetworkError, UnsupportedModelError
+
+__all__ = ["Chunk", "Item", "plan_chunks", "read_chunk"]
+
+_STACK_SUFFIXES = (".npz", ".safetensors")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One task: ``kind`` is "files" (``paths``), "shard" or "table" (rows ``start``..``stop`` of ``paths[0]``)
+    or "memory" (``nets``).  ``names`` are the sources as reported (paths relative to the store's root);
+    ``first`` is the position of the chunk's first network in the whole zoo."""
+
+    index: int
+    kind: str
+    paths: tuple[str, ...]
+    names: tuple[str, ...]
+    start: int = 0
+    stop: int = 0
+    first: int = 0
+    nets: tuple[Any, ...] | None = field(default=None, compare=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.paths) if self.kind == "files" else (self.stop - self.start)
+
+    def describe(self) -> dict[str, Any]:
+        """What identifies the chunk for resuming (file identities included, not the data)."""
+        d: dict[str, Any] = {"kind": self.kind, "names": list(self.names), "start": self.start, "stop": self.stop}
+        if self.kind != "memory":
+            d["files"] = [_identity(p) for p in self.paths]
+        else:
+            d["nets"] = hashlib.sha256(repr([_net_key(x) for x in self.nets or ()]).encode()).hexdigest()
+        return d
+
+
+def _net_key(x: Any) -> Any:
+    if isinstance(x, Network):
+        return json.dumps(x.to_dict(), sort_keys=True)
+    return repr(x)
+
+
+def _identity(path: str) -> list[Any]:
+    try:
+        st = os.stat(path)
+        return [st.st_size, st.st_mtime_ns]
+    except OSError:
+        return [None, None]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One network of a chunk: its source name, its position in the zoo, and its Network (None for a row of a
+    stack, whose arrays stay in the stack) or the reason it could not be read."""
+
+    source: str
+    index: int
+    net: Network | None = None
+    error: str | None = None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# discovering a store
+
+
+def _stack_rows(path: Path) -> int | None:
+    """The batch size when ``path`` is a stacked shard, else None (a single-network file or not readable)."""
+    try:
+        if path.suffix.lower() == ".npz":
+            import zipfile
+
+            with zipfile.ZipFile(path) as zf:
+                if "A.npy" not in zf.namelist():
+                    return None
+                with zf.open("A.npy") as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
+                    shape = read(fh)[0]
+            return int(shape[0]) if len(shape) == 3 else None
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="numpy") as f:
+            if "A" not in f.keys():
+                return None
+            shape = f.get_slice("A").get_shape()
+        return int(shape[0]) if len(shape) == 3 else None
+    except Exception:  # noqa: BLE001 - unreadable: it becomes a model file, whose loader reports the error
+        return None
+
+
+def _parquet_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.ParquetFile(str(path)).metadata.num_rows)
+    except Exception as exc:  # noqa: BLE001
+        raise InvalidNetworkError(f"{path} is not a readable Parquet file ({exc})") from None
+
+
+def _walk(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            out.append(Path(dirpath) / name)
+    return out
+
+
+def _name(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 256) -> list[Chunk]:
+    """The chunks of a store (see the module docstring), in a fixed order: files sorted by path, rows in order."""
+    if chunk_size < 1 or files_per_chunk < 1:
+        raise InvalidNetworkError("chunk sizes must be at least 1")
+    entries: list[tuple[str, Path, int, str]] = []  # (kind, path, rows, name)
+    if isinstance(source, str | os.PathLike):
+        p = Path(source)
+        if not p.exists():
+            raise InvalidNetworkError(f"{p}: no such file or folder")
+        root = p if p.is_dir() else p.parent
+        files = _walk(p) if p.is_dir() else [p]
+        if p.is_dir() and not files:
+            raise InvalidNetworkError(f"{p} is an empty folder: no networks to read")
+        for f in files:
+            suffix = f.suffix.lower()
+            if suffix == ".parquet":
+                entries.append(("table", f, _parquet_rows(f), _name(f, root)))
+            elif suffix in _STACK_SUFFIXES and (rows := _stack_rows(f)) is not None:
+                entries.append(("shard", f, rows, _name(f, root)))
+            else:
+                entries.append(("file", f, 1, _name(f, root)))
+    elif _is_dataset(source):
+        files = [Path(x) for x in source.files]
+        root = Path(os.path.commonpath([str(x.parent) for x in files])) if files else Path(".")
+        for f in files:
+            entries.append(("table", f, _parquet_rows(f), _name(f, root)))
+    elif isinstance(source, Iterable) and not isinstance(source, bytes | dict):
+        return _memory_chunks(source, chunk_size)
+    else:
+        raise InvalidNetworkError(
+            f"cannot read a zoo from a {type(source).__name__}: give a folder, a stacked shard, a Parquet file, a "
+            "pyarrow Dataset or an iterable of Networks"
+        )
+    chunks: list[Chunk] = []
+    first = 0
+    pending: list[tuple[Path, str]] = []
+
+    def flush() -> None:
+        nonlocal first
+        if pending:
+            chunks.append(
+                Chunk(
+                    len(chunks),
+                    "files",
+                    tuple(str(x) for x, _ in pending),
+                    tuple(n for _, n in pending),
+                    0,
+                    len(pending),
+                    first,
+                )
+            )
+            first += len(pending)
+            pending.clear()
+
+    for kind, path, rows, name in entries:
+        if kind == "file":
+            pending.append((path, name))
+            if len(pending) >= files_per_chunk:
+                flush()
+            continue
+        flush()
+        for s in range(0, rows, chunk_size):
+            t = min(rows, s + chunk_size)
+            chunks.append(Chunk(len(chunks), kind, (str(path),), (name,), s, t, first))
+            first += t - s
+    flush()
+    return chunks
+
+
+def _is_dataset(x: Any) -> bool:
+    return type(x).__module__.startswith("pyarrow") and hasattr(x, "files") and hasattr(x, "schema")
+
+
+def _memory_chunks(source: Iterable[Any], chunk_size: int) -> list[Chunk]:
+    items: list[tuple[str, Any]] = []
+    for i, x in enumerate(source):
+        if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str):
+            items.append((x[0], x[1]))
+        else:
+            items.append((f"#{i}", x))
+    chunks: list[Chunk] = []
+    for s in range(0, len(items), chunk_size):
+        part = items[s : s + chunk_size]
+        chunks.append(
+            Chunk(len(chunks), "memory", (), tuple(n for n, _ in part), 0, len(part), s, tuple(x for _, x in part))
+        )
+    return chunks
+
+
+# ----------------------------------------------------------------------------------------------------------
+# reading a chunk
+
+
+@dataclass
+class ChunkData:
+    """What a chunk holds once read: stacks of equal-shape float arrays with their row items, and single
+    networks (or errors)."""
+
+    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    singles: list[Item]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, InvalidNetworkError | UnsupportedModelError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _read_stack(path: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if path.lower().endswith(".npz"):
+        with np.load(path, allow_pickle=False) as data:
+            keys = set(data.files)
+            missing = [x for x in ("V", "A", "b") if x not in keys]
+            if missing:
+                raise InvalidNetworkError(f"{path}: the stacked shard has no array {', '.join(missing)}")
+            V, A, b = data["V"][start:stop], data["A"][start:stop], data["b"][start:stop]
+            c = data["c"][start:stop] if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
+    else:
+        from safetensors import safe_open
+
+        with safe_open(path, framework="numpy") as f:
+            keys = set(f.keys())
+            missing = [x for x in ("V", "A", "b") if x not in keys]
+            if missing:
+                raise InvalidNetworkError(f"{path}: the stacked shard has no array {', '.join(missing)}")
+            V = f.get_slice("V")[start:stop]
+            A = f.get_slice("A")[start:stop]
+            b = f.get_slice("b")[start:stop]
+            c = f.get_slice("c")[start:stop] if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
+    B = stop - start
+    if A.ndim != 3 or V.ndim != 3 or b.ndim != 2 or c.ndim != 2 or A.shape[0] != B or V.shape[0] != B:
+        raise InvalidNetworkError(
+            f"{path}: a stacked shard needs V (B×k×n), A (B×n×m), b (B×n), c (B×k); got V {V.shape}, A {A.shape}, "
+            f"b {b.shape}, c {c.shape}"
+        )
+    return V, A, b, c
+
+
+def _table_rows(path: str, start: int, stop: int) -> Iterator[tuple[int, Any]]:
+    """(row, network or error message) for rows start..stop of a Parquet zoo table."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    names = set(pf.schema_arrow.names)
+    flat = {"V", "A", "b"} <= names
+    if not flat and "weights" not in names:
+        raise InvalidNetworkError(
+            f"{path}: a zoo table needs columns m, n, k and either V, A, b, c or weights (found {sorted(names)})"
+        )
+    if not {"m", "n", "k"} <= names:
+        raise InvalidNetworkError(f"{path}: a zoo table needs integer columns m, n and k (found {sorted(names)})")
+    cols = ["m", "n", "k"] + ([x for x in ("V", "A", "b", "c") if x in names] if flat else ["weights"])
+    # the row groups covering start..stop
+    md = pf.metadata
+    pos = 0
+    groups = []
+    offset = None
+    for g in range(md.num_row_groups):
+        cnt = md.row_group(g).num_rows
+        if pos + cnt > start and pos < stop:
+            groups.append(g)
+            if offset is None:
+                offset = pos
+        pos += cnt
+    table = pf.read_row_groups(groups, columns=cols) if groups else None
+    if table is None:
+        return
+    table = table.slice(start - (offset or 0), stop - start)
+    data = table.to_pydict()
+    for r in range(table.num_rows):
+        row = start + r
+        try:
+            m, n, k = (int(data[x][r]) for x in ("m", "n", "k"))
+            if flat:
+                parts = [data["V"][r], data["A"][r], data["b"][r], data["c"][r] if "c" in data else [0.0] * k]
+            else:
+                w = data["weights"][r]
+                sizes = [k * n, n * m, n, k]
+                if w is None or len(w) != sum(sizes):
+                    got = "null" if w is None else len(w)
+                    raise InvalidNetworkError(
+                        f"{path} row {row}: weights has {got} entries, expected k·n + n·m + n + k = {sum(sizes)}"
+                    )
+                cuts = np.cumsum([0] + sizes)
+                parts = [w[cuts[i] : cuts[i + 1]] for i in range(4)]
+            V, A, b, c = (np.asarray(x, dtype=_dtype(table)) for x in parts)
+            if V.size != k * n or A.size != n * m or b.size != n or c.size != k:
+                raise InvalidNetworkError(
+                    f"{path} row {row}: V, A, b, c have {V.size}, {A.size}, {b.size}, {c.size} entries, expected "
+                    f"{k * n}, {n * m}, {n}, {k} for m = {m}, n = {n}, k = {k}"
+                )
+            yield row, (V.reshape(k, n), A.reshape(n, m), b, c)
+        except (InvalidNetworkError, TypeError, ValueError) as exc:
+            yield row, _message(exc)
+
+
+def _dtype(table: Any) -> Any:
+    """The float dtype of the weights column(s) of a zoo table (float32 stays float32)."""
+    import pyarrow as pa
+
+    for name in ("weights", "V"):
+        if name in table.column_names:
+            t = table.schema.field(name).type
+            while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+                t = t.value_type
+            if pa.types.is_float32(t):
+                return np.float32
+            if pa.types.is_float16(t):
+                return np.float16
+    return np.float64
+
+
+def read_chunk(chunk: Chunk) -> ChunkData:
+    """Read the networks of a chunk (in the process that runs it).  Nothing raises: unreadable networks become
+    items with an error."""
+    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    singles: list[Item] = []
+    if chunk.kind == "shard":
+        name = chunk.names[0]
+        try:
+            V, A, b, c = _read_stack(chunk.paths[0], chunk.start, chunk.stop)
+            items = [Item(f"{name}#{r}", chunk.first + i) for i, r in enumerate(range(chunk.start, chunk.stop))]
+            stacks.append((items, V, A, b, c))
+        except Exception as exc:  # noqa: BLE001 - the whole shard is unreadable: one error row per network
+            msg = _message(exc)
+            singles += [
+                Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))
+            ]
+        return ChunkData(stacks, singles)
+    loaded: list[tuple[Item, tuple[np.ndarray, ...] | None]] = []
+    if chunk.kind == "table":
+        name = chunk.names[0]
+        try:
+            for row, res in _table_rows(chunk.paths[0], chunk.start, chunk.stop):
+                item = Item(f"{name}#{row}", chunk.first + row - chunk.start)
+                if isinstance(res, str):
+                    singles.append(Item(item.source, item.index, error=res))
+                else:
+                    loaded.append((item, res))
+        except Exception as exc:  # noqa: BLE001
+            msg = _message(exc)
+            singles += [
+                Item(f"{name}#{r}", chunk.first + i, error=msg) for i, r in enumerate(range(chunk.start, chunk.stop))
+            ]
+            return ChunkData(stacks, singles)
+    elif chunk.kind == "files":
+        from ..io import load
+
+        for i, (path, name) in enumerate(zip(chunk.paths, chunk.names, strict=True)):
+            try:
+                net = load(path)
+                loaded.append((Item(name, chunk.first + i, net=net), None))
+            except Exception as exc:  # noqa: BLE001 - any failure to read a file is that file's error row
+                singles.append(Item(name, chunk.first + i, error=_message(exc)))
+    else:
+        for i, (x, name) in enumerate(zip(chunk.nets or (), chunk.names, strict=True)):
+            if isinstance(x, Network):
+                loaded.append((Item(name, chunk.first + i, net=x), None))
+            else:
+                try:
+                    from ..io import load
+
+                    loaded.append((Item(name, chunk.first + i, net=load(x)), None))
+                except Exception as exc:  # noqa: BLE001
+                    singles.append(Item(name, chunk.first + i, error=_message(exc)))
+    # group equal-shape float networks into stacks
+    groups: dict[tuple[Any, ...], list[tuple[Item, tuple[np.ndarray, ...]]]] = {}
+    for item, arrs in loaded:
+        if arrs is None:
+            if item.net is None:
+                continue
+            net = item.net
+            if not net.is_float or any(x.dtype == object for x in (net.V, net.A, net.b, net.c)):
+                singles.append(item)
+                continue
+            arrs = (net.V, net.A, net.b, net.c)
+        key = tuple(x.shape for x in arrs) + (np.result_type(*arrs).str,)
+        groups.setdefault(key, []).append((item, arrs))
+    for members in groups.values():
+        items = [it for it, _ in members]
+        V, A, b, c = (np.stack([arrs[j] for _, arrs in members]) for j in range(4))
+        stacks.append((items, V, A, b, c))
+    return ChunkData(stacks, singles)

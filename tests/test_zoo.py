@@ -1,0 +1,525 @@
+"""relusym.zoo: batched digests equal the single-network definition; a planted zoo in six formats gives exactly
+the planted duplicate groups and one error row per bad input; the table does not depend on the executor; a job
+killed with SIGKILL (or losing a Dask worker) and resumed ends with the same table."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import relusym
+from relusym import Network, normal_form
+from relusym._fileio import TMP_MARK
+from relusym._zoo._digest import stack_digests
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from relusym.zoo import SCHEMA, read_zoo_table, scan_zoo  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _definition(V, A, b, c) -> list[str | None]:
+    out = []
+    for i in range(A.shape[0]):
+        try:
+            out.append(normal_form(Network(V[i], A[i], b[i], c[i])).digest())
+        except relusym.InvalidNetworkError:
+            out.append(None)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# vectorized digests against normal_form(net).digest()
+
+
+def _stack_with_structure(rng: np.random.Generator, B: int, m: int, n: int, k: int, kind: str):
+    """Stacks rich in the cases exactness hinges on: ties and shared hyperplanes (small integers), cancelling
+    kinks, opposite pairs, hidden flips, dead and constant neurons, split duplicates, tiny and huge exponents."""
+    if kind == "int":
+        V = rng.integers(-2, 3, (B, k, n)).astype(np.float32)
+        A = rng.integers(-2, 3, (B, n, m)).astype(np.float32)
+        b = rng.integers(-2, 3, (B, n)).astype(np.float32)
+        c = rng.integers(-2, 3, (B, k)).astype(np.float32)
+    elif kind == "dyadic":
+        V = (rng.integers(-8, 9, (B, k, n)) / 4).astype(np.float32)
+        A = (rng.integers(-8, 9, (B, n, m)) / 8).astype(np.float32)
+        b = (rng.integers(-8, 9, (B, n)) / 2).astype(np.float32)
+        c = (rng.integers(-8, 9, (B, k)) / 4).astype(np.float32)
+    else:
+        V = rng.standard_normal((B, k, n)).astype(np.float32)
+        A = rng.standard_normal((B, n, m)).astype(np.float32)
+        b = rng.standard_normal((B, n)).astype(np.float32)
+        c = rng.standard_normal((B, k)).astype(np.float32)
+        if kind == "wide":  # exponents far apart: sums need many limbs, quotients big numerators
+            A *= (2.0 ** rng.integers(-60, 60, (B, n, m))).astype(np.float32)
+            V *= (2.0 ** rng.integers(-60, 60, (B, k, n))).astype(np.float32)
+    if n >= 2:
+        t = B // 4
+        # split duplicates and opposite pairs, cancelling kinks (v and −v on one hyperplane)
+        A[:t, 1] = A[:t, 0] * np.float32(2.0)
+        b[:t, 1] = b[:t, 0] * np.float32(2.0)
+        V[t : 2 * t, :, 1] = -V[t : 2 * t, :, 0]
+        A[t : 2 * t, 1] = -A[t : 2 * t, 0]
+        b[t : 2 * t, 1] = -b[t : 2 * t, 0]
+        V[2 * t : 3 * t, :, 1] = -V[2 * t : 3 * t, :, 0]  # a flip pair: v₀a₀ + v₁a₁ = 0
+        A[2 * t : 3 * t, 1] = A[2 * t : 3 * t, 0]
+        A[3 * t :, -1] = 0.0  # constant (b > 0) or null neurons
+        V[3 * t :, :, 0] = 0.0  # dead neuron
+    return V, A, b, c
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 4),
+    n=st.integers(0, 9),
+    k=st.integers(1, 3),
+    kind=st.sampled_from(["int", "dyadic", "normal", "wide"]),
+)
+def test_stack_digests_equal_the_definition(seed, m, n, k, kind):
+    rng = np.random.default_rng(seed)
+    V, A, b, c = _stack_with_structure(rng, 64, m, n, k, kind)
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == _definition(V, A, b, c)
+    assert sd.fast.all()
+    for i in range(0, 64, 9):  # the width shortcut agrees with minimal_width
+        if sd.width[i] >= 0:
+            assert sd.width[i] == relusym.minimal_width(Network(V[i], A[i], b[i], c[i]))
+
+
+def test_stack_digests_flips_and_fallbacks():
+    rng = np.random.default_rng(5)
+    V, A, b, c = _stack_with_structure(rng, 40, 3, 6, 2, "dyadic")
+    # a hidden flip of the pair (0, 1) where Σ_T v_i a_iᵀ = 0: same function, same digest
+    i = 40 // 4 * 2
+    net = Network(V[i], A[i], b[i], c[i])
+    flipped = relusym.flip(net, [0, 1])
+    assert relusym.equivalent(net, flipped)
+    V2, A2, b2, c2 = (
+        np.stack([x, y]) for x, y in zip(net.to_float(np.float32), flipped.to_float(np.float32), strict=True)
+    )
+    sd = stack_digests(V2, A2, b2, c2)
+    assert sd.digest[0] == sd.digest[1] == normal_form(net).digest()
+    # float64 entries that are not float32 values, NaN and infinity: single-network path or an error
+    V64, A64, b64, c64 = (x.astype(np.float64) for x in (V, A, b, c))
+    A64[0, 0, 0] = 0.1
+    A64[1, 0, 0] = np.nan
+    c64[2, 0] = np.inf
+    sd = stack_digests(V64, A64, b64, c64)
+    assert not sd.fast[:3].any() and sd.fast[3:].all()
+    assert sd.digest[1] is None and "nan" in (sd.error[1] or "") and sd.digest[2] is None
+    assert sd.digest == _definition(V64, A64, b64, c64)
+
+
+def test_stack_digests_thousands_of_random_networks():
+    rng = np.random.default_rng(11)
+    # the last two shapes have n·k·m > 4096: M comes from exact matrix products of 16-bit limbs
+    for m, n, k, B in ((2, 16, 1, 600), (8, 24, 1, 300), (3, 7, 4, 400), (6, 48, 16, 30), (16, 40, 8, 20)):
+        for kind in ("normal", "int", "wide"):
+            V, A, b, c = _stack_with_structure(rng, B, m, n, k, kind)
+            assert stack_digests(V, A, b, c).digest == _definition(V, A, b, c)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a planted zoo
+
+
+def _base(rng: np.random.Generator) -> Network:
+    """A random 2-4-1 network with dyadic float32 entries and a hidden flip (neurons 0 and 1: v₁ = −v₀, a₁ = a₀)."""
+    V = (rng.integers(1, 9, (1, 4)) / 4 * rng.choice([-1, 1], (1, 4))).astype(np.float32)
+    A = (rng.integers(1, 9, (4, 2)) / 8 * rng.choice([-1, 1], (4, 2))).astype(np.float32)
+    b = (rng.integers(-8, 9, 4) / 4).astype(np.float32)
+    V[0, 1] = -V[0, 0]
+    A[1] = A[0]
+    b[1] = b[0] + 1
+    c = (rng.integers(-4, 5, 1) / 4).astype(np.float32)
+    return Network(V, A, b, c)
+
+
+def _rescaled(net: Network, rng: np.random.Generator, exact: bool) -> Network:
+    """π·diag(d) of θ: permuted, neuron i scaled by d_i (powers of two stay float32; exact=True uses thirds)."""
+    perm = rng.permutation(net.n)
+    d = [Fraction(3) ** int(e) if exact else Fraction(2) ** int(e) for e in rng.integers(-2, 3, net.n)]
+    F = net.to_fractions()
+    V = [[F.V[0, p] / d[p] for p in perm]]
+    A = [[F.A[p, j] * d[p] for j in range(net.m)] for p in perm]
+    b = [F.b[p] * d[p] for p in perm]
+    out = Network(V, A, b, list(F.c))
+    return out if exact else Network(*(np.asarray(x, dtype=np.float32) for x in out.to_float()))
+
+
+def _padded(net: Network) -> Network:
+    """θ with a dead neuron (v = 0), a null neuron (a = 0, b < 0) and neuron 2 split in two halves."""
+    V, A, b, c = (np.asarray(x, dtype=np.float32) for x in net.to_float())
+    V2 = np.concatenate([V, np.zeros((1, 1)), np.ones((1, 1)), V[:, 2:3] / 2], axis=1)
+    V2[0, 2] /= 2
+    A2 = np.concatenate([A, [[1.0, -1.0]], [[0.0, 0.0]], A[2:3]])
+    b2 = np.concatenate([b, [0.5, -1.0], b[2:3]])
+    return Network(V2.astype(np.float32), A2.astype(np.float32), b2.astype(np.float32), c)
+
+
+def _torch_state(net: Network):
+    torch = pytest.importorskip("torch")
+    V, A, b, c = net.to_float(np.float32)
+    model = torch.nn.Sequential(torch.nn.Linear(net.m, net.n), torch.nn.ReLU(), torch.nn.Linear(net.n, net.k))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.from_numpy(A))
+        model[0].bias.copy_(torch.from_numpy(b))
+        model[2].weight.copy_(torch.from_numpy(V))
+        model[2].bias.copy_(torch.from_numpy(c))
+    return model.state_dict()
+
+
+def _tanh_onnx(path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    W1, b1 = np.ones((3, 2), np.float32), np.zeros(3, np.float32)
+    W2, b2 = np.ones((1, 3), np.float32), np.zeros(1, np.float32)
+    nodes = [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1),
+        helper.make_node("Tanh", ["h"], ["r"]),
+        helper.make_node("Gemm", ["r", "W2", "b2"], ["y"], transB=1),
+    ]
+    inits = [numpy_helper.from_array(a, name) for a, name in ((W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2"))]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 1])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def _planted_zoo(root: Path, seed: int = 0) -> tuple[list[set[str]], set[str]]:
+    """Write a zoo; return the planted duplicate groups (sets of sources) and the sources of the bad inputs."""
+    torch = pytest.importorskip("torch")
+    st_torch = pytest.importorskip("safetensors.torch")
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "sub").mkdir()
+    groups: list[set[str]] = []
+    shard_nets: list[Network] = []
+    table_nets: list[Network] = []
+    for g in range(4):
+        base = _base(rng)
+        names = set()
+        relusym.save(base, root / f"base{g}.json")
+        names.add(f"base{g}.json")
+        relusym.save(_rescaled(base, rng, exact=True), root / "sub" / f"thirds{g}.json")
+        names.add(f"sub/thirds{g}.json")
+        relusym.save(_rescaled(base, rng, exact=False), root / f"perm{g}.npz")
+        names.add(f"perm{g}.npz")
+        flipped = relusym.flip(base, [0, 1])
+        torch.save(_torch_state(flipped), root / f"flipped{g}.pt")
+        names.add(f"flipped{g}.pt")
+        st_torch.save_file(_torch_state(_padded(base)), str(root / f"padded{g}.safetensors"))
+        names.add(f"padded{g}.safetensors")
+        names.add(f"shard.npz#{len(shard_nets)}")
+        shard_nets.append(_rescaled(flipped, rng, exact=False))
+        names.add(f"tables/rows.parquet#{len(table_nets)}")
+        table_nets.append(_rescaled(base, rng, exact=False))
+        groups.append(names)
+    # distinct random networks in the shard and the table, one NaN network in the shard
+    for _ in range(6):
+        shard_nets.append(_base(rng))
+        table_nets.append(_base(rng))
+    V, A, b, c = (np.stack([x.to_float(np.float32)[j] for x in shard_nets]) for j in range(4))
+    A[-1, 0, 0] = np.nan
+    np.savez(root / "shard.npz", V=V, A=A, b=b, c=c)
+    (root / "tables").mkdir()
+    w = [np.concatenate([x.ravel() for x in net.to_float(np.float32)]).tolist() for net in table_nets]
+    tab = pa.table(
+        {
+            "m": [2] * len(w),
+            "n": [4] * len(w),
+            "k": [1] * len(w),
+            "weights": pa.array(w, type=pa.list_(pa.float32())),
+        }
+    )
+    pq.write_table(tab, root / "tables" / "rows.parquet", row_group_size=3)
+    # bad inputs
+    (root / "corrupt.npz").write_bytes(b"PK\x03\x04 this is not a zip archive")
+    _tanh_onnx(root / "tanh.onnx")
+    bad = {"corrupt.npz", "tanh.onnx", f"shard.npz#{len(shard_nets) - 1}"}
+    return groups, bad
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("zoo") / "zoo"
+    groups, bad = _planted_zoo(root)
+    return root, groups, bad
+
+
+def _groups_of(table) -> list[set[str]]:
+    d = table.to_pydict()
+    by: dict[int, set[str]] = {}
+    for src, g, s in zip(d["source"], d["group"], d["status"], strict=True):
+        if s == "ok":
+            by.setdefault(g, set()).add(src)
+    return [x for x in by.values() if len(x) > 1]
+
+
+def test_planted_zoo_groups_and_errors(planted, tmp_path):
+    root, groups, bad = planted
+    res = scan_zoo(root, tmp_path / "zoo.parquet", chunk_size=4, files_per_chunk=5, progress=False)
+    table = read_zoo_table(tmp_path / "zoo.parquet")
+    assert table.equals(res.table)
+    assert table.schema.metadata[b"schema"] == SCHEMA.encode()
+    found = _groups_of(table)
+    assert sorted(map(sorted, found)) == sorted(map(sorted, groups))
+    d = table.to_pydict()
+    errors = {s for s, st_ in zip(d["source"], d["status"], strict=True) if st_ == "error"}
+    assert errors == bad
+    msgs = dict(zip(d["source"], d["error"], strict=True))
+    assert "nan" in msgs[max(bad - {"corrupt.npz", "tanh.onnx"})].lower()
+    assert "Tanh" in msgs["tanh.onnx"] or "tanh" in msgs["tanh.onnx"].lower()
+    assert len(d["source"]) == len(set(d["source"]))  # one row per network
+    # every digest is the definition's, computed here from the files themselves
+    for src, dg, st_ in zip(d["source"], d["digest"], d["status"], strict=True):
+        if st_ == "ok" and "#" not in src:
+            assert dg == normal_form(relusym.load(root / src)).digest()
+    # the planted copies really compute the base's function (the oracle is relusym.equivalent on the files)
+    for g in groups:
+        files = sorted(x for x in g if "#" not in x)
+        first = relusym.load(root / files[0])
+        assert all(relusym.equivalent(first, relusym.load(root / f)) for f in files[1:])
+    # hidden flips and widths: every base has the flip {0, 1}, and width 4 (the padded copies too)
+    w = dict(zip(d["source"], d["width"], strict=True))
+    assert {w[f"base{g}.json"] for g in range(4)} == {4} and {w[f"padded{g}.safetensors"] for g in range(4)} == {4}
+    gen = dict(zip(d["source"], d["generic"], strict=True))
+    flips = dict(zip(d["source"], d["flip_sets"], strict=True))
+    assert all(gen[f"base{g}.json"] == "false" and flips[f"base{g}.json"] >= 1 for g in range(4))
+    s = res.summary
+    assert s["schema"] == SCHEMA and s["errors"] == len(bad) and s["networks"] == len(d["source"])
+    assert sorted(map(sorted, (set(x["sources"]) for x in s["exact_duplicate_groups"]))) == sorted(map(sorted, groups))
+    assert json.loads((tmp_path / "zoo.summary.json").read_text()) == s
+    assert not (tmp_path / "zoo.parquet.parts").exists()
+    assert not [p for p in tmp_path.rglob("*") if TMP_MARK in p.name]
+
+
+def test_same_table_serial_threads_pool(planted, tmp_path):
+    root, _, _ = planted
+    scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    with ThreadPoolExecutor(3) as ex:
+        scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, executor=ex, progress=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
+@pytest.mark.slow
+def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    root, _, _ = planted
+    scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, workers=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, host="127.0.0.1", processes=True, dashboard_address=None) as cluster:
+        scan_zoo(
+            root,
+            tmp_path / "c.parquet",
+            chunk_size=3,
+            files_per_chunk=4,
+            scheduler=cluster.scheduler_address,
+            progress=False,
+        )
+    a = (tmp_path / "a.parquet").read_bytes()
+    assert a == (tmp_path / "b.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
+    t = pq.read_table(tmp_path / "c.parquet").sort_by("source")
+    assert t.equals(pq.read_table(tmp_path / "a.parquet").sort_by("source"))
+
+
+def test_inputs_parquet_columns_dataset_and_memory(tmp_path):
+    ds = pytest.importorskip("pyarrow.dataset")
+    rng = np.random.default_rng(3)
+    nets = [_base(rng) for _ in range(5)]
+    nets.append(_rescaled(nets[0], rng, exact=False))
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    for part, sl in (("p0.parquet", nets[:3]), ("p1.parquet", nets[3:])):
+        cols = {x: [np.asarray(getattr(n, x), dtype=np.float64).ravel().tolist() for n in sl] for x in "VAbc"}
+        pq.write_table(pa.table({"m": [2] * len(sl), "n": [4] * len(sl), "k": [1] * len(sl), **cols}), folder / part)
+    r1 = scan_zoo(ds.dataset(str(folder), format="parquet"), chunk_size=2, progress=False, fibre=False)
+    r2 = scan_zoo(folder, chunk_size=2, progress=False, fibre=False)
+    r3 = scan_zoo([(f"net{i}", n) for i, n in enumerate(nets)], chunk_size=4, progress=False, fibre=False)
+    digests = [normal_form(n).digest() for n in nets]
+    for r in (r1, r2, r3):
+        d = r.table.to_pydict()
+        assert d["digest"] == digests and d["group"][5] == d["group"][0] and d["group_size"][0] == 2
+        assert d["width"] == [relusym.minimal_width(n) for n in nets]
+        assert d["generic"] == [None] * 6
+    assert r1.table.to_pydict()["source"][3] == "p1.parquet#0"
+
+
+def test_near_duplicates_follow_equivalent_approx(tmp_path):
+    rng = np.random.default_rng(8)
+    base = [_base(rng) for _ in range(4)]
+    noisy = []
+    for net in base[:2]:
+        V, A, b, c = net.to_float(np.float64)
+        noisy.append(Network(V * (1 + 1e-7), A, b + 1e-8, c))
+    nets = base + noisy
+    loose = scan_zoo(list(nets), atol=1e-6, rtol=1e-6, progress=False, fibre=False)
+    strict = scan_zoo(list(nets), progress=False, fibre=False)
+    for res, atol, rtol in ((loose, 1e-6, 1e-6), (strict, 0.0, 1e-9)):
+        d = res.table.to_pydict()
+        for i in range(len(nets)):
+            for j in range(i + 1, len(nets)):
+                same = d["near_cluster"][i] == d["near_cluster"][j]
+                assert same == bool(relusym.equivalent_approx(nets[i], nets[j], atol=atol, rtol=rtol))
+        assert len(set(d["group"])) == 6  # no exact duplicates
+    s = loose.summary
+    assert s["tolerance"] == {"atol": 1e-6, "rtol": 1e-6} and len(s["near_duplicate_groups"]) == 2
+    assert {tuple(g["sources"]) for g in s["near_duplicate_groups"]} == {("#0", "#4"), ("#1", "#5")}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the command line, resuming
+
+
+def _cli(*args: str, **kw):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "relusym", *args], capture_output=True, text=True, env=env, **kw)
+
+
+def test_cli_summary_json_and_bad_input(planted, tmp_path):
+    root, groups, bad = planted
+    out = tmp_path / "z.parquet"
+    r = _cli("zoo", str(root), "-o", str(out), "--json", "--quiet", "--chunk-size", "5")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["schema"] == SCHEMA and len(s["exact_duplicate_groups"]) == len(groups) and s["errors"] == len(bad)
+    r = _cli("zoo", str(root), "-o", str(tmp_path / "t.parquet"), "--quiet", "--no-fibre")
+    assert r.returncode == 0 and "exact duplicate groups (same function): 4" in r.stdout
+    r = _cli("zoo", str(tmp_path / "missing"), "-o", str(tmp_path / "x.parquet"))
+    assert r.returncode == 2 and "no such file" in r.stderr and r.stderr.count("\n") == 1
+    assert not (tmp_path / "x.parquet").exists()
+    r = _cli("zoo", str(root), "-o", str(tmp_path / "y.parquet"), "--budget", "-1")
+    assert r.returncode == 2 and "budget" in r.stderr
+
+
+def _fault_zoo(path: Path, count: int) -> None:
+    """A shard of random networks with exact duplicates (fibre analysis off: its budgets depend on the machine's
+    speed, while the digest columns do not)."""
+    rng = np.random.default_rng(2)
+    V, A, b, c = (
+        rng.standard_normal(s).astype(np.float32) for s in ((count, 1, 10), (count, 10, 2), (count, 10), (count, 1))
+    )
+    V[1::7], A[1::7], b[1::7], c[1::7] = V[0], A[0], b[0], c[0]
+    np.savez(path, V=V, A=A, b=b, c=c)
+
+
+@pytest.mark.slow
+def test_sigkill_and_resume_gives_the_same_table(tmp_path):
+    src = tmp_path / "shard.npz"
+    _fault_zoo(src, 3000)
+    args = [str(src), "--chunk-size", "30", "--quiet", "--no-fibre"]
+    ref = tmp_path / "ref.parquet"
+    assert _cli("zoo", *args, "-o", str(ref)).returncode == 0
+    out = tmp_path / "out" / "z.parquet"
+    out.parent.mkdir()
+    parts = out.with_name(out.name + ".parts")
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen([sys.executable, "-m", "relusym", "zoo", *args, "-o", str(out)], env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 5:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    written = len(list(parts.glob("part-*.parquet")))
+    assert 5 <= written < 100 and not out.exists()
+    # a resumed run with other options is refused, one sentence, exit 2
+    r = _cli("zoo", *args, "-o", str(out), "--resume", "--rtol", "1e-3")
+    assert r.returncode == 2 and "different job" in r.stderr
+    r = _cli("zoo", *args, "-o", str(out), "--resume")
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == ref.read_bytes()
+    t = pq.read_table(out)
+    assert t.num_rows == 3000 and len(set(t.column("index").to_pylist())) == 3000
+    assert not parts.exists() and not [p for p in tmp_path.rglob("*") if TMP_MARK in p.name]
+
+
+@pytest.mark.slow
+def test_dask_worker_killed_job_completes(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    from relusym._zoo._run import Options, run_job
+
+    src = tmp_path / "shard.npz"
+    _fault_zoo(src, 1200)
+    ref = scan_zoo(src, tmp_path / "ref.parquet", chunk_size=50, fibre=False, progress=False)
+    with distributed.LocalCluster(n_workers=2, host="127.0.0.1", processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            pids = client.run(os.getpid)
+        killed = []
+
+        def on_part(index: int) -> None:
+            if not killed:
+                pid = next(iter(pids.values()))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        res = run_job(
+            src,
+            tmp_path / "z.parquet",
+            options=Options(fibre=False),
+            scheduler=cluster.scheduler_address,
+            chunk_size=50,
+            on_part=on_part,
+            show_progress=False,
+        )
+    assert killed
+    assert res.table.equals(ref.table)
+    assert (tmp_path / "z.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the census on executors
+
+
+def _census_core(c) -> list[tuple]:
+    return [
+        (r.family, r.total, r.counts, r.widths, r.orbit_counts, r.samples, r.orbit_checks, r.flip_checks)
+        for r in c.rows
+    ]
+
+
+def test_census_chunked_reproduces_the_census():
+    from relusym.census import run_census, run_census_chunked
+
+    ref = run_census(sample_231=30, limit_121=200)
+    a = run_census_chunked(sample_231=30, limit_121=200, chunk_size=37, progress=False)
+    with ThreadPoolExecutor(2) as ex:
+        b = run_census_chunked(sample_231=30, limit_121=200, chunk_size=37, executor=ex, progress=False)
+    assert _census_core(a) == _census_core(ref) and a.ok and ref.ok
+    assert [r.to_dict() for r in a.rows] == [r.to_dict() for r in b.rows]  # hidden-flip counts included
+
+
+@pytest.mark.slow
+def test_census_on_a_process_pool_and_a_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    from relusym.census import run_census_chunked
+
+    kw = dict(sample_231=40, limit_121=300, chunk_size=50, progress=False)
+    a = run_census_chunked(**kw)
+    b = run_census_chunked(workers=2, **kw)
+    with distributed.LocalCluster(n_workers=2, host="127.0.0.1", processes=True, dashboard_address=None) as cl:
+        c = run_census_chunked(scheduler=cl.scheduler_address, **kw)
+    assert [r.to_dict() for r in a.rows] == [r.to_dict() for r in b.rows] == [r.to_dict() for r in c.rows]
+    r = _cli("census", "--sample", "10", "--limit-121", "40", "--workers", "2", "--chunk-size", "20", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["ok"]
