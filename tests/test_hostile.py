@@ -1053,3 +1053,19 @@ test_fuzz_json_reader_long = pytest.mark.slow(_LONG(given(**_json_args)(_fuzz_js
 test_fuzz_npz_reader_long = pytest.mark.slow(_LONG(given(**_blob_args)(_fuzz_npz)))
 test_fuzz_onnx_reader_long = pytest.mark.slow(_LONG(given(**_blob_args)(_fuzz_onnx)))
 test_fuzz_safetensors_header_long = pytest.mark.slow(_LONG(given(**_st_args)(_fuzz_safetensors)))
+
+
+def test_fiber_budget_is_a_deadline(tmp_path):  # type: ignore[no-untyped-def]
+    """Three neurons on one hyperplane of 784 inputs (orientations +, −, −): the strata witnesses are built in
+    time linear in m (they took minutes when they formed m × m Gram matrices)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(784).astype(np.float32)
+    b0 = np.float32(rng.standard_normal())
+    A = np.stack([a, -a, -2 * a])
+    b = np.array([b0, -b0, -2 * b0], dtype=np.float32)
+    p = tmp_path / "line.npz"
+    np.savez(p, V=np.array([[1.0, 1.0, -1.0]], np.float32), A=A, b=b, c=np.zeros(1, np.float32))
+    run = relusym("fiber", "--json", "--budget", "1", str(p), cwd=tmp_path)
+    assert run.seconds < MAX_SECONDS
+    assert run.rc == 0, run.err
+    assert json.loads(run.out)["width"] is not None
