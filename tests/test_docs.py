@@ -154,6 +154,7 @@ def test_every_public_name_has_a_reference_entry(site: Path) -> None:
             f"relusym._approx.{name}",
             f"relusym.errors.{name}",
             f"relusym.zoo.{name}",
+            f"relusym._identify.{name}",
         }
         assert ids & anchors, f"relusym.{name} is not documented in docs/reference/"
     for module in ("relusym.io", "relusym.plot", "relusym.report", "relusym.errors"):

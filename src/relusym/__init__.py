@@ -14,7 +14,7 @@ from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
 from ._network import Network
 from ._normal_form import NormalForm, flip
 from ._width import minimal_width, prune
-from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from .errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
     "align": "_alignment",
@@ -24,6 +24,9 @@ _LAZY = {
     # model zoos (pyarrow, and dask when asked for, imported on use)
     "scan_zoo": "zoo",
     "ZooResult": "zoo",
+    # identification from queries
+    "identify": "_identify",
+    "Identification": "_identify",
 }
 
 __version__ = "0.1.0"
@@ -57,6 +60,9 @@ __all__ = [
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
+    "IdentificationError",
+    "identify",
+    "Identification",
     "__version__",
 ]
 

@@ -277,6 +277,61 @@ def cmd_report(args: argparse.Namespace) -> Result:
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
+def _load_oracle(spec: str) -> Any:
+    """``module:function`` (a module on the import path, or a .py file) to a callable."""
+    import importlib
+    import importlib.util
+
+    mod_name, sep, fn_name = spec.rpartition(":")
+    if not sep or not mod_name or not fn_name:
+        raise InvalidNetworkError(f"--oracle must be MODULE:FUNCTION (or path/to/file.py:FUNCTION), got {spec!r}")
+    if mod_name.endswith(".py"):
+        path = Path(mod_name)
+        if not path.is_file():
+            raise InvalidNetworkError(f"--oracle: no such file {mod_name!r}")
+        loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if loader_spec is None or loader_spec.loader is None:  # pragma: no cover - a .py file always has one
+            raise InvalidNetworkError(f"--oracle: cannot import {mod_name!r}")
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as exc:
+            raise InvalidNetworkError(f"--oracle: cannot import module {mod_name!r} ({exc})") from None
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise InvalidNetworkError(f"--oracle: {mod_name!r} has no callable {fn_name!r}")
+    return fn
+
+
+def cmd_identify(args: argparse.Namespace) -> Result:
+    from ._identify import identify
+    from .io import save
+
+    if args.inputs < 1 or args.outputs < 1:
+        raise InvalidNetworkError("--inputs and --outputs must be positive integers")
+    _check_output(args.output)
+    oracle = _load_oracle(args.oracle)
+    res = identify(
+        oracle,
+        args.inputs,
+        args.outputs,
+        exact=args.exact,
+        budget=args.budget,
+        max_queries=args.max_queries,
+        rng=args.seed,
+        progress=False if args.quiet else None,
+        scale=args.scale,
+    )
+    save(res.network, args.output)
+    d = res.to_dict()
+    d["output"] = args.output
+    return d, res.report() + f"\nwrote {args.output}", 0
+
+
 # ----------------------------------------------------------------------------------------------------------
 # relusym zoo (model zoos at scale; pyarrow and dask imported on use)
 
@@ -288,6 +343,7 @@ def _cmd_zoo(args: argparse.Namespace) -> Result:
 
     if args.workers is not None and args.workers < 1:
         raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
+    _check_output(args.output, args.source)
     t0 = time.monotonic()
     try:
         res = scan_zoo(
@@ -445,6 +501,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="classify every network of a small integer grid and check the theorems (relusym census --help)",
         add_help=False,
     )
+
+    sp = add("identify", cmd_identify, "recover a network of minimal width from queries to a black-box function")
+    sp.add_argument("--oracle", required=True, metavar="MODULE:FUNCTION", help="the function to query (a batch "
+                    "of float64 inputs (B, m) -> outputs (B, k); with --exact a list of tuples of Fractions -> "
+                    "lists of k rationals)")  # fmt: skip
+    sp.add_argument("--inputs", type=int, required=True, metavar="M", help="number of inputs m")
+    sp.add_argument("--outputs", type=int, required=True, metavar="K", help="number of outputs k")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the recovered network")
+    sp.add_argument("--exact", action="store_true", help="the oracle is exact (rational in, rational out)")
+    sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
+    sp.add_argument("--max-queries", type=int, default=None, help="a cap on oracle evaluations")
+    sp.add_argument("--scale", type=float, default=1.0, help="size of the input region searched first (default 1)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the random lines (default 0)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
     sp.add_argument("net", metavar="NET")

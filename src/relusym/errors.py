@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidNetworkError", "UnsupportedModelError", "BudgetExceededError", "OutputError", "NNetClampWarning"]
+__all__ = [
+    "InvalidNetworkError",
+    "UnsupportedModelError",
+    "BudgetExceededError",
+    "OutputError",
+    "NNetClampWarning",
+    "IdentificationError",
+]
 
 
 class InvalidNetworkError(ValueError):
@@ -25,3 +32,8 @@ class OutputError(InvalidNetworkError, OSError):
 
 class NNetClampWarning(UserWarning):
     """An NNet file clamps its inputs to [min, max], which is outside the network function relusym compares."""
+
+
+class IdentificationError(UnsupportedModelError):
+    """Queries do not fit any one-hidden-layer ReLU network within the oracle's precision (noise, rounding, a
+    smooth activation), or the recovery could not be checked: :func:`relusym.identify` refuses to answer."""
