@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 # bottom to top; a module may import modules of its own layer or of layers below (never above)
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations", {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits"}),
+    ("foundations", {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits", "_display"}),
     ("exact arithmetic", {"_numbers", "_linalg"}),
     ("the parameter", {"_network"}),
     ("group and normal form", {"_group", "_normal_form"}),

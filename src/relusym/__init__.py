@@ -57,6 +57,9 @@ __all__ = [
     "ZooResult",
     "load",
     "save",
+    "to_torch",
+    "to_keras",
+    "to_flax",
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
@@ -74,11 +77,13 @@ def load(path_or_object: Any, **kwargs: Any) -> Network:
     return _load(path_or_object, **kwargs)
 
 
-def save(net: Network, path: Any, **kwargs: Any) -> None:
-    """Write a network atomically, in the format given by the file suffix (or ``like=`` an original file)."""
+def save(net: Network, path: Any, **kwargs: Any) -> Any:
+    """Write a network atomically and exactly, in the format given by the file suffix (or ``like=`` an original
+    file); an entry the file's float type cannot hold is refused unless ``allow_rounding=True``.  Returns a
+    ``relusym.io.SaveInfo`` (``exact``, and ``distance`` when rounding was allowed)."""
     from .io import save as _save
 
-    _save(net, path, **kwargs)
+    return _save(net, path, **kwargs)
 
 
 def __getattr__(name: str) -> Any:
@@ -88,4 +93,73 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'relusym' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f".{mod}", __name__), name)
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    if name in _TAKES_NETWORKS:
+        value = _taking_anything(value, _TAKES_NETWORKS[name])
+    globals()[name] = value
+    return value
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the top-level functions take anything load takes: a path, a torch/Keras/Flax module, a fitted estimator, ...
+
+_TAKES_NETWORKS = {
+    "normal_form": 1,
+    "equivalent": 2,
+    "find_symmetry": 2,
+    "stabilizer": 1,
+    "flip": 1,
+    "fiber": 1,
+    "minimal_width": 1,
+    "prune": 1,
+    "align": 2,
+    "equivalent_approx": 2,
+    "distance": 2,
+    "to_torch": 1,
+    "to_keras": 1,
+    "to_flax": 1,
+}
+
+
+def _taking_anything(fn: Any, count: int) -> Any:
+    """``fn`` with its first ``count`` arguments read by :func:`load` when they are not yet Networks."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if any(not isinstance(a, Network) for a in args[:count]):
+            args = tuple(a if isinstance(a, Network) else load(a) for a in args[:count]) + args[count:]
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def to_torch(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``torch.nn.Sequential(Linear, ReLU, Linear)`` computing the network, exactly in ``dtype`` (default
+    its widest float dtype, float64 for rationals; an entry that does not fit is refused unless
+    ``allow_rounding=True``)."""
+    from .io._torch_format import to_module
+
+    return to_module(net, dtype, allow_rounding=allow_rounding)
+
+
+def to_keras(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``keras.Sequential([Input(m), Dense(n, relu), Dense(k)])`` computing the network (exact, as
+    :func:`to_torch`)."""
+    from .io._keras_format import to_model
+
+    return to_model(net, dtype, allow_rounding=allow_rounding)
+
+
+def to_flax(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live Flax ``nnx`` module (two ``nnx.Linear`` layers with ``nnx.relu`` between) computing the network
+    (exact, as :func:`to_torch`)."""
+    from .io._flax_format import to_nnx
+
+    return to_nnx(net, dtype, allow_rounding=allow_rounding)
+
+
+for _name, _count in _TAKES_NETWORKS.items():
+    if _name in globals():
+        globals()[_name] = _taking_anything(globals()[_name], _count)
+del _name, _count

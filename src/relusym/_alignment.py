@@ -13,6 +13,7 @@ import numpy as np
 from ._approx import CHUNK, check_compatible, project, projector, row_dist, unique_rows
 from ._group import Symmetry
 from ._network import Network
+from ._progress import progress as show_progress
 from .errors import InvalidNetworkError
 
 __all__ = ["Alignment", "align"]
@@ -212,7 +213,7 @@ def _separation(F: np.ndarray) -> np.ndarray:
     return sep_u[inv]
 
 
-def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignment:
+def align(net1: Network, net2: Network, *, tol: float | None = None, progress: bool | None = None) -> Alignment:
     """Align a noisy, permuted, positively rescaled copy: an h ∈ H_n with h·θ1 ≈ θ2.
 
     Each neuron is put in scale-invariant coordinates: its hyperplane w = (a, b) normalised to ‖w‖ = 1
@@ -226,8 +227,15 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
     without noise the planted pairing is found).  A neuron whose best partner has the opposite orientation
     (−v, −w) is reported in ``flips``.  With ``tol`` a pair counts as matched when its residual is ≤ tol;
     without it, when the residual is below half the neuron's distance to its nearest other neuron of θ1 (the
-    hyperplane separation).  Widths, inputs and outputs must agree.
+    hyperplane separation).  Widths, inputs and outputs must agree.  ``progress`` shows the stage that runs
+    (a bar on stderr when it is a terminal, by default; ``False`` never).
     """
+    with show_progress(total=3, desc="align: scale-invariant coordinates", unit="stage", enabled=progress) as bar:
+        return _align(net1, net2, tol, bar)
+
+
+def _align(net1: Network, net2: Network, tol: float | None, bar: Any) -> Alignment:
+    """:func:`align`, reporting its stages to ``bar``."""
     check_compatible(net1, net2, "align")
     if net1.n != net2.n:
         raise InvalidNetworkError(
@@ -273,6 +281,8 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
 
     F1, F2 = features(V1, A1, b1, w1), features(V2, A2, b2, w2)
     del A1, A2
+    bar.update(1)
+    bar.set_description_str("align: nearest-neighbour matching")
     perm = np.full(n, -1, dtype=np.int64)
     resid = np.full(n, np.inf)
     flip = np.zeros(n, dtype=bool)
@@ -287,6 +297,8 @@ def align(net1: Network, net2: Network, *, tol: float | None = None) -> Alignmen
         flip[i1[ok]] = fl[ok]
         if is_dead:
             confident[i1[ok]] = True
+    bar.update(1)
+    bar.set_description_str("align: separations and scales")
     # leftovers (live vs dead counts differ): pair arbitrarily, in index order
     free2 = np.setdiff1d(np.arange(n), perm[perm >= 0])
     left1 = np.flatnonzero(perm < 0)

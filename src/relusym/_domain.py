@@ -1306,13 +1306,22 @@ def distance_on(
 # the public entry points: the decisions on ℝ^m, and on a domain when one is given
 
 
-def equivalent(net1: Network, net2: Network, *, certificate: bool = True, domain: Any = None) -> Any:
+def equivalent(
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = True,
+    domain: Any = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+) -> Any:
     """Decide exactly whether θ1 and θ2 realize the same function, on all of ℝ^m or on a bounded domain.
 
     Without ``domain``: equality on ℝ^m, through the normal form (see docs/math/normal-form.md).  The answer is a
     :class:`relusym.Verdict`: the witness h ∈ H_n with h·θ1 = θ2, or a flip set T and h with
     h·flip_T(θ1) = θ2, or the shared normal form; when not equivalent, an exact counterexample.  Widths may
-    differ.  With ``certificate=False`` only the decision is made.
+    differ.  With ``certificate=False`` only the decision is made.  ``atol``/``rtol`` ask for the explicit
+    tolerance mode instead (an ``ApproxVerdict``, see :func:`relusym.equivalent_approx`).
 
     With ``domain`` (a :class:`relusym.Box`, a :class:`relusym.Polytope`, or a pair (lo, hi) of scalars or
     length-m sequences): equality on that domain only, decided exactly from the normal forms of the restricted
@@ -1331,7 +1340,9 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True, domain
     (False, True)
     """
     if domain is None:
-        return _equivalence.equivalent(net1, net2, certificate=certificate)
+        return _equivalence.equivalent(net1, net2, certificate=certificate, atol=atol, rtol=rtol)
+    if atol is not None or rtol is not None:
+        raise InvalidNetworkError("a domain does not combine with the tolerance mode (atol=, rtol=): choose one")
     return equivalent_on(net1, net2, domain, certificate=certificate)
 
 

@@ -13,7 +13,7 @@ import random as _random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from ._normal_form import (
 )
 from ._numbers import fraction_str
 from .errors import InvalidNetworkError
+
+if TYPE_CHECKING:
+    from ._approx import ApproxVerdict
 
 __all__ = ["Verdict", "Counterexample", "equivalent"]
 
@@ -104,11 +107,26 @@ class Verdict:
         return self.reason
 
 
-def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Verdict:
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., atol: None = None, rtol: None = None
+) -> Verdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., atol: float | None = ..., rtol: float | None = ...
+) -> Verdict | ApproxVerdict: ...
+
+
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = True, atol: float | None = None, rtol: float | None = None
+) -> Verdict | ApproxVerdict:
     """Decide exactly whether θ1 and θ2 realize the same function on ℝ^m (spec §2.4, Theorem A).
 
     Widths may differ.  With ``certificate=False`` only the decision is made (no witness search and no
-    counterexample).
+    counterexample).  Passing ``atol`` or ``rtol`` asks instead for the explicit tolerance mode
+    (:func:`relusym.equivalent_approx`, which returns an ``ApproxVerdict``; tolerance equality is not transitive).
 
     >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
     >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
@@ -116,6 +134,11 @@ def equivalent(net1: Network, net2: Network, *, certificate: bool = True) -> Ver
     >>> bool(v), v.flips
     (True, (0, 1))
     """
+    if atol is not None or rtol is not None:
+        from ._approx import equivalent_approx
+
+        tol = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
+        return equivalent_approx(net1, net2, **tol)
     if not isinstance(net1, Network) or not isinstance(net2, Network):
         raise InvalidNetworkError("equivalent needs two Network objects")
     if (net1.m, net1.k) != (net2.m, net2.k):

@@ -30,6 +30,7 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
 from ._numbers import fraction_str
+from ._progress import ticking
 from ._rng import RNGLike, as_random
 from ._strata import (
     Stratum,
@@ -294,9 +295,10 @@ def _inactive(net: Network) -> int:
     return int(z.sum())
 
 
-def fiber(net: Network, *, budget: float = 10.0) -> Fiber:
+def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> Fiber:
     """The fibre of θ (spec §5): generic, rigid, flips, orbits, width, dimension, strata; exact, within
-    ``budget`` seconds for the hard searches (flip sets, configurations).
+    ``budget`` seconds for the hard searches (flip sets, configurations).  ``progress`` shows which stage runs
+    (a bar on stderr when it is a terminal, by default; ``False`` never).
 
     >>> fb = fiber(Network([[1, 1]], [[1], [-1]], [0, 1]))   # E2: a hidden flip
     >>> fb.generic, fb.generic_reason, fb.flips, fb.orbits, fb.width, fb.dimension
@@ -304,19 +306,23 @@ def fiber(net: Network, *, budget: float = 10.0) -> Fiber:
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"fiber needs a Network, got {type(net).__name__}")
-    t0 = time.monotonic()
-    deadline = t0 + budget
-    hc = hyperplane_classes(net)
-    ga, ga_reason, gb, gb_reason = generic_conditions(net, hc)
-    if ga and gb:
-        return _fiber_class_a(net, hc, budget, t0)
-    gc: bool | None = False
-    if ga:  # G-b fails: decide G-c too when it is cheap (a failing G-a implies a failing G-c)
-        gc = flip_sets(net, budget=max(0.0, budget / 4), max_sets=64).trivial
-    ctx = _Context(net, hc, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, t0)
-    if int(hc.kink_mask.sum()) > _FAST_N and no_mixed_class(hc):
-        return _fiber_no_mixed(ctx)
-    return _fiber_general(ctx, deadline)
+    with ticking(budget, desc="fibre: hyperplane classes", enabled=progress) as bar:
+        t0 = time.monotonic()
+        deadline = t0 + budget
+        hc = hyperplane_classes(net)
+        bar.set_description_str("fibre: genericity")
+        ga, ga_reason, gb, gb_reason = generic_conditions(net, hc)
+        if ga and gb:
+            bar.set_description_str("fibre: flip sets")
+            return _fiber_class_a(net, hc, budget, t0)
+        gc: bool | None = False
+        bar.set_description_str("fibre: flip sets, configurations and strata")
+        if ga:  # G-b fails: decide G-c too when it is cheap (a failing G-a implies a failing G-c)
+            gc = flip_sets(net, budget=max(0.0, budget / 4), max_sets=64).trivial
+        ctx = _Context(net, hc, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, t0)
+        if int(hc.kink_mask.sum()) > _FAST_N and no_mixed_class(hc):
+            return _fiber_no_mixed(ctx)
+        return _fiber_general(ctx, deadline)
 
 
 class _Context(NamedTuple):

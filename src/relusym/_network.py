@@ -69,7 +69,10 @@ class Network:
             raise InvalidNetworkError("m = 0: a network needs at least one input")
         b_arr = as_exact_array(b if not (n == 0 and _is_empty(b)) else np.zeros(0), "b", 1)
         if b_arr.shape != (n,):
-            raise InvalidNetworkError(f"b must have n = {n} entries (one per row of A), got shape {b_arr.shape}")
+            hint = ""
+            if b_arr.shape == (m_a,) and np.ndim(V) == 2 and np.shape(V)[1] == m_a:
+                hint = f"; A looks transposed (it is {n}×{m_a}, as m×n; pass A.T)"
+            raise InvalidNetworkError(f"b must have n = {n} entries (one per row of A), got shape {b_arr.shape}{hint}")
         V_in = V
         if n == 0 and not isinstance(V, np.ndarray):
             try:
@@ -80,7 +83,10 @@ class Network:
         V_arr = as_exact_array(V_in, "V", 2)
         k = V_arr.shape[0]
         if V_arr.shape[1] != n:
-            raise InvalidNetworkError(f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}")
+            hint = "; V looks transposed (pass V.T)" if V_arr.shape[0] == n else ""
+            raise InvalidNetworkError(
+                f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}{hint}"
+            )
         if k == 0:
             raise InvalidNetworkError("k = 0: a network needs at least one output (V has no rows)")
         if c is None:

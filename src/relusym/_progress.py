@@ -8,9 +8,13 @@ Without a bar the returned object accepts the same calls and does nothing.
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Progress", "progress", "silence"]
+__all__ = ["Progress", "progress", "silence", "ticking"]
 
 _silenced = False  # set by the CLI's --quiet: no bar even when enabled=None or True
 
@@ -59,10 +63,51 @@ def _enabled(flag: bool | None) -> bool:
     return True
 
 
-def progress(total: float | None = None, desc: str = "", unit: str = "it", *, enabled: bool | None = None) -> Any:
+def progress(
+    total: float | None = None,
+    desc: str = "",
+    unit: str = "it",
+    *,
+    enabled: bool | None = None,
+    bar_format: str | None = None,
+) -> Any:
     """A progress bar (``tqdm.tqdm`` on stderr) or a :class:`Progress` that does nothing."""
     if not _enabled(enabled):
         return Progress()
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    return tqdm(
+        total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True, bar_format=bar_format
+    )
+
+
+@contextmanager
+def ticking(seconds: float, desc: str = "", *, enabled: bool | None = None) -> Iterator[Any]:
+    """A bar over a time budget, for searches that run until they finish or their budget ends (flip sets, the
+    width search): it shows the seconds spent of ``seconds``, refreshed twice a second by a daemon thread, and
+    the caller may change its description as the search moves from stage to stage.  Same ``enabled`` rule as
+    :func:`progress`; without a bar nothing is started."""
+    fmt = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f} of {total:.1f} s budget"
+    bar = progress(total=round(float(seconds), 1), desc=desc, unit="s", enabled=enabled, bar_format=fmt)
+    if isinstance(bar, Progress):
+        yield bar
+        return
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def tick() -> None:
+        shown = 0.0
+        while not stop.wait(0.5):
+            now = round(min(float(seconds), time.monotonic() - t0), 1)
+            if now > shown:
+                bar.update(now - shown)
+                shown = now
+
+    thread = threading.Thread(target=tick, name="relusym-progress", daemon=True)
+    thread.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()

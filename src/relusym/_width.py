@@ -42,6 +42,7 @@ from ._group import Symmetry
 from ._network import Network
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
+from ._progress import ticking
 from .errors import BudgetExceededError, InvalidNetworkError
 
 __all__ = [
@@ -174,7 +175,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
     return None
 
 
-def minimal_width(net: Network, *, budget: float = 10.0) -> int:
+def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> int:
     """w(ρ(θ)): the fewest hidden neurons that realize ρ(θ) exactly (spec §5.2, §6).
 
     Raises :class:`~relusym.errors.BudgetExceededError` (with the bounds found) when it cannot be decided
@@ -189,7 +190,8 @@ def minimal_width(net: Network, *, budget: float = 10.0) -> int:
     hc = hyperplane_classes(net)
     if no_mixed_class(hc):
         return int(hc.kink_mask.sum())
-    ws = width_search(net, budget=budget, hc=hc)
+    with ticking(budget, desc="minimal width: configurations", enabled=progress):
+        ws = width_search(net, budget=budget, hc=hc)
     if ws.width is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -388,15 +390,29 @@ def _rescale_like(
     return out
 
 
-def prune(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> Network:
-    """The canonical minimal network CMN(ρ(θ)) of spec §6: w(f) neurons, the same normal form, exact.
+def prune(
+    net: Network,
+    *,
+    budget: float = 10.0,
+    canonical: bool = False,
+    keep_scales: bool | None = None,
+    progress: bool | None = None,
+) -> Network:
+    """A network of minimal width w(f) computing the same function: the same normal form, exact.
 
-    Float dtype is kept when every entry of the result is exactly representable in the input's float dtype;
-    otherwise entries are Fractions.  See :func:`minimal_network` for ``keep_scales`` and for the (rare,
-    large) cases where the result is minimal but not certified canonical.
+    By default a float network keeps its own float weights wherever they survive (each emitted neuron has the
+    scale of the network's own neuron on that hyperplane), so pruning a float model and writing it back in its
+    own format is exact; this is the network ``relusym prune`` writes.  ``canonical=True`` gives instead the
+    canonical minimal network (see docs/math/fibres.md), a function of ρ(θ) alone whose entries are exact
+    rationals (``Fraction`` where the float dtype cannot hold them).  ``keep_scales`` overrides the choice for
+    callers of the older keyword.  See :func:`minimal_network` for the (rare, large) cases where the result is
+    minimal but not certified canonical.
 
-    >>> small = prune(Network([[1, 2]], [[1], [-1]], [0, 1]))  # E1
+    >>> small = prune(Network([[1, 2]], [[1], [-1]], [0, 1]))  # E1: exact entries, so the canonical network
     >>> small.to_dict()["V"], small.to_dict()["A"], small.to_dict()["b"], small.to_dict()["c"]
     ([['2', '1']], [['-1'], ['1']], ['1', '0'], ['0'])
     """
-    return minimal_network(net, budget=budget, keep_scales=keep_scales).network
+    if keep_scales is None:
+        keep_scales = net.is_float and not canonical
+    with ticking(budget, desc="prune: width search", enabled=progress):
+        return minimal_network(net, budget=budget, keep_scales=keep_scales).network

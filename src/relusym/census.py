@@ -40,6 +40,7 @@ from ._fiber import Fiber, fiber
 from ._group import find_symmetry, stabilizer
 from ._network import Network
 from ._normal_form import normal_form
+from ._progress import progress as show_progress
 from ._rng import RNGLike, as_random
 from ._strata import point_type
 
@@ -357,12 +358,16 @@ class Census:
         return {"rows": [r.to_dict() for r in self.rows], "seconds": round(self.seconds, 2), "ok": self.ok}
 
 
-def _run_family(family: str, nets: Iterator[Network], samples: int, r: _random.Random, budget: float) -> CensusRow:
+def _run_family(
+    family: str, nets: Iterator[Network], samples: int, r: _random.Random, budget: float, bar: Any = None
+) -> CensusRow:
     tally = _Tally(family)
     total = 0
     brute: dict[str, frozenset[Type]] = {}  # brute-force types by (normal form, n): equal functions share them
     for net in nets:
         total += 1
+        if bar is not None:
+            bar.update(1)
         key = normal_form(net).digest() + f"/{net.n}"
         if key not in brute:
             brute[key] = brute_force_types(net)
@@ -404,17 +409,33 @@ def run_census(
     values_231: Sequence[int] = (-2, -1, 0, 1, 2),
     budget: float = 5.0,
     limit_121: int | None = None,
+    progress: bool | None = None,
 ) -> Census:
     """Classify every θ ∈ Ω(1,2,1) with entries in ``values_121`` (the first ``limit_121`` of them if given)
     and ``sample_231`` random θ ∈ Ω(2,3,1) with entries in ``values_231``, drawing ``samples`` fibre points of
-    each."""
+    each.  ``progress`` shows a bar over the networks (on stderr when it is a terminal, by default)."""
+    total_121 = len(values_121) ** 7 if limit_121 is None else min(limit_121, len(values_121) ** 7)
+    with show_progress(total=total_121 + sample_231, desc="census", unit="net", enabled=progress) as bar:
+        return _run_census(sample_231, seed, samples, values_121, values_231, budget, limit_121, bar)
+
+
+def _run_census(
+    sample_231: int,
+    seed: int,
+    samples: int,
+    values_121: Sequence[int],
+    values_231: Sequence[int],
+    budget: float,
+    limit_121: int | None,
+    bar: Any,
+) -> Census:
     t0 = time.monotonic()
     r = as_random(seed)
     nets_121: Iterator[Network] = networks_121(values_121)
     if limit_121 is not None:
         nets_121 = itertools.islice(nets_121, limit_121)
     vals = "{" + ", ".join(map(str, values_121)) + "}"
-    rows = [_run_family(f"Ω(1,2,1), entries in {vals}", nets_121, samples, r, budget)]
+    rows = [_run_family(f"Ω(1,2,1), entries in {vals}", nets_121, samples, r, budget, bar)]
     if sample_231:
         vals2 = "{" + ", ".join(map(str, values_231)) + "}"
         rows.append(
@@ -424,6 +445,7 @@ def run_census(
                 samples,
                 r,
                 budget,
+                bar,
             )
         )
     return Census(tuple(rows), time.monotonic() - t0)
@@ -618,7 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--dask-local", type=int, default=None, metavar="N", help="chunks on a local Dask cluster")
     where.add_argument("--scheduler", default=None, metavar="ADDR", help="chunks on a Dask scheduler")
     p.add_argument("--chunk-size", type=int, default=None, help="networks per chunk (chunked census)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it appears only on a terminal)")
+    p.add_argument("--timings", action="store_true", help="include the run time in --json output")
     args = p.parse_args(argv)
     if any(x is not None for x in (args.workers, args.dask_local, args.scheduler, args.chunk_size)):
         if args.chunk_size is not None and args.chunk_size < 1:
@@ -636,9 +659,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=False if args.quiet else None,
         )
     else:
-        census = run_census(sample_231=args.sample, seed=args.seed, samples=args.samples, limit_121=args.limit_121)
+        census = run_census(
+            sample_231=args.sample,
+            seed=args.seed,
+            samples=args.samples,
+            limit_121=args.limit_121,
+            progress=False if args.quiet else None,
+        )
     if args.json:
-        print(json.dumps(census.to_dict()))
+        d = {"schema": "relusym.census/1", **census.to_dict()}
+        if not args.timings:
+            d.pop("seconds", None)
+        print(json.dumps(d))
     else:
         print(census.table())
         print(

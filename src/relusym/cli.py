@@ -9,13 +9,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
+from ._display import exact_and_approx
 from ._network import Network
-from ._numbers import format_vector
 from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["main"]
@@ -23,10 +22,23 @@ __all__ = ["main"]
 Result = tuple[dict[str, Any], str, int]
 
 
-def _load(path: str) -> Network:
-    from .io import load
+def _load(path: str, args: argparse.Namespace | None = None) -> Network:
+    """Read a network; what reading assumed (a file recording no activation, a classifier read as logits) is
+    kept on ``args`` for the report and the JSON ``inputs`` key."""
+    from .io import format_of, load_with_info
 
-    return load(path)
+    kwargs: dict[str, Any] = {}
+    if args is not None and getattr(args, "allow_unsafe_pickle", False):
+        kwargs["allow_unsafe_pickle"] = True
+        if Path(path).is_file() and format_of(path).NAME == "sklearn":
+            print(
+                f"relusym: warning: --allow-unsafe-pickle unpickles {path}, which runs any code it contains",
+                file=sys.stderr,
+            )
+    net, info = load_with_info(path, **kwargs)
+    if args is not None:
+        args.load_infos = [*getattr(args, "load_infos", []), info]
+    return net
 
 
 def _check_output(output: str, *inputs: str | None) -> None:
@@ -50,25 +62,23 @@ def _fmt_net_shape(net: Network) -> str:
 
 
 def cmd_canon(args: argparse.Namespace) -> Result:
+    from ._display import rows_summary, vector
     from ._normal_form import normal_form
 
-    net = _load(args.net)
+    net = _load(args.net, args)
     nf = normal_form(net)
     d = nf.to_dict()
+    limit = None if args.all else 8
     lines = [
         f"normal form of {args.net} ({_fmt_net_shape(net)})",
-        f"{nf.N} kink class(es) (hyperplane û = (α̂, β̂): kink κ):",
+        f"{nf.N} kink class(es), each a hyperplane û = (α̂, β̂) with its kink κ:",
     ]
-    shown = nf.K if args.all or nf.N <= 20 else nf.K[:20]
-    for u, kap in shown:
-        lines.append(f"  {format_vector(u)}: {format_vector(kap)}")
-    if len(shown) < nf.N:
-        lines.append(f"  ... {nf.N - len(shown)} more (use --all or --json)")
-    if net.m * net.k <= 40 or args.all:
-        lines.append("M = " + "; ".join(format_vector(r) for r in nf.M))
-    else:
-        lines.append(f"M: a {net.k}×{net.m} matrix (use --json)")
-    lines.append("e = " + format_vector(nf.e))
+    rows = [f"  û = {vector(u, limit=limit)}: κ = {vector(kap, limit=limit)}" for u, kap in nf.K]
+    lines += rows_summary(rows, limit=None if args.all else 10)
+    m_rows = [f"  {vector(r, limit=limit)}" for r in nf.M]
+    lines.append(f"M ({net.k}×{net.m}, the affine part's matrix):")
+    lines += rows_summary(m_rows, limit=None if args.all else 5)
+    lines.append(f"e = {vector(nf.e, limit=limit)}")
     lines.append(f"digest {d['digest']}")
     return d, "\n".join(lines), 0
 
@@ -115,15 +125,17 @@ def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) ->
             f"on it, {len(cert.zero[side])} are zero on it"
         )
     if v.counterexample is not None:
+        from ._display import vector
+
         ce = v.counterexample
-        lines.append(f"counterexample x = {format_vector(ce.x)} (inside the box)")
-        lines.append(f"  ρ(θ1)(x) = {format_vector(ce.y1)}")
-        lines.append(f"  ρ(θ2)(x) = {format_vector(ce.y2)}")
+        lines.append(f"counterexample x = {vector(ce.x)} (inside the box)")
+        lines.append(f"  ρ(θ1)(x) = {vector(ce.y1)}")
+        lines.append(f"  ρ(θ2)(x) = {vector(ce.y2)}")
     return d, "\n".join(lines), 0 if v else 1
 
 
 def cmd_equiv(args: argparse.Namespace) -> Result:
-    net1, net2 = _load(args.net1), _load(args.net2)
+    net1, net2 = _load(args.net1, args), _load(args.net2, args)
     if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
         return _cmd_equiv_domain(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
@@ -160,21 +172,23 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
         if w.n <= 30:
             lines.append("symmetry h: neuron j of NET1 → slot π(j), scaled by d_j")
             for j, (p, s) in enumerate(zip(w.permutation, w.scales, strict=True)):
-                lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+                lines.append(f"  {j} → {p}   d = {exact_and_approx(s)}")
         else:
             lines.append(f"symmetry h ∈ H_{w.n} found (use --json to see the permutation and scales)")
     if v.counterexample is not None:
         ce = v.counterexample
-        lines.append(f"counterexample x = {format_vector(ce.x)}")
-        lines.append(f"  ρ(θ1)(x) = {format_vector(ce.y1)}")
-        lines.append(f"  ρ(θ2)(x) = {format_vector(ce.y2)}")
+        from ._display import vector
+
+        lines.append(f"counterexample x = {vector(ce.x)}")
+        lines.append(f"  ρ(θ1)(x) = {vector(ce.y1)}")
+        lines.append(f"  ρ(θ2)(x) = {vector(ce.y2)}")
     return d, "\n".join(lines), 0 if v else 1
 
 
 def cmd_orbit(args: argparse.Namespace) -> Result:
     from ._group import find_symmetry
 
-    net1, net2 = _load(args.net1), _load(args.net2)
+    net1, net2 = _load(args.net1, args), _load(args.net2, args)
     if (net1.m, net1.k) != (net2.m, net2.k):
         raise InvalidNetworkError(
             f"the networks have different shapes: (m, k) = {(net1.m, net1.k)} against {(net2.m, net2.k)}"
@@ -187,14 +201,14 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
     lines = ["in the same H_n-orbit: NET2 = h·NET1"]
     if h.n <= 30:
         for j, (p, s) in enumerate(zip(h.permutation, h.scales, strict=True)):
-            lines.append(f"  {j} → {p}   d = {format_vector([s])[1:-1]}")
+            lines.append(f"  {j} → {p}   d = {exact_and_approx(s)}")
     return d, "\n".join(lines), 0
 
 
 def cmd_stabilizer(args: argparse.Namespace) -> Result:
     from ._group import stabilizer
 
-    net = _load(args.net)
+    net = _load(args.net, args)
     st = stabilizer(net)
     return st.to_dict(), str(st), 0
 
@@ -202,55 +216,56 @@ def cmd_stabilizer(args: argparse.Namespace) -> Result:
 def cmd_fiber(args: argparse.Namespace) -> Result:
     from ._fiber import fiber
 
-    net = _load(args.net)
-    fb = fiber(net, budget=args.budget)
-    return fb.to_dict(), fb.report(), 0
-
-
-def _exactly_representable(net: Network, dtype: Any) -> bool:
-    import numpy as np
-
-    for arr in (net.V, net.A, net.b, net.c):
-        if arr.dtype == object:
-            vals = arr.ravel().tolist()
-            cast = np.array([float(x) for x in vals], dtype=np.float64).astype(dtype)
-            if any(Fraction(float(y)) != x for x, y in zip(vals, cast.tolist(), strict=True)):
-                return False
-    return True
+    net = _load(args.net, args)
+    fb = fiber(net, budget=args.budget, progress=_progress_flag(args))
+    return fb.to_dict(timing=getattr(args, "timings", False)), fb.report(), 0
 
 
 def cmd_prune(args: argparse.Namespace) -> Result:
+    from ._display import decimal
     from ._width import minimal_network
     from .io import format_of, save
 
     _check_output(args.output, args.net)
-    net = _load(args.net)
-    fmt_in = format_of(args.net)
+    net = _load(args.net, args)
+    like_path = Path(args.net)
+    if like_path.is_dir():  # a model folder: its weights file is the layout to keep
+        from .io._folder_format import weights_file
+
+        like_path = weights_file(like_path) or like_path
+    fmt_in = format_of(like_path)
     fmt_out = format_of(args.output, for_writing=True)
-    like = args.net if fmt_out.NAME == fmt_in.NAME else None
-    # float models: keep θ's own scales, so that single-neuron classes come back as the same float weights
-    mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
+    like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
+    # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
+    # as the same float weights; the writer then checks every entry against the file's dtype
+    from ._progress import ticking
+
+    with ticking(args.budget, desc="prune: width search", enabled=_progress_flag(args)):
+        mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
     small = mn.network
-    if fmt_out.NAME not in ("json",) and net.is_float and not args.allow_rounding:
-        if not _exactly_representable(small, net.A.dtype):
-            raise InvalidNetworkError(
-                f"the minimal network has entries that are not exactly representable in {net.A.dtype}; "
-                f"write it as JSON (-o {Path(args.output).with_suffix('.json').name}) to keep it exact, or pass "
-                "--allow-rounding"
-            )
-    save(small, args.output, like=like)
-    d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical}
-    text = f"minimal width {small.n} (from n = {net.n}); wrote {args.output}"
-    if not mn.canonical:
-        text += f"\n(minimal, not the canonical network of spec §6: {mn.note})" if mn.note else ""
+    info = save(small, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
+    d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical, "write": info.to_dict()}
+    text = f"minimal width {small.n} (from n = {net.n}); wrote {args.output} ({info.format})"
+    if info.exact:
+        text += ", exactly this network"
+    else:
+        text += (
+            f"\nrounded {', '.join(info.rounded)} to the file's float type (--allow-rounding): the file holds a "
+            f"nearby network, distance {decimal(info.distance or 0.0)} (largest entry change "
+            f"{decimal(info.max_change or 0.0)})"
+        )
+    for note in info.notes:
+        text += f"\nnote: {note}"
+    if not mn.canonical and mn.note:
+        text += f"\n(minimal, not the canonical minimal network: {mn.note})"
     return d, text, 0
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
     from ._alignment import align
 
-    net1, net2 = _load(args.net1), _load(args.net2)
-    al = align(net1, net2)
+    net1, net2 = _load(args.net1, args), _load(args.net2, args)
+    al = align(net1, net2, progress=_progress_flag(args))
     d = al.to_dict()
     text = (
         f"matched {al.matched_fraction:.2%} of the neurons; "
@@ -263,7 +278,7 @@ def cmd_plot(args: argparse.Namespace) -> Result:
     from .plot import plot_to_file
 
     _check_output(args.output, args.net, args.net2)
-    nets = [_load(p) for p in ([args.net] + ([args.net2] if args.net2 else []))]
+    nets = [_load(p, args) for p in ([args.net] + ([args.net2] if args.net2 else []))]
     plot_to_file(nets, args.output, labels=[_display(args.net)] + ([_display(args.net2)] if args.net2 else []))
     return {"output": args.output}, f"wrote {args.output}", 0
 
@@ -272,8 +287,9 @@ def cmd_report(args: argparse.Namespace) -> Result:
     from .report import report_to_file
 
     _check_output(args.output, args.net)
-    net = _load(args.net)
-    report_to_file(net, args.output, name=_display(args.net))
+    net = _load(args.net, args)
+    notes = [n for info in getattr(args, "load_infos", []) for n in info.notes]
+    report_to_file(net, args.output, name=_display(args.net), progress=_progress_flag(args), notes=notes)
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
@@ -407,7 +423,7 @@ def _add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], 
     sp.add_argument("--chunk-size", type=int, default=4096, help="networks per task for shards and tables")
     sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
     sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")
-    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    # --quiet comes with every command (see _add_edge_options)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -440,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, fn: Callable[[argparse.Namespace], Result], help_: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
+        _add_edge_options(sp)
         sp.set_defaults(func=fn)
         return sp
 
@@ -484,7 +501,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--allow-rounding",
         action="store_true",
-        help="write a float file even when the minimal network is not exactly representable",
+        help="write a float file even when the minimal network is not exactly representable (the output says "
+        "how far the written network is)",
+    )
+    sp.add_argument(
+        "--dtype",
+        choices=("float16", "bfloat16", "float32", "float64"),
+        default=None,
+        help="write every array in this float type (float64 keeps a float16/bfloat16 model's pruned network exact)",
     )
 
     sp = add("align", cmd_align, "align a noisy, permuted, rescaled copy NET2 onto NET1")
@@ -514,7 +538,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-queries", type=int, default=None, help="a cap on oracle evaluations")
     sp.add_argument("--scale", type=float, default=1.0, help="size of the input region searched first (default 1)")
     sp.add_argument("--seed", type=int, default=0, help="seed of the random lines (default 0)")
-    sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sp = add("report", cmd_report, "a self-contained HTML report: normal form, stabilizer, fibre, plots")
     sp.add_argument("net", metavar="NET")
@@ -635,19 +658,19 @@ def _input_error(exc: BaseException) -> str | None:
     return None
 
 
-def _run(argv: list[str]) -> tuple[str, Result]:
+def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
     if argv[:1] == ["census"]:
         from .census import main as census_main
 
         code = census_main(argv[1:])
-        return "census", ({}, "", code)
+        return "census", None, ({}, "", code)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return "", ({}, "", 2)
+        return "", None, ({}, "", 2)
     data, text, code = args.func(args)
-    return args.command, (data, json.dumps(data, default=str) if args.json else text, code)
+    return args.command, args, (data, text, code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -685,7 +708,7 @@ def _main(argv: list[str], opts: dict[str, Any]) -> int:
         for spec in opts["limits"]:
             lim = _limits.from_spec(spec, lim)
         with _limits.limits(lim):  # --limit: for this call only
-            command, (_data, text, code) = _run(argv)
+            command, args, (data, text, code) = _run(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, its message already printed)
         code = exc.code if isinstance(exc.code, int) else 2
         return 2 if code == 1 else code
@@ -712,8 +735,8 @@ def _main(argv: list[str], opts: dict[str, Any]) -> int:
         )
         return 3
     try:
-        if text:
-            sys.stdout.write(text + "\n")
+        if args is not None:
+            _print_result(args, data, text)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. relusym canon net.json | head -1: the reader is gone, the answer stands
         _quiet_stdout()
@@ -727,6 +750,50 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# output every command shares: the JSON schema key, the inputs' provenance, timings only on request
+
+
+def _add_edge_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--quiet", action="store_true", help="no progress bars (they appear only on a terminal)")
+    sp.add_argument("--timings", action="store_true", help="include run times in --json output")
+    sp.add_argument(
+        "--allow-unsafe-pickle",
+        action="store_true",
+        help="read scikit-learn/joblib pickles and object .npy files, which RUNS CODE from the file",
+    )
+
+
+def _progress_flag(args: argparse.Namespace) -> bool | None:
+    """``False`` with ``--quiet``; else ``None``: a bar only when stderr is a terminal."""
+    return False if getattr(args, "quiet", False) else None
+
+
+_TIMING_KEYS = ("elapsed_seconds", "elapsed", "seconds", "timings")
+
+
+def _without_timings(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _without_timings(v) for k, v in obj.items() if k not in _TIMING_KEYS}
+    if isinstance(obj, list):
+        return [_without_timings(v) for v in obj]
+    return obj
+
+
+def _print_result(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    """One JSON object (``"schema": "relusym.<command>/1"``, byte-for-byte deterministic: no timings unless
+    ``--timings``) or the human report, followed by what reading assumed."""
+    inputs = [info.to_dict() for info in getattr(args, "load_infos", [])]
+    if args.json:
+        out: dict[str, Any] = {"schema": f"relusym.{args.command}/1"}
+        out.update(data if getattr(args, "timings", False) else _without_timings(data))
+        out["inputs"] = inputs
+        print(json.dumps(out, default=str, ensure_ascii=False))
+        return
+    notes = [f"note: {info['source']}: {note}" for info in inputs for note in info["notes"]]
+    print("\n".join([text, *notes]) if notes else text)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,6 +9,7 @@ __all__ = [
     "OutputError",
     "NNetClampWarning",
     "IdentificationError",
+    "NotRepresentableError",
 ]
 
 
@@ -28,6 +29,10 @@ class OutputError(InvalidNetworkError, OSError):
     """An output file that cannot be written: a missing or read-only folder, the input itself, a full disk, a
     file-size limit, or a writer that failed.  Nothing is left behind: the target is untouched or absent.
     (An :class:`InvalidNetworkError`, as save has always raised for a missing folder, and an :class:`OSError`.)"""
+
+
+class NotRepresentableError(InvalidNetworkError):
+    """A write would round: an entry of the network is not exactly representable in the file's float type."""
 
 
 class NNetClampWarning(UserWarning):

@@ -1,21 +1,40 @@
 """Reading and writing networks: one module per format, each with the same small protocol.
 
-A format module defines ``NAME``, ``SUFFIXES``, ``sniff(path, head) -> bool``, ``load(path) -> Network``,
-``save(net, path, like=None)`` and, for in-memory models, ``accepts(obj) -> bool`` and
-``from_object(obj) -> Network``.  Heavy packages are imported inside those functions only.
+A format module defines ``NAME``, ``SUFFIXES``, ``RECORDS_ACTIVATION`` (whether its files say which activation
+the network applies; a state_dict, safetensors, npz or msgpack file holds weights only),
+``sniff(path, head) -> bool``, ``load(path) -> Network``, ``save(net, path, like=None, *, policy)`` and, for
+in-memory models, ``accepts(obj) -> bool`` and ``from_object(obj) -> Network``.  Optionally
+``read(path, **kw) -> (Network, notes, recorded)`` when reading has something to say (a classifier read as its
+logits, ...; ``recorded`` overrides ``RECORDS_ACTIVATION`` for this file, or is None),
+and ``read_back(path)`` for reading its own output when ``load`` would refuse it (pickles).  Heavy packages are
+imported inside those functions only.
+
+Writing follows one rounding policy (:class:`relusym.io._layers.WritePolicy`): a file receives exactly the
+network given, checked against the file's own float type (float16 and bfloat16 included), or nothing is written
+and the error names the first entry that does not fit.  ``allow_rounding=True`` is the only way to round, and
+then :func:`save` reports how far the written network is (``relusym.distance``); ``dtype="float64"`` widens.
+Every write goes through :mod:`relusym._fileio` (a temporary sibling, then a rename) and is read back and
+compared with what was meant to be written before it replaces the target.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import os
 import stat
 import struct
 import sys
+import warnings
 import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from .._fileio import atomic_path, check_output, temporary_file
 from .._limits import Limits, file_limit, limits, shorten
@@ -23,7 +42,73 @@ from .._limits import current as current_limits
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["load", "save", "format_of", "FORMATS", "input_box", "Limits", "limits", "is_stdin", "STDIN"]
+__all__ = [
+    "load",
+    "load_with_info",
+    "save",
+    "format_of",
+    "FORMATS",
+    "LoadInfo",
+    "SaveInfo",
+    "ASSUMED_ACTIVATION",
+    "input_box",
+    "Limits",
+    "limits",
+    "is_stdin",
+    "STDIN",
+]
+
+ASSUMED_ACTIVATION = (
+    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
+    "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
+)
+
+
+@dataclass(frozen=True)
+class LoadInfo:
+    """Where a network came from and what reading it assumed.
+
+    ``activation`` is ``"recorded"`` when the source says that the hidden layer applies a ReLU (an ONNX graph, a
+    Keras config, a traced module, relusym's own JSON) and ``"assumed"`` when it holds weights only (a state_dict,
+    safetensors, npz, msgpack): the network is then read as Linear → ReLU → Linear, and ``notes`` says so.
+    ``notes`` are sentences a person should see (also the warnings reading raised)."""
+
+    source: str
+    format: str
+    activation: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "format": self.format, "activation": self.activation, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class SaveInfo:
+    """What :func:`save` wrote: the file, its format and float type, whether the file's network is exactly the
+    one given (``exact``), which arrays were rounded (only with ``allow_rounding=True``) and then ``distance``
+    (``relusym.distance`` between the given and the written network, a relative measure that reads 0 below float
+    resolution) and ``max_change`` (the largest absolute change of an entry), and ``notes`` (entries of a
+    checkpoint that were dropped, ...)."""
+
+    path: str
+    format: str
+    exact: bool
+    rounded: tuple[str, ...] = ()
+    distance: float | None = None
+    max_change: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "exact": self.exact,
+            "rounded": list(self.rounded),
+            "distance": self.distance,
+            "max_change": self.max_change,
+            "notes": list(self.notes),
+        }
+
 
 # module names under relusym.io, in the order they are tried
 FORMATS: tuple[str, ...] = (
@@ -33,6 +118,7 @@ FORMATS: tuple[str, ...] = (
     "_onnx_format",
     "_torch_format",
     "_flax_format",
+    "_keras_format",
     "_sklearn_format",
     "_nnet_format",
 )
@@ -56,6 +142,8 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
     p = Path(path)
     mods = _modules()
     if not for_writing:
+        if p.is_dir() and not p.is_symlink():
+            return importlib.import_module(f"{__name__}._folder_format")
         _check_input(p)
         with open(p, "rb") as fh:
             head = fh.read(64)
@@ -179,6 +267,22 @@ def _spool_stdin(target: Path) -> None:
             out.write(chunk)
 
 
+def _read_path(mod: ModuleType, p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
+    read = getattr(mod, "read", None)
+    fn = read if read is not None else mod.load
+    if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
+        kwargs = {k: v for k, v in kwargs.items() if k != "allow_unsafe_pickle"}  # an opt-in, not an order
+    recorded: bool | None = None
+    if read is not None:
+        net, notes, recorded = read(p, **kwargs)
+    else:
+        net, notes = mod.load(p, **kwargs), ()
+    if recorded is None:
+        recorded = bool(getattr(mod, "RECORDS_ACTIVATION", False))
+    all_notes = tuple(notes) if recorded else (ASSUMED_ACTIVATION, *notes)
+    return net, LoadInfo(str(p), mod.NAME, "recorded" if recorded else "assumed", all_notes)
+
+
 def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
     try:
         return bool(mod.sniff(path, head))
@@ -192,9 +296,9 @@ def _relabel(exc: Exception, real: Path) -> Exception:
     return type(exc)(msg)
 
 
-def _read_checked(p: Path, kwargs: dict[str, Any]) -> Network:
+def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
     mod = format_of(p)
-    size = os.stat(p).st_size
+    size = os.stat(p).st_size if not p.is_dir() else 0
     cap = file_limit(mod.NAME)
     if size > cap:
         raise InvalidNetworkError(
@@ -202,7 +306,7 @@ def _read_checked(p: Path, kwargs: dict[str, Any]) -> Network:
             f"--limit {mod.NAME}_bytes=N)"
         )
     try:
-        return mod.load(p, **kwargs)  # type: ignore[no-any-return]
+        return _read_path(mod, p, kwargs)
     except (InvalidNetworkError, UnsupportedModelError):
         raise
     except FileNotFoundError as exc:
@@ -217,45 +321,125 @@ def _read_checked(p: Path, kwargs: dict[str, Any]) -> Network:
 
 
 def load(source: Any, **kwargs: Any) -> Network:
-    """A network from a path (any supported format, found from the content) or an in-memory object:
-    a ``Network``, a ``relusym.network/1`` dict, a torch module or state_dict, a fitted scikit-learn MLP, a
-    Flax parameter dict or an ONNX ModelProto."""
+    """A network from a path (any supported format, found from the content; a Hugging Face-style model folder)
+    or an in-memory object: a ``Network``, a ``relusym.network/1`` dict, a dict of numpy arrays, a torch module
+    or state_dict, a fitted scikit-learn MLP, a Flax parameter dict or nnx module, a Keras model or an ONNX
+    ModelProto.  ``load_with_info`` also says what reading assumed."""
+    return load_with_info(source, **kwargs)[0]
+
+
+def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
+    name = f"{type(source).__module__}.{type(source).__name__}"
+    if mod is None:
+        return LoadInfo(name, "arrays", "assumed", (ASSUMED_ACTIVATION,))
+    records = getattr(mod, "object_records_activation", None)
+    recorded = records(source) if records is not None else bool(getattr(mod, "RECORDS_ACTIVATION", False))
+    notes = () if recorded else (ASSUMED_ACTIVATION,)
+    return LoadInfo(name, mod.NAME, "recorded" if recorded else "assumed", notes)
+
+
+def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
+    """:func:`load`, and a :class:`LoadInfo` saying where the network came from and whether the source records
+    its activation (else it was read as Linear → ReLU → Linear, and the info's notes say so)."""
     if isinstance(source, Network):
-        return source
+        return source, LoadInfo("relusym.Network", "network", "recorded")
     if isinstance(source, str | os.PathLike):
         if is_stdin(source):
             with temporary_file("relusym-stdin-") as spooled:
                 _spool_stdin(spooled)
                 try:
-                    return _read_checked(spooled, kwargs)
+                    net, info = _read_checked(spooled, kwargs)
                 except (InvalidNetworkError, UnsupportedModelError) as exc:
                     raise _relabel(exc, spooled) from None
+                return net, dataclasses.replace(info, source=STDIN)
         return _read_checked(Path(source), kwargs)
-    if isinstance(source, dict) and "V" in source and "A" in source:
-        return Network.from_dict(source)
+    if isinstance(source, Mapping) and "V" in source and "A" in source:
+        return Network.from_dict(dict(source)), LoadInfo("dict", "network", "recorded")
     for mod in _modules():
         accepts = getattr(mod, "accepts", None)
         if accepts is not None and accepts(source):
-            return mod.from_object(source)  # type: ignore[no-any-return]
+            return mod.from_object(source), _object_info(source, mod)
+    if isinstance(source, Mapping) and source and all(hasattr(v, "shape") for v in source.values()):
+        from ._npz_format import from_arrays
+
+        return from_arrays(source, source="the dict of arrays", **kwargs), _object_info(source, None)
     raise UnsupportedModelError(
         f"cannot read a network from a {type(source).__module__}.{type(source).__name__} object; supported: "
-        "file paths, relusym.Network, relusym.network/1 dicts, torch modules and state_dicts, fitted "
-        "scikit-learn MLPs, Flax parameter dicts and ONNX models"
+        "file paths, relusym.Network, relusym.network/1 dicts, dicts of numpy arrays, torch modules and "
+        "state_dicts, fitted scikit-learn MLPs, Flax parameter dicts and nnx modules, Keras models and ONNX models"
     )
 
 
-def save(net: Network, path: str | os.PathLike[str], *, like: str | os.PathLike[str] | None = None) -> None:
-    """Write ``net`` to ``path`` atomically (a temporary file in the same folder, then a rename).
+def save(
+    net: Network,
+    path: str | os.PathLike[str],
+    *,
+    like: str | os.PathLike[str] | None = None,
+    allow_rounding: bool = False,
+    dtype: str | None = None,
+) -> SaveInfo:
+    """Write ``net`` to ``path`` atomically, exactly: the file's network is ``net`` itself.
 
-    The format is ``like``'s when given (the original file, whose layout is reproduced), else the suffix's.
+    The format is ``like``'s when given (the original file, whose layout, dtypes and other entries are
+    reproduced), else the suffix's.  An entry that the file's float type does not hold exactly is refused (a
+    :class:`~relusym.errors.NotRepresentableError` naming it; nothing is written) unless ``allow_rounding=True``,
+    in which case the returned :class:`SaveInfo` carries the ``distance`` between ``net`` and the written network.
+    ``dtype`` (``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``) replaces the file's float type, e.g.
+    ``dtype="float64"`` to keep a float16 file's pruned network exactly.  Before the file replaces ``path`` it is
+    read back and compared with the network meant to be written.
     """
+    from ._layers import WritePolicy
+
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"save needs a Network, got {type(net).__name__}")
     p = Path(path)
+    if like is not None and Path(like).is_dir():  # a model folder: its weights file is the layout
+        folder_format = importlib.import_module(f"{__name__}._folder_format")
+        inner = folder_format.weights_file(Path(like))
+        if inner is None:
+            raise UnsupportedModelError(f"cannot write in the layout of {like}: it has no single weights file")
+        like = inner
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
+    if getattr(mod, "save", None) is None:
+        raise UnsupportedModelError(f"relusym cannot write {mod.NAME} files")
     check_output(p)
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=dtype)
+    distance: float | None = None
+    change: float | None = None
     with atomic_path(p) as tmp:
-        mod.save(net, tmp, like=Path(like) if like is not None else None)
+        mod.save(net, tmp, like=Path(like) if like is not None else None, policy=policy)
+        reader = getattr(mod, "read_back", mod.load)
+        with warnings.catch_warnings():  # reading back our own file: what it would warn about was said on reading
+            warnings.simplefilter("ignore")
+            written = reader(tmp)
+        if policy.rounded:
+            from .._approx import distance as _distance
+
+            distance = float(_distance(net, written))
+            change = _max_change(net, written)
+        elif not written.same_parameters(net):
+            raise InvalidNetworkError(
+                f"writing {p.name} as {mod.NAME} would not give back this network when read; nothing was written"
+            )
+    return SaveInfo(str(p), mod.NAME, not policy.rounded, tuple(policy.rounded), distance, change, tuple(policy.notes))
+
+
+def _max_change(given: Network, written: Network) -> float:
+    """max |written − given| over all entries (float arrays in float64; exact rationals exactly, then rounded)."""
+    from fractions import Fraction
+
+    best = 0.0
+    for x, y in zip((given.V, given.A, given.b, given.c), (written.V, written.A, written.b, written.c), strict=True):
+        if x.size == 0:
+            continue
+        if x.dtype != object and y.dtype != object:
+            best = max(best, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
+        else:
+            diffs = (
+                abs(Fraction(u) - Fraction(v)) for u, v in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
+            )
+            best = max(best, float(max(diffs)))
+    return best
 
 
 def input_box(path: str | os.PathLike[str]) -> Any:

@@ -18,11 +18,26 @@ import numpy as np
 
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
+from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_params", "to_params"]
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "RECORDS_ACTIVATION",
+    "sniff",
+    "load",
+    "save",
+    "accepts",
+    "from_object",
+    "object_records_activation",
+    "check_forward",
+    "from_params",
+    "to_params",
+    "to_nnx",
+]
 
 NAME = "flax"
+RECORDS_ACTIVATION = False
 SUFFIXES: tuple[str, ...] = (".msgpack", ".flax")
 
 _MAP_MARKERS = set(range(0x80, 0x90)) | {0xDE, 0xDF}
@@ -147,7 +162,7 @@ def _flatten(tree: dict[str, Any], source: str) -> dict[str, Any]:
     def walk(node: Any, path: list[str]) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, path + [str(k)])
+                walk(v, path + str(k).split("/"))  # flat keys as Git Re-Basin's flatten_params writes them
             return
         name = "/".join(path)
         if not hasattr(node, "shape"):
@@ -193,19 +208,115 @@ def accepts(obj: Any) -> bool:
     stack: list[tuple[Any, int]] = [(obj, 0)]
     while stack:
         node, depth = stack.pop()
-        if "kernel" in node or "params" in node:
+        if "kernel" in node or "params" in node or any(str(k).endswith("/kernel") for k in node):
             return True
         if depth < 4:
             stack.extend((v, depth + 1) for v in node.values() if isinstance(v, Mapping))
     return False
 
 
+def _is_module(obj: Any) -> str | None:
+    """``"nnx"`` or ``"linen"`` for a Flax module object (not a params tree or an nnx State)."""
+    mods = [(c.__module__ or "") for c in type(obj).__mro__]
+    if any(m.startswith("flax.nnx") for m in mods) and callable(obj) and not hasattr(obj, "to_pure_dict"):
+        return "nnx"
+    if any(m.startswith("flax.linen") for m in mods) and hasattr(obj, "apply"):
+        return "linen"
+    return None
+
+
+def object_records_activation(obj: Any) -> bool:
+    """A module's forward is traced (its activation seen); a params tree holds weights only."""
+    return _is_module(obj) is not None
+
+
+_STRUCTURAL = {
+    "dot_general",
+    "add",
+    "reshape",
+    "broadcast_in_dim",
+    "convert_element_type",
+    "squeeze",
+    "expand_dims",
+    "copy",
+    "copy_p",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "jit",
+    "pjit",
+    "closed_call",
+}
+
+
+def _primitives(jaxpr: Any, out: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The primitives a jaxpr applies, in order, entering the calls it makes (jit, custom_jvp)."""
+    for eqn in jaxpr.eqns:
+        inner = [p for p in eqn.params.values() if hasattr(p, "eqns") or hasattr(p, "jaxpr")]
+        if inner:
+            sub = inner[0]
+            _primitives(sub if hasattr(sub, "eqns") else sub.jaxpr, out)
+            continue
+        out.append((eqn.primitive.name, eqn))
+    return out
+
+
+def check_forward(fn: Any, m: int, source: str) -> None:
+    """Trace ``fn`` (a Flax module's forward) with jax on a zero input of m features and check that it computes
+    Dense → ReLU → Dense: two matrix products with only a ``max(·, 0)`` between them and bias additions and
+    reshapes around them.  Anything else is refused, naming what was found (``tanh``, a third product, ...)."""
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        closed = jax.make_jaxpr(fn)(jnp.zeros((1, m), dtype=jnp.float32))
+    except Exception as exc:
+        raise UnsupportedModelError(
+            f"{source}: its forward could not be traced with jax ({str(exc).splitlines()[0][:120]}); pass its "
+            "parameters (nnx.state(model, nnx.Param) or the params dict) if it computes Dense → relu → Dense"
+        ) from None
+    seq: list[str] = []
+    for name, eqn in _primitives(closed.jaxpr, []):
+        if name == "max":
+            lits = [v for v in eqn.invars if type(v).__name__ == "Literal"]
+            if any(float(np.asarray(v.val)) != 0.0 for v in lits):
+                raise UnsupportedModelError(f"{source} applies max(·, c) with c ≠ 0, not a ReLU")
+            if not seq or seq[-1] != "relu":
+                seq.append("relu")
+        elif name == "dot_general":
+            seq.append("dense")
+        elif name not in _STRUCTURAL:
+            raise UnsupportedModelError(
+                f"{source} applies '{name}' in its forward; relusym reads Dense → relu → Dense only"
+            )
+    if seq != ["dense", "relu", "dense"]:
+        raise UnsupportedModelError(f"{source} computes {' → '.join(seq) or 'nothing'}, not Dense → relu → Dense")
+
+
 def from_object(obj: Any) -> Network:
-    is_nnx = any((c.__module__ or "").startswith("flax.nnx") for c in type(obj).__mro__)
-    if is_nnx and callable(obj) and not hasattr(obj, "to_pure_dict"):
+    """A network from a params tree (weights only) or a Flax module (nnx, or a bound linen module), whose
+    forward is traced and must be Dense → relu → Dense."""
+    kind = _is_module(obj)
+    source = f"the {type(obj).__name__} module" if kind else "the params"
+    if kind == "nnx":
         from flax import nnx
 
-        obj = nnx.state(obj, nnx.Param)
+        net = from_params(nnx.state(obj, nnx.Param), source=source)
+        check_forward(lambda x: obj(x), net.m, source)
+        return net
+    if kind == "linen":
+        try:
+            variables = obj.variables
+        except ValueError:  # flax: "Can't access variables on unbound modules"
+            variables = None
+        if not variables:
+            raise UnsupportedModelError(
+                f"{source} is an unbound linen module, which holds no weights: pass module.bind(params) or the "
+                "params dict"
+            )
+        net = from_params(variables, source=source)
+        check_forward(lambda x: obj(x), net.m, source)
+        return net
     return from_params(obj)
 
 
@@ -242,24 +353,25 @@ def load(path: Path) -> Network:
     return from_params(_read_tree(Path(path)), source=Path(path).name)
 
 
-def to_params(net: Network, like: Any = None) -> dict[str, Any]:
+def to_params(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> dict[str, Any]:
     """A params tree ``{'params': {'Dense_0': {'kernel', 'bias'}, 'Dense_1': ...}}`` (numpy arrays), or the
-    names, nesting and dtypes of the ``like`` tree."""
+    names, nesting and dtypes of the ``like`` tree.  Every entry exact, or as ``policy`` allows."""
+    policy = policy if policy is not None else WritePolicy()
     layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
     if layers is None:
-        arrays = layout_arrays(net, None)
-        flat = {
-            "Dense_0/kernel": arrays["0.weight"].T.copy(),
-            "Dense_0/bias": arrays["0.bias"],
-            "Dense_1/kernel": arrays["2.weight"].T.copy(),
-            "Dense_1/bias": arrays["2.bias"],
+        arrays, bf16 = layout_arrays(net, None, policy)
+        names = {
+            "0.weight": "Dense_0/kernel",
+            "0.bias": "Dense_0/bias",
+            "2.weight": "Dense_1/kernel",
+            "2.bias": "Dense_1/bias",
         }
+        flat = {names[k]: (v.T.copy() if k.endswith("weight") else v) for k, v in arrays.items()}
+        bf16 = frozenset(names[k] for k in bf16)
     else:
-        flat = layout_arrays(net, layers)
-        for layer in (layers.first, layers.second):
-            for key, dt in ((layer.weight_key, layer.weight_dtype), (layer.bias_key, layer.bias_dtype)):
-                if key is not None and dt == "bfloat16" and key in flat:
-                    flat[key] = _to_bfloat16(flat[key])
+        flat, bf16 = layout_arrays(net, layers, policy)
+    for key in bf16:
+        flat[key] = _to_bfloat16(flat[key])
     tree: dict[str, Any] = {}
     for key, arr in flat.items():
         node = tree
@@ -283,6 +395,7 @@ def _reordered(tree: dict[str, Any], like: Any) -> dict[str, Any]:
 
 
 def _to_bfloat16(x: np.ndarray) -> np.ndarray:
+    """bfloat16 values held in float32 as an ml_dtypes bfloat16 array (exact), or unchanged without ml_dtypes."""
     try:
         import ml_dtypes
     except ImportError:
@@ -290,9 +403,47 @@ def _to_bfloat16(x: np.ndarray) -> np.ndarray:
     return x.astype(ml_dtypes.bfloat16)
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a msgpack params file readable by ``flax.serialization.from_bytes``/``msgpack_restore``."""
-    tree = to_params(net, _read_tree(Path(like)) if like is not None else None)
+    tree = to_params(net, _read_tree(Path(like)) if like is not None else None, policy=policy)
     fs = _flax_serialization()
     data = fs.msgpack_serialize(tree) if fs is not None else _serialize_plain(tree)
     Path(path).write_bytes(data)
+
+
+def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``nnx`` module computing the network: ``Linear(m, n) → nnx.relu → Linear(n, k)`` holding its
+    weights exactly in ``dtype`` (default the network's widest float dtype), else refused unless
+    ``allow_rounding``."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from ._layers import common_dtype
+
+    name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
+    if name == "float64" and not jax.config.read("jax_enable_x64"):
+        raise UnsupportedModelError(
+            "jax runs without 64-bit floats here, so a float64 network cannot be held exactly: call "
+            "jax.config.update('jax_enable_x64', True) first, or pass dtype='float32' (with allow_rounding=True "
+            "if its entries do not fit)"
+        )
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
+    arrays, _ = layout_arrays(net, None, policy)
+
+    class ReluNetwork(nnx.Module):
+        """Dense → relu → Dense, as relusym reads it."""
+
+        def __init__(self) -> None:
+            rngs = nnx.Rngs(0)
+            self.hidden = nnx.Linear(net.m, net.n, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
+            self.output = nnx.Linear(net.n, net.k, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
+            self.hidden.kernel.value = jnp.asarray(arrays["0.weight"].T)
+            self.hidden.bias.value = jnp.asarray(arrays["0.bias"])  # type: ignore[union-attr]
+            self.output.kernel.value = jnp.asarray(arrays["2.weight"].T)
+            self.output.bias.value = jnp.asarray(arrays["2.bias"])  # type: ignore[union-attr]
+
+        def __call__(self, x: Any) -> Any:
+            return self.output(nnx.relu(self.hidden(x)))
+
+    return ReluNetwork()

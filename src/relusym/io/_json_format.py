@@ -11,9 +11,10 @@ from .._limits import current, parse_json, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "parse", "load", "save"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "parse", "load", "save"]
 
 NAME = "json"
+RECORDS_ACTIVATION = True
 SUFFIXES = (".json",)
 
 
@@ -62,5 +63,10 @@ def load(path: Path) -> Network:
         raise InvalidNetworkError(f"{path}: {exc}") from None
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: Any = None) -> None:
+    """Write ``relusym.network/1`` JSON: exact rationals, so nothing ever rounds (a float type does not apply)."""
+    if policy is not None and getattr(policy, "dtype", None) is not None:
+        raise InvalidNetworkError(
+            f"JSON holds exact rationals, so dtype={policy.dtype!r} does not apply; choose a binary format for it"
+        )
     path.write_text(json.dumps(net.to_dict(), indent=1) + "\n", encoding="utf-8")

@@ -1,21 +1,24 @@
 """Key heuristics shared by the readers of named weight arrays (PyTorch state_dicts, safetensors, Flax, ONNX,
 scikit-learn): a mapping of named arrays is a network when it holds exactly two 2-D weights (``*.weight``,
 out×in, or ``*.kernel``, in×out) that chain by shape, each with an optional 1-D bias of the same prefix (an
-absent bias is zero).  Also the exact reading of float arrays and the reporting of rounding on write."""
+absent bias is zero).  Also the exact reading of float arrays, and the one representability check of every
+writer (:class:`WritePolicy`): a value goes into a file of a float type only when that type holds it exactly,
+unless the caller allowed rounding."""
 
 from __future__ import annotations
 
+import math
 import re
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from .._display import exact_and_approx, float_value
 from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
+from ..errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
 __all__ = [
     "natural_key",
@@ -23,11 +26,15 @@ __all__ = [
     "LinearLayer",
     "TwoLayers",
     "pair_linear_layers",
+    "FILE_DTYPES",
+    "WritePolicy",
+    "to_bfloat16_values",
     "rounded",
     "warn_rounding",
     "default_dtype",
     "common_dtype",
     "layout_arrays",
+    "standard_arrays",
 ]
 
 _NOT_BIAS = ("weight", "scale", "gamma", "running_mean", "running_var", "num_batches_tracked", "kernel")
@@ -221,31 +228,110 @@ def pair_linear_layers(
     return TwoLayers(layer(first_key, n), layer(second_key, k))
 
 
-def rounded(x: np.ndarray, dtype: Any, name: str, lost: list[str]) -> np.ndarray:
-    """``x`` (an exact float or Fraction array) as ``dtype``; appends ``name`` to ``lost`` when that rounds."""
-    dt = np.dtype(dtype)
-    if x.dtype == object:
-        flat = x.ravel().tolist()
-        y = np.array([float(v) for v in flat], dtype=np.float64).reshape(x.shape).astype(dt)
-        back = y.astype(np.float64).ravel().tolist()
-        if any(Fraction(p) != q for p, q in zip(back, flat, strict=True)):
-            lost.append(name)
-        return y
+# ----------------------------------------------------------------------------------------------------------
+# writing: the one representability check
+
+FILE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+
+
+def to_bfloat16_values(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to the nearest bfloat16 (ties to even), held as float32 (which holds every bfloat16 value).
+    Magnitudes beyond bfloat16's range become ±inf, as a cast would."""
+    f = np.ascontiguousarray(x, dtype=np.float32)
+    u = f.view(np.uint32)
+    rounding = ((u >> 16) & 1) + np.uint32(0x7FFF)
     with np.errstate(over="ignore"):
-        y = x.astype(dt)
-    if not np.array_equal(y.astype(np.float64), x.astype(np.float64)):
-        lost.append(name)
-    return y
+        bits = ((u.astype(np.uint64) + rounding) >> 16).astype(np.uint32) << 16
+    return bits.astype(np.uint32).view(np.float32).reshape(np.shape(x))
 
 
-def warn_rounding(lost: Sequence[str], fmt: str) -> None:
-    if lost:
-        warnings.warn(
-            f"writing {fmt} rounds {', '.join(lost)} to the file's float type: the file holds a nearby network, "
-            "not exactly this one",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+def _holder(dtype_name: str) -> np.dtype:
+    """The numpy dtype that carries values of a file dtype (bfloat16, which numpy lacks, rides in float32)."""
+    return np.dtype(np.float32) if dtype_name == "bfloat16" else np.dtype(dtype_name)
+
+
+def _cast(x: np.ndarray, dtype_name: str) -> np.ndarray:
+    """``x`` (float or exact object array) in ``dtype_name``, rounded to nearest (through float64 for
+    Fractions, which Python rounds correctly)."""
+    if x.dtype == object:
+        x = np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype_name == "bfloat16":
+            return to_bfloat16_values(x.astype(np.float32) if x.dtype != np.float32 else x)
+        return x.astype(np.dtype(dtype_name))
+
+
+def _first_mismatch(x: np.ndarray, y: np.ndarray) -> tuple[int, ...] | None:
+    """The first index where ``y`` (a float array) differs from ``x`` (float or exact) as real numbers."""
+    if x.dtype != object:
+        with np.errstate(invalid="ignore"):
+            bad = y.astype(np.float64) != x.astype(np.float64)
+        if not bad.any():
+            return None
+        return tuple(int(i) for i in np.argwhere(bad)[0])
+    flat_y = y.ravel().tolist()
+    for pos, (v, w) in enumerate(zip(x.ravel().tolist(), flat_y, strict=True)):
+        if not math.isfinite(w) or Fraction(w) != v:
+            return tuple(int(i) for i in np.unravel_index(pos, x.shape))
+    return None
+
+
+@dataclass
+class WritePolicy:
+    """How a writer turns a network's exact entries into a file's floats: the one rounding policy.
+
+    Every float array bound for a file goes through :meth:`fit`.  It returns the array in the target dtype
+    when that dtype holds every entry exactly; otherwise it raises :class:`NotRepresentableError` naming the
+    first entry that does not fit, unless ``allow_rounding`` (then it rounds to nearest and records the array
+    in ``rounded``).  ``dtype`` overrides the file's own dtype for every array (e.g. float64 to widen a float16
+    or bfloat16 file so that it keeps a pruned network exactly).  ``notes`` collects what a writer did besides
+    the weights (entries of a checkpoint it dropped, ...)."""
+
+    allow_rounding: bool = False
+    dtype: str | None = None
+    rounded: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.dtype is not None:
+            name = np.dtype(self.dtype).name if self.dtype != "bfloat16" else "bfloat16"
+            if name not in FILE_DTYPES:
+                raise InvalidNetworkError(f"dtype must be one of {', '.join(FILE_DTYPES)}, got {self.dtype!r}")
+            self.dtype = name
+
+    def target(self, file_dtype: str | None, x: np.ndarray) -> str:
+        """The dtype an array is written in: the override, else the file's, else the array's own float dtype
+        (float64 for exact rationals)."""
+        if self.dtype is not None:
+            return self.dtype
+        if file_dtype in FILE_DTYPES:
+            return str(file_dtype)
+        if file_dtype is not None and file_dtype.startswith("float8"):
+            return "float32"  # wider than the file's: exact
+        return default_dtype(x).name if x.dtype != object else "float64"
+
+    def fit(self, x: np.ndarray, dtype_name: str, name: str) -> np.ndarray:
+        """``x`` as ``dtype_name`` (bfloat16 values held in float32), exactly, or refused/rounded (see above)."""
+        y = _cast(x, dtype_name)
+        bad = _first_mismatch(x, y)
+        if bad is None:
+            return y
+        if not self.allow_rounding:
+            idx = f"[{', '.join(map(str, bad))}]" if x.ndim else ""
+            value = x[bad] if x.ndim else x[()]
+            shown = exact_and_approx(value) if isinstance(value, Fraction | int) else float_value(float(value))
+            beyond = "" if math.isfinite(float(y[bad] if x.ndim else y[()])) else " (it is beyond its range)"
+            widen = "" if dtype_name == "float64" else "widen the file (dtype='float64', CLI --dtype float64), "
+            raise NotRepresentableError(
+                f"{name}{idx} = {shown} is not exactly representable in {dtype_name}{beyond}; {widen}write JSON "
+                "to keep exact rationals, or pass allow_rounding=True (CLI --allow-rounding) to round"
+            )
+        if not np.isfinite(y.astype(np.float64)).all():
+            raise NotRepresentableError(
+                f"{name} has entries beyond the range of {dtype_name}: rounding would write infinities"
+            )
+        self.rounded.append(name)
+        return y
 
 
 def default_dtype(x: np.ndarray) -> np.dtype:
@@ -260,43 +346,67 @@ def common_dtype(net: Network) -> np.dtype:
     return np.dtype(np.result_type(*[a.dtype for a in arrs]))
 
 
-def layout_arrays(net: Network, layers: TwoLayers | None) -> dict[str, np.ndarray]:
+def layout_arrays(
+    net: Network, layers: TwoLayers | None, policy: WritePolicy
+) -> tuple[dict[str, np.ndarray], frozenset[str]]:
     """The network's arrays under the keys, orientation and dtypes of ``layers`` (from a ``like`` file), or
-    the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias``.  A bias the layout lacks is added (as
-    ``<prefix>.bias``) when it is not zero.  Values may be float32 for bfloat16 targets; see ``bf16_keys``."""
+    the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias``; and the keys whose file dtype is bfloat16
+    (their values are bfloat16 values held in float32).  A bias the layout lacks is added (as
+    ``<prefix>.bias``) when it is not zero.  Every array passes ``policy``."""
     if layers is None:
-        return standard_arrays(net, None)
-    lost: list[str] = []
+        return standard_arrays(net, policy)
     out: dict[str, np.ndarray] = {}
+    bf16: set[str] = set()
     for layer, W, B, wname, bname in ((layers.first, net.A, net.b, "A", "b"), (layers.second, net.V, net.c, "V", "c")):
-        wdt = _numpy_target(layer.weight_dtype, W)
-        arr = rounded(W, wdt, wname, lost)
+        wdt = policy.target(layer.weight_dtype, W)
+        arr = policy.fit(W, wdt, wname)
         out[layer.weight_key] = arr.T.copy() if layer.transposed else arr
+        if wdt == "bfloat16":
+            bf16.add(layer.weight_key)
         zero = all(x == 0 for x in B.ravel().tolist())
         if layer.bias_key is not None or not zero:
             key = layer.bias_key or (f"{layer.prefix}{layer.sep}bias" if layer.prefix else "bias")
-            bdt = _numpy_target(layer.bias_dtype or layer.weight_dtype, B)
-            out[key] = rounded(B, bdt, bname, lost)
-    warn_rounding(lost, "the file")
+            bdt = policy.target(layer.bias_dtype or layer.weight_dtype, B)
+            out[key] = policy.fit(B, bdt, bname)
+            if bdt == "bfloat16":
+                bf16.add(key)
+    return out, frozenset(bf16)
+
+
+def standard_arrays(net: Network, policy: WritePolicy) -> tuple[dict[str, np.ndarray], frozenset[str]]:
+    """``0.weight, 0.bias, 2.weight, 2.bias`` (torch orientation), each in the policy's dtype or its own."""
+    out: dict[str, np.ndarray] = {}
+    bf16: set[str] = set()
+    for key, x, name in (
+        ("0.weight", net.A, "A"),
+        ("0.bias", net.b, "b"),
+        ("2.weight", net.V, "V"),
+        ("2.bias", net.c, "c"),
+    ):
+        dt = policy.target(None, x)
+        out[key] = policy.fit(x, dt, name)
+        if dt == "bfloat16":
+            bf16.add(key)
+    return out, frozenset(bf16)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the former helpers, kept for writers not yet given a ``policy`` (they go through the same check)
+
+
+def rounded(x: np.ndarray, dtype: Any, name: str, lost: list[str]) -> np.ndarray:
+    """``x`` as ``dtype`` through :meth:`WritePolicy.fit` with rounding allowed; appends ``name`` to ``lost``
+    when that rounds.  New writers take a ``policy`` instead (which refuses by default)."""
+    policy = WritePolicy(allow_rounding=True)
+    name_ = "bfloat16" if str(dtype) == "bfloat16" else np.dtype(dtype).name
+    out = policy.fit(x, name_, name)
+    lost.extend(policy.rounded)
     return out
 
 
-def standard_arrays(net: Network, dt: np.dtype | None) -> dict[str, np.ndarray]:
-    lost: list[str] = []
-    out = {
-        "0.weight": rounded(net.A, dt or default_dtype(net.A), "A", lost),
-        "0.bias": rounded(net.b, dt or default_dtype(net.b), "b", lost),
-        "2.weight": rounded(net.V, dt or default_dtype(net.V), "V", lost),
-        "2.bias": rounded(net.c, dt or default_dtype(net.c), "c", lost),
-    }
-    warn_rounding(lost, "the network")
-    return out
-
-
-def _numpy_target(dtype_name: str, x: np.ndarray) -> np.dtype:
-    """The numpy dtype that holds values bound for a file dtype (bfloat16 goes through float32)."""
-    if dtype_name in ("float16", "float32", "float64"):
-        return np.dtype(dtype_name)
-    if dtype_name == "bfloat16" or dtype_name.startswith("float8"):
-        return np.dtype(np.float32)
-    return default_dtype(x)
+def warn_rounding(lost: Sequence[str], fmt: str) -> None:
+    """Refuse what :func:`rounded` had to round: the one rounding policy has no silent path."""
+    if lost:
+        raise NotRepresentableError(
+            f"writing {fmt} would round {', '.join(lost)} to the file's float type; widen it or write JSON"
+        )

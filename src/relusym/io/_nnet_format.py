@@ -32,9 +32,10 @@ from .._network import Network
 from .._numbers import fractions_of
 from ..errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "input_bounds", "input_box"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "input_bounds", "input_box"]
 
 NAME = "nnet"
+RECORDS_ACTIVATION = True  # the format defines ReLU hidden layers
 SUFFIXES = (".nnet",)
 
 # bounds written when the network carries none: no double-precision input is ever clamped
@@ -225,11 +226,18 @@ def save(
     *,
     allow_rounding: bool = False,
     bounds: tuple[Any, Any] | None = None,
+    policy: Any = None,
 ) -> None:
     """Write θ as an NNet file with mean 0 and range 1 (no normalisation), so every value is written exactly.
 
     The input minima and maxima are ``bounds`` when given, else ``like``'s (an NNet file), else ±1e308 (no
-    input is clamped)."""
+    input is clamped).  ``policy`` is the writers' rounding policy (``relusym.io.save`` passes it): its
+    ``allow_rounding`` applies, the arrays it rounds are recorded in it, and a ``dtype`` does not apply (NNet is
+    decimal text)."""
+    if policy is not None:
+        if policy.dtype is not None:
+            raise InvalidNetworkError(f"NNet files hold decimal text, so dtype={policy.dtype!r} does not apply")
+        allow_rounding = policy.allow_rounding
     m, n, k = net.shape
     if bounds is not None:
         lo_b = [Fraction(x) for x in (bounds[0] if isinstance(bounds[0], list | tuple) else [bounds[0]] * m)]
@@ -245,6 +253,10 @@ def save(
     else:
         mins, maxs = ["-" + _NO_CLAMP] * m, [_NO_CLAMP] * m
     A, b, V, c = (fractions_of(x) for x in (net.A, net.b, net.V, net.c))
+    if policy is not None and allow_rounding:
+        for name, arr in (("A", A), ("b", b), ("V", V), ("c", c)):
+            if any(_decimal(Fraction(v)) is None for v in arr.ravel().tolist()):
+                policy.rounded.append(name)
 
     def row(values: list[Any], name: str) -> str:
         return ",".join(_spell(Fraction(v), allow_rounding, name, path) for v in values) + ","

@@ -1,68 +1,257 @@
-"""NPZ files holding arrays ``V``, ``A``, ``b``, ``c`` (interfaces.md), read as data (``allow_pickle=False``)."""
+"""numpy files: ``.npz`` archives and dicts of arrays, read as data (``allow_pickle=False``).
+
+relusym's own layout names the arrays ``V``, ``A``, ``b``, ``c`` (interfaces.md).  Other usual namings are read
+too: ``W1/b1/W2/b2`` (or ``w0``, ``weights_0``, ...), torch's ``<layer>.weight``/``<layer>.bias`` (out×in) and
+``kernel``/``bias`` (in×out, Keras and Flax, also as flat ``Dense_0/kernel`` keys).  For names that do not say
+the orientation, it is found from the shapes: the layers must chain (m → n → k) and the biases must have n and k
+entries; when both orientations fit (square weights), the reader refuses and asks for ``layout="out_in"`` (torch)
+or ``layout="in_out"`` (Keras, Flax, scikit-learn).  An ``.npy`` file holding a dict is an object array, which
+numpy can read only by unpickling; that needs ``allow_unsafe_pickle=True``.
+"""
 
 from __future__ import annotations
 
+import re
+import warnings
 import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._limits import check_npy_members, check_zip
 from .._network import Network
-from ..errors import InvalidNetworkError
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ._layers import WritePolicy, exact_float_array, natural_key, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "from_arrays"]
 
 NAME = "npz"
-SUFFIXES = (".npz",)
+SUFFIXES = (".npz", ".npy")
+RECORDS_ACTIVATION = False
+
+_NPY_MAGIC = b"\x93NUMPY"
+_OWN = ("V", "A", "b", "c")
 
 
 def sniff(path: Path, head: bytes) -> bool:
+    if head.startswith(_NPY_MAGIC):
+        return True
     if not head.startswith(b"PK"):
         return False
     try:
         with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
+            names = zf.namelist()
     except zipfile.BadZipFile:
         return path.suffix.lower() == ".npz"
-    return {"V.npy", "A.npy", "b.npy"} <= names
+    return bool(names) and all(n.endswith(".npy") for n in names)
 
 
-def load(path: Path) -> Network:
-    check_zip(path, NAME)
-    check_npy_members(path)
+def _pickle_refusal(path: Path) -> UnsupportedModelError:
+    return UnsupportedModelError(
+        f"{path.name} holds a Python object array, which numpy can only read by unpickling it (and unpickling "
+        "runs code from the file); if you trust it, pass allow_unsafe_pickle=True (CLI --allow-unsafe-pickle), "
+        "or save the arrays with np.savez(path, **arrays)"
+    )
+
+
+def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+    if zipfile.is_zipfile(path):  # an NPZ: members and .npy headers checked against the data before np.load
+        check_zip(path, NAME)
+        check_npy_members(path, allow_objects=allow_unsafe_pickle)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            missing = [key for key in ("V", "A", "b") if key not in data.files]
-            if missing:
-                raise InvalidNetworkError(
-                    f"{path} has no array named {', '.join(missing)} (found: {', '.join(data.files) or 'none'})"
-                )
-            arrays = {key: data[key] for key in ("V", "A", "b", "c") if key in data.files}
+        data = np.load(path, allow_pickle=allow_unsafe_pickle)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise InvalidNetworkError(f"{path} is not a readable NPZ file ({exc})") from None
+        raise InvalidNetworkError(f"{path} is not a readable numpy file ({exc})") from None
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise _pickle_refusal(path) from None
+        raise InvalidNetworkError(f"{path}: {exc}") from None
+    if isinstance(data, np.ndarray):  # .npy
+        if data.dtype == object and data.shape == ():
+            warnings.warn(f"unpickling {path.name} runs any code it contains", RuntimeWarning, stacklevel=4)
+            obj = data[()]
+            if not isinstance(obj, Mapping):
+                raise UnsupportedModelError(f"{path.name} holds a {type(obj).__name__}, not a dict of arrays")
+            return {str(k): v for k, v in obj.items()}
+        raise UnsupportedModelError(
+            f"{path.name} holds one array of shape {data.shape}; a network needs its weight and bias arrays (save "
+            "them with np.savez(path, W1=..., b1=..., W2=..., b2=...))"
+        )
+    try:
+        with data:
+            try:
+                return {key: data[key] for key in data.files}
+            except ValueError as exc:
+                if "allow_pickle" in str(exc):
+                    raise _pickle_refusal(path) from None
+                raise
     except ValueError as exc:
         raise InvalidNetworkError(f"{path}: {exc}") from None
-    A = arrays["A"]
-    m = int(A.shape[1]) if A.ndim == 2 else None
+
+
+def read(
+    path: Path, *, layout: str | None = None, allow_unsafe_pickle: bool = False
+) -> tuple[Network, tuple[str, ...], bool]:
+    """The network of a numpy file; ``recorded`` is True for relusym's own V/A/b/c layout (which defines the
+    activation), False for weights saved under other names."""
+    path = Path(path)
+    arrays = _read_arrays(path, allow_unsafe_pickle)
+    own = set(_OWN[:3]) <= set(arrays) and set(arrays) <= set(_OWN)
     try:
-        return Network(arrays["V"], A, arrays["b"], arrays.get("c"), m=m)
+        net = from_arrays(arrays, source=path.name, layout=layout)
     except InvalidNetworkError as exc:
-        raise InvalidNetworkError(f"{path}: {exc}") from None
+        msg = str(exc)
+        raise InvalidNetworkError(msg if msg.startswith(path.name) else f"{path.name}: {msg}") from None
+    return net, (), own
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
-    def arr(x: np.ndarray) -> np.ndarray:
-        if x.dtype != object:
-            return np.asarray(x)
-        # exact rationals: float64 when exactly representable, else refuse rather than round
-        out = np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-        if any(float(v) != v for v in x.ravel().tolist()):
+def load(path: Path, *, layout: str | None = None, allow_unsafe_pickle: bool = False) -> Network:
+    return read(path, layout=layout, allow_unsafe_pickle=allow_unsafe_pickle)[0]
+
+
+_ORIENTED = re.compile(r"(^|[./_])(weight|kernel|bias)$", re.IGNORECASE)
+
+
+def from_arrays(arrays: Mapping[str, Any], *, source: str = "the arrays", layout: str | None = None) -> Network:
+    """A network from named arrays: V/A/b/c, torch or Keras/Flax names, or any two 2-D weights with their
+    biases (orientation from the shapes, ``layout`` when both fit)."""
+    arrays = {str(k): v for k, v in arrays.items()}
+    if "V" in arrays and "A" in arrays:
+        A = exact_float_array(arrays["A"], f"{source}: A") if hasattr(arrays["A"], "dtype") else arrays["A"]
+        m = int(np.shape(A)[1]) if np.ndim(A) == 2 else None
+        return Network(arrays["V"], A, arrays.get("b"), arrays.get("c"), m=m)
+    if layout not in (None, "out_in", "in_out"):
+        raise InvalidNetworkError(f"layout must be 'out_in' (torch) or 'in_out' (Keras, Flax), got {layout!r}")
+    weights = sorted((k for k, v in arrays.items() if np.ndim(v) == 2), key=natural_key)
+    if layout is None and weights and all(_ORIENTED.search(k) for k in arrays):
+        return pair_linear_layers(arrays, source=source, ordered=False).network()
+    return _network(arrays, _generic_layout(arrays, source, layout), source)
+
+
+def _generic_layout(arrays: Mapping[str, Any], source: str, layout: str | None) -> _Layout:
+    """The two weights and biases of arrays whose names do not say the orientation, found from the shapes."""
+    weights = sorted((k for k, v in arrays.items() if np.ndim(v) == 2), key=natural_key)
+    vectors = sorted((k for k, v in arrays.items() if np.ndim(v) == 1), key=natural_key)
+    others = [k for k, v in arrays.items() if np.ndim(v) not in (1, 2)]
+    if len(weights) != 2:
+        raise UnsupportedModelError(
+            f"{source} holds {len(weights)} 2-D arrays ({', '.join(weights) or 'none'}); a one-hidden-layer network "
+            "has exactly two weight matrices"
+        )
+    if others or len(vectors) > 2:
+        extra = others[0] if others else vectors[2]
+        raise UnsupportedModelError(
+            f"{source}: array '{extra}' with shape {np.shape(arrays[extra])} is neither a weight nor a bias"
+        )
+    bias_sizes = [int(np.shape(arrays[v])[0]) for v in vectors]
+    options = [
+        (first, second, orient)
+        for first, second in (weights, weights[::-1])
+        for orient in (("out_in", "in_out") if layout is None else (layout,))
+        if _fits(np.shape(arrays[first]), np.shape(arrays[second]), orient, bias_sizes)
+    ]
+    w1, w2 = weights
+    s1, s2 = tuple(np.shape(arrays[w1])), tuple(np.shape(arrays[w2]))
+    if not options:
+        raise InvalidNetworkError(
+            f"{source}: '{w1}' {s1} and '{w2}' {s2} (biases of sizes {bias_sizes}) do not chain into m → n → k in "
+            "either orientation (out×in as torch, in×out as Keras and Flax)"
+        )
+    if len(options) > 1:
+        options = [o for o in options if o[0] == w1] or options  # both orders chain: the names' order decides
+        if len(options) > 1:
             raise InvalidNetworkError(
-                f"{path}: NPZ holds binary floats, and this network has entries that are "
-                "not exactly representable; save it as JSON instead"
+                f"{source}: '{w1}' {s1} and '{w2}' {s2} fit both the out×in (torch) and the in×out (Keras, Flax, "
+                "scikit-learn) orientation; say which with layout='out_in' or layout='in_out'"
             )
-        return out
+    first, second, orient = options[0]
+    n = np.shape(arrays[first])[0 if orient == "out_in" else 1]
+    k = np.shape(arrays[second])[0 if orient == "out_in" else 1]
+    bkey = ckey = None
+    if len(vectors) == 2:
+        sizes_ok = np.shape(arrays[vectors[0]]) == (n,) and np.shape(arrays[vectors[1]]) == (k,)
+        bkey, ckey = (vectors[0], vectors[1]) if sizes_ok else (vectors[1], vectors[0])
+    elif len(vectors) == 1:
+        if np.shape(arrays[vectors[0]]) == (n,) and (n != k or first == weights[0]):
+            bkey = vectors[0]
+        else:
+            ckey = vectors[0]
+    return _Layout(first, second, orient == "in_out", bkey, ckey)
 
+
+@dataclass(frozen=True)
+class _Layout:
+    """Which arrays of a generically named file are the two weights (and whether stored in×out) and biases."""
+
+    first: str
+    second: str
+    in_out: bool
+    bias: str | None
+    out_bias: str | None
+
+
+def _network(arrays: Mapping[str, Any], lay: _Layout, source: str) -> Network:
+    W1 = exact_float_array(arrays[lay.first], f"{source}: '{lay.first}'")
+    W2 = exact_float_array(arrays[lay.second], f"{source}: '{lay.second}'")
+    if lay.in_out:
+        W1, W2 = W1.T, W2.T
+    b = exact_float_array(arrays[lay.bias], f"{source}: '{lay.bias}'") if lay.bias else np.zeros(W1.shape[0])
+    c = exact_float_array(arrays[lay.out_bias], f"{source}: '{lay.out_bias}'") if lay.out_bias else None
+    return Network(W2, W1, b, c, m=W1.shape[1])
+
+
+def _fits(s1: tuple[int, ...], s2: tuple[int, ...], orient: str, bias_sizes: list[int]) -> bool:
+    """Whether weights of shapes s1 (first layer) and s2 (second) chain in ``orient`` with these biases."""
+    if orient == "out_in":  # first n×m, second k×n
+        n, k, chain = s1[0], s2[0], s2[1] == s1[0]
+    else:  # first m×n, second n×k
+        n, k, chain = s1[1], s2[1], s1[1] == s2[0]
+    if not chain:
+        return False
+    if len(bias_sizes) == 2:
+        return sorted(bias_sizes) == sorted([n, k])
+    return len(bias_sizes) == 0 or bias_sizes[0] in (n, k)
+
+
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """``np.savez`` of V, A, b, c (relusym's layout), or of ``like``'s names, orientation and dtypes."""
+    policy = policy if policy is not None else WritePolicy()
+    if policy.dtype == "bfloat16":
+        raise UnsupportedModelError(
+            "NPZ files cannot hold bfloat16 (numpy has no such type); write float32 (which holds every bfloat16 "
+            "value exactly) or safetensors"
+        )
+    dtypes: dict[str, str | None] = dict.fromkeys(_OWN)
+    if like is not None:
+        arrays = _read_arrays(Path(like), False)
+        if not ({"V", "A"} <= set(arrays)):
+            return _save_like(net, path, arrays, policy)
+        dtypes = {k: arrays[k].dtype.name if k in arrays else None for k in _OWN}
+    out = {}
+    for key, x in zip(_OWN, (net.V, net.A, net.b, net.c), strict=True):
+        out[key] = policy.fit(x, policy.target(dtypes[key], x), key)
     with open(path, "wb") as fh:
-        np.savez(fh, V=arr(net.V), A=arr(net.A), b=arr(net.b), c=arr(net.c))
+        np.savez(fh, **out)  # type: ignore[arg-type]
+    return None
+
+
+def _save_like(net: Network, path: Path, like: dict[str, Any], policy: WritePolicy) -> None:
+    """Write under the like file's names, orientation and dtypes."""
+    if all(_ORIENTED.search(k) for k in like):
+        from ._layers import layout_arrays
+
+        out, _ = layout_arrays(net, pair_linear_layers(like, source="like", ordered=False), policy)
+    else:
+        lay = _generic_layout(like, "like", None)
+        A = policy.fit(net.A, policy.target(like[lay.first].dtype.name, net.A), "A")
+        V = policy.fit(net.V, policy.target(like[lay.second].dtype.name, net.V), "V")
+        out = {lay.first: A.T.copy(), lay.second: V.T.copy()} if lay.in_out else {lay.first: A, lay.second: V}
+        bkey = lay.bias or f"{lay.first}_bias"
+        ckey = lay.out_bias or f"{lay.second}_bias"
+        out[bkey] = policy.fit(net.b, policy.target(like[bkey].dtype.name if bkey in like else None, net.b), "b")
+        out[ckey] = policy.fit(net.c, policy.target(like[ckey].dtype.name if ckey in like else None, net.c), "c")
+    with open(path, "wb") as fh:
+        np.savez(fh, **out)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ onnxruntime runs (opset 17, or the ``like`` model's opsets, names and layer styl
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -21,11 +22,24 @@ from .._limits import current as current_limits
 from .._limits import file_limit, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import common_dtype, exact_float_array, rounded, warn_rounding
+from ._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "from_model", "to_model"]
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "RECORDS_ACTIVATION",
+    "sniff",
+    "load",
+    "read",
+    "save",
+    "accepts",
+    "from_object",
+    "from_model",
+    "to_model",
+]
 
 NAME = "onnx"
+RECORDS_ACTIVATION = True
 SUFFIXES: tuple[str, ...] = (".onnx",)
 
 _OPSET = 17
@@ -49,7 +63,12 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> Network:
-    """Read an ONNX model file (external data only from regular files inside the model's folder)."""
+    """Read an ONNX model file."""
+    return read(path)[0]
+
+
+def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """Read an ONNX model file, with its notes (a classifier head read as logits)."""
     onnx = _import_onnx()
     path = Path(path)
     try:
@@ -60,7 +79,7 @@ def load(path: Path) -> Network:
         raise InvalidNetworkError(
             f"{path.name} is not a readable ONNX model (truncated or corrupted?): {_first_line(exc)}"
         ) from None
-    if _external_tensors(model):
+    if _external_tensors(model):  # external data only from regular files inside the model's folder
         _check_external(model, path)
         from onnx.external_data_helper import load_external_data_for_model
 
@@ -68,7 +87,8 @@ def load(path: Path) -> Network:
             load_external_data_for_model(model, str(path.parent))
         except Exception as exc:
             raise InvalidNetworkError(f"{path.name}: its external data cannot be read: {_first_line(exc)}") from None
-    return from_model(model, source=path.name)
+    net, notes = _read_model(model, path.name)
+    return net, notes, True
 
 
 def _first_line(exc: BaseException) -> str:
@@ -252,6 +272,8 @@ class _Parsed:
     output_dims: list[Any]
     opsets: list[tuple[str, int]]
     ir_version: int
+    head: str | None = None  # the classifier head (Sigmoid/Softmax ...) left out: the network is the logits
+    noops: tuple[str, ...] = ()  # the no-op nodes passed over (Cast, Flatten, Reshape, Identity, Dropout)
 
 
 def _is_pow2(s: float) -> bool:
@@ -335,11 +357,16 @@ def _parse(model: Any, source: str) -> _Parsed:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     outputs = {o.name for o in graph.output}
+    shapes, shape_nodes = _shape_computations(onnx, nodes, data_inputs[0], consts)
 
     cur = data_inputs[0].name
+    cur_dtype = _ELEM_NAMES.get(data_inputs[0].type.tensor_type.elem_type)
     orient: str | None = None  # "rows" (batch × features) or "cols" (features × batch)
     steps: list[Any] = []  # _Layer or "relu"
     visited: set[int] = set()
+    head: str | None = None
+    noops: list[str] = []
+    reshapes: list[tuple[Any, list[int], bool]] = []  # (node, target shape, before the first layer)
 
     def const(name: str, node: Any) -> np.ndarray:
         if name not in consts:
@@ -356,7 +383,7 @@ def _parse(model: Any, source: str) -> _Parsed:
             raise UnsupportedModelError(f"{source}: {_describe(node)} reads its data transposed; not supported")
 
     while True:
-        cons = consumers.get(cur, [])
+        cons = [c for c in consumers.get(cur, []) if id(c) not in shape_nodes]
         if not cons:
             break
         if len(cons) > 1:
@@ -368,8 +395,45 @@ def _parse(model: Any, source: str) -> _Parsed:
         if node.domain not in ("", "ai.onnx"):
             raise UnsupportedModelError(f"{source}: {_describe(node)} of domain '{node.domain}' is not supported")
         ins = list(node.input)
+        n_layers = sum(isinstance(x, _Layer) for x in steps)
         if op in ("Identity", "Dropout"):
-            pass
+            if op == "Dropout" and len(ins) > 2 and ins[2]:
+                mode = consts.get(ins[2])
+                if mode is None or bool(np.asarray(mode).ravel()[0]):
+                    raise UnsupportedModelError(f"{source}: {_describe(node)} may run in training mode")
+            noops.append(op)
+        elif op == "Cast":
+            to = _ELEM_NAMES.get(int(_attrs(onnx, node).get("to", 0)))
+            if to is None or (cur_dtype is not None and _WIDTH[to] < _WIDTH.get(cur_dtype, 0)):
+                frm = cur_dtype or "?"
+                raise UnsupportedModelError(
+                    f"{source}: {_describe(node)} casts {frm} to {to or 'a non-float type'}, which rounds the data; "
+                    "relusym reads casts that keep or widen the float type"
+                )
+            cur_dtype = to
+            noops.append(op)
+        elif op == "Flatten":
+            axis = int(_attrs(onnx, node).get("axis", 1))
+            if axis != 1:
+                raise UnsupportedModelError(f"{source}: {_describe(node)} flattens from axis {axis}, not 1")
+            if 0 < n_layers < 2:
+                raise UnsupportedModelError(f"{source}: {_describe(node)} sits between the two layers")
+            noops.append(op)
+        elif op == "Reshape":
+            if 0 < n_layers < 2:
+                raise UnsupportedModelError(f"{source}: {_describe(node)} sits between the two layers")
+            if ins[1] in shapes:  # computed from the input's shape, e.g. x.view(x.size(0), -1)
+                target = [0 if t == "batch" else t for t in shapes[ins[1]]]
+                if any(not isinstance(t, int) for t in target):
+                    raise UnsupportedModelError(f"{source}: {_describe(node)} reshapes to a shape relusym cannot see")
+            else:
+                target = [int(t) for t in np.asarray(const(ins[1], node)).ravel().tolist()]
+            reshapes.append((node, target, n_layers == 0))
+            noops.append(op)
+        elif op in ("Sigmoid", "Softmax", "LogSoftmax") and n_layers == 2 and steps[-1] != "relu":
+            head = op
+            _mark_downstream(node, consumers, visited)
+            break
         elif op == "Relu":
             steps.append("relu")
         elif op in ("Gemm", "MatMul"):
@@ -411,6 +475,8 @@ def _parse(model: Any, source: str) -> _Parsed:
                 _Layer(W, bias, op, wname, bname, stored_out_in, dtypes.get(wname, "float32"), data_first, alpha, beta)
             )
             orient = out_orient
+            if dtypes.get(wname) in _WIDTH:  # the product is in the weight's float type
+                cur_dtype = dtypes[wname]
         elif op == "Add":
             if not steps or not isinstance(steps[-1], _Layer):
                 raise UnsupportedModelError(f"{source}: {_describe(node)} is not a bias after a Gemm or MatMul")
@@ -431,9 +497,9 @@ def _parse(model: Any, source: str) -> _Parsed:
         if len(node.output) < 1:
             raise UnsupportedModelError(f"{source}: {_describe(node)} has no output")
         cur = node.output[0]
-    if cur not in outputs:
+    if cur not in outputs and head is None:
         raise UnsupportedModelError(f"{source}: the chain from the input ends at '{cur}', which is not a graph output")
-    stray = [n for n in nodes if id(n) not in visited]
+    stray = [n for n in nodes if id(n) not in visited and id(n) not in shape_nodes]
     if stray:
         raise UnsupportedModelError(
             f"{source}: {_describe(stray[0])} is not part of the chain Gemm/MatMul → Relu → Gemm/MatMul"
@@ -465,11 +531,89 @@ def _parse(model: Any, source: str) -> _Parsed:
             out.append(d.dim_param if d.dim_param else (int(d.dim_value) if d.HasField("dim_value") else None))
         return out
 
-    out_vi = next(o for o in graph.output if o.name == cur)
+    m_in, k_out = l1.W.shape[1], l2.W.shape[0]
+    for node, target, before in reshapes:
+        size = m_in if before else k_out
+        ok = (len(target) == 2 and target[1] in (size, -1) and target != [-1, -1] and target[0] >= -1) or (
+            not before and target == [-1] and k_out == 1
+        )
+        if not ok:
+            what = "input" if before else "output"
+            raise UnsupportedModelError(
+                f"{source}: {_describe(node)} reshapes the {what} to {target}, not [batch, {size}]"
+            )
+    out_vi = next((o for o in graph.output if o.name == cur), None)
+    out_dims = dims(out_vi) if out_vi is not None else ["batch", k_out]
     opsets = [(o.domain, int(o.version)) for o in model.opset_import]
     return _Parsed(
-        [l1, l2], data_inputs[0].name, cur, dims(data_inputs[0]), dims(out_vi), opsets, int(model.ir_version)
+        [l1, l2],
+        data_inputs[0].name,
+        cur,
+        dims(data_inputs[0]),
+        out_dims,
+        opsets,
+        int(model.ir_version),
+        head,
+        tuple(noops),
     )
+
+
+def _shape_computations(
+    onnx: Any, nodes: list[Any], data: Any, consts: dict[str, np.ndarray]
+) -> tuple[dict[str, list[Any]], set[int]]:
+    """The small integer computations on the data input's shape that exporters emit for ``x.view(x.size(0),
+    -1)`` (Shape → Gather → Unsqueeze → Concat): each result as a list whose entries are ints or ``"batch"``
+    (the input's first dimension), and the ids of those nodes.  Nodes are in topological order (ONNX requires
+    it), so one pass suffices; anything else is left to the chain reader (which refuses it, naming it)."""
+    dims: list[Any] = []
+    for i, d in enumerate(data.type.tensor_type.shape.dim):
+        dims.append("batch" if i == 0 else (int(d.dim_value) if d.HasField("dim_value") else ("dim", i)))
+    values: dict[str, list[Any]] = {}
+    ids: set[int] = set()
+
+    def ints(name: str) -> list[Any] | None:
+        if name in values:
+            return values[name]
+        if name in consts and consts[name].dtype.kind in "iu":
+            return [int(v) for v in consts[name].ravel().tolist()]
+        return None
+
+    for node in nodes:
+        op, ins = node.op_type, list(node.input)
+        at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        out: list[Any] | None = None
+        if op == "Shape" and ins[0] == data.name and not at:
+            out = list(dims)
+        elif op == "Gather" and ins[0] in values and int(at.get("axis", 0)) == 0:
+            idx = ints(ins[1])
+            if idx is not None and all(isinstance(i, int) for i in idx):
+                out = [values[ins[0]][i] for i in idx]
+        elif op in ("Unsqueeze", "Squeeze", "Cast", "Identity") and ins[0] in values:
+            out = values[ins[0]]
+        elif op == "Concat" and any(i in values for i in ins):
+            parts = [ints(i) for i in ins]
+            if all(p is not None for p in parts):
+                out = [t for p in parts for t in p]  # type: ignore[union-attr]
+        if out is not None:
+            values[node.output[0]] = out
+            ids.add(id(node))
+    return values, ids
+
+
+_ELEM_NAMES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
+_WIDTH = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+
+
+def _mark_downstream(node: Any, consumers: dict[str, list[Any]], visited: set[int]) -> None:
+    """Mark ``node`` and everything computed from it as read (a classifier head, outside the network)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if id(cur) in visited and cur is not node:
+            continue
+        visited.add(id(cur))
+        for out in cur.output:
+            stack.extend(consumers.get(out, []))
 
 
 def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str) -> np.ndarray:
@@ -483,9 +627,28 @@ def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str
 
 
 def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
-    """A network from an ``onnx.ModelProto`` (checked first: see :func:`_check_model`)."""
-    _check_model(_import_onnx(), model, source)
+    """A network from an ``onnx.ModelProto``; a classifier head (Sigmoid/Softmax and what follows) is left
+    out and the network is the logits, with a warning."""
+    return _read_model(model, source)[0]
+
+
+def _read_model(model: Any, source: str) -> tuple[Network, tuple[str, ...]]:
+    _check_model(_import_onnx(), model, source)  # checker, dims against data, no cycle: before the walk
     p = _parse(model, source)
+    notes: tuple[str, ...] = ()
+    if p.head is not None:
+        from ._sklearn_format import LogitsOnlyWarning
+
+        msg = (
+            f"{source}: its output activation {p.head} (and the label and probability outputs computed from it) "
+            "is outside the network x ↦ V·relu(Ax + b) + c; relusym reads and classifies the logits only"
+        )
+        warnings.warn(msg, LogitsOnlyWarning, stacklevel=3)
+        notes = (msg,)
+    return _network_of(p), notes
+
+
+def _network_of(p: _Parsed) -> Network:
     l1, l2 = p.layers
     b = l1.bias if l1.bias is not None else np.zeros(l1.W.shape[0], dtype=np.float64)
     c = l2.bias if l2.bias is not None else np.zeros(l2.W.shape[0], dtype=np.float64)
@@ -496,43 +659,55 @@ def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
 # writing
 
 
-def _dtype_of(name: str) -> np.dtype | None:
-    return np.dtype(name) if name in ("float16", "float32", "float64") else None
-
-
-def to_model(net: Network, like: Any = None) -> Any:
+def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> Any:
     """An ``onnx.ModelProto`` computing the network, runnable by onnxruntime.
 
     Default layout: input ``input`` [batch, m] → Gemm(``0.weight``, ``0.bias``, transB=1) → Relu → Gemm(
     ``2.weight``, ``2.bias``, transB=1) → output ``output``, in the network's widest float dtype.  With
     ``like`` (a ModelProto of a network), its names, layer style (Gemm/MatMul+Add, transB), dtype and opsets.
+    Every entry exact in that dtype, or as ``policy`` allows (``policy.dtype`` overrides the dtype).
     """
     onnx = _import_onnx()
     from onnx import TensorProto, helper, numpy_helper
 
+    policy = policy if policy is not None else WritePolicy()
     parsed = _parse(like, "like") if like is not None else None
-    dt = common_dtype(net)
+    dt_name = common_dtype(net).name
     if parsed is not None:
-        dt = _dtype_of(parsed.layers[0].dtype) or np.dtype(np.float32)
+        dt_name = parsed.layers[0].dtype if parsed.layers[0].dtype in FILE_DTYPES else "float32"
+    if policy.dtype is not None:
+        dt_name = policy.dtype
     elem = {
-        np.dtype(np.float16): TensorProto.FLOAT16,
-        np.dtype(np.float32): TensorProto.FLOAT,
-        np.dtype(np.float64): TensorProto.DOUBLE,
-    }[np.dtype(dt)]
-    lost: list[str] = []
+        "float16": TensorProto.FLOAT16,
+        "bfloat16": TensorProto.BFLOAT16,
+        "float32": TensorProto.FLOAT,
+        "float64": TensorProto.DOUBLE,
+    }[dt_name]
+    if parsed is not None and parsed.head is not None:
+        policy.notes.append(
+            f"the like model's classifier head ({parsed.head} and the outputs computed from it) is not written: "
+            "the file computes the logits, the network relusym read"
+        )
     scal = [(1.0, 1.0), (1.0, 1.0)]
-    if parsed is not None:
+    if parsed is not None and dt_name != "bfloat16":
         scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
     # keep a like model's Gemm alpha/beta where the weights divided by them fit its dtype exactly
+    hold = np.dtype(np.float32) if dt_name == "bfloat16" else np.dtype(dt_name)
     (al1, be1), (al2, be2) = scal = [
-        (_keeps(W, s[0], dt), _keeps(B, s[1], dt))
+        (_keeps(W, s[0], hold), _keeps(B, s[1], hold))
         for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal, strict=True)
     ]
-    A = rounded(_unscaled(net.A, al1), dt, "A", lost)
-    b = rounded(_unscaled(net.b, be1), dt, "b", lost)
-    V = rounded(_unscaled(net.V, al2), dt, "V", lost)
-    c = rounded(_unscaled(net.c, be2), dt, "c", lost)
-    warn_rounding(lost, "ONNX")
+    A = policy.fit(_unscaled(net.A, al1), dt_name, "A")
+    b = policy.fit(_unscaled(net.b, be1), dt_name, "b")
+    V = policy.fit(_unscaled(net.V, al2), dt_name, "V")
+    c = policy.fit(_unscaled(net.c, be2), dt_name, "c")
+
+    def tensor(arr: np.ndarray, name: str) -> Any:
+        if dt_name != "bfloat16":
+            return numpy_helper.from_array(np.ascontiguousarray(arr), name)
+        bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+        return helper.make_tensor(name, TensorProto.BFLOAT16, list(arr.shape), vals=bits.tobytes(), raw=True)
+
     in_name = parsed.input_name if parsed else "input"
     out_name = parsed.output_name if parsed else "output"
     nodes: list[Any] = []
@@ -545,9 +720,9 @@ def to_model(net: Network, like: Any = None) -> Any:
         bname = style.bias_name if style and style.bias_name else f"{wname}_bias" if style else f"{2 * idx}.bias"
         has_bias = bool(np.any(bias != 0)) or style is None or style.bias_name is not None
         if style is not None and style.op == "MatMul" and style.data_first:
-            inits.append(numpy_helper.from_array(np.ascontiguousarray(W.T), wname))
+            inits.append(tensor(np.ascontiguousarray(W.T), wname))
             if has_bias:
-                inits.append(numpy_helper.from_array(bias, bname))
+                inits.append(tensor(bias, bname))
                 nodes.append(helper.make_node("MatMul", [x, wname], [y + "_matmul"]))
                 nodes.append(helper.make_node("Add", [y + "_matmul", bname], [y]))
             else:
@@ -557,10 +732,10 @@ def to_model(net: Network, like: Any = None) -> Any:
         if style is not None and style.op == "Gemm" and style.data_first:
             trans_b = 1 if style.weight_transposed else 0
         stored = W if trans_b else np.ascontiguousarray(W.T)
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(stored), wname))
+        inits.append(tensor(np.ascontiguousarray(stored), wname))
         ins = [x, wname]
         if has_bias:
-            inits.append(numpy_helper.from_array(bias, bname))
+            inits.append(tensor(bias, bname))
             ins.append(bname)
         nodes.append(helper.make_node("Gemm", ins, [y], transB=trans_b, alpha=alpha, beta=beta))
 
@@ -600,8 +775,8 @@ def _unscaled(x: np.ndarray, s: float) -> np.ndarray:
     return x if s == 1.0 else x.astype(np.float64) / np.float64(s)
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write an ONNX model file (the layout of ``like`` when given)."""
     onnx = _import_onnx()
     like_model = onnx.load(str(like)) if like is not None else None
-    onnx.save(to_model(net, like_model), str(path))
+    onnx.save(to_model(net, like_model, policy=policy), str(path))

@@ -19,11 +19,12 @@ from .._limits import current as current_limits
 from .._limits import parse_json, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import LinearLayer, TwoLayers, layout_arrays, pair_linear_layers
+from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "load", "save", "accepts", "from_object", "read_arrays"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "read_arrays"]
 
 NAME = "safetensors"
+RECORDS_ACTIVATION = False
 SUFFIXES: tuple[str, ...] = (".safetensors",)
 
 _MAX_HEADER = 100 * 1024 * 1024
@@ -221,38 +222,26 @@ def from_object(obj: Any) -> Network:
     raise UnsupportedModelError("safetensors is a file format; pass a path to a .safetensors file")
 
 
-def _bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float32 → bfloat16 bit patterns, rounding to nearest even."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    rounding = ((u >> 16) & 1) + np.uint32(0x7FFF)
-    return ((u + rounding) >> 16).astype("<u2")
-
-
-def save(net: Network, path: Path, like: Path | None = None) -> None:
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a safetensors file: with ``like``, its keys, orientation and dtypes; else ``0.weight, 0.bias,
-    2.weight, 2.bias`` in the network's float dtypes."""
+    2.weight, 2.bias`` in the network's float dtypes.  Every entry exact, or as ``policy`` allows."""
     layers = _layers(Path(like)) if like is not None else None
-    arrays = layout_arrays(net, layers)
-    bf16: set[str] = set()
-    if layers is not None:
-        for layer in (layers.first, layers.second):
-            if layer.weight_dtype == "bfloat16":
-                bf16.add(layer.weight_key)
-            if layer.bias_key is not None and layer.bias_dtype == "bfloat16":
-                bf16.add(layer.bias_key)
+    arrays, bf16 = layout_arrays(net, layers, policy if policy is not None else WritePolicy())
     metadata = {"format": "pt", "producer": "relusym"}
     if not bf16:
         stn = _import_safetensors()
         stn.save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path), metadata=metadata)
         return
-    # numpy has no bfloat16: write the (simple) file format directly
+    # numpy has no bfloat16: write the (simple) file format directly; the values are bfloat16 values, so
+    # keeping the high half of their float32 bits is exact
     header: dict[str, Any] = {"__metadata__": metadata}
     blobs: list[bytes] = []
     pos = 0
     for key in sorted(arrays):
         arr = arrays[key]
         if key in bf16:
-            blob, code = _bf16_bits(arr).tobytes(), "BF16"
+            bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+            blob, code = bits.tobytes(), "BF16"
         else:
             a = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
             blob, code = a.tobytes(), _CODES[arr.dtype.name]

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from .._network import Network
-from ..errors import UnsupportedModelError
-from ._layers import exact_float_array, rounded, warn_rounding
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ._layers import WritePolicy, common_dtype, exact_float_array
 
 __all__ = [
     "NAME",
     "SUFFIXES",
+    "RECORDS_ACTIVATION",
     "sniff",
     "load",
     "load_pickle",
@@ -32,9 +33,12 @@ __all__ = [
     "from_object",
     "from_estimator",
     "to_estimator",
+    "serializer_of",
+    "read_back",
 ]
 
 NAME = "sklearn"
+RECORDS_ACTIVATION = True
 SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib")
 
 _TORCH_LEGACY = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
@@ -66,7 +70,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def _refusal(path: Path) -> UnsupportedModelError:
     return UnsupportedModelError(
         f"refusing to unpickle {path.name}: loading a pickle or joblib file runs arbitrary code; if you trust it, "
-        "call relusym.io._sklearn_format.load_pickle(path, allow_unsafe_pickle=True)"
+        "pass --allow-unsafe-pickle (CLI) or relusym.load(path, allow_unsafe_pickle=True)"
     )
 
 
@@ -142,16 +146,21 @@ def from_estimator(est: Any) -> Network:
     return Network(W2.T, W1.T, b1, b2, m=W1.shape[0])
 
 
-def to_estimator(net: Network, dtype: Any = np.float64) -> Any:
+def to_estimator(net: Network, dtype: Any = None, *, policy: WritePolicy | None = None) -> Any:
     """An ``MLPRegressor`` (hidden_layer_sizes=(n,), activation='relu') whose ``predict`` computes the
-    network (as a 1-D array when k = 1, as scikit-learn does)."""
+    network (as a 1-D array when k = 1, as scikit-learn does), in ``dtype`` (float32 or float64; default the
+    network's widest float dtype, float64 for rationals).  Every entry exact, or as ``policy`` allows."""
     sknn = _import_sklearn()
-    lost: list[str] = []
-    A = rounded(net.A, dtype, "A", lost)
-    b = rounded(net.b, dtype, "b", lost)
-    V = rounded(net.V, dtype, "V", lost)
-    c = rounded(net.c, dtype, "c", lost)
-    warn_rounding(lost, "the estimator")
+    policy = policy if policy is not None else WritePolicy()
+    name = policy.dtype or (np.dtype(dtype).name if dtype is not None else common_dtype(net).name)
+    if name not in ("float32", "float64"):
+        if policy.dtype is not None or dtype is not None:
+            raise InvalidNetworkError(f"scikit-learn MLPs hold float32 or float64 weights, not {name}")
+        name = "float32"  # a float16 network: float32 holds it exactly
+    A = policy.fit(net.A, name, "A")
+    b = policy.fit(net.b, name, "b")
+    V = policy.fit(net.V, name, "V")
+    c = policy.fit(net.c, name, "c")
     est = sknn.MLPRegressor(hidden_layer_sizes=(net.n,), activation="relu")
     est.coefs_ = [np.ascontiguousarray(A.T), np.ascontiguousarray(V.T)]
     est.intercepts_ = [b.copy(), c.copy()]
@@ -167,14 +176,37 @@ def to_estimator(net: Network, dtype: Any = np.float64) -> Any:
     return est
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
-    """``joblib.dump`` (or pickle) an ``MLPRegressor`` computing the network.  ``like`` is not read: reading
-    a pickle would run its code."""
-    est = to_estimator(net)
+def serializer_of(path: Path) -> str:
+    """``"joblib"`` or ``"pickle"``: which one wrote a file, seen from its bytes (never by unpickling it).
+    joblib stores numpy arrays through its own ``NumpyArrayWrapper`` class, which a plain pickle never names."""
+    with open(path, "rb") as fh:
+        data = fh.read(1 << 20)
+    return "joblib" if b"joblib.numpy_pickle" in data or b"NumpyArrayWrapper" in data else "pickle"
+
+
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """Dump an ``MLPRegressor`` computing the network, with the serializer that wrote ``like`` (joblib or
+    pickle, seen from its bytes; ``like`` is never unpickled), else joblib when installed, else pickle."""
+    est = to_estimator(net, policy=policy)
     try:
         import joblib
     except ImportError:
-        with open(path, "wb") as fh:
-            pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        joblib = None
+    use_joblib = joblib is not None and (like is None or serializer_of(Path(like)) == "joblib")
+    if like is not None and serializer_of(Path(like)) == "joblib" and joblib is None:
+        raise UnsupportedModelError(f"{Path(like).name} was written by joblib, which is not installed")
+    if use_joblib:
+        joblib.dump(est, path)
         return
-    joblib.dump(est, path)
+    with open(path, "wb") as fh:
+        pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_back(path: Path) -> Network:
+    """Read a file this module has just written (relusym's own output: unpickling it runs no foreign code)."""
+    if serializer_of(Path(path)) == "joblib":
+        import joblib
+
+        return from_object(joblib.load(path))
+    with open(path, "rb") as fh:
+        return from_object(pickle.load(fh))  # noqa: S301 - our own file, written a moment ago

@@ -9,6 +9,7 @@ The key heuristics (which arrays are the two layers) are shared with the other r
 
 from __future__ import annotations
 
+import io
 import pickle
 import re
 import zipfile
@@ -24,6 +25,7 @@ from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import (
     LinearLayer,
     TwoLayers,
+    WritePolicy,
     common_dtype,
     layout_arrays,
     pair_linear_layers,
@@ -33,11 +35,15 @@ from ._layers import (
 __all__ = [
     "NAME",
     "SUFFIXES",
+    "RECORDS_ACTIVATION",
     "sniff",
     "load",
+    "read",
+    "read_torchscript",
     "save",
     "accepts",
     "from_object",
+    "object_records_activation",
     "from_module",
     "from_state_dict",
     "to_module",
@@ -45,6 +51,7 @@ __all__ = [
 ]
 
 NAME = "torch"
+RECORDS_ACTIVATION = False
 SUFFIXES: tuple[str, ...] = (".pt", ".pth")
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -89,12 +96,149 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> Network:
-    """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``)."""
-    torch = _import_torch("reading .pt files")
+    """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``), or the
+    parameters of a TorchScript archive (read as data, see :func:`read_torchscript`)."""
+    return read(path)[0]
+
+
+def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """:func:`load`, with notes; a TorchScript archive records its modules' types (activation seen)."""
     path = Path(path)
     with open(path, "rb") as fh:
         if fh.read(4) == _ZIP_MAGIC[:4]:
-            check_zip(path, NAME)
+            check_zip(path, NAME)  # member count and inflated size within the limits, before torch reads it
+    if _is_torchscript(path):
+        return read_torchscript(path)
+    return _load_state_dict_file(path), (), False
+
+
+def _is_torchscript(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
+
+
+_STORAGE_DTYPES = {
+    "FloatStorage": "float32",
+    "DoubleStorage": "float64",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "BoolStorage": "bool",
+}
+
+
+class _Scripted:
+    """A TorchScript module's pickled state, kept as data: its class name and attributes (one subclass per
+    recorded class, made by the restricted unpickler; nothing of the archive's code is run)."""
+
+    cls = ""
+    state: Mapping[str, Any] = {}
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = dict(state) if isinstance(state, Mapping) else {"state": state}
+
+
+def _torchscript_state_dict(path: Path) -> dict[str, Any]:
+    """The parameters of a TorchScript archive by name (read as data, see :func:`read_torchscript`)."""
+    return _read_torchscript(path)[0]
+
+
+def read_torchscript(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """The network of a TorchScript archive: see :func:`_read_torchscript`."""
+    sd, _ = _read_torchscript(path)
+    note = f"{path.name} is a TorchScript archive: its parameters were read as data and its code was not run"
+    return from_state_dict(sd, source=path.name), (note,), True
+
+
+def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The parameters of a TorchScript archive (``torch.jit.save``), read as data without running its code.
+
+    Its ``data.pkl`` is unpickled by a restricted unpickler that builds only tensors (from the archive's
+    ``data/`` entries) and inert records of the scripted modules; the module tree must be ``Linear``, ``ReLU``,
+    ``Linear`` (plus Dropout/Identity/Flatten), judged from the module classes recorded in the archive."""
+    torch = _import_torch("reading TorchScript archives")
+    zf = zipfile.ZipFile(path)
+    names = zf.namelist()
+    pkl = next(n for n in names if n.endswith("/data.pkl") and n.count("/") == 1)
+    root = pkl.split("/")[0]
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if module.startswith("__torch__"):
+                return type(name, (_Scripted,), {"cls": f"{module}.{name}"})
+            if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+                return torch._utils._rebuild_tensor_v2
+            if (module, name) == ("collections", "OrderedDict"):
+                import collections
+
+                return collections.OrderedDict
+            if module == "torch" and name in _STORAGE_DTYPES:
+                return name
+            raise pickle.UnpicklingError(f"{path.name}: the TorchScript archive refers to {module}.{name}")
+
+        def persistent_load(self, pid: Any) -> Any:
+            _, storage_type, key, _location, _numel = pid
+            dtype = getattr(torch, _STORAGE_DTYPES[storage_type])
+            data = torch.frombuffer(bytearray(zf.read(f"{root}/data/{key}")), dtype=dtype)
+            return torch.storage.TypedStorage(wrap_storage=data.untyped_storage(), dtype=dtype, _internal=True)
+
+    try:
+        tree = Unpickler(io.BytesIO(zf.read(pkl))).load()
+    except pickle.UnpicklingError as exc:
+        raise UnsupportedModelError(str(exc)) from None
+    except Exception as exc:
+        raise UnsupportedModelError(
+            f"{path.name} is a TorchScript archive whose parameters relusym cannot read as data "
+            f"({_first_line(str(exc))}); get a state_dict with torch.save(torch.jit.load('{path.name}')"
+            ".state_dict(), 'weights.pt') if you trust the file, and read that"
+        ) from None
+    sd: dict[str, Any] = {}
+    kinds: list[tuple[str, str]] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        if not isinstance(node, _Scripted):
+            return
+        short = node.cls.split(".")[-1]
+        children = [(k, v) for k, v in node.state.items() if isinstance(v, _Scripted)]
+        if not children:
+            kind = {"Linear": "linear", "ReLU": "relu", "Dropout": "skip", "Identity": "skip", "Flatten": "flatten"}
+            if short not in kind:
+                raise UnsupportedModelError(
+                    f"{path.name}: TorchScript module '{prefix or 'root'}' is a {short}; relusym reads Linear → ReLU "
+                    "→ Linear"
+                )
+            kinds.append((prefix, kind[short]))
+        elif not short.startswith(("Sequential", "___torch_mangle")) and "container" not in node.cls:
+            raise UnsupportedModelError(
+                f"{path.name}: TorchScript module '{prefix or 'root'}' is a {short} with its own forward code, which "
+                "relusym does not run; read its state_dict instead (torch.jit.load(path).state_dict())"
+            )
+        for key, value in node.state.items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, _Scripted):
+                walk(value, name)
+            elif hasattr(value, "shape") and value is not None:
+                sd[name] = value
+
+    walk(tree, "")
+    pattern = [k for _, k in kinds if k != "skip"]
+    while pattern and pattern[0] == "flatten":
+        pattern.pop(0)
+    if pattern != ["linear", "relu", "linear"]:
+        raise UnsupportedModelError(
+            f"{path.name}: the TorchScript modules compute {' → '.join(pattern) or 'nothing'}, not Linear → ReLU → "
+            "Linear"
+        )
+    return sd, kinds
+
+
+def _load_state_dict_file(path: Path) -> Network:
+    torch = _import_torch("reading .pt files")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
@@ -179,14 +323,23 @@ def from_state_dict(
 
 
 def accepts(obj: Any) -> bool:
-    """An ``nn.Module`` or a mapping of torch tensors (no torch import)."""
-    if any((c.__module__ or "").startswith("torch.nn") for c in type(obj).__mro__):
+    """An ``nn.Module`` or a mapping of torch tensors (no torch import); not a Keras model, which is an
+    ``nn.Module`` too under the torch backend (the Keras reader sees its layers' activations)."""
+    mro = [(c.__module__ or "") for c in type(obj).__mro__]
+    if any(m.startswith("keras") for m in mro):
+        return False
+    if any(m.startswith("torch.nn") for m in mro):
         return True
     if isinstance(obj, Mapping) and obj:
         for v in list(obj.values())[:4]:
             if (type(v).__module__ or "").startswith("torch"):
                 return True
     return False
+
+
+def object_records_activation(obj: Any) -> bool:
+    """A module's activation is seen (its layers, or its traced forward); a state_dict holds weights only."""
+    return not isinstance(obj, Mapping)
 
 
 def from_object(obj: Any) -> Network:
@@ -337,7 +490,9 @@ def _trace(torch: Any, module: Any) -> list[tuple[str, str]] | None:
             kind = _leaf_kind(nn, mods[node.target])
             seq.append((str(node.target), "other" if kind == "flatten" and seq else kind))
         elif node.op == "call_function":
-            if node.target in relu_fns:
+            if node.target is getattr and len(node.args) > 1 and node.args[1] == "shape":
+                seq.append(("shape", "skip"))
+            elif node.target in relu_fns:
                 seq.append((getattr(node.target, "__name__", "relu"), "relu"))
             elif node.target in skip_fns:
                 seq.append((getattr(node.target, "__name__", "?"), "skip" if node.target is F.dropout else "flatten"))
@@ -346,57 +501,64 @@ def _trace(torch: Any, module: Any) -> list[tuple[str, str]] | None:
         elif node.op == "call_method":
             if node.target in ("relu", "relu_"):
                 seq.append((str(node.target), "relu"))
+            elif node.target == "size" or _flattens(node):
+                seq.append((f".{node.target}()", "skip" if node.target == "size" else "flatten"))
             else:
                 seq.append((f".{node.target}()", "other"))
     return seq
 
 
-def to_module(net: Network, dtype: Any = None) -> Any:
+def _flattens(node: Any) -> bool:
+    """``x.view(b, -1)``, ``x.reshape(b, -1)`` or ``x.flatten(1)``: the flattening of each sample."""
+    if node.target in ("view", "reshape"):
+        return len(node.args) == 3 and node.args[2] == -1
+    if node.target == "flatten":
+        start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
+        return start == 1 and len(node.args) <= 2
+    return False
+
+
+def to_module(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
     """``nn.Sequential(Linear(m, n), ReLU(), Linear(n, k))`` holding the network's weights, in ``dtype``
-    (default: the network's widest float dtype, float64 for exact rationals; a warning says when that rounds)."""
+    (default: the network's widest float dtype, float64 for exact rationals; ``"bfloat16"`` is allowed).  An
+    entry that ``dtype`` does not hold exactly is refused, naming it, unless ``allow_rounding=True``."""
     torch = _import_torch("building a PyTorch module")
-    dt = np.dtype(dtype) if dtype is not None else common_dtype(net)
-    sd = standard_arrays(net, dt)
-    tdtype = torch.from_numpy(np.zeros(1, dtype=dt)).dtype
+    name = "bfloat16" if str(dtype).replace("torch.", "") == "bfloat16" else None
+    if name is None:
+        name = np.dtype(str(dtype).replace("torch.", "")).name if dtype is not None else common_dtype(net).name
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
+    sd, _ = standard_arrays(net, policy)
+    tdtype = getattr(torch, name)
     model = torch.nn.Sequential(
         torch.nn.Linear(net.m, net.n, dtype=tdtype),
         torch.nn.ReLU(),
         torch.nn.Linear(net.n, net.k, dtype=tdtype),
     )
-    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()})
+    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(tdtype) for k, v in sd.items()})
     return model
 
 
-def to_state_dict(net: Network, like: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A state_dict of torch tensors (the layout of ``like`` when given, else ``nn.Sequential``'s)."""
+def to_state_dict(
+    net: Network, like: Mapping[str, Any] | None = None, *, policy: WritePolicy | None = None
+) -> dict[str, Any]:
+    """A state_dict of torch tensors (the layout and dtypes of ``like`` when given, else ``nn.Sequential``'s);
+    every entry exact, or as ``policy`` allows."""
     torch = _import_torch("writing .pt files")
+    policy = policy if policy is not None else WritePolicy()
     layers = None
     if like is not None:
         layers = _layers_of(like, "like")
-    arrays = layout_arrays(net, layers)
+    arrays, bf16 = layout_arrays(net, layers, policy)
     out: dict[str, Any] = {}
-    bf16 = _bfloat16_keys(layers)
     for key, arr in arrays.items():
         t = torch.from_numpy(np.ascontiguousarray(arr))
         if key in bf16:
-            t = t.to(torch.bfloat16)
+            t = t.to(torch.bfloat16)  # exact: the values are bfloat16 values
         out[key] = t
     if like is not None:
         # keep the like file's key order
         order = [k for k in like if k in out] + [k for k in out if k not in like]
         out = {k: out[k] for k in order}
-    return out
-
-
-def _bfloat16_keys(layers: TwoLayers | None) -> set[str]:
-    out: set[str] = set()
-    if layers is None:
-        return out
-    for layer in (layers.first, layers.second):
-        if layer.weight_dtype == "bfloat16":
-            out.add(layer.weight_key)
-        if layer.bias_key and layer.bias_dtype == "bfloat16":
-            out.add(layer.bias_key)
     return out
 
 
@@ -425,21 +587,57 @@ def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
     return TwoLayers(fix(two.first), fix(two.second))
 
 
-def save(net: Network, path: Path, like: Path | None = None) -> None:
-    """Write a state_dict file (``torch.save``); with ``like``, the same keys, nesting, layout and dtypes."""
+# entries of a checkpoint that describe the training state of the old parameters (their shapes follow the
+# weights), dropped when the weights change shape
+_TRAINING_STATE = ("optimizer", "optimizer_state_dict", "optim", "opt_state", "scheduler", "lr_scheduler", "ema")
+
+
+def _replaced(raw: Any, wrappers: list[str], sd: dict[str, Any], same_shapes: bool, policy: WritePolicy) -> Any:
+    """The like file's object with its state_dict replaced by ``sd``: every other entry kept (epoch, config,
+    version keys), training state dropped (with a note) when the weights changed shape."""
+    if not wrappers:
+        return sd
+    out = dict(raw)
+    if not same_shapes:
+        for key in _TRAINING_STATE:
+            if key in out:
+                del out[key]
+                policy.notes.append(
+                    f"dropped the checkpoint entry '{key}': it is training state for weights of the old shapes"
+                )
+    node = out
+    for key in wrappers[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    node[wrappers[-1]] = sd
+    return out
+
+
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """Write a state_dict file (``torch.save``); with ``like``, the same keys, nesting, layout and dtypes, and
+    the like checkpoint's other entries."""
     torch = _import_torch("writing .pt files")
-    like_sd = None
+    policy = policy if policy is not None else WritePolicy()
+    like_sd: Mapping[str, Any] | None = None
+    raw: Any = None
     wrappers: list[str] = []
-    if like is not None:
+    if like is not None and _is_torchscript(Path(like)):
+        like_sd = _torchscript_state_dict(Path(like))
+        policy.notes.append(
+            f"wrote a state_dict with the keys of {Path(like).name}: a TorchScript archive also holds code, which "
+            "relusym does not write; load it with module.load_state_dict(torch.load(path))"
+        )
+    elif like is not None:
         try:
             raw = torch.load(Path(like), map_location="cpu", weights_only=True)
         except Exception as exc:
             raise InvalidNetworkError(f"cannot read the layout of {Path(like).name}: {_first_line(str(exc))}") from None
         wrappers = _wrapper_path(raw)
         like_sd = _unwrap(raw, Path(like).name)
-    sd: Any = to_state_dict(net, like_sd)
-    for key in reversed(wrappers):
-        sd = {key: sd}
+    sd: Any = to_state_dict(net, like_sd, policy=policy)
+    same = like_sd is not None and all(
+        k in like_sd and tuple(like_sd[k].shape) == tuple(v.shape) for k, v in sd.items()
+    )
     # through a file object: torch would otherwise name the archive's records after the (temporary) file name
     with open(path, "wb") as fh:
-        torch.save(sd, fh)
+        torch.save(_replaced(raw, wrappers, sd, same, policy), fh)

@@ -1,0 +1,484 @@
+"""Keras 3: ``.keras`` archives, ``.weights.h5`` files and in-memory ``keras.Model`` objects, read as data.
+
+A ``.keras`` file is a zip archive holding ``config.json`` (the layers, as JSON), ``metadata.json`` and
+``model.weights.h5`` (the weights, in HDF5 groups ``layers/<group>/vars/<i>``, the group's ``vars`` carrying the
+layer's name).  relusym reads the JSON and the HDF5 arrays (with h5py) and never deserializes a Python object: a
+``Lambda`` layer or a custom class is refused, naming the layer, without running it.  The layers must be
+``Dense(n, activation='relu') → Dense(k)`` (an ``Activation('relu')`` or ``ReLU`` layer may stand in for the
+activation; ``InputLayer``, ``Flatten`` before the first Dense, and ``Dropout`` are passed over).  An output
+activation (softmax, sigmoid) is a classifier head outside the network: the logits are read, with a warning.
+A Dense kernel is in×out, so A = kernel₁ᵀ and V = kernel₂ᵀ.
+
+A bare ``.weights.h5`` file records no activation (it has no config): its two Dense layers are read as
+Linear → ReLU → Linear and the load info says so.  Writing produces files that ``keras.saving.load_model`` (or
+``model.load_weights`` on a model of the new width) loads.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import warnings
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._network import Network
+from ..errors import InvalidNetworkError, UnsupportedModelError
+from ._layers import WritePolicy, common_dtype, exact_float_array, natural_key
+
+__all__ = [
+    "NAME",
+    "SUFFIXES",
+    "RECORDS_ACTIVATION",
+    "sniff",
+    "load",
+    "read",
+    "save",
+    "accepts",
+    "from_object",
+    "object_records_activation",
+    "to_model",
+]
+
+NAME = "keras"
+SUFFIXES: tuple[str, ...] = (".keras", ".h5")
+RECORDS_ACTIVATION = True
+
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+_PASS = ("InputLayer", "Dropout", "SpatialDropout1D", "GaussianDropout", "AlphaDropout", "GaussianNoise")
+_RELU_NAMES = ("relu",)
+
+
+def _import_h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise UnsupportedModelError("reading Keras files needs h5py: pip install 'relusym[keras]'") from None
+    return h5py
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    if head.startswith(_HDF5_MAGIC):
+        return True
+    if head.startswith(b"PK"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = set(zf.namelist())
+        except zipfile.BadZipFile:
+            return False
+        return "config.json" in names and "model.weights.h5" in names
+    return False
+
+
+# ----------------------------------------------------------------------------------------------------------
+# reading
+
+
+def _h5_layers(f: Any) -> list[tuple[str, str, list[np.ndarray], list[str]]]:
+    """(group, layer name, arrays, dtypes) for each ``layers/<group>/vars`` with arrays, in the file's order."""
+    out = []
+    layers = f.get("layers")
+    if layers is None:
+        raise UnsupportedModelError("the HDF5 file has no 'layers' group: not a Keras 3 weights file")
+    for group in sorted(layers.keys(), key=natural_key):
+        vars_ = layers[group].get("vars")
+        if vars_ is None:
+            continue
+        keys = sorted(vars_.keys(), key=natural_key)
+        if not keys:
+            continue
+        arrays = [np.asarray(vars_[k][()]) for k in keys]
+        name = vars_.attrs.get("name", group)
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        out.append((group, name, arrays, [a.dtype.name for a in arrays]))
+    return out
+
+
+def _dense_arrays(arrays: list[np.ndarray], where: str) -> tuple[np.ndarray, np.ndarray | None]:
+    if len(arrays) not in (1, 2) or np.ndim(arrays[0]) != 2 or (len(arrays) == 2 and np.ndim(arrays[1]) != 1):
+        shapes = [tuple(np.shape(a)) for a in arrays]
+        raise UnsupportedModelError(f"{where} holds arrays of shapes {shapes}, not a Dense kernel and bias")
+    kernel = exact_float_array(arrays[0], f"{where}: kernel")
+    bias = exact_float_array(arrays[1], f"{where}: bias") if len(arrays) == 2 else None
+    return kernel, bias
+
+
+def _layer_list(config: Mapping[str, Any], source: str) -> list[Mapping[str, Any]]:
+    cls = config.get("class_name")
+    inner = config.get("config", {})
+    if cls not in ("Sequential", "Functional", "Model"):
+        raise UnsupportedModelError(f"{source} holds a Keras {cls}, not a Sequential or functional model")
+    layers = list(inner.get("layers", []))
+    if cls != "Sequential":
+        # a functional model must be a chain: each layer fed by the one before
+        names = [ly.get("config", {}).get("name") for ly in layers]
+        for i, ly in enumerate(layers[1:], start=1):
+            inbound = json.dumps(ly.get("inbound_nodes", []))
+            if names[i - 1] not in inbound or sum(n in inbound for n in names if n) > 1:
+                raise UnsupportedModelError(f"{source}: layer '{names[i]}' is not fed by the layer before it alone")
+    return layers
+
+
+def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[str, str, str | None]:
+    """The names of the two Dense layers and the output activation (None for linear), checking that the
+    layers compute Dense → ReLU → Dense."""
+    seq: list[tuple[str, str]] = []  # (kind, name)
+    dense_acts: dict[str, str] = {}
+    for ly in layers:
+        cls = str(ly.get("class_name"))
+        cfg = ly.get("config", {}) or {}
+        name = str(cfg.get("name", cls))
+        if cls in _PASS:
+            continue
+        if cls == "Flatten":
+            if any(kind == "dense" for kind, _ in seq):
+                raise UnsupportedModelError(f"{source}: layer '{name}' (Flatten) sits after a Dense layer")
+            continue
+        if cls == "Dense":
+            act = _activation_name(cfg.get("activation", "linear"))
+            dense_acts[name] = act
+            seq.append(("dense", name))
+            if act in _RELU_NAMES:
+                seq.append(("relu", name))
+            elif act != "linear":
+                seq.append((f"act:{act}", name))
+        elif cls == "ReLU":
+            if cfg.get("negative_slope", 0) or cfg.get("threshold", 0) or cfg.get("max_value") is not None:
+                raise UnsupportedModelError(f"{source}: layer '{name}' is a ReLU with a slope, threshold or cap")
+            seq.append(("relu", name))
+        elif cls == "Activation":
+            act = _activation_name(cfg.get("activation", "linear"))
+            if act in _RELU_NAMES:
+                seq.append(("relu", name))
+            elif act != "linear":
+                seq.append((f"act:{act}", name))
+        else:
+            raise UnsupportedModelError(
+                f"{source}: layer '{name}' is a {cls}; relusym reads Dense → ReLU → Dense (never running code)"
+            )
+    denses = [name for kind, name in seq if kind == "dense"]
+    if len(denses) != 2:
+        raise UnsupportedModelError(
+            f"{source} has {len(denses)} Dense layers ({', '.join(denses) or 'none'}); relusym needs exactly two"
+        )
+    first = seq.index(("dense", denses[0]))
+    second = seq.index(("dense", denses[1]))
+    between = [kind for kind, _ in seq[first + 1 : second]]
+    for kind, name in seq[first + 1 : second]:
+        if kind.startswith("act:"):
+            raise UnsupportedModelError(
+                f"{source}: layer '{name}' applies activation '{kind[4:]}'; relusym reads ReLU networks only"
+            )
+    if "relu" not in between:
+        raise UnsupportedModelError(f"{source}: no ReLU between the Dense layers '{denses[0]}' and '{denses[1]}'")
+    if seq[:first]:
+        kind, name = seq[0]
+        raise UnsupportedModelError(f"{source}: layer '{name}' ({kind}) comes before the first Dense layer")
+    after = seq[second + 1 :]
+    head: str | None = None
+    for kind, name in after:
+        if kind == "relu":
+            raise UnsupportedModelError(f"{source}: layer '{name}' applies a ReLU after the output layer")
+        if head is not None:
+            raise UnsupportedModelError(f"{source}: layer '{name}' follows the output activation")
+        head = kind[4:]
+    return denses[0], denses[1], head
+
+
+def _activation_name(act: Any) -> str:
+    if isinstance(act, Mapping):  # a serialized activation object
+        if act.get("module") in ("keras.activations", "keras.src.activations") and "config" not in act:
+            return str(act.get("class_name", act.get("registered_name", "?"))).lower()
+        return str(act.get("config", {}).get("name", act.get("class_name", "?"))).lower()
+    return str(act).lower() if act is not None else "linear"
+
+
+def _network(first: tuple[np.ndarray, np.ndarray | None], second: tuple[np.ndarray, np.ndarray | None]) -> Network:
+    K1, b1 = first
+    K2, b2 = second
+    if K2.shape[0] != K1.shape[1]:
+        raise InvalidNetworkError(
+            f"the hidden Dense layer has {K1.shape[1]} units but the output layer's kernel takes {K2.shape[0]}"
+        )
+    b = b1 if b1 is not None else np.zeros(K1.shape[1], dtype=K1.dtype)
+    return Network(K2.T, K1.T, b, b2, m=K1.shape[0])
+
+
+def _head_warning(source: str, head: str) -> str:
+    from ._sklearn_format import LogitsOnlyWarning
+
+    msg = (
+        f"{source}: its output activation '{head}' is outside the network x ↦ V·relu(Ax + b) + c; relusym reads "
+        "and classifies the logits only"
+    )
+    warnings.warn(msg, LogitsOnlyWarning, stacklevel=4)
+    return msg
+
+
+def _read_archive(path: Path) -> tuple[dict[str, Any], Any]:
+    h5py = _import_h5py()
+    try:
+        zf = zipfile.ZipFile(path)
+        config = json.loads(zf.read("config.json").decode("utf-8"))
+        weights = h5py.File(io.BytesIO(zf.read("model.weights.h5")), "r")
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise InvalidNetworkError(f"{path.name} is not a readable .keras archive ({exc})") from None
+    return config, weights
+
+
+def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+    """The network of a ``.keras`` archive (activation from its config) or a ``.weights.h5`` file (none)."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        is_h5 = fh.read(8) == _HDF5_MAGIC
+    if is_h5:
+        h5py = _import_h5py()
+        try:
+            f = h5py.File(path, "r")
+        except OSError as exc:
+            raise InvalidNetworkError(f"{path.name} is not a readable HDF5 file ({exc})") from None
+        with f:
+            found = _h5_layers(f)
+        if len(found) != 2:
+            raise UnsupportedModelError(
+                f"{path.name} holds {len(found)} layers with weights ({', '.join(n for _, n, _, _ in found)}); "
+                "relusym needs exactly two Dense layers"
+            )
+        (g1, n1, a1, _), (g2, n2, a2, _) = found
+        net = _network(_dense_arrays(a1, f"{path.name}: layer '{n1}'"), _dense_arrays(a2, f"{path.name}: '{n2}'"))
+        return net, (), False
+    config, weights = _read_archive(path)
+    with weights:
+        first, second, head = _structure(_layer_list(config, path.name), path.name)
+        by_name = {name: arrays for _, name, arrays, _ in _h5_layers(weights)}
+    for name in (first, second):
+        if name not in by_name:
+            raise InvalidNetworkError(f"{path.name}: the weights of layer '{name}' are not in model.weights.h5")
+    net = _network(
+        _dense_arrays(by_name[first], f"{path.name}: layer '{first}'"),
+        _dense_arrays(by_name[second], f"{path.name}: layer '{second}'"),
+    )
+    notes = (_head_warning(path.name, head),) if head else ()
+    return net, notes, True
+
+
+def load(path: Path) -> Network:
+    return read(path)[0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# in-memory models
+
+
+def accepts(obj: Any) -> bool:
+    """A ``keras.Model`` (no keras import)."""
+    return any((c.__module__ or "").startswith("keras") for c in type(obj).__mro__) and hasattr(obj, "get_config")
+
+
+def object_records_activation(obj: Any) -> bool:
+    return True
+
+
+def from_object(obj: Any) -> Network:
+    """A network from a built ``keras.Model``: its config (activations) and its layers' weights."""
+    source = f"Keras model '{getattr(obj, 'name', '?')}'"
+    config = {"class_name": type(obj).__name__, "config": obj.get_config()}
+    if config["class_name"] not in ("Sequential", "Functional", "Model"):
+        config["class_name"] = "Sequential" if "Sequential" in [c.__name__ for c in type(obj).__mro__] else "Model"
+    layers = _layer_list(config, source) if config["class_name"] == "Sequential" else _model_layers(obj)
+    first, second, head = _structure(layers, source)
+    weights = {ly.name: [np.asarray(w) for w in ly.get_weights()] for ly in obj.layers}
+    net = _network(_dense_arrays(weights[first], f"layer '{first}'"), _dense_arrays(weights[second], f"'{second}'"))
+    if head:
+        _head_warning(source, head)
+    return net
+
+
+def _model_layers(obj: Any) -> list[Mapping[str, Any]]:
+    return [{"class_name": type(ly).__name__, "config": ly.get_config()} for ly in obj.layers]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# writing
+
+
+def _dense_config(name: str, units: int, activation: str, dtype: str, input_dim: int) -> dict[str, Any]:
+    return {
+        "module": "keras.layers",
+        "class_name": "Dense",
+        "config": {
+            "name": name,
+            "trainable": True,
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
+            "units": units,
+            "activation": activation,
+            "use_bias": True,
+            "kernel_initializer": {
+                "module": "keras.initializers",
+                "class_name": "GlorotUniform",
+                "config": {"seed": None},
+                "registered_name": None,
+            },
+            "bias_initializer": {
+                "module": "keras.initializers",
+                "class_name": "Zeros",
+                "config": {},
+                "registered_name": None,
+            },
+            "kernel_regularizer": None,
+            "bias_regularizer": None,
+            "kernel_constraint": None,
+            "bias_constraint": None,
+        },
+        "registered_name": None,
+        "build_config": {"input_shape": [None, input_dim]},
+    }
+
+
+def _sequential_config(net: Network, dtype: str) -> dict[str, Any]:
+    return {
+        "module": "keras",
+        "class_name": "Sequential",
+        "config": {
+            "name": "sequential",
+            "trainable": True,
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
+            "layers": [
+                {
+                    "module": "keras.layers",
+                    "class_name": "InputLayer",
+                    "config": {"batch_shape": [None, net.m], "dtype": dtype, "sparse": False, "name": "input_layer"},
+                    "registered_name": None,
+                },
+                _dense_config("dense", net.n, "relu", dtype, net.m),
+                _dense_config("dense_1", net.k, "linear", dtype, net.n),
+            ],
+            "build_input_shape": [None, net.m],
+        },
+        "registered_name": None,
+        "build_config": {"input_shape": [None, net.m]},
+    }
+
+
+def _arrays(net: Network, dtypes: tuple[str | None, ...], policy: WritePolicy) -> list[np.ndarray]:
+    """kernel₁ (m×n), bias₁, kernel₂ (n×k), bias₂, each exact in its dtype (or as the policy allows)."""
+    out = []
+    for x, name, dt, transpose in zip(
+        (net.A, net.b, net.V, net.c), ("A", "b", "V", "c"), dtypes, (True, False, True, False), strict=True
+    ):
+        target = policy.target(dt, x)
+        if target == "bfloat16":
+            raise UnsupportedModelError("relusym writes Keras weights as float16, float32 or float64, not bfloat16")
+        arr = policy.fit(x, target, name)
+        out.append(arr.T.copy() if transpose else arr)
+    return out
+
+
+def _write_h5(target: Any, groups: tuple[tuple[str, str], tuple[str, str]], arrays: list[np.ndarray], top: str) -> None:
+    h5py = _import_h5py()
+    with h5py.File(target, "w") as f:
+        layers = f.create_group("layers")
+        for (group, name), (kernel, bias) in zip(groups, (arrays[:2], arrays[2:]), strict=True):
+            vars_ = layers.create_group(group).create_group("vars")
+            vars_.attrs["name"] = name
+            vars_.create_dataset("0", data=kernel)
+            vars_.create_dataset("1", data=bias)
+        f.create_group("vars").attrs["name"] = top
+
+
+def _like_config(like: Path, net: Network, policy: WritePolicy) -> tuple[dict[str, Any], tuple[str, str], tuple]:
+    """The like archive's config with the hidden width changed, the two Dense names, and the h5 group names."""
+    config, weights = _read_archive(like)
+    with weights:
+        first, second, _ = _structure(_layer_list(config, like.name), like.name)
+        groups = {name: (group, dts) for group, name, _, dts in _h5_layers(weights)}
+    for ly in config["config"]["layers"]:
+        cfg = ly.get("config", {})
+        if cfg.get("name") == first:
+            cfg["units"] = net.n
+        if cfg.get("name") == second:
+            cfg["units"] = net.k
+            ly.setdefault("build_config", {})["input_shape"] = [None, net.n]
+    return config, (first, second), (groups[first], groups[second])
+
+
+def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """Write a ``.keras`` archive (``keras.saving.load_model`` loads it) or, for a ``.h5`` name or like file, a
+    ``.weights.h5`` file (``model.load_weights`` loads it into a Dense(n, relu) → Dense(k) model)."""
+    policy = policy if policy is not None else WritePolicy()
+    path = Path(path)
+    as_weights = False
+    if like is not None:
+        with open(like, "rb") as fh:
+            as_weights = fh.read(8) == _HDF5_MAGIC
+    else:
+        as_weights = re.search(r"\.h5($|\.relusym-)", path.name.lower()) is not None  # the target, or its temporary
+    default_dt = common_dtype(net).name
+    if as_weights:
+        groups = (("dense", "dense"), ("dense_1", "dense_1"))
+        dtypes: tuple[str | None, ...] = (None, None, None, None)
+        if like is not None:
+            h5py = _import_h5py()
+            with h5py.File(like, "r") as f:
+                found = _h5_layers(f)
+            if len(found) == 2:
+                groups = ((found[0][0], found[0][1]), (found[1][0], found[1][1]))
+                dtypes = (*found[0][3][:2], *found[1][3][:2])
+        arrays = _arrays(net, dtypes, policy)
+        _write_h5(str(path), groups, arrays, "sequential")
+        return
+    if like is not None:
+        config, _names, ((g1, d1), (g2, d2)) = _like_config(Path(like), net, policy)
+        groups = ((g1, _names[0]), (g2, _names[1]))
+        dtypes = (*(d1 + [None, None])[:2], *(d2 + [None, None])[:2])
+    else:
+        config = _sequential_config(net, default_dt if policy.dtype is None else policy.dtype)
+        groups = (("dense", "dense"), ("dense_1", "dense_1"))
+        dtypes = (None, None, None, None)
+    arrays = _arrays(net, dtypes, policy)
+    buf = io.BytesIO()
+    _write_h5(buf, groups, arrays, config.get("config", {}).get("name", "sequential"))
+    try:
+        from keras import __version__ as keras_version
+    except ImportError:
+        keras_version = "3.0.0"
+    metadata = {"keras_version": keras_version, "date_saved": "relusym"}
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("metadata.json", json.dumps(metadata))
+        zf.writestr("config.json", json.dumps(config))
+        zf.writestr("model.weights.h5", buf.getvalue())
+
+
+def to_model(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``keras.Sequential([Input(m), Dense(n, relu), Dense(k)])`` holding the network's weights (exact in
+    ``dtype``, default the network's widest float dtype; else refused unless ``allow_rounding``)."""
+    import keras
+
+    name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
+    K1, b1, K2, b2 = _arrays(net, (None, None, None, None), policy)
+    model = keras.Sequential(
+        [
+            keras.Input((net.m,), dtype=name),
+            keras.layers.Dense(net.n, activation="relu", dtype=name),
+            keras.layers.Dense(net.k, dtype=name),
+        ]
+    )
+    model.layers[0].set_weights([K1, b1])
+    model.layers[1].set_weights([K2, b2])
+    return model
