@@ -210,7 +210,7 @@ def _separation(F: np.ndarray) -> np.ndarray:
     # the nearest other row: the second neighbour, or the first when a projected tie put the row itself second
     other = np.where(idx[:, 0] == own, idx[:, 1], idx[:, 0])
     sep_u = row_dist(uniq, own, uniq, other)
-    return sep_u[inv]
+    return np.asarray(sep_u[inv])
 
 
 def align(net1: Network, net2: Network, *, tol: float | None = None, progress: bool | None = None) -> Alignment:
@@ -254,10 +254,10 @@ def _align(net1: Network, net2: Network, tol: float | None, bar: Any) -> Alignme
         for s0 in range(0, len(b), step):
             blk = A[s0 : s0 + step]
             sq[s0 : s0 + step] = np.add.reduce(blk * blk, axis=1)
-        return np.sqrt(sq + b * b)
+        return np.asarray(np.sqrt(sq + b * b))
 
     def dead(V: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return ~np.any(V != 0, axis=0) | (~np.any(A != 0, axis=1) & (b <= 0))
+        return np.asarray(~np.any(V != 0, axis=0) | (~np.any(A != 0, axis=1) & (b <= 0)))
 
     w1, w2 = wnorm(A1, b1), wnorm(A2, b2)
     d1, d2 = dead(V1, A1, b1), dead(V2, A2, b2)

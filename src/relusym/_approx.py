@@ -143,7 +143,7 @@ def _components(n: int, pairs: np.ndarray) -> np.ndarray:
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return rank[lab].astype(np.int64)
+    return np.asarray(rank[lab].astype(np.int64))
 
 
 def _cluster_signed(W: np.ndarray, atol: float, rtol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

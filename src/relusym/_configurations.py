@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _linalg as linalg
 from ._modular import batched_rank_mod_p
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, fraction_str
 from ._subsets import subset_sums
@@ -312,7 +312,7 @@ class OwnConfiguration:
 
 def class_orientations(hc: HyperplaneClasses) -> tuple[np.ndarray, np.ndarray]:
     """For each class of ``hc``: the number of positively and of negatively oriented neurons on it."""
-    hyper = hc.neuron_type == 2
+    hyper = hc.neuron_type == NeuronType.HYPERPLANE
     lab = hc.label[hyper]
     neg = np.asarray(hc.lam[hyper] < 0, dtype=bool)
     N_all = hc.N_all

@@ -646,7 +646,7 @@ class DomainNormalForm(NormalForm):
         object.__setattr__(self, "_restricted", restricted)
 
     @cached_property
-    def M(self) -> tuple[tuple[Fraction, ...], ...]:  # type: ignore[override]
+    def M(self) -> tuple[tuple[Fraction, ...], ...]:
         """The linear part on D (exact)."""
         base = NormalForm.M.func(self)  # type: ignore[attr-defined]
         extra = self._restricted.M
@@ -655,7 +655,7 @@ class DomainNormalForm(NormalForm):
         return tuple(tuple(x + y for x, y in zip(r1, r2, strict=True)) for r1, r2 in zip(base, extra, strict=True))
 
     @cached_property
-    def e(self) -> tuple[Fraction, ...]:  # type: ignore[override]
+    def e(self) -> tuple[Fraction, ...]:
         """The offset on D (exact)."""
         base = NormalForm.e.func(self)  # type: ignore[attr-defined]
         extra = self._restricted.e

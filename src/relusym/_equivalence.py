@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import random as _random
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -18,22 +19,23 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from ._group import Symmetry, find_symmetry
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import (
     Difference,
     HyperplaneClasses,
     NormalForm,
     compare,
     flip,
+    float_key_scalar,
     hyperplane_classes,
 )
-from ._numbers import fraction_str
+from ._numbers import exact_matmul_float, float_key, fraction_str, is_float_array, to_fraction
 from .errors import InvalidNetworkError
 
 if TYPE_CHECKING:
     from ._approx import ApproxVerdict
 
-__all__ = ["Verdict", "Counterexample", "equivalent"]
+__all__ = ["Verdict", "Counterexample", "equivalent", "counterexample", "sparse_evaluate"]
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def equivalent(
                 True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flip_set=(), _classes=net1
             )
     h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
-    diff = compare(h1, h2)
+    diff = compare(h1, h2, lazy_affine=True)
     if diff.zero:
         if not certificate:
             return Verdict(True, "same normal form", _classes=h1)
@@ -198,7 +200,7 @@ def _flip_witness(
     def keyed(h: HyperplaneClasses) -> dict[tuple[int, bytes], list[int]]:
         out: dict[tuple[int, bytes], list[int]] = defaultdict(list)
         V = h.net.V
-        for i in np.nonzero(h.neuron_type == 2)[0].tolist():
+        for i in np.nonzero(h.neuron_type == NeuronType.HYPERPLANE)[0].tolist():
             lam = abs(Fraction(h.lam[i]))
             prod = tuple(Fraction(x) * lam for x in V[:, i].tolist())
             out[(int(h.label[i]), repr(prod).encode())].append(i)
@@ -312,31 +314,176 @@ def counterexample(
     *,
     seed: int = 0,
 ) -> Counterexample:
-    """An exact x with ρ(θ1)(x) ≠ ρ(θ2)(x), verified by exact evaluation (θ1 and θ2 must not be equivalent)."""
+    """An exact x with ρ(θ1)(x) ≠ ρ(θ2)(x), verified by exact evaluation (θ1 and θ2 must not be equivalent).
+
+    When a kink differs on the hyperplane H of class û: the difference ρ(θ1) − ρ(θ2) is affine plus the
+    kinks of the classes whose kinks differ, so on a line crossing H where no other hyperplane crosses nearby
+    it is a broken line with one break.  Along the axis e_p of û's pivot coordinate, through a base point with
+    few small dyadic coordinates, three dyadic points are placed around the crossing (two on one side, one on
+    the other, closer than any other crossing): a broken line with a break cannot vanish at all three.  Every
+    candidate is evaluated exactly at a sparse dyadic point (integer limbs over the few columns involved), and
+    the one that differs is returned.  When every kink agrees the difference is the affine map ΔM x + Δe, and
+    x = 0 or a unit vector shows it."""
     h1 = h1 or hyperplane_classes(net1)
     h2 = h2 or hyperplane_classes(net2)
-    diff = diff or compare(h1, h2)
+    diff = diff or compare(h1, h2, lazy_affine=True)
+    if not diff.kink_classes and not diff.affine_known:  # pragma: no cover - lazy_affine computes it then
+        diff = compare(h1, h2)
     if diff.zero:
         raise InvalidNetworkError("the networks are equivalent: there is no counterexample")
     m = net1.m
     if not diff.kink_classes:
-        # the difference is the affine map ΔM x + Δe
         if any(diff.de):
-            x = tuple(Fraction(0) for _ in range(m))
+            x: dict[int, Fraction] = {}
         else:
             col = next(j for j in range(m) if any(row[j] for row in diff.dM))
-            x = tuple(Fraction(int(j == col)) for j in range(m))
-        ce = _differs(net1, net2, x)
+            x = {col: Fraction(1)}
+        ce = _sparse_differs(net1, net2, x)
         if ce is None:  # pragma: no cover - would contradict Theorem A
             raise AssertionError("affine difference not confirmed by exact evaluation")
         return ce
+    rng = _random.Random(seed)
+    for side, j in diff.kink_classes[:8]:
+        h = h1 if side == 1 else h2
+        for attempt in range(12):
+            ce = _around_crossing(net1, net2, h, j, rng, attempt)
+            if ce is not None:
+                return ce
+    return _counterexample_general(net1, net2, h1, h2, diff, seed=seed)  # pragma: no cover - degenerate
+
+
+def _float_col(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64) if x.dtype != object else float_key(x)
+
+
+def _around_crossing(
+    net1: Network, net2: Network, h: HyperplaneClasses, j: int, rng: _random.Random, attempt: int
+) -> Counterexample | None:
+    """Three dyadic points on a line along e_p crossing the hyperplane of class j (see counterexample)."""
+    m = h.m
+    key = h.keys[j] if "keys" in h.__dict__ else _class_key(h, j)  # û_j correctly rounded; α̂_p = 1 exactly
+    if not np.all(np.isfinite(key)):
+        return None
+    p = int(np.nonzero(key[:m])[0][0]) if key[:m].any() else -1
+    if p < 0:
+        return None
+    others = [c for c in range(m) if c != p]
+    x0: dict[int, Fraction] = {}
+    if attempt and others:
+        for c in rng.sample(others, min(len(others), 1 + attempt % 3)):
+            x0[c] = Fraction(rng.randint(-8, 8), 1 << rng.randint(0, 3))
+    # the crossing t* = −(β̂ + Σ α̂_c x0_c) and every neuron's crossing along the line, in float64 (screen only)
+    t_star = -(key[m] + sum(key[c] * float(v) for c, v in x0.items()))
+    if not np.isfinite(t_star):
+        return None
+    ts = []
+    for net in (net1, net2):
+        ap = _float_col(net.A[:, p])
+        off = _float_col(net.b) + sum((_float_col(net.A[:, c]) * float(v) for c, v in x0.items()), np.zeros(net.n))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ts.append(np.where(ap != 0, -off / ap, np.inf))
+    t_all = np.concatenate(ts)
+    dist = np.abs(t_all - t_star)
+    dist = dist[np.isfinite(dist) & (dist > 1e-12 * (1.0 + abs(t_star)))]
+    gap = float(dist.min()) if dist.size else math.inf
+    if not math.isfinite(gap) or gap >= 4.0:
+        e = 0
+    elif gap <= 0.0:
+        return None
+    else:
+        e = math.floor(math.log2(gap / 4.0))
+    eps = Fraction(2) ** e
+    tau = Fraction(math.floor(t_star / float(eps))) * eps if abs(t_star / float(eps)) < 2**62 else Fraction(t_star)
+    for t in (tau + 2 * eps, tau - eps, tau - 2 * eps, tau + eps, tau):
+        x = dict(x0)
+        x[p] = t
+        ce = _sparse_differs(net1, net2, x)
+        if ce is not None:
+            return ce
+    return None
+
+
+def _class_key(h: HyperplaneClasses, j: int) -> np.ndarray:
+    i = int(h.rep[j])
+    row = h.row(i)
+    if row.dtype == object:
+        lam = to_fraction(h.lam[i])
+        return float_key(np.array([to_fraction(x) / lam for x in row.tolist()], dtype=object))
+    return row.astype(np.float64) / float(h.lam[i]) + 0.0
+
+
+def _sparse_differs(net1: Network, net2: Network, x: dict[int, Fraction]) -> Counterexample | None:
+    y1, y2 = sparse_evaluate(net1, x), sparse_evaluate(net2, x)
+    if y1 == y2:
+        return None
+    dense = tuple(x.get(i, Fraction(0)) for i in range(net1.m))
+    return Counterexample(dense, y1, y2)
+
+
+def sparse_evaluate(net: Network, x: dict[int, Fraction]) -> tuple[Fraction, ...]:
+    """ρ(θ)(x) exactly at a point x ∈ ℚ^m given by its nonzero coordinates {index: value}.
+
+    For a float network only the columns of A in the support are read: the signs of the pre-activations
+    z = A_S x_S + b are found in float64 with a rigorous error bound (exact rationals for the few rows too
+    close to 0), and then ρ(θ)(x) = (V_act A_act,S) x_S + V_act b_act + c with the two products exact
+    (integer limbs).  Rational networks are evaluated by :meth:`Network.evaluate_exact`."""
+    S = sorted(i for i, v in x.items() if v != 0)
+    if not (is_float_array(net.A) and is_float_array(net.b) and is_float_array(net.V) and is_float_array(net.c)):
+        return net.evaluate_exact([x.get(i, Fraction(0)) for i in range(net.m)])
+    xs = [x[i] for i in S]
+    AS = net.A[:, S].astype(np.float64)
+    b = net.b.astype(np.float64)
+    xf = np.array([float_key_scalar(v) for v in xs], dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = AS @ xf + b if S else b.copy()
+        bound = (np.abs(AS) @ np.abs(xf) + np.abs(b)) * (4 * (len(S) + 2) * 2.0**-53) + 2.0**-1000
+    sure = np.isfinite(z) & np.isfinite(bound) & (np.abs(z) > bound) & np.isfinite(xf).all()
+    act = sure & (z > 0)
+    for i in np.nonzero(~sure)[0].tolist():
+        zi = to_fraction(net.b[i]) + sum(
+            (to_fraction(net.A[i, c]) * v for c, v in zip(S, xs, strict=True)), Fraction(0)
+        )
+        act[i] = zi > 0
+    idx = np.nonzero(act)[0]
+    out = [to_fraction(v) for v in net.c.tolist()]
+    if idx.size == 0:
+        return tuple(out)
+    Vact = np.ascontiguousarray(net.V[:, idx])
+    if S:
+        P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.A[idx][:, S]), block=8192)
+        for r in range(net.k):
+            for t, v in enumerate(xs):
+                if P[r, t]:
+                    out[r] += _dyadic(int(P[r, t]), int(ex[r]) + int(ey[t])) * v
+    P, ex, ey = exact_matmul_float(Vact, np.ascontiguousarray(net.b[idx][:, None]), block=8192)
+    for r in range(net.k):
+        if P[r, 0]:
+            out[r] += _dyadic(int(P[r, 0]), int(ex[r]) + int(ey[0]))
+    return tuple(out)
+
+
+def _dyadic(p: int, e: int) -> Fraction:
+    return Fraction(p << e) if e >= 0 else Fraction(p, 1 << -e)
+
+
+def _counterexample_general(
+    net1: Network,
+    net2: Network,
+    h1: HyperplaneClasses,
+    h2: HyperplaneClasses,
+    diff: Difference,
+    *,
+    seed: int = 0,
+) -> Counterexample:
+    """The general search (any geometry, slower): points next to a hyperplane where the kinks differ, away
+    from all other hyperplanes, at shrinking distances."""
+    m = net1.m
     side, j = diff.kink_classes[0]
     h = h1 if side == 1 else h2
     u = h.u_exact(j)
     alpha, beta = u[:m], u[m]
     p = next(i for i in range(m) if alpha[i] != 0)  # α̂_p = 1
     rng = _random.Random(seed)
-    # all hyperplanes of both networks, as float keys (for a fast screen) and exact data
     others = [(hh, jj) for hh in (h1, h2) for jj in range(hh.N_all)]
     keys = np.concatenate([h1.keys, h2.keys], axis=0) if others else np.zeros((0, m + 1))
     for attempt in range(200):

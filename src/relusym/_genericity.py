@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._configurations import ConfigurationSet, OwnConfiguration
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import HyperplaneClasses, hyperplane_classes
 from ._numbers import fraction_str, to_fraction
 
@@ -73,7 +73,7 @@ def _lam(net: Network, i: int) -> Any:
 
 def _w_classes(net: Network, hc: HyperplaneClasses) -> np.ndarray:
     """Class labels of the rows w_i = (a_i, b_i) with a_i ≠ 0 (−1 otherwise), whatever v_i is."""
-    if bool((hc.neuron_type == 2).sum() == np.asarray(net.A != 0).any(axis=1).sum()):
+    if bool((hc.neuron_type == NeuronType.HYPERPLANE).sum() == np.asarray(net.A != 0).any(axis=1).sum()):
         return hc.label
     ones = Network(np.ones((1, net.n)), net.A, net.b, m=net.m)
     return hyperplane_classes(ones).label

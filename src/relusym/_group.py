@@ -7,6 +7,7 @@ import random as _random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from fractions import Fraction
 from typing import Any
 
@@ -189,10 +190,19 @@ class Symmetry:
 # neuron keys up to positive scaling (the H_n-invariant of one neuron)
 
 
+class _ScaleKind(IntEnum):
+    """How a neuron is normalized up to positive scaling (not a neuron type: see NeuronType for that):
+    ZERO (v = 0 and w = 0), ROW (w = (a, b) ≠ 0: divide by |w_q|), OUTPUT (w = 0, v ≠ 0: divide by |v_q|)."""
+
+    ZERO = 0
+    ROW = 1
+    OUTPUT = 2
+
+
 @dataclass(frozen=True)
 class _ScaleKeys:
     """For each neuron: a 64-bit hash of (v, w) up to positive scaling (the H_n-invariant of one neuron), and
-    the exact data that verifies candidates.  kind: 0 inactive, 1 w ≠ 0, 2 w = 0 and v ≠ 0."""
+    the exact data that verifies candidates.  kind: a _ScaleKind per neuron."""
 
     kind: np.ndarray  # (n,) int
     hashes: np.ndarray  # (n,) uint64
@@ -211,14 +221,16 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
     qv = np.argmax(v_nz, axis=1)
     has_w = w_nz[rows, qw] if n else np.zeros(0, dtype=bool)
     has_v = v_nz[rows, qv] if n else np.zeros(0, dtype=bool)
-    kind = np.where(has_w, 1, np.where(has_v, 2, 0))
+    kind = np.where(has_w, _ScaleKind.ROW, np.where(has_v, _ScaleKind.OUTPUT, _ScaleKind.ZERO)).astype(np.int64)
     obj = W.dtype == object or Vt.dtype == object
     one: Any = Fraction(1) if obj else 1.0
-    norm = np.where(kind == 1, abs(W[rows, qw]), np.where(kind == 2, abs(Vt[rows, qv]), one))
+    norm = np.where(
+        kind == _ScaleKind.ROW, abs(W[rows, qw]), np.where(kind == _ScaleKind.OUTPUT, abs(Vt[rows, qv]), one)
+    )
     norm = np.array(norm.tolist(), dtype=object) if obj else norm.astype(np.float64)
     if n == 0:
         return _ScaleKeys(kind, np.zeros(0, dtype=np.uint64), W, Vt, norm)
-    k1 = (kind == 1)[:, None]
+    k1 = (kind == _ScaleKind.ROW)[:, None]
     # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
     if obj:
         Fw = float_key(W / norm[:, None])
@@ -235,10 +247,10 @@ def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | No
     kind = int(sk1.kind[j])
     if kind != int(sk2.kind[l_]):
         return None
-    if kind == 0:
+    if kind == _ScaleKind.ZERO:
         return Fraction(1)
     n1, n2 = sk1.norm[[j]], sk2.norm[[l_]]
-    if kind == 1:
+    if kind == _ScaleKind.ROW:
         ok = bool(rows_proportional(sk1.W[[j]], n2, sk2.W[[l_]], n1)[0]) and bool(
             rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0]
         )
@@ -258,8 +270,8 @@ def _scales_of(sk1: _ScaleKeys, sk2: _ScaleKeys, perm: np.ndarray) -> list[Fract
 
     When the float64 quotient is exact (checked exactly), one Fraction is built per distinct quotient."""
     kind = sk1.kind
-    num = np.where(kind == 1, sk2.norm[perm], sk1.norm)
-    den = np.where(kind == 1, sk1.norm, sk2.norm[perm])
+    num = np.where(kind == _ScaleKind.ROW, sk2.norm[perm], sk1.norm)
+    den = np.where(kind == _ScaleKind.ROW, sk1.norm, sk2.norm[perm])
     quick = np.zeros(kind.shape[0], dtype=bool)
     if num.dtype != object and den.dtype != object:
         with np.errstate(all="ignore"):
@@ -269,7 +281,7 @@ def _scales_of(sk1: _ScaleKeys, sk2: _ScaleKeys, perm: np.ndarray) -> list[Fract
     cache: dict[float, Fraction] = {}
     out: list[Fraction] = []
     for j, (kd, ok) in enumerate(zip(kind.tolist(), quick.tolist(), strict=True)):
-        if kd == 0:
+        if kd == _ScaleKind.ZERO:
             out.append(Fraction(1))
         elif ok:
             rv = float(r[j])
@@ -304,7 +316,9 @@ def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
     V2 = sk2.Vt[perm]
     ok = sk1.kind == sk2.kind[perm]
     ok &= rows_proportional(sk1.W, n2, sk2.W, n1, rows2=perm)
-    ok &= np.where(sk1.kind == 1, rows_proportional(sk1.Vt, n1, V2, n2), rows_proportional(sk1.Vt, n2, V2, n1))
+    ok &= np.where(
+        sk1.kind == _ScaleKind.ROW, rows_proportional(sk1.Vt, n1, V2, n2), rows_proportional(sk1.Vt, n2, V2, n1)
+    )
     if ok.all():
         return Symmetry._trusted(perm.tolist(), _scales_of(sk1, sk2, perm))
     return _find_symmetry_exact(net1, sk1, sk2)
@@ -376,10 +390,10 @@ class Stabilizer:
 def stabilizer(net: Network) -> Stabilizer:
     """The stabilizer of θ in H_n (spec §4, Theorem C ≈ Theorem 2), with verified generators."""
     sk = _scale_keys(*_neuron_arrays(net))
-    inactive = tuple(i for i in range(net.n) if sk.kind[i] == 0)
+    inactive = tuple(i for i in range(net.n) if sk.kind[i] == _ScaleKind.ZERO)
     groups: dict[int, list[list[int]]] = defaultdict(list)
     for i in range(net.n):
-        if sk.kind[i] == 0:
+        if sk.kind[i] == _ScaleKind.ZERO:
             continue
         # exact classes inside one hash bucket
         for cls in groups[int(sk.hashes[i])]:

@@ -265,7 +265,7 @@ class _Piece:
             self._dirty = True
 
     def at(self, t: Any) -> np.ndarray:
-        return self.c + self.s * t
+        return np.asarray(self.c + self.s * t)
 
 
 class _Anchor:
@@ -387,7 +387,7 @@ class _LineSearch:
         """Whether the gap (a, b) may still be split: exact mode always (up to 2^-400); float mode while it is
         wider than √ε of the scale, below which the oracle's noise hides the slopes."""
         if self.S.exact:
-            return b - a > Fraction(1, 2**400)
+            return bool(b - a > Fraction(1, 2**400))
         return float(b - a) > math.sqrt(self.S.eps) * 1e-2 * (self.S.scale + abs(float(a)) + abs(float(b)))
 
     def resolve(self) -> None:
@@ -744,7 +744,7 @@ def _model_values(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, X:
                 out[i, r] = s
         return out
     V = np.array([h.v for h in H]).reshape(len(H), S.k)
-    return np.maximum(Z, 0.0).T @ V + np.asarray(X) @ M.T + e
+    return np.asarray(np.maximum(Z, 0.0).T @ V + np.asarray(X) @ M.T + e)
 
 
 def _affine(S: _Session, H: list[_Hyper], R0: _Region) -> tuple[np.ndarray, np.ndarray]:
@@ -1518,7 +1518,7 @@ def _heldout_bound(S: _Session, H: list[_Hyper], X: Any, Y: np.ndarray) -> np.nd
     nw = np.array([math.hypot(1.0, float(h.b)) for h in H])
     term = nv[:, None] * (ew * nw)[:, None] * (1.0 + xn[None, :]) + (ev * nv)[:, None] * np.maximum(Z, 0.0)
     # the affine part inherits the errors of the region used for it: bounded by the same terms summed
-    return 2.0 * term.sum(axis=0) + np.array([S.tol(y) for y in Y])
+    return np.asarray(2.0 * term.sum(axis=0) + np.array([S.tol(y) for y in Y]))
 
 
 def _heldout_points(S: _Session, count: int, window: float) -> Any:

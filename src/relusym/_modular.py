@@ -145,7 +145,7 @@ class Field:
                 power = self.matmul(power, power)
                 x = self.matmul(x, np.eye(s) + power)
                 span *= 2
-            return x
+            return np.asarray(x)
         h = s // 2
         x11 = self.inv_unit_lower(low[:h, :h])
         x22 = self.inv_unit_lower(low[h:, h:])
@@ -217,7 +217,7 @@ class _LUState:
         self.base = 16
 
     def full(self) -> bool:
-        return self.rk >= self.nrows
+        return bool(self.rk >= self.nrows)
 
     def swap(self, i: int, j: int) -> None:
         if i != j:

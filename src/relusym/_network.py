@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from enum import IntEnum
 from fractions import Fraction
 from typing import Any
 
@@ -24,7 +25,22 @@ from ._numbers import (
 )
 from .errors import InvalidNetworkError
 
-__all__ = ["Network"]
+__all__ = ["Network", "NeuronType"]
+
+
+class NeuronType(IntEnum):
+    """What one neuron (v_i, a_i, b_i) contributes to ρ(θ) = Σ_i v_i σ(a_i·x + b_i) + c.
+
+    * ``NULL`` (0): nothing: v_i = 0, or a_i = 0 and b_i ≤ 0 (σ(b_i) = 0);
+    * ``CONSTANT`` (1): the constant b_i v_i: a_i = 0, b_i > 0, v_i ≠ 0;
+    * ``HYPERPLANE`` (2): a kink on the hyperplane a_i·x + b_i = 0: a_i ≠ 0 and v_i ≠ 0.
+
+    The one code for neuron types (arrays of these values are plain int8 arrays compared with the members).
+    """
+
+    NULL = 0
+    CONSTANT = 1
+    HYPERPLANE = 2
 
 
 class Network:
@@ -297,7 +313,8 @@ class Network:
         return self.same_parameters(other)
 
     def __hash__(self) -> int:
-        return hash((self.shape, tuple(float(x) for x in self.b.tolist()[:8])))
+        # exact values (hash(Fraction) agrees with hash(float) for equal values; float() could overflow)
+        return hash((self.shape, tuple(to_fraction(x) for x in self.b.tolist()[:8])))
 
     def __repr__(self) -> str:
         kind = "float" if self.is_float else "exact"

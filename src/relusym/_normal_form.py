@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -25,15 +28,20 @@ from typing import Any
 
 import numpy as np
 
-from ._network import Network
+from ._decimal import bit_length, quotient_parts, render_cells
+from ._network import Network, NeuronType
 from ._numbers import (
+    dyadic_str,
     exact_float,
     exact_matmul,
+    exact_matmul_float,
     exact_products,
     exact_view,
     float_key,
+    float_parts,
     fraction_str,
     fractions_of,
+    is_float_array,
     row_hash,
     row_integers,
     rows_proportional,
@@ -43,7 +51,16 @@ from .errors import InvalidNetworkError
 
 _ZERO: Any = Fraction(0)
 
-__all__ = ["NormalForm", "normal_form", "hyperplane_classes", "HyperplaneClasses"]
+__all__ = [
+    "NormalForm",
+    "normal_form",
+    "hyperplane_classes",
+    "HyperplaneClasses",
+    "kink_order",
+    "kinks_bytes",
+    "digest_chunks",
+    "float_key_scalar",
+]
 
 
 def _to_frac_rows(x: np.ndarray) -> list[tuple[Fraction, ...]]:
@@ -65,7 +82,7 @@ class HyperplaneClasses:
     A: np.ndarray
     b: np.ndarray
     lam: np.ndarray  # (n,) λ_i (0 where a_i = 0)
-    neuron_type: np.ndarray  # (n,) 0 null, 1 constant, 2 hyperplane
+    neuron_type: np.ndarray  # (n,) NeuronType values: NULL, CONSTANT, HYPERPLANE
     label: np.ndarray  # (n,) class index or -1
     khash: np.ndarray  # (N,) uint64
     rep: np.ndarray  # (N,) representative neuron
@@ -243,7 +260,9 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     has_v = (Vt != 0).any(axis=1) if n else np.zeros(0, dtype=bool)
     hyper = has_a & has_v
     constant = ~has_a & has_v & (b > 0)
-    neuron_type = np.where(hyper, 2, np.where(constant, 1, 0)).astype(np.int8)
+    neuron_type = np.where(
+        hyper, NeuronType.HYPERPLANE, np.where(constant, NeuronType.CONSTANT, NeuronType.NULL)
+    ).astype(np.int8)
     p = np.argmax(a_nz, axis=1) if n else np.zeros(0, dtype=np.int64)
     lam = exact_float(A[np.arange(n), p]) if n else exact_float(np.zeros(0, dtype=A.dtype))
     zero: Any = Fraction(0) if lam.dtype == object else 0.0
@@ -348,24 +367,32 @@ def _rows_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Difference:
-    """What separates two decompositions: classes whose kinks differ, and the exact affine difference."""
+    """What separates two decompositions: the classes whose kinks differ and the exact affine difference
+    (ΔM, Δe) = (M1 − M2, e1 − e2).  When compared with ``lazy_affine`` and a kink differs (which already
+    decides "not equivalent") the affine part is not computed: ``affine_known`` is False, ``dM`` and ``de``
+    are empty."""
 
     kink_classes: list[tuple[int, int]]  # (side, class index) with differing kink (side 1 or 2)
     dM: tuple[tuple[Fraction, ...], ...]
     de: tuple[Fraction, ...]
+    affine_known: bool = True
 
     @property
     def zero(self) -> bool:
-        return not self.kink_classes and all(x == 0 for row in self.dM for x in row) and all(x == 0 for x in self.de)
+        if self.kink_classes:
+            return False
+        return all(x == 0 for row in self.dM for x in row) and all(x == 0 for x in self.de)
 
 
-def compare(h1: HyperplaneClasses, h2: HyperplaneClasses) -> Difference:
-    """The exact difference between NF(θ1) and NF(θ2) (Theorem A: θ1 ≡ θ2 iff it is zero)."""
+def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, lazy_affine: bool = False) -> Difference:
+    """The exact difference between NF(θ1) and NF(θ2) (θ1 ≡ θ2 iff it is zero): first the kinks, class by
+    class (hashes, then exact checks); then the affine parts (ΔM, Δe) = (M1 − M2, e1 − e2), exact integer
+    products for float networks.  With ``lazy_affine`` the affine part is computed only when every kink agrees
+    (a differing kink already decides; ``affine_known`` is then False)."""
     if h1.m != h2.m or h1.k != h2.k:
         raise InvalidNetworkError(
             f"the networks have different shapes: m = {h1.m}, k = {h1.k} against m = {h2.m}, k = {h2.k}"
         )
-    m, k = h1.m, h1.k
     cm = match_classes(h1, h2)
     kink_classes: list[tuple[int, int]] = []
     p1, p2 = cm.pairs[:, 0], cm.pairs[:, 1]
@@ -373,29 +400,196 @@ def compare(h1: HyperplaneClasses, h2: HyperplaneClasses) -> Difference:
     kink_classes += [(1, int(j)) for j in p1[~same_kappa]]
     kink_classes += [(1, int(j)) for j in cm.only1 if h1.kink_mask[j]]
     kink_classes += [(2, int(j)) for j in cm.only2 if h2.kink_mask[j]]
-    # affine part: Δ = −Σ Δs_û (α̂_û, β̂_û) over classes whose negative kinks differ, plus Δ(constant)
-    dM = [[Fraction(0)] * m for _ in range(k)]
-    de = [x - y for x, y in zip(h1.const, h2.const, strict=True)]
-    same_s = _rows_equal(h1.s[p1], h2.s[p2]) if p1.size else np.zeros(0, dtype=bool)
-    contributions: list[tuple[HyperplaneClasses, int, tuple[Fraction, ...]]] = []
-    for j1, j2 in zip(p1[~same_s].tolist(), p2[~same_s].tolist(), strict=True):
-        ds = tuple(x - y for x, y in zip(h1.s_exact(j1), h2.s_exact(j2), strict=True))
-        contributions.append((h1, j1, ds))
-    for j in cm.only1.tolist():
-        contributions.append((h1, j, h1.s_exact(j)))
-    for j in cm.only2.tolist():
-        contributions.append((h2, j, tuple(-x for x in h2.s_exact(j))))
-    for h, j, ds in contributions:
-        if not any(ds):
-            continue
-        u = h.u_exact(j)
-        for r in range(k):
-            if ds[r]:
-                for col in range(m):
-                    if u[col]:
-                        dM[r][col] -= ds[r] * u[col]
-                de[r] -= ds[r] * u[m]
-    return Difference(kink_classes, tuple(tuple(r) for r in dM), tuple(de))
+    if kink_classes and lazy_affine:
+        return Difference(kink_classes, (), (), affine_known=False)
+    nf1, nf2 = NormalForm(h1), NormalForm(h2)
+    dM = tuple(tuple(x - y for x, y in zip(r1, r2, strict=True)) for r1, r2 in zip(nf1.M, nf2.M, strict=True))
+    de = tuple(x - y for x, y in zip(nf1.e, nf2.e, strict=True))
+    return Difference(kink_classes, dM, de)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the kink classes in exact order, and the digest's bytes
+
+
+_CHUNK_ENTRIES = 32768  # entries per rendered block: small working sets
+
+
+def _float_rows(h: HyperplaneClasses, js: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The canonical triples (num, den, d) of û for the classes js of a float network: û = num/den · 2^d."""
+    reps = h.rep[js]
+    X = np.concatenate([h.A[reps].astype(np.float64), h.b[reps].astype(np.float64)[:, None]], axis=1)
+    mx, ex = float_parts(X)
+    ml, el = float_parts(h.lam[reps])
+    return quotient_parts(mx, ex, ml[:, None], el[:, None])
+
+
+def _lex_order(keys: np.ndarray) -> np.ndarray:
+    """Lexicographic order of the rows of a float matrix, refining column by column only inside ties."""
+    N, C = keys.shape
+    order = np.arange(N)
+    gid = np.zeros(N, dtype=np.int64)
+    for c in range(C):
+        col = keys[order, c]
+        o = np.lexsort((col, gid))
+        order, col, gid = order[o], col[o], gid[o]
+        new = np.ones(N, dtype=bool)
+        new[1:] = (gid[1:] != gid[:-1]) | (col[1:] != col[:-1])
+        gid = np.cumsum(new)
+        if bool(new.all()):
+            break
+    return order
+
+
+def kink_order(h: HyperplaneClasses) -> np.ndarray:
+    """The kink classes (κ_û ≠ 0) sorted lexicographically by their exact û.
+
+    Float networks are sorted by the float64 keys of û (correctly rounded, hence monotone).  When A and b are
+    float16 or float32 the keys are injective: two distinct quotients of 24-bit mantissas differ by a relative
+    2^-48 at least, more than two float64 roundings can bridge, so the key order is the exact order.  For
+    float64 networks adjacent classes are compared exactly on the columns whose keys tie (canonical triples),
+    and any undecided pair sends the whole sort to exact rationals."""
+    js = np.nonzero(h.kink_mask)[0]
+    if js.size <= 1:
+        return js
+    if h.A.dtype == object:
+        us = h.u_exact_many(js.tolist())
+        return js[sorted(range(len(us)), key=lambda t: us[t])]
+    keys = h.keys[js]
+    order = _lex_order(keys)
+    if h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4:
+        return js[order]
+    js = js[order]
+    keys = keys[order]
+    num, den, d = _float_rows(h, js)
+    tie = keys[1:] == keys[:-1]
+    strict = ~tie
+    first = np.where(strict.any(axis=1), strict.argmax(axis=1), keys.shape[1])
+    same = (num[1:] == num[:-1]) & (den[1:] == den[:-1]) & (d[1:] == d[:-1])
+    prefix = np.arange(keys.shape[1])[None, :] < first[:, None]
+    if bool(np.all(same | ~prefix)) and bool((first < keys.shape[1]).all()):
+        return js
+    us = h.u_exact_many(js.tolist())  # pragma: no cover - float64 keys tie on distinct rationals
+    return js[sorted(range(len(us)), key=lambda t: us[t])]
+
+
+def _py_row(h: HyperplaneClasses, j: int, head: bytes) -> bytes:
+    u = h.u_exact(j)
+    kap = h.kappa_exact(j)
+    return (
+        head
+        + ",".join(f'"{fraction_str(x)}"' for x in u).encode()
+        + b'],"kink":['
+        + ",".join(f'"{fraction_str(x)}"' for x in kap).encode()
+        + b"]}"
+    )
+
+
+def kinks_bytes(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
+    """The bytes of the canonical JSON list of the kink classes ``order`` without its brackets:
+    ``{"hyperplane":["û_0",…],"kink":["κ_0",…]}`` joined by commas, in blocks.
+
+    Float networks go through :func:`relusym._decimal.render_cells` on the integer triples of û and the
+    mantissas of κ; a row with an integer beyond 62 bits, and every row of a rational network, is written from
+    exact Fractions with :func:`relusym._numbers.fraction_str`.  Both give the same bytes."""
+    N = int(order.shape[0])
+    if N == 0:
+        return
+    m, k = h.m, h.k
+    if h.A.dtype == object:
+        step = 256
+        for s in range(0, N, step):
+            yield b"".join(
+                _py_row(h, int(j), b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":[')
+                for t, j in enumerate(order[s : s + step].tolist())
+            )
+        return
+    R = max(1, _CHUNK_ENTRIES // (m + 1 + k))
+    starts = list(range(0, N, R))
+    if len(starts) <= 2:
+        for s in starts:
+            yield _render_block(h, order[s : s + R], s)
+        return
+    # two blocks at a time in worker threads (numpy releases the GIL), yielded in order, a few ahead at most
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: list[Any] = []
+        for s in starts:
+            pending.append(pool.submit(_render_block, h, order[s : s + R], s))
+            if len(pending) > 4:
+                yield pending.pop(0).result()
+        for f in pending:
+            yield f.result()
+
+
+def _render_block(h: HyperplaneClasses, js: np.ndarray, s: int) -> bytes:
+    """The bytes of the kink classes js (sorted), the first of which is number s of K."""
+    kap_float = h.kappa.dtype != object
+    small_mantissas = h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4
+    num, den, d = _float_rows(h, js)
+    up = np.maximum(d, 0)
+    dn = np.maximum(-d, 0)
+    if small_mantissas and int(d.max(initial=0)) <= 62 - 24 and int(d.min(initial=0)) >= 24 - 62:
+        ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
+    else:
+        ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
+    row_ok: np.ndarray = np.asarray(ok.all(axis=1))
+    if not bool(ok.all()):
+        up = np.where(ok, up, 0)
+        dn = np.where(ok, dn, 0)
+        u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
+    else:
+        u_seg = (num < 0, np.abs(num) << up, den << dn)
+    # û and κ in two grids (their digit widths differ a lot), joined row by row
+    utext, ulen = render_cells(
+        [b',{"hyperplane":[', u_seg, b'],"kink":['], len(js), first=b'{"hyperplane":[' if s == 0 else None
+    )
+    ktext, klen = b"", None
+    if kap_float:
+        mk, ek = float_parts(h.kappa[js])
+        kup = np.maximum(ek, 0)
+        kdn = np.maximum(-ek, 0)
+        kok = bit_length(mk) + kup <= 62
+        row_ok &= kok.all(axis=1)
+        kup = np.where(kok, kup, 0)
+        kdn = np.where(kok, kdn, 0)
+        ktext, klen = render_cells([(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"], len(js))
+    uends = np.cumsum(ulen).tolist()
+    kends = np.cumsum(klen).tolist() if klen is not None else None
+    parts: list[bytes] = []
+    a = b_ = 0
+    for t, (j, good) in enumerate(zip(js.tolist(), row_ok.tolist(), strict=True)):
+        e_ = uends[t]
+        if not good:
+            parts.append(_py_row(h, int(j), b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['))
+        elif kends is not None:
+            parts.append(utext[a:e_])
+            parts.append(ktext[b_ : kends[t]])
+        else:
+            kap = ",".join(f'"{fraction_str(x)}"' for x in h.kappa_exact(int(j))).encode()
+            parts.append(utext[a:e_] + kap + b"]}")
+        a = e_
+        if kends is not None:
+            b_ = kends[t]
+    return b"".join(parts)
+
+
+def _vector_json(values: Iterable[str]) -> bytes:
+    return ("[" + ",".join(f'"{v}"' for v in values) + "]").encode()
+
+
+def digest_chunks(nf: NormalForm) -> Iterator[bytes]:
+    """The exact bytes whose SHA-256 is :meth:`NormalForm.digest` (see there), in blocks."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        head = pool.submit(lambda: (nf.M_strings(), nf.e_strings()))  # the affine part beside the kinks
+        kinks = kinks_bytes(nf.classes, nf.kink_order)
+        first = next(kinks, None)
+        M, e = head.result()
+        yield b'{"M":[' + b",".join(_vector_json(row) for row in M) + b'],"e":' + _vector_json(e)
+        yield b',"k":%d,"kinks":[' % nf.k
+        if first is not None:
+            yield first
+        yield from kinks
+        yield b'],"m":%d}' % nf.m
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -403,18 +597,30 @@ def compare(h1: HyperplaneClasses, h2: HyperplaneClasses) -> Difference:
 
 
 class NormalForm:
-    """NF(θ) = (K, M, e) of spec §2.4: the kink classes (û, κ_û) sorted by û, the linear part M (k×m) and the
-    offset e (k), all exact.  Two networks realize the same function iff their normal forms are equal
-    (Theorem A), whatever their widths.
+    """NF(θ) = (K, M, e): the kink classes (û, κ_û) sorted by û, the linear part M (k×m) and the offset e (k),
+    all exact (see docs/math/normal-form.md).  Two networks realize the same function iff their normal forms
+    are equal, whatever their widths.
 
-    Equality and hashing are cheap (no per-entry Fractions); ``K``, ``M``, ``e``, ``to_dict()`` and
-    ``digest()`` compute exact rationals on first use.
+    A NormalForm is immutable (no attribute can be set or deleted), hashable, equal by value (``==`` decides
+    ρ(θ1) = ρ(θ2) exactly) and totally ordered: by (m, k, K, M, e) compared lexicographically in exact
+    rationals, K as its sorted list of (û, κ_û).  Equality and hashing are cheap (no per-entry Fractions);
+    ``K``, ``M``, ``e`` and ``to_dict()`` compute exact rationals on first use; ``digest()`` works on integers.
     """
 
     __slots__ = ("_h", "__dict__")
+    _h: HyperplaneClasses
 
     def __init__(self, classes: HyperplaneClasses) -> None:
-        self._h = classes
+        object.__setattr__(self, "_h", classes)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("NormalForm is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("NormalForm is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (normal_form, (self._h.net,))
 
     @property
     def classes(self) -> HyperplaneClasses:
@@ -429,48 +635,121 @@ class NormalForm:
         return self._h.k
 
     @cached_property
+    def kink_order(self) -> np.ndarray:
+        """The class indices of the kink classes, in the order of K (exact lexicographic order of û)."""
+        return kink_order(self._h)
+
+    @cached_property
     def K(self) -> tuple[tuple[tuple[Fraction, ...], tuple[Fraction, ...]], ...]:
         """The kink classes (û, κ_û), κ_û ≠ 0, sorted lexicographically by û (exact)."""
         h = self._h
-        js = np.nonzero(h.kink_mask)[0].tolist()
-        items = list(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
-        items.sort(key=lambda t: t[0])
-        return tuple(items)
+        js = self.kink_order.tolist()
+        return tuple(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
+
+    def K_head(self, count: int) -> tuple[tuple[tuple[Fraction, ...], tuple[Fraction, ...]], ...]:
+        """The first ``count`` entries of K, without computing the others exactly."""
+        if "K" in self.__dict__:
+            return self.K[:count]
+        h = self._h
+        js = self.kink_order[:count].tolist()
+        return tuple(zip(h.u_exact_many(js), [h.kappa_exact(j) for j in js], strict=True))
 
     @property
     def N(self) -> int:
         """Number of kink classes |U*|."""
         return int(self._h.kink_mask.sum())
 
+    def _negative(self) -> np.ndarray:
+        h = self._h
+        return np.nonzero((h.neuron_type == NeuronType.HYPERPLANE) & (h.lam < 0))[0]
+
+    @cached_property
+    def _M_dyadic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """M = P[r, c] · 2^(ex[r] + ey[c]) for float networks (exact integer products), else None."""
+        net = self._h.net
+        if not (is_float_array(net.V) and is_float_array(net.A)):
+            return None
+        neg = self._negative()
+        return exact_matmul_float(net.V[:, neg], net.A[neg, :])
+
     @cached_property
     def M(self) -> tuple[tuple[Fraction, ...], ...]:
         """M = Σ over negatively oriented neurons of v_i a_iᵀ (k×m, exact)."""
         h = self._h
         net = h.net
-        neg = np.nonzero((h.neuron_type == 2) & (h.lam < 0))[0]
+        dy = self._M_dyadic
+        if dy is not None:
+            P, ex, ey = dy
+            return tuple(
+                tuple(_dyadic_fraction(int(p), int(ex[r]) + int(ey[c])) for c, p in enumerate(row))
+                for r, row in enumerate(P.tolist())
+            )
+        neg = self._negative()
         if neg.size == 0:
             return tuple(tuple(Fraction(0) for _ in range(self.m)) for _ in range(self.k))
         prod = exact_matmul(net.V[:, neg], net.A[neg, :])
         return tuple(tuple(row) for row in prod.tolist())
+
+    def M_strings(self) -> list[list[str]]:
+        """M spelled as in the JSON form ("p/q" or "p"), without building Fractions for float networks."""
+        dy = self._M_dyadic if type(self).M is NormalForm.M else None  # a subclass may define M otherwise
+        if dy is None:
+            return [[fraction_str(x) for x in row] for row in self.M]
+        P, ex, ey = dy
+        eyl = ey.tolist()
+        return [
+            [dyadic_str(p, e0 + e1) for p, e1 in zip(row, eyl, strict=True)]
+            for row, e0 in zip(P.tolist(), ex.tolist(), strict=True)
+        ]
 
     @cached_property
     def e(self) -> tuple[Fraction, ...]:
         """e = c + Σ_const b_i v_i + Σ_neg b_i v_i (exact)."""
         h = self._h
         net = h.net
-        neg = np.nonzero((h.neuron_type == 2) & (h.lam < 0))[0]
+        neg = self._negative()
         out = list(h.const)
         if neg.size:
-            col = exact_matmul(net.V[:, neg], net.b[neg][:, None])
-            out = [x + y for x, y in zip(out, col[:, 0].tolist(), strict=True)]
+            if is_float_array(net.V) and is_float_array(net.b):
+                P, ex, ey = exact_matmul_float(net.V[:, neg], net.b[neg][:, None])
+                col = [_dyadic_fraction(int(p), int(ex[r]) + int(ey[0])) for r, p in enumerate(P[:, 0].tolist())]
+            else:
+                col = exact_matmul(net.V[:, neg], net.b[neg][:, None])[:, 0].tolist()
+            out = [x + y for x, y in zip(out, col, strict=True)]
         return tuple(out)
+
+    def e_strings(self) -> list[str]:
+        return [fraction_str(x) for x in self.e]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.m, self.k, self.K, self.M, self.e)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NormalForm):
             return NotImplemented
         if (self.m, self.k) != (other.m, other.k):
             return False
-        return compare(self._h, other._h).zero
+        return compare(self._h, other._h, lazy_affine=True).zero
+
+    def __lt__(self, other: NormalForm) -> bool:
+        if not isinstance(other, NormalForm):
+            return NotImplemented
+        return self != other and self._key() < other._key()
+
+    def __le__(self, other: NormalForm) -> bool:
+        if not isinstance(other, NormalForm):
+            return NotImplemented
+        return self == other or self._key() < other._key()
+
+    def __gt__(self, other: NormalForm) -> bool:
+        if not isinstance(other, NormalForm):
+            return NotImplemented
+        return other < self
+
+    def __ge__(self, other: NormalForm) -> bool:
+        if not isinstance(other, NormalForm):
+            return NotImplemented
+        return other <= self
 
     @cached_property
     def _hash(self) -> int:
@@ -480,7 +759,9 @@ class NormalForm:
         kf = (
             kf.astype(np.float64)
             if kf.dtype != object
-            else np.array([[float(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(kf.shape)
+            else np.array([[float_key_scalar(x) for x in row] for row in kf.tolist()], dtype=np.float64).reshape(
+                kf.shape
+            )
         )
         items = frozenset(zip(h.khash[mask].tolist(), [r.tobytes() for r in kf + 0.0], strict=True))
         return hash((self.m, self.k, items))
@@ -489,29 +770,37 @@ class NormalForm:
         return self._hash
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``kinks`` (each ``{"hyperplane": û, "kink": κ}``), ``M``, ``e``, ``digest``."""
+        """The JSON form: ``m``, ``k``, ``kinks`` (each ``{"hyperplane": û, "kink": κ}``), ``M``, ``e`` (rationals
+        as strings ``"p/q"`` or ``"p"``) and ``digest``."""
         d = self._payload()
         d["digest"] = self.digest()
         return d
 
     def _payload(self) -> dict[str, Any]:
-        return {
-            "m": self.m,
-            "k": self.k,
-            "kinks": [
-                {"hyperplane": [fraction_str(x) for x in u], "kink": [fraction_str(x) for x in kap]}
-                for u, kap in self.K
-            ],
-            "M": [[fraction_str(x) for x in row] for row in self.M],
-            "e": [fraction_str(x) for x in self.e],
-        }
+        """(m, k, K, M, e) as the JSON object whose canonical text the digest hashes (see :meth:`digest`)."""
+        return json.loads(b"".join(digest_chunks(self)))  # type: ignore[no-any-return]
+
+    def digest_bytes(self) -> Iterator[bytes]:
+        """The bytes that :meth:`digest` hashes, in blocks (see there)."""
+        return digest_chunks(self)
 
     def digest(self) -> str:
-        """A stable content hash (SHA-256 of the canonical JSON of (m, k, K, M, e)): the same on every machine,
-        Python version and backend, and equal for equal normal forms."""
+        """A stable content hash of NF(θ): the SHA-256 (hex) of the canonical JSON of (m, k, K, M, e).
+
+        The hashed bytes are exactly ``json.dumps(payload, sort_keys=True, separators=(",", ":"))`` in ASCII for
+        ``payload = {"m": m, "k": k, "kinks": [{"hyperplane": [û_0, …, û_m], "kink": [κ_1, …, κ_k]}, …],
+        "M": [[M_11, …], …], "e": [e_1, …]}``: the kink classes in the exact lexicographic order of û, every
+        rational written as the string ``"p/q"`` in lowest terms with q > 0, or ``"p"`` when q = 1 (``"0"``,
+        ``"-3/4"``).  So the text begins ``{"M":[[`` and ends ``],"m":<m>}``.  The value depends only on the
+        function ρ(θ): it is the same for every network realizing it, on every machine and Python version, and
+        whichever path computes it (float networks are rendered from integer mantissas in numpy, rational ones
+        from Fractions; both give the same bytes).  Digests of relusym 0.x normal forms are unchanged."""
         if "_digest" not in self.__dict__:
-            text = json.dumps(self._payload(), sort_keys=True, separators=(",", ":"))
-            self.__dict__["_digest"] = hashlib.sha256(text.encode()).hexdigest()
+            if type(self)._payload is NormalForm._payload:
+                self.__dict__["_digest"] = _sha256_stream(digest_chunks(self))
+            else:  # a subclass that hashes more (e.g. a domain): the canonical JSON of its payload
+                text = json.dumps(self._payload(), sort_keys=True, separators=(",", ":"))
+                self.__dict__["_digest"] = hashlib.sha256(text.encode()).hexdigest()
         return str(self.__dict__["_digest"])
 
     @classmethod
@@ -521,8 +810,35 @@ class NormalForm:
 
     def __repr__(self) -> str:
         if self.N <= 6 and self.m * self.k <= 6:
-            return f"NormalForm(K={self._payload()['kinks']}, M={self._payload()['M']}, e={self._payload()['e']})"
+            d = self.to_dict()
+            return f"NormalForm(K={d['kinks']}, M={d['M']}, e={d['e']})"
         return f"NormalForm(m={self.m}, k={self.k}, N={self.N})"
+
+
+def _dyadic_fraction(p: int, e: int) -> Fraction:
+    return Fraction(p << e) if e >= 0 else Fraction(p, 1 << -e)
+
+
+def float_key_scalar(x: Any) -> float:
+    """The correctly rounded float64 of an exact rational (±inf beyond the float64 range)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _sha256_stream(chunks: Iterable[bytes]) -> str:
+    """SHA-256 of the concatenated chunks, hashing each block in a worker thread while the next is built."""
+    h = hashlib.sha256()
+    pending = None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for chunk in chunks:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(h.update, chunk)
+        if pending is not None:
+            pending.result()
+    return h.hexdigest()
 
 
 def realize(d: dict[str, Any]) -> Network:
@@ -585,8 +901,11 @@ def flip(net: Network, T: Any) -> Network:
         b[idx] = -b[idx]
         dc = exact_matmul(net.V[:, idx], net.b[idx][:, None])[:, 0] if idx.size else np.zeros(net.k, dtype=object)
         c_new = [Fraction(x) + Fraction(y) for x, y in zip(net.c.tolist(), dc.tolist(), strict=True)]
-        c_arr: Any = np.array([float(x) for x in c_new], dtype=net.c.dtype)
-        if any(Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)):
+        with np.errstate(over="ignore"):
+            c_arr: Any = np.array([float_key_scalar(x) for x in c_new], dtype=net.c.dtype)
+        if not np.isfinite(c_arr).all() or any(
+            Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)
+        ):
             c_arr = c_new  # the new bias is not representable in the float dtype: keep it exact
         return Network(net.V, A, b, c_arr, m=net.m)
     A = fractions_of(net.A).copy()

@@ -44,6 +44,9 @@ __all__ = [
     "products_exact",
     "integer_matrix",
     "exact_matmul",
+    "exact_matmul_float",
+    "float_parts",
+    "dyadic_str",
     "format_vector",
 ]
 
@@ -160,6 +163,11 @@ def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
         if arr.dtype.kind == "c":
             raise InvalidNetworkError(f"{name} has complex entries; only real numbers are allowed")
     out = np.empty(arr.shape, dtype=object)
+    if arr.dtype == object:
+        flat = arr.ravel().tolist()
+        if all(type(v) is Fraction for v in flat):  # already exact: copy without per-entry checks
+            out.ravel()[:] = flat
+            return _readonly(out)
     for idx in np.ndindex(arr.shape):
         out[idx] = to_fraction(arr[idx], f"{name}{_index_str(idx)}")
     return _readonly(out)
@@ -465,3 +473,99 @@ def exact_matvec_float(M: np.ndarray, X: list[int]) -> tuple[list[int], np.ndarr
                 if v:
                     acc[i] += int(v) << sh
     return acc, emin
+
+
+def float_parts(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mant, exp) with M = mant · 2^exp exactly, entrywise: mant an odd int64 (0 for a zero entry, exp then
+    0).  The one float → (odd mantissa, exponent) decomposition."""
+    mant, expo = np.frexp(M.astype(np.float64))
+    mi = (mant * 2.0**53).astype(np.int64)
+    ex = expo.astype(np.int64) - 53
+    low = mi & -mi
+    tz = np.where(mi != 0, np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1, 0)
+    mi >>= tz
+    return mi, np.where(mi != 0, ex + tz, 0)
+
+
+def _row_scales(M: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per row: the smallest exponent of a nonzero entry, and the largest bit width of an entry as an integer
+    over 2^emin (the number of bits the row needs)."""
+    mi, ex = float_parts(M)
+    nz = mi != 0
+    big = np.iinfo(np.int64).max
+    emin = np.where(nz, ex, big).min(axis=1, initial=big)
+    emin = np.where(emin == big, 0, emin)
+    bits = np.frexp(np.abs(mi).astype(np.float64))[1].astype(np.int64)
+    top = np.where(nz, ex + bits, emin[:, None]).max(axis=1, initial=0)
+    return emin, int((top - emin).max(initial=1))
+
+
+def _row_scales_blocked(M: np.ndarray, rows: int = 64) -> tuple[np.ndarray, int]:
+    """:func:`_row_scales` on blocks of rows (small working sets)."""
+    parts = [_row_scales(M[s : s + rows]) for s in range(0, M.shape[0], rows)]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), 1
+    return np.concatenate([p[0] for p in parts]), max(p[1] for p in parts)
+
+
+def _limbs_over(M: np.ndarray, emin: np.ndarray, L: int) -> np.ndarray:
+    """Signed 20-bit limbs of M over 2^emin per row: M[i, j] = Σ_l out[l, i, j] · 2^(20 l + emin[i])."""
+    mi, ex = float_parts(M)
+    shift = np.where(mi != 0, ex - emin[:, None], 0)
+    sgn = np.sign(mi).astype(np.float64)
+    amag = np.abs(mi)
+    out = np.empty((L,) + M.shape)
+    for l_ in range(L):
+        right = _LIMB * l_ - shift
+        r_pos = np.clip(right, 0, 63)
+        r_neg = np.clip(-right, 0, 63)
+        limb = np.where(right >= 0, amag >> r_pos, amag << r_neg) & _LIMB_MASK
+        limb = np.where((right <= -_LIMB) | (right >= 63), 0, limb)
+        out[l_] = sgn * limb.astype(np.float64)
+    return out
+
+
+def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X @ Y exactly for float matrices (at their exact binary values), through float64 BLAS on 20-bit limbs.
+
+    Returns (P, ex, ey) with (X @ Y)[r, c] = P[r, c] · 2^(ex[r] + ey[c]), P an object array of Python ints.
+    Each row of X and each column of Y is written as integers over its own power of two and split into limbs of
+    20 bits, so every limb product is below 2^40: a block dot product over at most ``block`` ≤ 8192 terms is
+    exact in float64 and the sum over blocks exact in int64 (below 2^63 for fewer than 2^23 terms).  The inner
+    dimension is cut into blocks to keep working sets small; only the final combination of the limb products
+    uses Python integers (one per output entry and limb pair)."""
+    R, n = X.shape
+    C = Y.shape[1]
+    P = np.zeros((R, C), dtype=object)
+    if R == 0 or C == 0 or n == 0:
+        return P, np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    block = max(1, min(block, 8192))
+    if n >= 1 << 23:  # pragma: no cover - beyond the int64 accumulation bound
+        raise ValueError("exact_matmul_float: inner dimension too large")
+    YT = np.ascontiguousarray(Y.T)
+    ex, wx = _row_scales(X)
+    ey, wy = _row_scales_blocked(YT)
+    Lx, Ly = max(1, -(-wx // _LIMB)), max(1, -(-wy // _LIMB))
+    acc = np.zeros((Lx + Ly - 1, R, C), dtype=np.int64)
+    for s in range(0, n, block):
+        Xp = _limbs_over(X[:, s : s + block], ex, Lx)
+        Yp = _limbs_over(YT[:, s : s + block], ey, Ly)
+        w = Xp.shape[2]
+        prod = (Xp.reshape(Lx * R, w) @ Yp.reshape(Ly * C, w).T).reshape(Lx, R, Ly, C)  # one BLAS call
+        for lx in range(Lx):
+            for ly in range(Ly):
+                acc[lx + ly] += prod[lx, :, ly, :].astype(np.int64)
+    for t in range(acc.shape[0]):
+        if acc[t].any():
+            P += acc[t].astype(object) * (1 << (_LIMB * t))
+    return P, ex, ey
+
+
+def dyadic_str(p: int, e: int) -> str:
+    """The spelling of fraction_str for the dyadic rational p · 2^e."""
+    if p == 0:
+        return "0"
+    tz = (p & -p).bit_length() - 1
+    p >>= tz
+    e += tz
+    return str(p << e) if e >= 0 else f"{p}/{1 << -e}"

@@ -32,7 +32,7 @@ from ._configurations import (
     class_orientations,
     nf_order,
 )
-from ._network import Network
+from ._network import Network, NeuronType
 from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes
 from ._numbers import fractions_of, to_fraction
 
@@ -182,7 +182,7 @@ def flip_strata(hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None) -
     KinkData that realizes them; a single unlisted stratum, θ's own, when ``sets`` is None."""
     net = hc.net
     n = net.n
-    neg = np.asarray(hc.lam < 0) & (hc.neuron_type == 2)
+    neg = np.asarray(hc.lam < 0) & (hc.neuron_type == NeuronType.HYPERPLANE)
     if sets is None:
         return None, [Stratum(None, (), 0, 0, 0, n, 0, int(neg.sum()), own=True, min_neurons=n, witness=net)]
     order = nf_order(hc)
@@ -798,7 +798,10 @@ def _local_moves(net: Network, r: _random.Random) -> Network:
     b = fractions_of(net.b).copy()
     A = np.array(net.A, copy=True)
     c = [to_fraction(x) for x in net.c.tolist()]
-    lam = [to_fraction(x) if hc.neuron_type[i] == 2 else Fraction(0) for i, x in enumerate(hc.lam.tolist())]
+    lam = [
+        to_fraction(x) if hc.neuron_type[i] == NeuronType.HYPERPLANE else Fraction(0)
+        for i, x in enumerate(hc.lam.tolist())
+    ]
     members: dict[int, list[int]] = {}
     for i in range(n):
         if hc.label[i] >= 0:
@@ -822,7 +825,7 @@ def _local_moves(net: Network, r: _random.Random) -> Network:
             b[j] -= mu * shift
             c = [ci - shift * V[a, i] for a, ci in enumerate(c)]
     for i in range(n):
-        if hc.neuron_type[i] == 2:
+        if hc.neuron_type[i] == NeuronType.HYPERPLANE:
             continue
         v_zero = not any(V[a, i] for a in range(k))
         a_zero = not bool(np.any(A[i] != 0))

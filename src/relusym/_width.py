@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +40,8 @@ from ._configurations import (
     own_configuration,
 )
 from ._group import Symmetry
-from ._network import Network
-from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from ._network import Network, NeuronType
+from ._normal_form import HyperplaneClasses, NormalForm, float_key_scalar, hyperplane_classes, normal_form
 from ._numbers import common_denominator, to_fraction
 from ._progress import ticking
 from .errors import BudgetExceededError, InvalidNetworkError
@@ -135,7 +136,7 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
 def _unique_cost_zero(net: Network, hc: HyperplaneClasses) -> bool:
     """For θ in class A (one neuron per class, no null or constant neuron): S_θ is the only S with R_S = 0
     when the rows vec(v_i a_iᵀ) are certified independent (the flip certificate of :mod:`relusym.fiber`)."""
-    if not (hc.N_all == net.n and bool((hc.neuron_type == 2).all()) and bool(hc.kink_mask.all())):
+    if not (hc.N_all == net.n and bool((hc.neuron_type == NeuronType.HYPERPLANE).all()) and bool(hc.kink_mask.all())):
         return False
     from ._flips import flips_certified_absent
 
@@ -273,7 +274,7 @@ def _assemble(
         ):
             flat = np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
             with np.errstate(over="ignore"):
-                arr = np.array([float(v) for v in flat], dtype=dtype).reshape(shape)
+                arr = np.array([float_key_scalar(v) for v in flat], dtype=dtype).reshape(shape)
             if not all(np.isfinite(arr.ravel())) or any(
                 Fraction(float(y)) != v for y, v in zip(arr.ravel().tolist(), flat, strict=True)
             ):
@@ -311,8 +312,8 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
     hc = hyperplane_classes(net)
-    if net.n > 64 and _unique_cost_zero(net, hc):
-        return _class_a_minimal(net, hc, keep_scales)
+    if int(hc.kink_mask.sum()) > _DIRECT_MIN_CLASSES and no_mixed_class(hc):
+        return _direct_minimal(net, hc, keep_scales)
     ws = width_search(net, budget=budget, hc=hc)
     if ws.width is None or ws.best is None or ws.kd is None:
         raise BudgetExceededError(
@@ -328,6 +329,98 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     if normal_form(out) != NormalForm(hc):  # pragma: no cover - would contradict §6
         raise AssertionError("the minimal network does not realize the same function")
     return MinimalNetwork(out, ws.width, ws.canonical and not keep_scales, ws.best, ws.undecided)
+
+
+_DIRECT_MIN_CLASSES = 12  # below this the exact configuration search certifies CMN as before
+
+
+def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> MinimalNetwork:
+    """The minimal network when no hyperplane class carries neurons of both orientations, built directly.
+
+    Then θ's own configuration (S_θ = the negatively oriented classes, P = ∅) has R_S = 0, so w = N, and one
+    neuron per kink class realizes ρ(θ): the class's neurons merged into its first neuron, rescaled to
+    (κ_û/|λ|, a, b) (``keep_scales``: θ's own row, so single-neuron classes keep θ's float weights) or to the
+    canonical (κ_û, ±α̂, ±β̂); constant neurons go into the output bias c + Σ_const b_i v_i, null neurons and
+    classes whose kinks cancel are dropped.  The neurons are sorted by the exact û.  The result is CMN(f) when
+    S_θ is the only configuration of cost 0, which the flip certificate of the reduced network shows (its
+    rows κ_û ⊗ α̂_û independent); otherwise it is minimal and ``canonical`` is False."""
+    nf = NormalForm(hc)
+    order = nf.kink_order
+    N = int(order.shape[0])
+    reps = hc.rep[order]
+    lam = hc.lam[reps]
+    neg = np.asarray(lam < 0, dtype=bool)
+    single = hc.sizes[order] == 1
+    k, m = net.k, net.m
+    c_out = list(hc.const)
+    Vp = _merged_float_columns(net, hc, order, reps, single) if keep_scales and net.is_float else None
+    if Vp is not None:
+        out = Network(Vp, np.ascontiguousarray(net.A[reps]), net.b[reps], _as_dtype(c_out, net))
+    elif keep_scales:
+        V_cols = []
+        for t, j in enumerate(order.tolist()):
+            i = int(reps[t])
+            if single[t]:
+                V_cols.append([to_fraction(x) for x in net.V[:, i].tolist()])
+            else:
+                scale = abs(to_fraction(hc.lam[i]))
+                V_cols.append([x / scale for x in hc.kappa_exact(j)])
+        rows = [(tuple(V_cols[t]), tuple(to_fraction(x) for x in net.A[int(i)].tolist()), to_fraction(net.b[int(i)]))
+                for t, i in enumerate(reps.tolist())]  # fmt: skip
+        out = _assemble(rows, c_out, m, k, like=net)
+    else:
+        us = hc.u_exact_many(order.tolist())
+        kaps = [hc.kappa_exact(j) for j in order.tolist()]
+        neurons = []
+        for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
+            if ng:
+                u = tuple(-x for x in u)
+            neurons.append((kap, u[:m], u[m]))
+        out = _assemble(neurons, c_out, m, k, like=net)
+    S = tuple(int(t) for t in np.nonzero(neg)[0].tolist())
+    config = Configuration(S, (), 0, 0)
+    assert out.n == N
+    if keep_scales:  # θ's own scales: minimal, never the canonical network, so nothing to certify
+        return MinimalNetwork(out, N, False, config, None)
+    from ._flips import flips_certified_absent
+
+    # the flip rows of the reduced network are κ_û ⊗ a_rep up to nonzero factors: certify on float data
+    kap = hc.kappa[order]
+    cert = Network(np.ascontiguousarray(kap.T), net.A[reps], net.b[reps], m=m) if N else out
+    unique = flips_certified_absent(cert)
+    note = None if unique else "w = N is certain; S_θ was not certified the only configuration of cost 0"
+    return MinimalNetwork(out, N, unique, config, note)
+
+
+def _merged_float_columns(
+    net: Network, hc: HyperplaneClasses, order: np.ndarray, reps: np.ndarray, single: np.ndarray
+) -> np.ndarray | None:
+    """V of the reduced network in θ's float dtype: v_rep for single-neuron classes, κ_û/|λ_rep| for merged ones
+    when that is exactly representable (checked exactly: the float product q·|λ| must give κ back), else
+    None."""
+    Vp = np.array(net.V[:, reps], copy=True)
+    multi = np.nonzero(~single)[0]
+    if multi.size == 0:
+        return Vp
+    small = all(x.dtype.itemsize <= 4 for x in (net.V, net.A))
+    if hc.kappa.dtype == object or not small:
+        return None
+    kap = hc.kappa[order[multi]]
+    al = np.abs(hc.lam[reps[multi]]).astype(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        q = (kap / al[:, None]).astype(net.V.dtype)
+    if not bool((q.astype(np.float64) * al[:, None] == kap).all()):  # float32 × float32 is exact in float64
+        return None
+    Vp[:, multi] = q.T
+    return Vp
+
+
+def _as_dtype(values: list[Fraction], like: Network) -> Any:
+    with np.errstate(over="ignore"):
+        arr = np.array([float_key_scalar(x) for x in values], dtype=like.c.dtype)
+    if np.isfinite(arr).all() and all(Fraction(float(y)) == x for y, x in zip(arr.tolist(), values, strict=True)):
+        return arr
+    return values
 
 
 def _class_a_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> MinimalNetwork:

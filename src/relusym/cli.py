@@ -20,6 +20,7 @@ from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelEr
 __all__ = ["main"]
 
 Result = tuple[dict[str, Any], str, int]
+_STREAMED: dict[str, Any] = {}  # a command that wrote its JSON itself (streamed) returns this object
 
 
 def _load(path: str, args: argparse.Namespace | None = None) -> Network:
@@ -63,24 +64,36 @@ def _fmt_net_shape(net: Network) -> str:
 
 def cmd_canon(args: argparse.Namespace) -> Result:
     from ._display import rows_summary, vector
+    from ._nf_export import export_normal_form, write_canon_json
     from ._normal_form import normal_form
 
     net = _load(args.net, args)
     nf = normal_form(net)
-    d = nf.to_dict()
+    if args.output:
+        export_normal_form(nf, args.output, net.n)
+    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._nf_export)
+        inputs = [info.to_dict() for info in getattr(args, "load_infos", [])]
+        write_canon_json(nf, sys.stdout.buffer, net.n, full=True if args.full else None, extra={"inputs": inputs})
+        sys.stdout.flush()
+        return _STREAMED, "", 0
     limit = None if args.all else 8
     lines = [
         f"normal form of {args.net} ({_fmt_net_shape(net)})",
         f"{nf.N} kink class(es), each a hyperplane û = (α̂, β̂) with its kink κ:",
     ]
-    rows = [f"  û = {vector(u, limit=limit)}: κ = {vector(kap, limit=limit)}" for u, kap in nf.K]
-    lines += rows_summary(rows, limit=None if args.all else 10)
+    shown = nf.K if args.all else nf.K_head(10)
+    rows = [f"  û = {vector(u, limit=limit)}: κ = {vector(kap, limit=limit)}" for u, kap in shown]
+    if len(shown) < nf.N:
+        rows.append(f"… {nf.N - len(shown)} more (use --all or --json)")
+    lines += rows
     m_rows = [f"  {vector(r, limit=limit)}" for r in nf.M]
     lines.append(f"M ({net.k}×{net.m}, the affine part's matrix):")
     lines += rows_summary(m_rows, limit=None if args.all else 5)
     lines.append(f"e = {vector(nf.e, limit=limit)}")
-    lines.append(f"digest {d['digest']}")
-    return d, "\n".join(lines), 0
+    if args.output:
+        lines.append(f"wrote the full normal form to {args.output}")
+    lines.append(f"digest {nf.digest()}")
+    return {}, "\n".join(lines), 0
 
 
 def _domain_arg(args: argparse.Namespace) -> Any:
@@ -463,6 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("canon", cmd_canon, "the normal form NF = (K, M, e): a complete invariant of the function")
     sp.add_argument("net", metavar="NET")
     sp.add_argument("--all", action="store_true", help="print every kink class and M in full")
+    sp.add_argument("--full", action="store_true", help="with --json: include kinks, M and e however large")
+    sp.add_argument(
+        "-o", "--output", metavar="OUT", default=None, help="also write the full normal form (.json, .npz, .parquet)"
+    )
 
     sp = add("equiv", cmd_equiv, "decide whether two networks compute the same function, with a certificate")
     sp.add_argument("net1", metavar="NET1")
@@ -735,7 +752,7 @@ def _main(argv: list[str], opts: dict[str, Any]) -> int:
         )
         return 3
     try:
-        if args is not None:
+        if args is not None and data is not _STREAMED:
             _print_result(args, data, text)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. relusym canon net.json | head -1: the reader is gone, the answer stands

@@ -101,19 +101,19 @@ class _Dense:
 
     def exact(self, rows: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
         sub = self.data[rows] if cols is None else self.data[np.ix_(rows, cols)]
-        return sub.astype(object)
+        return np.asarray(sub.astype(object))
 
     def zero_mask(self) -> np.ndarray:
         if self.data.shape[1] == 0:
             return np.ones(self.data.shape[0], dtype=bool)
-        return ~np.any(self.data != 0, axis=1)
+        return np.asarray(~np.any(self.data != 0, axis=1))
 
     def abs_col_sums(self, rows: np.ndarray, coef: np.ndarray | None = None) -> np.ndarray:
         """Upper bounds of Σ_i |coef_i| |x_ij| per column (coef defaults to 1)."""
         a = _abs_float(self.data[rows])
         w = np.ones(len(rows)) if coef is None else coef
         with np.errstate(invalid="ignore", over="ignore"):  # inf bounds (huge entries) send callers to Python ints
-            return (w @ a) * (1 + 1e-9) + 1.0
+            return np.asarray((w @ a) * (1 + 1e-9) + 1.0)
 
 
 @dataclass(frozen=True)
@@ -141,10 +141,10 @@ class FlipFactors:
         if self.P.dtype != object and self.Q.dtype != object:
             bits = _bitlen_array(self.P).max(initial=0) + _bitlen_array(self.Q).max(initial=0)
             if bits <= 62:
-                return (self.P[:, :, None] * self.Q[:, None, :]).reshape(n, d)
+                return np.asarray((self.P[:, :, None] * self.Q[:, None, :]).reshape(n, d))
         p = self.P.astype(object)
         q = self.Q.astype(object)
-        return (p[:, :, None] * q[:, None, :]).reshape(n, d)
+        return np.asarray((p[:, :, None] * q[:, None, :]).reshape(n, d))
 
     def residues(self, p: int, rows: np.ndarray) -> np.ndarray:
         if p >= 1 << 31:
@@ -153,7 +153,7 @@ class FlipFactors:
         qr = _obj_mod(self.Q[rows], p)
         out = pr[:, :, None] * qr[:, None, :]
         np.mod(out, p, out=out)
-        return out.reshape(len(rows), -1)
+        return np.asarray(out.reshape(len(rows), -1))
 
     def field_residues(self, p: int, rows: np.ndarray) -> np.ndarray:
         """Residues as float64 (|x| <= p/2 + 1), ready for the modular LU; p < 2**21."""
@@ -167,22 +167,22 @@ class FlipFactors:
         p = self.P[rows].astype(object)
         q = self.Q[rows].astype(object)
         if cols is None:
-            return (p[:, :, None] * q[:, None, :]).reshape(len(rows), -1)
+            return np.asarray((p[:, :, None] * q[:, None, :]).reshape(len(rows), -1))
         m = self.Q.shape[1]
         cols = np.asarray(cols)
-        return p[:, cols // m] * q[:, cols % m]
+        return np.asarray(p[:, cols // m] * q[:, cols % m])
 
     def zero_mask(self) -> np.ndarray:
         zp = ~np.any(self.P != 0, axis=1) if self.P.shape[1] else np.ones(self.P.shape[0], bool)
         zq = ~np.any(self.Q != 0, axis=1) if self.Q.shape[1] else np.ones(self.Q.shape[0], bool)
-        return zp | zq
+        return np.asarray(zp | zq)
 
     def abs_col_sums(self, rows: np.ndarray, coef: np.ndarray | None = None) -> np.ndarray:
         ap = _abs_float(self.P[rows])
         aq = _abs_float(self.Q[rows])
         w = np.ones(len(rows)) if coef is None else coef
         with np.errstate(invalid="ignore", over="ignore"):
-            return ((ap * w[:, None]).T @ aq).ravel() * (1 + 1e-9) + 1.0
+            return np.asarray(((ap * w[:, None]).T @ aq).ravel() * (1 + 1e-9) + 1.0)
 
 
 # ============================================================================================

@@ -127,7 +127,7 @@ def _coef(lu: linalg.LUModP) -> np.ndarray:
     f = modular.Field(lu.p)
     cols = list(lu.pivot_cols)
     coef = f.solve_lower_right(a[:rk][:, cols], a[rk:][:, cols])
-    return np.mod(-coef, lu.p).astype(np.int64)  # null vector: e_j + Σ coef[j, t] e_{perm[t]}
+    return np.asarray(np.mod(-coef, lu.p).astype(np.int64))  # null vector: e_j + Σ coef[j, t] e_{perm[t]}
 
 
 @dataclass

@@ -78,7 +78,7 @@ def _ctz(v: np.ndarray) -> np.ndarray:
 
 def _bitlen(v: np.ndarray) -> np.ndarray:
     """An upper bound on the bit length of |v| (exact below 2⁵³)."""
-    return np.frexp(np.abs(v).astype(np.float64))[1].astype(np.int64)
+    return np.asarray(np.frexp(np.abs(v).astype(np.float64))[1].astype(np.int64))
 
 
 def _odd_mantissa(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +377,7 @@ def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[
             specs.append(("opt", f))
             widths.append(len(f[0]))
         else:
-            num, den, big = f  # type: ignore[misc]
+            num, den, big = f
             mag = np.abs(num)
             G = max(1, -(-int(np.searchsorted(_P10, max(int(mag.max(initial=0)), 1), side="right")) // 4))
             frac = den != 1

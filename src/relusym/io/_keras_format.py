@@ -401,7 +401,9 @@ def _write_h5(target: Any, groups: tuple[tuple[str, str], tuple[str, str]], arra
         f.create_group("vars").attrs["name"] = top
 
 
-def _like_config(like: Path, net: Network, policy: WritePolicy) -> tuple[dict[str, Any], tuple[str, str], tuple]:
+def _like_config(
+    like: Path, net: Network, policy: WritePolicy
+) -> tuple[dict[str, Any], tuple[str, str], tuple[Any, ...]]:
     """The like archive's config with the hidden width changed, the two Dense names, and the h5 group names."""
     config, weights = _read_archive(like)
     with weights:

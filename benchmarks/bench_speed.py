@@ -1,0 +1,240 @@
+"""Every exact answer beside one float forward pass, in one process (issue 14's table).
+
+On a random float32 network θ of shape m-n-k (default 784-4096-10, weights N(0, 1) / √fan-in) every row is
+timed as the best of ``--repeat`` runs and printed as a ratio to the best of ``--repeat`` numpy float32 forward
+passes of 1024 inputs (X @ Aᵀ + b, ReLU, @ Vᵀ + c) measured in the same process:
+
+* ``equivalent(θ, h·θ)`` with its witness (h a random permutation with power-of-two scales);
+* ``equivalent(θ, θ')`` for θ' = θ with one weight moved by one ulp: the "no" and its verified counterexample;
+* ``equivalent(θ, noisy copy)``: every weight of θ multiplied by 1 + ε, |ε| log-uniform in [1e-9, 1e-3];
+* ``normal_form(θ).digest()`` (from the network, classes included);
+* ``relusym canon net.npz --json``, end to end in a fresh process, against a fresh process that loads the same
+  file with numpy and runs one 1024-input forward pass;
+* ``prune(θ)`` on θ (nothing prunes), and on θ with planted duplicates (a neuron split in two) and dead neurons;
+* ``fiber`` on random float32 1-1000-1 and 2-1000-1 networks (the flip search, default budget): seconds, the
+  number of flip sets found and the genericity verdict (these rows are not ratios).
+
+Ratios are given in wall-clock time and in CPU time (this process and its children, all threads; the
+forward pass uses every BLAS thread too): on a shared, oversubscribed machine the CPU-time ratio is the stable one.
+
+Every answer is checked: verdicts against the construction, counterexamples by exact evaluation, pruned networks
+by ``equivalent``, flip sets by Fractions.
+
+Run:  python benchmarks/bench_speed.py                       (the whole table, Markdown)
+      python benchmarks/bench_speed.py --shape 784-1000-10 --rows noisy,digest
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from relusym import Network, Symmetry, equivalent, fiber, normal_form, prune
+
+ROWS = ("yes", "ulp", "noisy", "digest", "canon", "prune", "prune_planted", "flips")
+
+
+CPU: dict[int, float] = {}  # id(result) -> best CPU seconds of the call that produced it (see best)
+LAST_CPU = [0.0]
+
+
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads) and of its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Best wall-clock seconds of ``repeat`` calls (and, in LAST_CPU, the best CPU seconds)."""
+    out, t_best, c_best = None, float("inf"), float("inf")
+    for _ in range(repeat):
+        c0, t0 = _cpu(), time.perf_counter()
+        out = fn()
+        t_best = min(t_best, time.perf_counter() - t0)
+        c_best = min(c_best, _cpu() - c0)
+    LAST_CPU[0] = c_best
+    return t_best, out
+
+
+def random_net(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
+    f32 = np.float32
+    return Network(
+        (rng.standard_normal((k, n)) / np.sqrt(n)).astype(f32),
+        (rng.standard_normal((n, m)) / np.sqrt(m)).astype(f32),
+        (rng.standard_normal(n) * 0.1).astype(f32),
+        (rng.standard_normal(k) * 0.1).astype(f32),
+    )
+
+
+def planted(net: Network, rng: np.random.Generator, dup: int, dead: int) -> Network:
+    """θ with ``dup`` neurons split into two halves (v/2 each) and ``dead`` neurons with a = 0, b < 0."""
+    V, A, b, c = (np.array(x, copy=True) for x in (net.V, net.A, net.b, net.c))
+    idx = rng.choice(net.n, size=dup, replace=False)
+    V[:, idx] *= np.float32(0.5)
+    V = np.concatenate([V, V[:, idx], rng.standard_normal((net.k, dead)).astype(V.dtype)], axis=1)
+    A = np.concatenate([A, A[idx], np.zeros((dead, net.m), dtype=A.dtype)], axis=0)
+    b = np.concatenate([b, b[idx], -np.ones(dead, dtype=b.dtype)])
+    return Network(V, A, b, c)
+
+
+def noisy(net: Network, rng: np.random.Generator) -> Network:
+    def perturb(x: np.ndarray) -> np.ndarray:
+        eps = 10.0 ** rng.uniform(-9, -3, size=x.shape) * rng.choice([-1.0, 1.0], size=x.shape)
+        y = (x.astype(np.float64) * (1 + eps)).astype(x.dtype)
+        return np.where(y == x, np.nextafter(x, np.inf), y)
+
+    return Network(perturb(net.V), perturb(net.A), perturb(net.b), perturb(net.c))
+
+
+def check_cx(v: Any, n1: Network, n2: Network) -> bool:
+    ce = v.counterexample
+    return not v and ce is not None and n1.evaluate_exact(ce.x) != n2.evaluate_exact(ce.x)
+
+
+def flip_row(rng: np.random.Generator, m: int, n: int) -> tuple[float, str, bool]:
+    net = random_net(rng, m, n, 1)
+    t0 = time.perf_counter()
+    fb = fiber(net)
+    secs = time.perf_counter() - t0
+    sets = [T for T in (fb.flips or []) if T]
+    ok = all(
+        sum(Fraction(float(net.V[0, i])) * Fraction(float(net.A[i, j])) for i in T) == 0 for T in sets for j in range(m)
+    )
+    return secs, f"{len(sets)} flip set(s), generic = {fb.generic}", ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", default="784-4096-10")
+    ap.add_argument("--noisy-shape", default=None, help="shape of the noisy-copy row (default: --shape)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated subset of " + ",".join(ROWS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--full-canon", action="store_true", help="also time canon --json --full (67 MB)")
+    args = ap.parse_args()
+    rows = args.rows.split(",")
+    m, n, k = (int(x) for x in args.shape.split("-"))
+    rng = np.random.default_rng(args.seed)
+    net = random_net(rng, m, n, k)
+    X = rng.standard_normal((1024, m)).astype(np.float32)
+    A32, b32, V32, c32 = net.A, net.b, net.V, net.c
+    t_fwd, _ = best(lambda: np.maximum(X @ A32.T + b32, 0) @ V32.T + c32, max(5, args.repeat))
+    c_fwd = LAST_CPU[0]
+    out: list[tuple[str, str, str, str, bool]] = []
+
+    def add(
+        name: str, secs: float, ok: bool, note: str = "", ref: float | None = None, cref: float | None = None
+    ) -> None:
+        cpu = LAST_CPU[0]
+        out.append((name, f"{secs:.3f}", f"{secs / (ref or t_fwd):.2f}×", f"{cpu / (cref or c_fwd):.2f}×", ok))
+        print(f"  {name}: {secs:.3f} s wall, {cpu:.3f} s CPU {note}", file=sys.stderr, flush=True)
+
+    t_yes = c_yes = None
+    if "yes" in rows or "ulp" in rows or "noisy" in rows:
+        h = Symmetry.random(n, int(rng.integers(2**31)), dyadic=True, spread=4)
+        moved = h.act(net)
+        t_yes, v = best(lambda: equivalent(net, moved), args.repeat)
+        c_yes = LAST_CPU[0]
+        add(f"`equivalent(θ, h·θ)` with witness, {args.shape}", t_yes, bool(v) and v.witness == h)
+    if "ulp" in rows:
+        A2 = np.array(net.A, copy=True)
+        A2[0, 0] = np.nextafter(A2[0, 0], np.float32(np.inf))
+        wrong = Network(net.V, A2, net.b, net.c)
+        t, v = best(lambda: equivalent(net, wrong), args.repeat)
+        add("`equivalent(θ, θ′)`, one ulp: “no” + verified counterexample", t, check_cx(v, net, wrong))
+        out.append(
+            (
+                "  the same, as a ratio to the “yes”",
+                "",
+                f"{t / t_yes:.2f}×" if t_yes else "-",
+                f"{LAST_CPU[0] / c_yes:.2f}×" if c_yes else "-",
+                True,
+            )
+        )
+    if "noisy" in rows:
+        if args.noisy_shape and args.noisy_shape != args.shape:
+            mm, nn, kk = (int(x) for x in args.noisy_shape.split("-"))
+            base = random_net(rng, mm, nn, kk)
+        else:
+            base = net
+        other = noisy(base, rng)
+        t, v = best(lambda: equivalent(base, other), 1 if args.noisy_shape else args.repeat)
+        add(f"`equivalent(θ, noisy copy)` {args.noisy_shape or args.shape}: “no” + counterexample", t,
+            check_cx(v, base, other))  # fmt: skip
+    if "digest" in rows:
+        t, d = best(lambda: normal_form(net).digest(), args.repeat)
+        add("`normal_form(θ).digest()`", t, isinstance(d, str) and len(d) == 64)
+    if "canon" in rows:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "net.npz")
+            np.savez(path, V=np.asarray(net.V), A=np.asarray(net.A), b=np.asarray(net.b), c=np.asarray(net.c))
+            env = dict(os.environ)
+            ref_code = (
+                f"import numpy as np; z = np.load({path!r}); X = np.random.default_rng(0).standard_normal((1024, {m}))"
+                ".astype(np.float32); np.maximum(X @ z['A'].T + z['b'], 0) @ z['V'].T + z['c']"
+            )
+            t_ref, _ = best(lambda: subprocess.run([sys.executable, "-c", ref_code], check=True, env=env), args.repeat)
+            c_ref = LAST_CPU[0]
+            cmd = [sys.executable, "-m", "relusym", "canon", path, "--json"]
+            t, r = best(lambda: subprocess.run(cmd, check=True, env=env, capture_output=True), args.repeat)
+            size = len(r.stdout)
+            add(f"`relusym canon net.npz --json` ({size / 1e6:.2f} MB) vs numpy load + forward process", t,
+                r.returncode == 0, ref=t_ref, cref=c_ref)  # fmt: skip
+            human = [sys.executable, "-m", "relusym", "canon", path]
+            t, r = best(lambda: subprocess.run(human, check=True, env=env, capture_output=True), args.repeat)
+            add("`relusym canon net.npz` (human report) vs numpy load + forward process", t, r.returncode == 0,
+                ref=t_ref, cref=c_ref)  # fmt: skip
+            if args.full_canon:
+                full = [*cmd, "--full"]
+                t, r = best(lambda: subprocess.run(full, check=True, env=env, capture_output=True), 1)
+                add(f"`relusym canon net.npz --json --full` ({len(r.stdout) / 1e6:.2f} MB, streamed)", t,
+                    r.returncode == 0, ref=t_ref, cref=c_ref)  # fmt: skip
+            out.append(("  reference process: numpy load + one forward pass", f"{t_ref:.3f}", "1×", "1×", True))
+    if "prune" in rows:
+        t, small = best(lambda: prune(net, keep_scales=True), args.repeat)
+        add("`prune(θ, keep_scales=True)` (what `relusym prune` does for float models), generic", t,
+            small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
+        t, small = best(lambda: prune(net), 1)
+        add(
+            "`prune(θ)` canonical (exact Fractions), generic (nothing prunes)",
+            t,
+            small.n == net.n and bool(equivalent(net, small, certificate=False)),
+        )
+    if "prune_planted" in rows:
+        pl = planted(net, rng, dup=n // 16, dead=n // 16)
+        t, small = best(lambda: prune(pl, keep_scales=True), args.repeat)
+        add(f"`prune(θ, keep_scales=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+            small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+        t, small = best(lambda: prune(pl), 1)
+        add(f"`prune(θ)` canonical with {n // 16} duplicates and {n // 16} dead neurons", t,
+            small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+    flips = []
+    if "flips" in rows:
+        for mm in (1, 2):
+            secs, note, ok = flip_row(np.random.default_rng(args.seed + mm), mm, 1000)  # the same nets every run
+            flips.append((f"`fiber` of a random float32 {mm}-1000-1 (flip search, default budget)", secs, note, ok))
+            print(f"  flips {mm}-1000-1: {secs:.2f} s {note}", file=sys.stderr, flush=True)
+    fwd = f"{t_fwd * 1e3:.1f} ms wall, {c_fwd * 1e3:.1f} ms CPU (best of {max(5, args.repeat)})"
+    print(
+        f"\nshape {args.shape}, float32; one 1024-input float32 forward pass: {fwd}; each row best of {args.repeat}\n"
+    )
+    print("| operation | seconds | ratio to the forward pass (wall) | (CPU time) | checked |")
+    print("|---|---|---|---|---|")
+    for name, secs, ratio, cratio, ok in out:
+        print(f"| {name} | {secs} | {ratio} | {cratio} | {'yes' if ok else 'NO'} |")
+    for name, secs, note, ok in flips:
+        print(f"| {name} | {secs:.2f} | {note} | | {'yes' if ok else 'NO'} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The fast paths keep their certificates: counterexamples at sparse dyadic points verified by an independent
+Fraction oracle, the exact sparse evaluation against the definition, the directly built minimal network
+equivalent to the input and a function of ρ(θ) alone, NormalForm immutable, hashable and totally ordered."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relusym import Network, Symmetry, equivalent, normal_form, prune
+from relusym._equivalence import sparse_evaluate
+from relusym._network import NeuronType
+from relusym._width import minimal_network
+
+from oracles import eval_oracle
+
+
+def lists(net: Network):
+    return (
+        [[Fraction(x) for x in row] for row in net.V.tolist()],
+        [[Fraction(x) for x in row] for row in net.A.tolist()],
+        [Fraction(x) for x in net.b.tolist()],
+        [Fraction(x) for x in net.c.tolist()],
+    )
+
+
+def random_f32(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
+    return Network(
+        (rng.standard_normal((k, n)) / np.sqrt(n)).astype(np.float32),
+        (rng.standard_normal((n, m)) / np.sqrt(m)).astype(np.float32),
+        (rng.standard_normal(n) * 0.1).astype(np.float32),
+        (rng.standard_normal(k) * 0.1).astype(np.float32),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["ulp", "noisy", "bias", "kink", "rational"]))
+def test_counterexamples_are_verified_by_the_oracle(seed, how):
+    rng = np.random.default_rng(seed)
+    m, n, k = int(rng.integers(1, 7)), int(rng.integers(1, 40)), int(rng.integers(1, 4))
+    net = random_f32(rng, m, n, k)
+    V, A, b, c = (np.array(x, copy=True) for x in (net.V, net.A, net.b, net.c))
+    i, j = int(rng.integers(n)), int(rng.integers(m))
+    if how == "ulp":
+        A[i, j] = np.nextafter(A[i, j], np.float32(np.inf))
+        other = Network(V, A, b, c)
+    elif how == "noisy":
+        eps = 10.0 ** rng.uniform(-9, -3, size=A.shape)
+        other = Network(V, (A * (1 + eps)).astype(np.float32), b, c)
+    elif how == "bias":
+        b[i] = np.nextafter(b[i], np.float32(-np.inf))
+        other = Network(V, A, b, c)
+    elif how == "kink":
+        V[:, i] *= np.float32(1.5)
+        other = Network(V, A, b, c)
+    else:  # a rational network next to the float one: 30-digit denominators
+        Vr, Ar, br, cr = lists(net)
+        Ar[i][j] += Fraction(1, 10**30 + 7)
+        other = Network(Vr, Ar, br, cr, m=m)
+    v = equivalent(net, other)
+    if not v:
+        x = v.counterexample.x
+        assert eval_oracle(*lists(net), x) != eval_oracle(*lists(other), x)
+        assert v.counterexample.y1 == eval_oracle(*lists(net), x)
+        assert v.counterexample.y2 == eval_oracle(*lists(other), x)
+    else:  # e.g. the changed neuron is never active: the oracle agrees on a grid
+        for t in range(-3, 4):
+            x = [Fraction(t, 2)] * m
+            assert eval_oracle(*lists(net), x) == eval_oracle(*lists(other), x)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([np.float16, np.float32, np.float64, object]))
+def test_sparse_evaluation_is_exact(seed, dtype):
+    rng = np.random.default_rng(seed)
+    m, n, k = int(rng.integers(1, 6)), int(rng.integers(0, 12)), int(rng.integers(1, 3))
+    arrays = [rng.standard_normal(s) for s in ((k, n), (n, m), (n,), (k,))]
+    if dtype is object:
+        net = Network(
+            *[np.vectorize(lambda t: Fraction(t).limit_denominator(997), otypes=[object])(a) for a in arrays], m=m
+        )
+    else:
+        net = Network(*[a.astype(dtype) for a in arrays], m=m)
+    support = rng.choice(m, size=int(rng.integers(0, m + 1)), replace=False)
+    x = {int(s): Fraction(int(rng.integers(-50, 50)), 1 << int(rng.integers(0, 40))) for s in support}
+    dense = [x.get(i, Fraction(0)) for i in range(m)]
+    assert sparse_evaluate(net, x) == eval_oracle(*lists(net), dense)
+
+
+def planted(rng: np.random.Generator, m: int, n: int, k: int, scaled: bool = True) -> Network:
+    """n classes; a fifth of them split into two neurons (the copy scaled by 4 when ``scaled``); dead neurons
+    (and a constant neuron when ``scaled``)."""
+    net = random_f32(rng, m, n, k)
+    V, A, b = (np.array(x, copy=True) for x in (net.V, net.A, net.b))
+    dup = rng.choice(n, size=max(1, n // 5), replace=False)
+    V[:, dup] *= np.float32(0.5)
+    s = np.float32(4 if scaled else 1)
+    V = np.concatenate([V, V[:, dup] / s, rng.standard_normal((k, 3)).astype(np.float32)], axis=1)
+    A = np.concatenate([A, A[dup] * s, np.zeros((3, m), dtype=np.float32)])
+    b = np.concatenate([b, b[dup] * s, np.array([-1, 0, 2 if scaled else -2], dtype=np.float32)])
+    return Network(V, A, b, net.c)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_direct_minimal_network_is_equivalent_and_canonical(seed):
+    rng = np.random.default_rng(seed)
+    m, n, k = 6, 13 + seed, 3  # n ≤ k·m: the flip rows can be certified independent
+    net = planted(rng, m, n, k)
+    mn = minimal_network(net)
+    small = mn.network
+    assert small.n == mn.width == normal_form(net).N == n
+    assert equivalent(net, small) and normal_form(small) == normal_form(net)
+    assert mn.canonical
+    wide = planted(rng, 2, 30, 1)  # n > k·m: flip sets may exist, so canonical is not claimed
+    mw = minimal_network(wide)
+    assert mw.width == 30 and not mw.canonical and mw.note and equivalent(wide, mw.network)
+    # canonical: a function of ρ(θ) alone, so any symmetric copy prunes to the same parameters
+    h = Symmetry.random(net.n, seed, dyadic=True, spread=3)
+    assert prune(h.act(net), canonical=True).same_parameters(small)
+    # θ's own float weights with keep_scales (single-neuron classes untouched, merged ones exact)
+    plain = planted(rng, m, n, k, scaled=False)
+    ks = minimal_network(plain, keep_scales=True).network
+    assert ks.is_float and ks.A.dtype == np.float32 and ks.n == n and equivalent(plain, ks)
+    assert {tuple(r) for r in ks.A.tolist()} <= {tuple(r) for r in plain.A.tolist()}
+    ks2 = minimal_network(net, keep_scales=True).network  # merged scaled copies: exact, maybe not float32
+    assert ks2.n == n and equivalent(net, ks2)
+
+
+def test_normal_form_is_immutable_hashable_and_totally_ordered():
+    rng = np.random.default_rng(1)
+    nets = [random_f32(rng, 2, 3, 1) for _ in range(5)]
+    nfs = [normal_form(x) for x in nets]
+    with pytest.raises(AttributeError):
+        nfs[0].K = ()
+    with pytest.raises(AttributeError):
+        del nfs[0].classes
+    same = normal_form(Symmetry.random(3, 0, dyadic=True).act(nets[0]))
+    assert same == nfs[0] and hash(same) == hash(nfs[0]) and len({same, nfs[0]}) == 1
+    assert not (same < nfs[0]) and same <= nfs[0] and same >= nfs[0]
+    order = sorted(nfs)
+    keys = [(x.m, x.k, x.K, x.M, x.e) for x in order]
+    assert keys == sorted(keys)  # the documented order: (m, k, K, M, e) in exact rationals
+    for a in nfs:
+        for b in nfs:
+            assert (a < b) + (a == b) + (a > b) == 1
+    assert NeuronType.HYPERPLANE == 2 and NeuronType(1) is NeuronType.CONSTANT
