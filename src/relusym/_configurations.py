@@ -223,34 +223,47 @@ def configurations(
     count = 0
     profile: dict[tuple[int, int, int], int] = {}
     flat = [[kd.kappa[j][r] * kd.alpha[j][c] for r in range(k) for c in range(m)] for j in range(N)]
+
+    def out_of_time() -> ConfigurationSet:
+        return ConfigurationSet(
+            max_cost,
+            tuple(sorted(found, key=lambda c: c.key)),
+            count,
+            profile,
+            False,
+            count > len(found),
+            "the configuration search ran out of time",
+        )
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
     for p in range(0, min(N, max_cost) + 1):
         rmax = (max_cost - p) // 2
         for P in combinations(range(N), p):
-            if deadline is not None and time.monotonic() > deadline:
-                return ConfigurationSet(
-                    max_cost,
-                    tuple(sorted(found, key=lambda c: c.key)),
-                    count,
-                    profile,
-                    False,
-                    count > len(found),
-                    "the configuration search ran out of time",
-                )
+            if late():
+                return out_of_time()
             AP = [kd.alpha[u] for u in P]
             wP = linalg.rank(AP) if P else 0
-            B = linalg.nullspace(AP, m) if P else [tuple(Fraction(int(i == j)) for i in range(m)) for j in range(m)]
-            mbar = len(B)
+            if P:
+                # the canonical nullspace basis has one vector per free column, supported on it and the pivots
+                B = linalg.nullspace(AP, m)
+                support = [[(c, x) for c, x in enumerate(vec) if x] for vec in B]
+            else:
+                support = [[(j, Fraction(1))] for j in range(m)]
+            mbar = len(support)
             rest = [j for j in range(N) if j not in P]
-            # R_S B for every S ⊆ rest: T = M B, Y_j = vec(κ_j α̂_jᵀ B)
-            Tq = [sum((kd.M[r][c] * B[q][c] for c in range(m)), Fraction(0)) for r in range(k) for q in range(mbar)]
-            Yq = [
-                [
-                    sum((flat[j][r * m + c] * B[q][c] for c in range(m)), Fraction(0))
-                    for r in range(k)
-                    for q in range(mbar)
-                ]
-                for j in rest
-            ]
+            # R_S B for every S ⊆ rest: T = M B, Y_j = vec(κ_j α̂_jᵀ B); sums over the support of each basis
+            # vector only (|P| + 1 terms), so the cost is linear in m, and the deadline is checked per vector
+            Tq = [Fraction(0)] * (k * mbar)
+            Yq = [[Fraction(0)] * (k * mbar) for _ in rest]
+            for q, sup in enumerate(support):
+                if q % 64 == 0 and late():
+                    return out_of_time()
+                for r in range(k):
+                    Tq[r * mbar + q] = sum((kd.M[r][c] * x for c, x in sup), Fraction(0))
+                    for i, j in enumerate(rest):
+                        Yq[i][r * mbar + q] = sum((flat[j][r * m + c] * x for c, x in sup), Fraction(0))
             den = common_denominator([*Tq, *(x for y in Yq for x in y)])
             T = [int(x * den) for x in Tq]
             Y = [[int(x * den) for x in y] for y in Yq]

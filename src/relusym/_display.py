@@ -39,7 +39,11 @@ def _fraction(x: Any) -> Fraction:
 
 def decimal(x: Any, digits: int = DIGITS) -> str:
     """A short decimal for ``x`` (``digits`` significant digits, no exponent for moderate magnitudes)."""
-    f = float(_fraction(x))
+    q = _fraction(x)
+    try:
+        f = float(q)
+    except OverflowError:  # beyond float range: the decimal exponent from the digits of p and q, exactly
+        return _big_decimal(q, digits)
     if f == 0:
         return "0"
     text = f"{f:.{digits}g}"
@@ -47,6 +51,22 @@ def decimal(x: Any, digits: int = DIGITS) -> str:
         mant, exp = text.split("e")
         text = f"{mant}e{int(exp)}"
     return text
+
+
+def _big_decimal(q: Fraction, digits: int) -> str:
+    """``d.ddde+N`` for a rational beyond float range (exact: mantissa and exponent from integer arithmetic)."""
+    sign, q = ("-" if q < 0 else ""), abs(q)
+    e = len(str(q.numerator)) - len(str(q.denominator))
+    if q < Fraction(10) ** e:
+        e -= 1
+    mant = q / Fraction(10) ** e  # 1 <= mant < 10
+    scaled = round(mant * 10 ** (digits - 1))
+    if scaled >= 10**digits:
+        scaled //= 10
+        e += 1
+    text = str(scaled)
+    body = (text[0] + "." + text[1:]).rstrip("0").rstrip(".")
+    return f"{sign}{body}e{e}"
 
 
 def _exact_str(q: Fraction) -> str:

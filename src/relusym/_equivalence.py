@@ -243,6 +243,68 @@ def _differs(net1: Network, net2: Network, x: tuple[Fraction, ...]) -> Counterex
     return Counterexample(x, y1, y2) if y1 != y2 else None
 
 
+def _safe_float(q: Fraction) -> float:
+    try:
+        return float(q)
+    except OverflowError:
+        return float("inf") if q > 0 else float("-inf")
+
+
+def _float_step(
+    keys: np.ndarray,
+    xf: np.ndarray,
+    alpha: tuple[Fraction, ...],
+    u: tuple[Fraction, ...],
+    m: int,
+    others: list[tuple[HyperplaneClasses, int]],
+    x0t: tuple[Fraction, ...],
+) -> Fraction | None:
+    """A step along α̂ from x0 that crosses no other hyperplane (float screen, exact check of near ones), or
+    None when x0 lies on another hyperplane."""
+    val = keys @ xf
+    slope = keys[:, :m] @ np.array([float(a) for a in alpha])
+    near = np.abs(val) <= 1e-9 * (1 + np.abs(keys).sum(axis=1) * (1 + np.abs(xf).max()))
+    for q in np.nonzero(near)[0].tolist():
+        hh, jj = others[q]
+        uu = hh.u_exact(jj)
+        if uu == u or tuple(-v for v in uu) == u:
+            continue
+        r = sum((uu[i] * x0t[i] for i in range(m)), uu[m])
+        if r == 0:
+            return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(val) / np.abs(slope)
+    same = np.all(np.abs(keys - np.array([float(v) for v in u])) == 0, axis=1)
+    ratio = np.where(same | ~np.isfinite(ratio) | near, np.inf, ratio)
+    gap = float(ratio.min()) if ratio.size else np.inf
+    eps = Fraction(1) if not np.isfinite(gap) or gap >= 2 else Fraction(gap / 4).limit_denominator(1 << 62)
+    return eps if eps > 0 else Fraction(1, 1 << 40)
+
+
+def _exact_step(
+    others: list[tuple[HyperplaneClasses, int]],
+    u: tuple[Fraction, ...],
+    x0t: tuple[Fraction, ...],
+    alpha: tuple[Fraction, ...],
+    m: int,
+) -> Fraction | None:
+    """The same step as :func:`_float_step`, in exact arithmetic: a quarter of the exact distance along α̂ to
+    the nearest other hyperplane (for hyperplanes whose coordinates are beyond float range)."""
+    gap: Fraction | None = None
+    for hh, jj in others:
+        uu = hh.u_exact(jj)
+        if uu == u or tuple(-v for v in uu) == u:
+            continue
+        r = sum((uu[i] * x0t[i] for i in range(m)), uu[m])
+        if r == 0:
+            return None
+        slope = sum((uu[i] * alpha[i] for i in range(m)), Fraction(0))
+        if slope != 0:
+            g = abs(r) / abs(slope)
+            gap = g if gap is None or g < gap else gap
+    return Fraction(1) if gap is None or gap >= 2 else gap / 4
+
+
 def counterexample(
     net1: Network,
     net2: Network,
@@ -432,31 +494,16 @@ def _counterexample_general(
         x0 = list(t)
         x0[p] = -beta - sum((alpha[i] * t[i] for i in range(m) if i != p), Fraction(0))
         x0t = tuple(x0)
-        xf = np.array([float_key_scalar(v) for v in x0t] + [1.0])
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = keys @ xf
-            slope = keys[:, :m] @ np.array([float_key_scalar(a) for a in alpha])
-            near = ~(np.abs(val) > 1e-9 * (1 + np.abs(keys).sum(axis=1) * (1 + np.abs(xf).max())))
-        bad = False
-        for q in np.nonzero(near)[0].tolist():
-            hh, jj = others[q]
-            uu = hh.u_exact(jj)
-            if uu == u or tuple(-v for v in uu) == u:
-                continue
-            r = sum((uu[i] * x0t[i] for i in range(m)), uu[m])
-            if r == 0:
-                bad = True
-                break
-        if bad:
+        # distance (along the normal direction d = α̂) to every other hyperplane: screened in floating point when
+        # every number involved is within float range, else computed exactly (kinks beyond 1e308 exist)
+        xf = np.array([_safe_float(v) for v in x0t] + [1.0])
+        if np.isfinite(xf).all() and np.isfinite(keys).all():
+            step = _float_step(keys, xf, alpha, u, m, others, x0t)
+        else:
+            step = _exact_step(others, u, x0t, alpha, m)
+        if step is None:
             continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.abs(val) / np.abs(slope)
-            same = np.all(keys == np.array([float_key_scalar(v) for v in u]), axis=1)
-        ratio = np.where(same | ~np.isfinite(ratio) | near, np.inf, ratio)
-        gap = float(ratio.min()) if ratio.size else np.inf
-        eps = Fraction(1) if not np.isfinite(gap) or gap >= 2 else Fraction(gap / 4).limit_denominator(1 << 62)
-        if eps <= 0:
-            eps = Fraction(1, 1 << 40)
+        eps = step
         for _ in range(80):
             for sign in (1, -1, 0):
                 x = tuple(x0t[i] + sign * eps * alpha[i] for i in range(m))

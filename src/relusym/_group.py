@@ -211,6 +211,7 @@ class _ScaleKeys:
     norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive; float64 or Fractions
 
 
+@np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
 def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
     n = W.shape[0]
     w_nz = W != 0

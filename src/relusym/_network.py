@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from enum import IntEnum
 from fractions import Fraction
@@ -9,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ._limits import current as current_limits
+from ._limits import shorten
 from ._numbers import (
     as_exact_array,
     as_rational_vector,
@@ -67,13 +70,13 @@ class Network:
                 if len(A_in) == 0:
                     if m is None:
                         raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
-                    A_in = np.zeros((0, int(m)))
+                    A_in = _no_rows(m)
             except TypeError:
                 raise InvalidNetworkError(f"A must be an n×m array, got {type(A).__name__}") from None
         elif isinstance(A_in, np.ndarray) and A_in.size == 0 and A_in.ndim != 2:
             if m is None:
                 raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
-            A_in = np.zeros((0, int(m)))
+            A_in = _no_rows(m)
         A_arr = as_exact_array(A_in, "A", 2)
         n, m_a = A_arr.shape
         if m is not None and int(m) != m_a:
@@ -204,7 +207,7 @@ class Network:
             raise InvalidNetworkError(f"the network object has no {', '.join(repr(x) for x in missing)} key")
         m = d.get("m")
         if m is not None and (not isinstance(m, int) or isinstance(m, bool)):
-            raise InvalidNetworkError(f"m must be an integer, got {m!r}")
+            raise InvalidNetworkError(f"m must be an integer, got {shorten(m)}")
         return cls(
             _exact_json(d["V"]),
             _exact_json(d["A"]),
@@ -326,6 +329,20 @@ def _is_empty(x: Any) -> bool:
         return len(x) == 0
     except TypeError:
         return False
+
+
+def _no_rows(m: Any) -> np.ndarray:
+    """The 0×m matrix A of a network without neurons; m is then backed by no data, so it is bounded."""
+    try:
+        mi = operator.index(m)
+    except TypeError:
+        raise InvalidNetworkError(f"m must be an integer, got {shorten(m)}") from None
+    lim = current_limits().max_declared_dim
+    if not 1 <= mi <= lim:
+        raise InvalidNetworkError(
+            f"m = {shorten(mi)} is declared with no rows in A; it must be between 1 and max_declared_dim = {lim}"
+        )
+    return np.zeros((0, mi))
 
 
 def _exact_json(x: Any) -> Any:

@@ -144,6 +144,7 @@ class HyperplaneClasses:
         return (self.kappa != 0).any(axis=1) if self.N_all else np.zeros(0, dtype=bool)
 
     @cached_property
+    @np.errstate(over="ignore")  # a class beyond float range gets the key ±inf (a hash key; checked exactly)
     def keys(self) -> np.ndarray:
         """N × (m+1) float64 values of the û (correctly rounded), for screening and display."""
         if self.N_all == 0:
@@ -153,6 +154,7 @@ class HyperplaneClasses:
         return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
 
 
+@np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
 def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """64-bit hashes of the float64 keys of û_i = w_i / λ_i for the neurons idx."""
     if idx.shape[0] == 0:

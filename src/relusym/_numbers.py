@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ._limits import check_decimal, shorten
 from .errors import InvalidNetworkError
 
 __all__ = [
@@ -72,7 +73,7 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
     if isinstance(x, Fraction):
         return x
     if isinstance(x, bool | np.bool_):
-        raise InvalidNetworkError(f"{where} is a boolean ({x!r}), not a number")
+        raise InvalidNetworkError(f"{where} is a boolean ({shorten(x)}), not a number")
     if isinstance(x, int | np.integer):
         return Fraction(int(x))
     if isinstance(x, float | np.floating):
@@ -85,22 +86,23 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
         return Fraction(float(xf))
     if isinstance(x, str):
         s = x.strip()
+        if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise InvalidNetworkError(f"{where} is {shorten(x)}; NaN and infinities are not allowed")
+        check_decimal(s, where)  # before any digit is expanded: "1e999999999" is refused, not computed
         mt = _RATIONAL_RE.match(s)
         if mt and int(mt.group(2)) == 0:
-            raise InvalidNetworkError(f"{where} is {x!r}, a fraction with zero denominator")
-        if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-            raise InvalidNetworkError(f"{where} is {x!r}; NaN and infinities are not allowed")
+            raise InvalidNetworkError(f"{where} is {shorten(x)}, a fraction with zero denominator")
         try:
             return Fraction(int(mt.group(1)), int(mt.group(2))) if mt else Fraction(s)
         except (ValueError, ZeroDivisionError):
-            raise InvalidNetworkError(f"{where} is {x!r}, which is not a rational number") from None
+            raise InvalidNetworkError(f"{where} is {shorten(x)}, which is not a rational number") from None
     if hasattr(x, "numerator") and hasattr(x, "denominator"):  # numbers.Rational, e.g. flint.fmpq
         return Fraction(int(x.numerator), int(x.denominator))
     if hasattr(x, "p") and hasattr(x, "q"):  # flint.fmpq spells them p and q
         return Fraction(int(x.p), int(x.q))
     if hasattr(x, "__index__"):  # flint.fmpz and other exact integer types
         return Fraction(x.__index__())
-    raise InvalidNetworkError(f"{where} is {x!r} of type {type(x).__name__}, not a number")
+    raise InvalidNetworkError(f"{where} is {shorten(x)} of type {type(x).__name__}, not a number")
 
 
 def fraction_str(q: Fraction | int | float) -> str:

@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Progress", "progress", "ticking"]
+__all__ = ["Progress", "progress", "silence", "ticking"]
+
+_silenced = False  # set by the CLI's --quiet: no bar even when enabled=None or True
+
+
+def silence(on: bool = True) -> None:
+    """No progress bars in this process from now on (the CLI's ``--quiet``); ``silence(False)`` undoes it."""
+    global _silenced
+    _silenced = on
 
 
 class Progress:
@@ -40,7 +48,7 @@ class Progress:
 
 
 def _enabled(flag: bool | None) -> bool:
-    if flag is False:
+    if flag is False or _silenced:
         return False
     if flag is None:
         try:

@@ -503,13 +503,15 @@ def build_point(
     tp = t - pat.u
     R = kd.R(Sp)
     AP = [list(kd.alpha[j]) for j in Pp]
-    B = (
-        [list(v) for v in linalg.nullspace(AP, m)]
-        if Pp
-        else [[Fraction(int(i == j)) for i in range(m)] for j in range(m)]
-    )
-    mb = len(B)
-    Rbar = [[-sum((R[a][c] * B[q][c] for c in range(m)), Fraction(0)) for q in range(mb)] for a in range(k)]
+    # B: the canonical basis of null(A_P), vector q being 1 at the free column free[q], −(reduced A_P) at the
+    # pivot columns and 0 elsewhere; only its support (|P| + 1 entries) enters the sums, so the cost is linear in m
+    pivots = linalg.rref(AP, m)[1] if Pp else []
+    pivot_set = set(pivots)
+    free = [c for c in range(m) if c not in pivot_set]
+    B = [list(v) for v in linalg.nullspace(AP, m)] if Pp else []
+    support = [[(c, x) for c, x in enumerate(v) if x] for v in B] if Pp else [[(c, Fraction(1))] for c in free]
+    mb = len(support)
+    Rbar = [[-sum((R[a][c] * x for c, x in support[q]), Fraction(0)) for q in range(mb)] for a in range(k)]
     ys: list[list[Fraction]] = []
     xs: list[list[Fraction]] = []
     if tp:
@@ -537,14 +539,12 @@ def build_point(
                 col = [x + g * y for x, y in zip(col, vec, strict=True)]
             cols.append(col)
         DT = [[cols[q][lc] for q in range(mb)] for lc in range(tp)]
-        if mb:
-            gram = [[sum((B[i][c] * B[j][c] for c in range(m)), Fraction(0)) for j in range(mb)] for i in range(mb)]
-            gi = linalg.inverse(gram)
-            dual = [[sum((gi[qq][q] * B[qq][c] for qq in range(mb)), Fraction(0)) for c in range(m)] for q in range(mb)]
-        else:
-            dual = []
         for lc in range(tp):
-            y = [sum((DT[lc][q] * dual[q][c] for q in range(mb)), Fraction(0)) for c in range(m)]
+            # a y with Bᵀy = D_lc: D_lc at the free columns, 0 at the pivots (B's canonical form makes this exact);
+            # the solutions are y + the row space of A_P, which the random moves below range over
+            y = [Fraction(0)] * m
+            for q, c in enumerate(free):
+                y[c] = DT[lc][q]
             for row in AP:
                 g = _rq(r)
                 y = [a + g * x for a, x in zip(y, row, strict=True)]

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _linalg as linalg
 from ._configurations import KinkData
@@ -451,6 +451,24 @@ def _run_census(
     return Census(tuple(rows), time.monotonic() - t0)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one sentence on stderr, exit 2 (as every refusal of the relusym command line)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _count(text: str) -> int:
+    """A command-line count: a non-negative integer (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a count must be 0 or more")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the census on executors: chunks of a family (row ranges of its enumeration), tallies merged in chunk order
 
@@ -611,11 +629,11 @@ def _run_tasks(
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m relusym.census [--sample N] [--seed S] [--samples K] [--json]``: print the census table.
     Exit code 0 when every check passed, 1 otherwise."""
-    p = argparse.ArgumentParser(prog="relusym census", description="classify the fibres of small networks")
-    p.add_argument("--sample", type=int, default=500, help="random networks of Ω(2,3,1) (default 500)")
+    p = _Parser(prog="relusym census", description="classify the fibres of small networks")
+    p.add_argument("--sample", type=_count, default=500, help="random networks of Ω(2,3,1) (default 500)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samples", type=int, default=3, help="fibre points drawn per network (default 3)")
-    p.add_argument("--limit-121", type=int, default=None, help="only the first N networks of Ω(1,2,1)")
+    p.add_argument("--samples", type=_count, default=3, help="fibre points drawn per network (default 3)")
+    p.add_argument("--limit-121", type=_count, default=None, help="only the first N networks of Ω(1,2,1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, default=None, metavar="N", help="chunks on a process pool of N")

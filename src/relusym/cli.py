@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from ._display import exact_and_approx
@@ -39,6 +40,18 @@ def _load(path: str, args: argparse.Namespace | None = None) -> Network:
     if args is not None:
         args.load_infos = [*getattr(args, "load_infos", []), info]
     return net
+
+
+def _check_output(output: str, *inputs: str | None) -> None:
+    """Refuse an unusable output path before anything is read or computed (the full path is named)."""
+    from ._fileio import check_output
+
+    check_output(output, tuple(i for i in inputs if i))
+
+
+def _display(path: str) -> str:
+    """A file name as printable text: bytes that are not UTF-8 (kept by the OS as surrogates) shown as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _fmt_net_shape(net: Network) -> str:
@@ -226,6 +239,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     from ._width import minimal_network
     from .io import format_of, save
 
+    _check_output(args.output, args.net)
     net = _load(args.net, args)
     like_path = Path(args.net)
     if like_path.is_dir():  # a model folder: its weights file is the layout to keep
@@ -276,17 +290,19 @@ def cmd_align(args: argparse.Namespace) -> Result:
 def cmd_plot(args: argparse.Namespace) -> Result:
     from .plot import plot_to_file
 
+    _check_output(args.output, args.net, args.net2)
     nets = [_load(p, args) for p in ([args.net] + ([args.net2] if args.net2 else []))]
-    plot_to_file(nets, args.output, labels=[args.net] + ([args.net2] if args.net2 else []))
+    plot_to_file(nets, args.output, labels=[_display(args.net)] + ([_display(args.net2)] if args.net2 else []))
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
     from .report import report_to_file
 
+    _check_output(args.output, args.net)
     net = _load(args.net, args)
     notes = [n for info in getattr(args, "load_infos", []) for n in info.notes]
-    report_to_file(net, args.output, name=args.net, progress=_progress_flag(args), notes=notes)
+    report_to_file(net, args.output, name=_display(args.net), progress=_progress_flag(args), notes=notes)
     return {"output": args.output}, f"wrote {args.output}", 0
 
 
@@ -326,6 +342,7 @@ def cmd_identify(args: argparse.Namespace) -> Result:
 
     if args.inputs < 1 or args.outputs < 1:
         raise InvalidNetworkError("--inputs and --outputs must be positive integers")
+    _check_output(args.output)
     oracle = _load_oracle(args.oracle)
     res = identify(
         oracle,
@@ -355,6 +372,7 @@ def _cmd_zoo(args: argparse.Namespace) -> Result:
 
     if args.workers is not None and args.workers < 1:
         raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
+    _check_output(args.output, args.source)
     t0 = time.monotonic()
     try:
         res = scan_zoo(
@@ -424,13 +442,28 @@ def _add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], 
 # ----------------------------------------------------------------------------------------------------------
 
 
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse with usage errors as one sentence on stderr (exit 2), like every other refusal of relusym."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog="relusym",
         description="Exact symmetries of shallow ReLU networks x ↦ V·σ(Ax + b) + c. Networks are read from "
         "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
     )
     p.add_argument("--version", action="version", version=f"relusym {__version__}")
+    p.add_argument("--debug", action="store_true", help="print the traceback of any error (also after the command)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars and no warnings (also after the command)")
+    p.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="change an input limit, e.g. --limit max_digits=5000 (see docs/reference/io.md; also RELUSYM_LIMITS)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, fn: Callable[[argparse.Namespace], Result], help_: str) -> argparse.ArgumentParser:
@@ -531,37 +564,209 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+# ----------------------------------------------------------------------------------------------------------
+# the one error path: input problems → one sentence, exit 2; anything else → "internal error", exit 3; a closed
+# stdout → quiet exit with the command's code; Ctrl-C → quiet exit 130; SIGTERM → 143 (temporaries removed)
+
+_GLOBAL_FLAGS = ("--debug", "--quiet")
+
+
+def _split_globals(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Take ``--debug``, ``--quiet`` and ``--limit NAME=VALUE`` from anywhere before ``--`` (so that they work
+    before or after the command, census included)."""
+    opts: dict[str, Any] = {"debug": False, "quiet": False, "limits": []}
+    rest: list[str] = []
+    it = iter(range(len(argv)))
+    for i in it:
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a in _GLOBAL_FLAGS:
+            opts[a[2:]] = True
+        elif a == "--limit" and i + 1 < len(argv):
+            opts["limits"].append(argv[i + 1])
+            next(it, None)
+        elif a.startswith("--limit="):
+            opts["limits"].append(a.split("=", 1)[1])
+        else:
+            rest.append(a)
+    return opts, rest
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= 600 else line[:599] + "…"
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    try:
+        print(f"warning: {_one_line(str(message))}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly."""
+    from ._fileio import remove_temporaries
+
+    remove_temporaries()
+    os._exit(128 + signum)
+
+
+def _install_handlers(quiet: bool) -> Callable[[], None]:
+    """Signal handlers, the one-line warning format and --quiet, for the duration of one main() call; returns
+    the function that puts back what was there (main() may be called from a program or a test)."""
+    import signal
+    import warnings
+
+    from . import _progress
+
+    saved: list[tuple[int, Any]] = []
+    for sig, handler in (
+        (signal.SIGTERM, _on_signal),
+        (signal.SIGINT, _on_signal),
+        # a file-size limit then fails the write (EFBIG: one sentence) instead of killing the process
+        (getattr(signal, "SIGXFSZ", None), signal.SIG_IGN),
+    ):
+        if sig is None:
+            continue
+        try:
+            saved.append((sig, signal.signal(sig, handler)))
+        except (ValueError, OSError):  # not the main thread: leave them
+            pass
+    saved_warnings = warnings.catch_warnings()  # restores the filters and showwarning on __exit__
+    saved_warnings.__enter__()
+    warnings.showwarning = _show_warning
+    if quiet:
+        _progress.silence(True)
+        warnings.simplefilter("ignore")
+
+    def restore() -> None:
+        for sig, handler in saved:
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError, TypeError):
+                pass
+        saved_warnings.__exit__(None, None, None)
+        if quiet:
+            _progress.silence(False)
+
+    return restore
+
+
+def _input_error(exc: BaseException) -> str | None:
+    """The sentence for an exception that means "this input (or output path) cannot be used", else None."""
+    from .errors import OutputError
+
+    if isinstance(exc, InvalidNetworkError | UnsupportedModelError | BudgetExceededError | OutputError):
+        return str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return f"this command needs the package {exc.name!r}, which is not installed"
+    if isinstance(exc, OverflowError):  # an exact value (or a kink computed from it) beyond float range
+        return (
+            "the network holds a value (or a kink computed from its values) beyond the range of floating point, "
+            "which this command works in; the exact commands (canon, equiv, orbit, stabilizer, fiber, prune -o "
+            "x.json) decide it exactly"
+        )
+    if isinstance(exc, OSError) and exc.errno is not None:
+        name = exc.filename if isinstance(exc.filename, str) else os.fsdecode(exc.filename or b"")
+        return f"{exc.strerror or exc}{': ' + name if name else ''}"
+    return None
+
+
+def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
     if argv[:1] == ["census"]:
         from .census import main as census_main
 
-        return census_main(argv[1:])
+        code = census_main(argv[1:])
+        return "census", None, ({}, "", code)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return "", None, ({}, "", 2)
+    data, text, code = args.func(args)
+    return args.command, args, (data, text, code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opts, argv = _split_globals(argv)
+    restore = _install_handlers(bool(opts["quiet"]))
+    # numbers are bounded by the input limits (relusym._limits), so Python's own guard against converting huge
+    # integers to and from text would only turn a raised --limit max_digits into an internal error
+    get_digits = getattr(sys, "get_int_max_str_digits", None)
+    digits = get_digits() if get_digits is not None else None
+    if digits is not None:
+        sys.set_int_max_str_digits(0)
     try:
-        data, text, code = args.func(args)
-    except (InvalidNetworkError, UnsupportedModelError) as exc:
-        print(f"relusym {args.command}: {exc}", file=sys.stderr)
+        return _main(argv, opts)
+    finally:
+        restore()
+        if digits is not None:
+            sys.set_int_max_str_digits(digits)
+
+
+def _main(argv: list[str], opts: dict[str, Any]) -> int:
+    debug = bool(opts["debug"])
+    for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8 are printed as \xNN, never a crash
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+    command = next((a for a in argv if not a.startswith("-")), "")
+    try:
+        from . import _limits
+
+        lim = _limits.current()
+        for spec in opts["limits"]:
+            lim = _limits.from_spec(spec, lim)
+        with _limits.limits(lim):  # --limit: for this call only
+            command, args, (data, text, code) = _run(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, its message already printed)
+        code = exc.code if isinstance(exc.code, int) else 2
+        return 2 if code == 1 else code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
         return 2
-    except BudgetExceededError as exc:
-        print(f"relusym {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"relusym {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sentence = _input_error(exc)
+        prefix = f"relusym {command}: " if command else "relusym: "
+        if sentence is not None:
+            print(prefix + _one_line(sentence), file=sys.stderr)
+            return 2
+        hint = "" if debug else "; rerun with --debug for the traceback"
         print(
-            f"relusym {args.command}: this command needs the package {exc.name!r}, which is not installed",
+            prefix + f"internal error: {type(exc).__name__}: {_one_line(str(exc))[:300]} (this is a bug in relusym"
+            f"{hint})",
             file=sys.stderr,
         )
-        return 2
-    if data is not _STREAMED:
-        _print_result(args, data, text)
+        return 3
+    try:
+        if args is not None and data is not _STREAMED:
+            _print_result(args, data, text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. relusym canon net.json | head -1: the reader is gone, the answer stands
+        _quiet_stdout()
     return code
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ __all__ = [
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
+    "OutputError",
     "NNetClampWarning",
     "IdentificationError",
     "NotRepresentableError",
@@ -22,6 +23,12 @@ class UnsupportedModelError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
+
+
+class OutputError(InvalidNetworkError, OSError):
+    """An output file that cannot be written: a missing or read-only folder, the input itself, a full disk, a
+    file-size limit, or a writer that failed.  Nothing is left behind: the target is untouched or absent.
+    (An :class:`InvalidNetworkError`, as save has always raised for a missing folder, and an :class:`OSError`.)"""
 
 
 class NotRepresentableError(InvalidNetworkError):

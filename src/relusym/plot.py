@@ -193,6 +193,18 @@ def _geo(net: Network) -> _Geo:
     kappa = float_key(h.kappa) if h.N_all else np.zeros((0, net.k))
     lam = float_key(np.asarray(h.lam)) if net.n else np.zeros(0)
     sign = np.where(h.label >= 0, np.sign(lam), 0).astype(int)
+    # the drawing is in float64: a weight, kink or hyperplane beyond its range cannot be placed (the exact
+    # commands still decide such networks); refuse before anything is drawn
+    for what, arr in (
+        ("a weight", np.concatenate([V.ravel(), A.ravel(), b, c])),
+        ("a hyperplane", u),
+        ("a kink", kappa),
+    ):
+        if not np.isfinite(arr).all():
+            raise InvalidNetworkError(
+                f"cannot draw this network: {what} lies beyond the range of float64 (e.g. a kink of a subnormal "
+                "weight); the exact commands canon, equiv and fiber handle it"
+            )
     return _Geo(net, V, A, b, c, h, u, kappa, h.label.copy(), sign)
 
 

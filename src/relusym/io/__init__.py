@@ -19,10 +19,15 @@ compared with what was meant to be written before it replaces the target.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import os
+import stat
+import struct
+import sys
 import warnings
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from .._fileio import atomic_path
+from .._fileio import atomic_path, check_output, temporary_file
+from .._limits import Limits, file_limit, limits, shorten
+from .._limits import current as current_limits
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 
@@ -45,6 +52,10 @@ __all__ = [
     "SaveInfo",
     "ASSUMED_ACTIVATION",
     "input_box",
+    "Limits",
+    "limits",
+    "is_stdin",
+    "STDIN",
 ]
 
 ASSUMED_ACTIVATION = (
@@ -131,10 +142,9 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
     p = Path(path)
     mods = _modules()
     if not for_writing:
-        if not p.exists():
-            raise InvalidNetworkError(f"{p}: no such file")
-        if p.is_dir():
+        if p.is_dir() and not p.is_symlink():
             return importlib.import_module(f"{__name__}._folder_format")
+        _check_input(p)
         with open(p, "rb") as fh:
             head = fh.read(64)
         if not head:
@@ -149,6 +159,165 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Mod
     known = sorted({s for mod in mods for s in mod.SUFFIXES})
     what = "write" if for_writing else "recognise the format of"
     raise UnsupportedModelError(f"cannot {what} {p}: supported files are {', '.join(known)}")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# input checks: regular files only (or standard input), sizes within the limits, every failure one sentence
+
+STDIN = "-"
+_STDIN_NAMES = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+_STDIN_LABEL = "<stdin>"
+# what a reader raises on malformed data (anything else escaping a reader is a bug, reported as such)
+_DATA_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    OverflowError,
+    EOFError,
+    KeyError,
+    IndexError,
+    UnicodeError,
+    RecursionError,
+    MemoryError,
+    zipfile.BadZipFile,
+    struct.error,
+)
+
+
+def _check_input(p: Path) -> os.stat_result:
+    """A readable regular file (symlinks followed): never a device, FIFO or socket, which could block or never
+    end."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InvalidNetworkError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise InvalidNetworkError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidNetworkError(f"{p} is a directory, not a network file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a character device"
+            if stat.S_ISCHR(st.st_mode)
+            else "a block device"
+            if stat.S_ISBLK(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
+        raise InvalidNetworkError(
+            f"{p} is {kind}, not a regular file; relusym reads regular files, or standard input given as -"
+        )
+    if not os.access(p, os.R_OK):
+        raise InvalidNetworkError(f"cannot read {p}: permission denied")
+    return st
+
+
+def is_stdin(source: Any) -> bool:
+    """True for ``-`` and for ``/dev/stdin`` when standard input is not a regular file (a pipe)."""
+    if not isinstance(source, str | os.PathLike):
+        return False
+    text = os.fspath(source)
+    if text == STDIN:
+        return True
+    if text in _STDIN_NAMES:
+        try:
+            return not stat.S_ISREG(os.stat(text).st_mode)
+        except OSError:
+            return True
+    return False
+
+
+def _spool_stdin(target: Path) -> None:
+    """Standard input copied once into a private file (readers need a seekable file), within the limits: the
+    format is recognised from the first bytes before more is read, and the format's size limit applies."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise InvalidNetworkError("standard input is not available")
+    lim = current_limits()
+    cap = lim.stdin_bytes
+    with open(target, "wb") as out:
+        head = stream.read(64)
+        while head and len(head) < 64:  # a pipe may deliver the first bytes in pieces
+            more = stream.read(64 - len(head))
+            if not more:
+                break
+            head += more
+        if not head:
+            raise InvalidNetworkError("standard input is empty")
+        out.write(head)
+        out.flush()
+        mods = [mod for mod in _modules() if _sniffs(mod, target, head)]
+        if not mods and not head.startswith(b"PK"):  # a zip (NPZ, torch) is recognised once it is complete
+            raise UnsupportedModelError("cannot recognise the format of standard input from its first bytes")
+        if mods and all(mod.NAME == mods[0].NAME for mod in mods):
+            cap = min(cap, file_limit(mods[0].NAME))
+        name = mods[0].NAME if len(mods) == 1 else "stdin"
+        total = len(head)
+        while True:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                raise InvalidNetworkError(
+                    f"standard input is larger than {cap} bytes, the limit for {name} input "
+                    f"(raise it with --limit {name}_bytes=N)"
+                )
+            out.write(chunk)
+
+
+def _read_path(mod: ModuleType, p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
+    read = getattr(mod, "read", None)
+    fn = read if read is not None else mod.load
+    if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
+        kwargs = {k: v for k, v in kwargs.items() if k != "allow_unsafe_pickle"}  # an opt-in, not an order
+    recorded: bool | None = None
+    if read is not None:
+        net, notes, recorded = read(p, **kwargs)
+    else:
+        net, notes = mod.load(p, **kwargs), ()
+    if recorded is None:
+        recorded = bool(getattr(mod, "RECORDS_ACTIVATION", False))
+    all_notes = tuple(notes) if recorded else (ASSUMED_ACTIVATION, *notes)
+    return net, LoadInfo(str(p), mod.NAME, "recorded" if recorded else "assumed", all_notes)
+
+
+def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
+    try:
+        return bool(mod.sniff(path, head))
+    except Exception:  # a sniffer that trips over a partial file does not recognise it
+        return False
+
+
+def _relabel(exc: Exception, real: Path) -> Exception:
+    """The same error with the private spool file's path and name replaced by ``<stdin>``."""
+    msg = str(exc).replace(str(real), _STDIN_LABEL).replace(real.name, _STDIN_LABEL)
+    return type(exc)(msg)
+
+
+def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
+    mod = format_of(p)
+    size = os.stat(p).st_size if not p.is_dir() else 0
+    cap = file_limit(mod.NAME)
+    if size > cap:
+        raise InvalidNetworkError(
+            f"{p} is {size} bytes, more than the limit {mod.NAME}_bytes = {cap} (raise it with "
+            f"--limit {mod.NAME}_bytes=N)"
+        )
+    try:
+        return _read_path(mod, p, kwargs)
+    except (InvalidNetworkError, UnsupportedModelError):
+        raise
+    except FileNotFoundError as exc:
+        raise InvalidNetworkError(f"{p}: cannot read {exc.filename or 'a file it refers to'}: no such file") from None
+    except OSError as exc:
+        raise InvalidNetworkError(f"cannot read {p}: {exc.strerror or shorten(str(exc), 100)}") from None
+    except _DATA_ERRORS as exc:
+        raise InvalidNetworkError(
+            f"{p} is not a readable {mod.NAME} file (truncated or corrupted?): {type(exc).__name__}: "
+            f"{shorten(str(exc).strip().splitlines()[0] if str(exc).strip() else '', 100)[1:-1]}"
+        ) from None
 
 
 def load(source: Any, **kwargs: Any) -> Network:
@@ -175,21 +344,15 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
     if isinstance(source, Network):
         return source, LoadInfo("relusym.Network", "network", "recorded")
     if isinstance(source, str | os.PathLike):
-        p = Path(source)
-        mod = format_of(p)
-        read = getattr(mod, "read", None)
-        fn = read if read is not None else mod.load
-        if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
-            kwargs = {k: v for k, v in kwargs.items() if k != "allow_unsafe_pickle"}  # an opt-in, not an order
-        recorded: bool | None = None
-        if read is not None:
-            net, notes, recorded = read(p, **kwargs)
-        else:
-            net, notes = mod.load(p, **kwargs), ()
-        if recorded is None:
-            recorded = bool(getattr(mod, "RECORDS_ACTIVATION", False))
-        all_notes = tuple(notes) if recorded else (ASSUMED_ACTIVATION, *notes)
-        return net, LoadInfo(str(p), mod.NAME, "recorded" if recorded else "assumed", all_notes)
+        if is_stdin(source):
+            with temporary_file("relusym-stdin-") as spooled:
+                _spool_stdin(spooled)
+                try:
+                    net, info = _read_checked(spooled, kwargs)
+                except (InvalidNetworkError, UnsupportedModelError) as exc:
+                    raise _relabel(exc, spooled) from None
+                return net, dataclasses.replace(info, source=STDIN)
+        return _read_checked(Path(source), kwargs)
     if isinstance(source, Mapping) and "V" in source and "A" in source:
         return Network.from_dict(dict(source)), LoadInfo("dict", "network", "recorded")
     for mod in _modules():
@@ -239,9 +402,7 @@ def save(
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
     if getattr(mod, "save", None) is None:
         raise UnsupportedModelError(f"relusym cannot write {mod.NAME} files")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise InvalidNetworkError(f"cannot write {p}: folder {folder} does not exist")
+    check_output(p)
     policy = WritePolicy(allow_rounding=allow_rounding, dtype=dtype)
     distance: float | None = None
     change: float | None = None

@@ -7,6 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .._limits import current, parse_json, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError
 
@@ -22,17 +23,29 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def parse(text: str, where: str = "input") -> Any:
-    """JSON with every number read exactly (``0.1`` is one tenth)."""
-    try:
-        return json.loads(text, parse_float=Fraction, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
+    """JSON with every number read exactly (``0.1`` is one tenth), within the input limits (nesting depth, digits
+    and exponents of numbers: see relusym._limits)."""
+    return parse_json(text, where, exact=True)
+
+
+def _check_declared(data: Any, where: str) -> None:
+    """``m`` must be a positive integer; without rows in A it is backed by no data, so it is bounded."""
+    if not isinstance(data, dict) or "m" not in data or data["m"] is None:
+        return
+    m = data["m"]
+    if isinstance(m, Fraction) and m.denominator == 1 and abs(m) < 1 << 64:
+        m = int(m)
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise InvalidNetworkError(f"{where}: the field m must be a positive integer, got {shorten(m)}")
+    rows = data.get("A")
+    has_rows = isinstance(rows, list) and len(rows) > 0
+    lim = current().max_declared_dim
+    if not has_rows and m > lim:
         raise InvalidNetworkError(
-            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise InvalidNetworkError(f"the JSON holds {name}; NaN and infinities are not allowed")
+            f"{where}: the field m = {m} declares inputs that no row of A holds, more than the limit "
+            f"max_declared_dim = {lim}"
+        )
+    data["m"] = m
 
 
 def load(path: Path) -> Network:
@@ -43,6 +56,7 @@ def load(path: Path) -> Network:
     data = parse(text, str(path))
     if isinstance(data, dict) and "network" in data and "V" not in data:
         data = data["network"]
+    _check_declared(data, str(path))
     try:
         return Network.from_dict(data)
     except InvalidNetworkError as exc:

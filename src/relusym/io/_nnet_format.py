@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._domain import Box
+from .._limits import check_decimal, shorten
 from .._network import Network
 from .._numbers import fractions_of
 from ..errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
@@ -83,10 +84,13 @@ class _Lines:
             )
         out = []
         for p in parts:
+            check_decimal(p, f"{self.path}, line {no}: the {what}")  # "1e999999999" is refused, not expanded
             try:
                 q = Fraction(p)
             except (ValueError, ZeroDivisionError):
-                raise InvalidNetworkError(f"{self.path}, line {no}: {p!r} in the {what} is not a number") from None
+                raise InvalidNetworkError(
+                    f"{self.path}, line {no}: {shorten(p)} in the {what} is not a number"
+                ) from None
             out.append(q)
         return out
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_npy_members, check_zip
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import WritePolicy, exact_float_array, natural_key, pair_linear_layers
@@ -57,6 +58,9 @@ def _pickle_refusal(path: Path) -> UnsupportedModelError:
 
 
 def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+    if zipfile.is_zipfile(path):  # an NPZ: members and .npy headers checked against the data before np.load
+        check_zip(path, NAME)
+        check_npy_members(path, allow_objects=allow_unsafe_pickle)
     try:
         data = np.load(path, allow_pickle=allow_unsafe_pickle)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import current as current_limits
+from .._limits import file_limit, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
@@ -70,15 +72,165 @@ def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
     onnx = _import_onnx()
     path = Path(path)
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
     except FileNotFoundError:
         raise
     except Exception as exc:
         raise InvalidNetworkError(
-            f"{path.name} is not a readable ONNX model (truncated or corrupted?): {str(exc).splitlines()[0][:160]}"
+            f"{path.name} is not a readable ONNX model (truncated or corrupted?): {_first_line(exc)}"
         ) from None
+    if _external_tensors(model):  # external data only from regular files inside the model's folder
+        _check_external(model, path)
+        from onnx.external_data_helper import load_external_data_for_model
+
+        try:
+            load_external_data_for_model(model, str(path.parent))
+        except Exception as exc:
+            raise InvalidNetworkError(f"{path.name}: its external data cannot be read: {_first_line(exc)}") from None
     net, notes = _read_model(model, path.name)
     return net, notes, True
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return shorten(text.splitlines()[0] if text else type(exc).__name__, 160)[1:-1]
+
+
+def _external_tensors(model: Any) -> list[Any]:
+    from onnx import TensorProto
+
+    return [t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+
+
+def _check_external(model: Any, path: Path) -> None:
+    """External data files: relative locations inside the model's folder (symlinks resolved), regular files,
+    holding the bytes each tensor's shape needs; in all within the limit onnx_bytes."""
+    from onnx import helper
+
+    base = path.parent.resolve()
+    total = path.stat().st_size
+    cap = file_limit(NAME)
+    for t in _external_tensors(model):
+        info = {e.key: e.value for e in t.external_data}
+        where = f"{path.name}: initializer {shorten(t.name)}"
+        loc = info.get("location", "")
+        target = (base / loc).resolve() if loc else base
+        if not loc or Path(loc).is_absolute() or not target.is_relative_to(base) or target == base:
+            raise InvalidNetworkError(
+                f"{where} keeps its data at {shorten(loc, 100)}, outside the model's folder {base}; refused"
+            )
+        if not target.is_file():
+            raise InvalidNetworkError(f"{where} keeps its data in {target}, which is not a regular file")
+        try:
+            offset = int(info.get("offset", "0") or 0)
+            length = int(info["length"]) if info.get("length") else target.stat().st_size - offset
+        except ValueError:
+            raise InvalidNetworkError(f"{where} has an external-data offset or length that is not an integer") from None
+        dims = [int(d) for d in t.dims]
+        if any(d < 0 for d in dims):
+            raise InvalidNetworkError(f"{where} has the negative dimension {min(dims)}")
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+        except Exception:
+            raise UnsupportedModelError(f"{where} has the unsupported element type {t.data_type}") from None
+        if offset < 0 or length < 0 or offset + length > target.stat().st_size:
+            raise InvalidNetworkError(f"{where} points past the end of its external data file {target.name}")
+        if length != math.prod(dims) * itemsize:
+            raise InvalidNetworkError(
+                f"{where} declares dims {shorten(dims)} ({math.prod(dims) * itemsize} bytes) but its external data "
+                f"holds {length} bytes"
+            )
+        total += length
+        if total > cap:
+            raise InvalidNetworkError(f"{path.name} with its external data exceeds the limit onnx_bytes = {cap}")
+
+
+def _check_tensor(onnx: Any, t: Any, where: str) -> None:
+    """Non-negative dims within max_elements, and (for data stored in the model) exactly the data they need."""
+    from onnx import helper
+
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        raise InvalidNetworkError(f"{where} has the negative dimension {min(dims)} in its shape {shorten(dims)}")
+    count = math.prod(dims)
+    lim = current_limits().max_elements
+    if count > lim:
+        raise InvalidNetworkError(f"{where} declares {count} entries, more than the limit max_elements = {lim}")
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return
+    if t.HasField("raw_data"):
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+        except Exception:
+            raise UnsupportedModelError(f"{where} has the unsupported element type {t.data_type}") from None
+        if len(t.raw_data) != count * itemsize:
+            raise InvalidNetworkError(
+                f"{where} declares dims {shorten(dims)} ({count * itemsize} bytes) but holds {len(t.raw_data)} bytes"
+            )
+        return
+    try:
+        field_name = helper.tensor_dtype_to_field(t.data_type)
+    except Exception:
+        raise UnsupportedModelError(f"{where} has the unsupported element type {t.data_type}") from None
+    held = len(getattr(t, field_name))
+    per = 2 if t.data_type in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128) else 1
+    if held != count * per and t.data_type != onnx.TensorProto.STRING:
+        raise InvalidNetworkError(f"{where} declares dims {shorten(dims)} ({count} entries) but holds {held // per}")
+
+
+def _check_model(onnx: Any, model: Any, source: str) -> None:
+    """Before the graph is walked: onnx.checker accepts it, every tensor's dims match its data, no declared
+    dimension is negative, and the nodes form no cycle."""
+    graph = model.graph
+    for init in graph.initializer:
+        _check_tensor(onnx, init, f"{source}: initializer {shorten(init.name)}")
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                _check_tensor(onnx, attr.t, f"{source}: the tensor of node {shorten(node.name or node.op_type)}")
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value") and d.dim_value < 0:
+                raise InvalidNetworkError(
+                    f"{source}: {shorten(vi.name)} has the negative dimension {d.dim_value} in its declared shape"
+                )
+    _check_acyclic(graph, source)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        raise InvalidNetworkError(f"{source} is not a valid ONNX model: {_first_line(exc)}") from None
+
+
+def _check_acyclic(graph: Any, source: str) -> None:
+    """Kahn's algorithm over the nodes (an edge from the producer of each input): a cycle is refused."""
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for out in node.output:
+            if out:
+                producer[out] = i
+    indeg = [0] * len(graph.node)
+    users: list[list[int]] = [[] for _ in graph.node]
+    for i, node in enumerate(graph.node):
+        for name in set(node.input):
+            j = producer.get(name)
+            if j is not None:
+                indeg[i] += 1
+                users[j].append(i)
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    done = 0
+    while ready:
+        j = ready.pop()
+        done += 1
+        for i in users[j]:
+            indeg[i] -= 1
+            if indeg[i] == 0:
+                ready.append(i)
+    if done != len(graph.node):
+        stuck = next(graph.node[i] for i, d in enumerate(indeg) if d > 0)
+        raise InvalidNetworkError(
+            f"{source}: the graph has a cycle (through node {shorten(stuck.name or stuck.op_type)}); an ONNX "
+            "graph must be acyclic"
+        )
 
 
 def accepts(obj: Any) -> bool:
@@ -481,6 +633,7 @@ def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
 
 
 def _read_model(model: Any, source: str) -> tuple[Network, tuple[str, ...]]:
+    _check_model(_import_onnx(), model, source)  # checker, dims against data, no cycle: before the walk
     p = _parse(model, source)
     notes: tuple[str, ...] = ()
     if p.head is not None:

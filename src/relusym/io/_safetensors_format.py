@@ -8,12 +8,15 @@ Read with the ``safetensors.numpy`` API (no torch needed); the key heuristics ar
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._limits import current as current_limits
+from .._limits import parse_json, shorten
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
@@ -67,31 +70,94 @@ def _read_header(path: Path) -> tuple[dict[str, Any], int]:
         if len(raw) < 8:
             raise InvalidNetworkError(f"{path.name} is not a safetensors file: it is only {total} bytes long")
         size = int.from_bytes(raw, "little")
-        if size > min(total - 8, _MAX_HEADER):
+        cap = current_limits().header_bytes
+        if size > cap:
+            raise InvalidNetworkError(
+                f"{path.name}: the safetensors header claims {size} bytes, more than the limit header_bytes = {cap}"
+            )
+        if size > total - 8:
             raise InvalidNetworkError(
                 f"{path.name} is not a valid safetensors file: its header claims {size} bytes but the file has "
                 f"{total} (truncated or corrupted)"
             )
         try:
-            header = json.loads(fh.read(size).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not JSON") from None
+            text = fh.read(size).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not UTF-8") from None
+        header = parse_json(text, f"{path.name}: the safetensors header", exact=False)
     if not isinstance(header, dict):
         raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: its header is not an object")
     data_len = total - 8 - size
     for key, info in header.items():
         if key == "__metadata__":
             continue
-        try:
-            start, end = (int(x) for x in info["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise InvalidNetworkError(f"{path.name}: tensor '{key}' has no valid data_offsets") from None
-        if not 0 <= start <= end <= data_len:
-            raise InvalidNetworkError(
-                f"{path.name} is truncated or corrupted: tensor '{key}' ends at byte {end} of a {data_len}-byte "
-                "data section"
-            )
+        _check_entry(path.name, key, info, data_len)
     return header, 8 + size
+
+
+_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2}
+_ITEMSIZE.update({"I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8})
+
+
+_OWN_DECODE = ("BF16", "F8_E4M3", "F8_E5M2")  # dtypes numpy cannot hold: decoded here, exactly, from their bits
+
+
+def _e4m3_table() -> np.ndarray:
+    """The 256 values of float8_e4m3fn (4 exponent bits of bias 7, 3 mantissa bits, no infinities; 0x7F and 0xFF
+    are NaN) as float32, which holds each exactly."""
+    b = np.arange(256)
+    sign = np.where(b >> 7, -1.0, 1.0)
+    e, mnt = (b >> 3) & 15, b & 7
+    val = np.where(e == 0, mnt / 8 * 2.0**-6, (1 + mnt / 8) * 2.0 ** (e - 7.0))
+    val = np.where((e == 15) & (mnt == 7), np.nan, val)
+    return (sign * val).astype(np.float32)
+
+
+def _decode(dtype: str, raw: bytes) -> np.ndarray:
+    if dtype == "BF16":  # the upper half of a float32
+        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32)
+    if dtype == "F8_E5M2":  # the upper byte of a float16
+        return (np.frombuffer(raw, dtype=np.uint8).astype("<u2") << 8).view(np.float16)
+    return _e4m3_table()[np.frombuffer(raw, dtype=np.uint8)]
+
+
+def _check_entry(name: str, key: str, info: Any, data_len: int) -> None:
+    """One header entry: a known dtype, a shape of non-negative integers, and data_offsets holding exactly the
+    bytes that shape needs, inside the data section (checked before anything is allocated)."""
+    where = f"{name}: tensor {shorten(key)}"
+    if not isinstance(info, dict):
+        raise InvalidNetworkError(f"{where} is described by a {type(info).__name__}, not an object")
+    dtype = info.get("dtype")
+    if not isinstance(dtype, str) or dtype not in _ITEMSIZE:
+        raise InvalidNetworkError(f"{where} has the unknown dtype {shorten(dtype)}")
+    shape = info.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise InvalidNetworkError(f"{where} has the shape {shorten(shape)}, not a list of integers")
+    if any(d < 0 for d in shape):
+        raise InvalidNetworkError(f"{where} has the negative dimension {min(shape)} in its shape")
+    offsets = info.get("data_offsets")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in offsets)
+    ):
+        raise InvalidNetworkError(f"{where} has no valid data_offsets (two integers)")
+    start, end = offsets
+    if not 0 <= start <= end <= data_len:
+        raise InvalidNetworkError(
+            f"{name} is truncated or corrupted: tensor {shorten(key)} ends at byte {shorten(end)} of a {data_len}-byte "
+            "data section"
+        )
+    count = math.prod(shape)
+    lim = current_limits().max_elements
+    if count > lim:
+        raise InvalidNetworkError(f"{where} declares {count} entries, more than the limit max_elements = {lim}")
+    if count * _ITEMSIZE[dtype] != end - start:
+        raise InvalidNetworkError(
+            f"{where} has shape {shorten(shape)} of {dtype} ({count * _ITEMSIZE[dtype]} bytes) but holds "
+            f"{end - start} bytes"
+        )
 
 
 def read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -99,7 +165,7 @@ def read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     path = Path(path)
     header, offset = _read_header(path)
     dtypes = {k: str(v.get("dtype")) for k, v in header.items() if k != "__metadata__"}
-    plain = [k for k, d in dtypes.items() if d != "BF16"]
+    plain = [k for k, d in dtypes.items() if d not in _OWN_DECODE]
     arrays: dict[str, np.ndarray] = {}
     if plain:
         _import_safetensors()
@@ -113,17 +179,16 @@ def read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
             raise UnsupportedModelError(f"{path.name}: {exc}; relusym reads F16/F32/F64/BF16 tensors") from None
         except Exception as exc:
             raise InvalidNetworkError(f"{path.name} is not a valid safetensors file: {exc}") from None
-    for key in (k for k, d in dtypes.items() if d == "BF16"):
+    for key in (k for k, d in dtypes.items() if d in _OWN_DECODE):
         info = header[key]
-        start, end = (int(x) for x in info["data_offsets"])
-        shape = tuple(int(s) for s in info["shape"])
+        start, end = info["data_offsets"]  # checked by _check_entry: they hold exactly the shape's bytes
+        shape = tuple(info["shape"])
         with open(path, "rb") as fh:
             fh.seek(offset + start)
             raw = fh.read(end - start)
-        if len(raw) != 2 * int(np.prod(shape, dtype=np.int64)):
-            raise InvalidNetworkError(f"{path.name}: tensor '{key}' has {len(raw)} bytes for shape {shape}")
-        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-        arrays[key] = bits.view(np.float32).reshape(shape)
+        if len(raw) != end - start:
+            raise InvalidNetworkError(f"{path.name}: tensor {shorten(key)} is truncated")
+        arrays[key] = _decode(dtypes[key], raw).reshape(shape)
     order = list(header)  # keep the header's order (it is sorted by name in files written by safetensors)
     arrays = {k: arrays[k] for k in order if k in arrays}
     return arrays, dtypes

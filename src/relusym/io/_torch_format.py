@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_zip
 from .._network import Network
 from ..errors import InvalidNetworkError, UnsupportedModelError
 from ._layers import (
@@ -103,6 +104,9 @@ def load(path: Path) -> Network:
 def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
     """:func:`load`, with notes; a TorchScript archive records its modules' types (activation seen)."""
     path = Path(path)
+    with open(path, "rb") as fh:
+        if fh.read(4) == _ZIP_MAGIC[:4]:
+            check_zip(path, NAME)  # member count and inflated size within the limits, before torch reads it
     if _is_torchscript(path):
         return read_torchscript(path)
     return _load_state_dict_file(path), (), False
@@ -634,4 +638,6 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     same = like_sd is not None and all(
         k in like_sd and tuple(like_sd[k].shape) == tuple(v.shape) for k, v in sd.items()
     )
-    torch.save(_replaced(raw, wrappers, sd, same, policy), Path(path))
+    # through a file object: torch would otherwise name the archive's records after the (temporary) file name
+    with open(path, "wb") as fh:
+        torch.save(_replaced(raw, wrappers, sd, same, policy), fh)
