@@ -111,7 +111,7 @@ class KinkData:
         return linalg.rank([self.alpha[u] for u in P]) if P else 0
 
     def rho(self, S: Iterable[int], P: Sequence[int]) -> int:
-        """ϱ(S, P): the rank of R_S modulo the row space of A_P (spec §5.1)."""
+        """ϱ(S, P): the rank of R_S modulo the row space of A_P (docs/math/strata.md)."""
         R = self.R(S)
         AP = [list(self.alpha[u]) for u in P]
         return linalg.rank(R + AP) - (linalg.rank(AP) if AP else 0)
@@ -119,7 +119,7 @@ class KinkData:
 
 @dataclass(frozen=True)
 class Configuration:
-    """A configuration (S, P) of spec §5.1 (class indices in NF order), with ϱ(S, P) and w_P = rank A_P."""
+    """A configuration (S, P) of docs/math/strata.md (class indices in NF order), with ϱ(S, P) and w_P = rank A_P."""
 
     S: tuple[int, ...]
     P: tuple[int, ...]
@@ -133,7 +133,7 @@ class Configuration:
 
     @property
     def key(self) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
-        """The order of spec §6 step 1: (cost, |P|, sorted(P), sorted(S)) (indices are in û order)."""
+        """The order of docs/math/width.md step 1: (cost, |P|, sorted(P), sorted(S)) (indices are in û order)."""
         return (self.cost, len(self.P), self.P, self.S)
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,7 +198,7 @@ def _ranks_at_most(sums: np.ndarray, k: int, mbar: int, rmax: int) -> np.ndarray
 def configurations(
     kd: KinkData, max_cost: int, *, deadline: float | None = None, limit: int = 100_000
 ) -> ConfigurationSet:
-    """All configurations (S, P) with cost |P| + 2ϱ(S, P) ≤ ``max_cost`` (spec §5.1), exactly.
+    """All configurations (S, P) with cost |P| + 2ϱ(S, P) ≤ ``max_cost`` (docs/math/strata.md), exactly.
 
     For each P (with |P| ≤ max_cost) the 2^(N−|P|) matrices R_S B_P (B_P a basis of the null space of A_P, so
     rank(R_S B_P) = ϱ(S, P)) are formed as integer subset sums and their ranks taken modulo a prime, a lower
@@ -284,7 +284,7 @@ def configurations(
 
 @dataclass(frozen=True)
 class OwnConfiguration:
-    """The configuration θ itself realizes (spec §5.1, §5.4): classes in NF order.
+    """The configuration θ itself realizes (docs/math/strata.md, docs/math/fibres.md): classes in NF order.
 
     ``S``: kink classes carried only by negatively oriented neurons; ``P``: kink classes with neurons of both
     orientations; ``extra``: classes with cancelled kink (κ = 0) carrying both orientations, each adding a
@@ -331,7 +331,7 @@ def nf_order(hc: HyperplaneClasses) -> dict[int, int]:
 def own_configuration(
     net: Network, kd: KinkData | None = None, hc: HyperplaneClasses | None = None
 ) -> OwnConfiguration:
-    """θ's own configuration (S_θ, P_θ) with ϱ(S_θ, P_θ) (spec §5.4)."""
+    """θ's own configuration (S_θ, P_θ) with ϱ(S_θ, P_θ) (docs/math/fibres.md)."""
     hc = hc if hc is not None else hyperplane_classes(net)
     kd = kd if kd is not None else KinkData.of(normal_form(net))
     n_pos, n_neg = class_orientations(hc)
@@ -369,7 +369,8 @@ def no_mixed_class(hc: HyperplaneClasses) -> bool:
 def kink_neurons(
     kd: KinkData, S: Collection[int], s_of: Mapping[int, Sequence[Fraction]]
 ) -> tuple[list[tuple[Vec, Vec, Fraction]], list[Fraction]]:
-    """The neurons that carry the N kink classes in a realization of type (S, P) (spec §5.1, §6 step 4), in
+    """The neurons that carry the N kink classes in a realization of type (S, P) (docs/math/strata.md,
+    docs/math/width.md step 4), in
     class order, and the output bias they leave: a class j ∈ S by one negatively oriented neuron (κ_j, −α̂_j,
     −β̂_j), a class j of P, with negative kink s_j = ``s_of[j]``, by the pair (κ_j − s_j, α̂_j, β̂_j),
     (s_j, −α̂_j, −β̂_j), any other class by (κ_j, α̂_j, β̂_j); the bias is e + Σ_j β̂_j·(its negative kink)."""

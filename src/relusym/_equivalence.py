@@ -1,4 +1,5 @@
-"""Deciding ρ(θ1) = ρ(θ2) exactly, with a certificate either way (spec §2.4, §3 O0/O4, Theorems A and B).
+"""Deciding ρ(θ1) = ρ(θ2) exactly, with a certificate either way (docs/math/normal-form.md, docs/math/fibres.md
+(O0)/O4, Theorems A and B).
 
 * equivalent: the witness h ∈ H_n with h·θ1 = θ2 when θ2 is in the orbit; else the flip set T and h with
   θ2 = h·flip_T(θ1) when θ2 is in the orbit of a flip (Proposition 14); else the shared normal form.
@@ -124,7 +125,7 @@ def equivalent(
 def equivalent(
     net1: Network, net2: Network, *, certificate: bool = True, atol: float | None = None, rtol: float | None = None
 ) -> Verdict | ApproxVerdict:
-    """Decide exactly whether θ1 and θ2 realize the same function on ℝ^m (spec §2.4, Theorem A).
+    """Decide exactly whether θ1 and θ2 realize the same function on ℝ^m (docs/math/normal-form.md, Theorem A).
 
     Widths may differ.  With ``certificate=False`` only the decision is made (no witness search and no
     counterexample).  Passing ``atol`` or ``rtol`` asks instead for the explicit tolerance mode

@@ -1,4 +1,5 @@
-"""The group H_n of positive monomial matrices, its action, orbits and stabilizers (spec §1.2 and §4, Theorem 2)."""
+"""The group H_n of positive monomial matrices, its action, orbits and stabilizers (docs/math/symmetries.md, Theorem
+2)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _is_power_of_two(q: Fraction) -> bool:
 
 
 class Symmetry:
-    """An element h = P_π D of H_n (spec §1.2).
+    """An element h = P_π D of H_n (docs/math/symmetries.md).
 
     Neuron j moves to slot ``permutation[j]`` and becomes (v_j/d_j, d_j a_j, d_j b_j) with d_j = ``scales[j]``
     > 0; the output bias is untouched.  ``h @ net`` (or ``h.act(net)``) applies h; ``h @ g`` is the composition
@@ -134,7 +135,8 @@ class Symmetry:
         return Symmetry(perm, scales)
 
     def act(self, net: Network) -> Network:
-        """h·θ = (V h⁻¹, h A, h b, c) (spec §1.2).  Float networks stay float networks when every scale is a
+        """h·θ = (V h⁻¹, h A, h b, c) (docs/math/symmetries.md).  Float networks stay float networks when every scale
+        is a
         power of two (then the result is exact); otherwise the result holds Fractions."""
         if net.n != self.n:
             raise InvalidNetworkError(f"this symmetry acts on n = {self.n} neurons, the network has n = {net.n}")
@@ -295,7 +297,7 @@ def _scales_of(sk1: _ScaleKeys, sk2: _ScaleKeys, perm: np.ndarray) -> list[Fract
 
 
 def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
-    """An h ∈ H_n with h·θ1 = θ2 exactly, or None (spec §1.2, §4).
+    """An h ∈ H_n with h·θ1 = θ2 exactly, or None (docs/math/symmetries.md).
 
     Neurons are matched by sorting 64-bit hashes of their scale-invariant keys (O(n log n), not an
     assignment problem); every match is then verified in exact arithmetic.
@@ -347,7 +349,7 @@ def _find_symmetry_exact(net1: Network, sk1: _ScaleKeys, sk2: _ScaleKeys) -> Sym
 
 @dataclass(frozen=True)
 class Stabilizer:
-    """Stab_{H_n}(θ) ≅ S × H_{n′} (spec §4, Theorem C ≈ Theorem 2).
+    """Stab_{H_n}(θ) ≅ S × H_{n′} (docs/math/symmetries.md, Theorem C ≈ Theorem 2).
 
     ``inactive`` is n′ (all-zero neurons, each giving a free positive scale and permutable among themselves),
     ``blocks`` the classes (of size ≥ 2) of neurons related by positive scaling (0-based), ``order`` = |S| =
@@ -388,7 +390,7 @@ class Stabilizer:
 
 
 def stabilizer(net: Network) -> Stabilizer:
-    """The stabilizer of θ in H_n (spec §4, Theorem C ≈ Theorem 2), with verified generators."""
+    """The stabilizer of θ in H_n (docs/math/symmetries.md, Theorem C ≈ Theorem 2), with verified generators."""
     sk = _scale_keys(*_neuron_arrays(net))
     inactive = tuple(i for i in range(net.n) if sk.kind[i] == _ScaleKind.ZERO)
     groups: dict[int, list[list[int]]] = defaultdict(list)

@@ -1,4 +1,4 @@
-"""Networks θ = (V, A, b, c) ∈ Ω(m, n, k) and the realization map ρ (spec §1.1)."""
+"""Networks θ = (V, A, b, c) ∈ Ω(m, n, k) and the realization map ρ (docs/math/realization.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class NeuronType(IntEnum):
 
 
 class Network:
-    """A parameter θ = (V, A, b, c) of a shallow ReLU network, x ↦ V·σ(Ax + b) + c (spec §1.1).
+    """A parameter θ = (V, A, b, c) of a shallow ReLU network, x ↦ V·σ(Ax + b) + c (docs/math/realization.md).
 
     ``V`` is k×n (column i is the output weight v_i of neuron i), ``A`` is n×m (row i is a_i), ``b`` has n
     entries and ``c`` has k (``None`` means zeros).  Entries are exact: ints, Fractions, rational strings, or
@@ -218,7 +218,7 @@ class Network:
 
     # -- evaluation: the realization map ρ ---------------------------------------------------------------------
     def evaluate_exact(self, x: Sequence[Any] | np.ndarray) -> tuple[Fraction, ...]:
-        """ρ(θ)(x) in exact rational arithmetic, at one point x ∈ ℚ^m (spec §1.1)."""
+        """ρ(θ)(x) in exact rational arithmetic, at one point x ∈ ℚ^m (docs/math/realization.md)."""
         xv = as_rational_vector(x)
         if len(xv) != self.m:
             raise InvalidNetworkError(f"x must have m = {self.m} entries, got {len(xv)}")

@@ -1,6 +1,8 @@
-"""Hyperplane classes, kinks and the complete invariant NF(θ) = (K, M, e) (spec §1.3–1.4, §2.2–2.5, Theorem A).
+"""Hyperplane classes, kinks and the complete invariant NF(θ) = (K, M, e) (docs/math/realization.md,
+docs/math/normal-form.md, Theorem A).
 
-The computation follows Algorithm NF of spec §2.5, vectorised.  Every neuron with a_i ≠ 0 and v_i ≠ 0 lies on
+The computation follows Algorithm NF of docs/math/normal-form.md, vectorised.  Every neuron with a_i ≠ 0 and v_i ≠ 0
+lies on
 the unoriented hyperplane class û = w_i / λ_i (λ_i the first nonzero entry of a_i) and adds |λ_i| v_i to the
 kink κ_û; a negatively oriented neuron (λ_i < 0) also adds |λ_i| v_i to the *negative kink* s_û.  Then
 
@@ -69,7 +71,7 @@ def _to_frac_rows(x: np.ndarray) -> list[tuple[Fraction, ...]]:
 
 @dataclass(frozen=True, eq=False)
 class HyperplaneClasses:
-    """The decomposition of spec §2.2 of one network: its hyperplane classes, kinks and negative kinks.
+    """The decomposition of docs/math/normal-form.md of one network: its hyperplane classes, kinks and negative kinks.
 
     Class j has representative neuron ``rep[j]``; ``A`` and ``b`` are the network's arrays in the exact view
     of :func:`relusym._numbers.exact_view` and ``lam`` holds λ_i (float64 or Fractions), so
@@ -251,7 +253,7 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
 
 
 def hyperplane_classes(net: Network) -> HyperplaneClasses:
-    """The hyperplane classes, kinks and negative kinks of θ (spec §1.3, §1.4, §2.2)."""
+    """The hyperplane classes, kinks and negative kinks of θ (docs/math/realization.md, docs/math/normal-form.md)."""
     m, n, k = net.shape
     A, b, V, c = exact_view(net.A, net.b, net.V, net.c)
     Vt = V.T
@@ -874,7 +876,7 @@ def realize(d: dict[str, Any]) -> Network:
 
 
 def normal_form(net: Network) -> NormalForm:
-    """NF(θ) = (K, M, e), the complete invariant of ρ(θ) (spec §2.4–2.5, Theorem A ≈ Theorems 3 and 4).
+    """NF(θ) = (K, M, e), the complete invariant of ρ(θ) (docs/math/normal-form.md, Theorem A ≈ Theorems 3 and 4).
 
     >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
     >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
@@ -886,7 +888,7 @@ def normal_form(net: Network) -> NormalForm:
 
 
 def flip(net: Network, T: Any) -> Network:
-    """flip_T(θ): (v_i, a_i, b_i) ↦ (v_i, −a_i, −b_i) for i ∈ T and c ↦ c + Σ_T b_i v_i (spec §3, O4).
+    """flip_T(θ): (v_i, a_i, b_i) ↦ (v_i, −a_i, −b_i) for i ∈ T and c ↦ c + Σ_T b_i v_i (docs/math/fibres.md, O4).
 
     It preserves ρ(θ) iff Σ_T v_i a_iᵀ = 0 (Proposition 14)."""
     T = sorted({int(i) for i in T})

@@ -1,4 +1,5 @@
-"""Exact scalars and arrays (spec: interfaces.md "Numbers", classification.md §10 item 14).
+"""Exact scalars and arrays (docs/api.md "Numbers", docs/math/normal-form.md (floats and the
+tolerance mode)).
 
 Every value relusym decides with is an exact rational.  Integers, :class:`fractions.Fraction` and decimal or
 rational strings (``"3/4"``, ``"0.1"``, ``"-2e-3"``) are read exactly; binary floats (Python ``float``, numpy

@@ -1,15 +1,17 @@
 """A census of small fibres: every θ ∈ Ω(1,2,1) with entries in {−1, 0, 1} and a random sample of Ω(2,3,1)
 with small integer entries, classified into generic / rigid but not generic / finitely many orbits /
-positive-dimensional, with checks of the classification on every network (spec §3, §5).
+positive-dimensional, with checks of the classification on every network (docs/math/fibres.md).
 
 Checks made on each network:
 
 * every sampled fibre point has the same normal form as θ (``Fiber.sample`` verifies it), and for m = 1 also
-  the same values at every breakpoint and beyond (the exact oracle of spec §2.6, independent of the normal
+  the same values at every breakpoint and beyond (the exact oracle of docs/math/normal-form.md, independent of the
+  normal
   form);
 * generic and rigid fibres are single free orbits: θ has a trivial stabilizer and every sampled point is h·θ
   for an h ∈ H_n found by :func:`relusym.find_symmetry`;
-* in class A every sampled point is h·flip_T(θ) for a flip set T of §3 (O4) reported by :func:`fiber`, and
+* in class A every sampled point is h·flip_T(θ) for a flip set T of docs/math/fibres.md (O4) reported by
+:func:`fiber`, and
   :func:`relusym.equivalent` certifies it with ``Verdict.flips`` (every hidden symmetry found is a flip);
 * when the fibre is a finite union of orbits, the sampled points fall into at most that many orbits;
 * the strata listed by :func:`fiber` are proven complete and are exactly the types (S, P, t) found by an
@@ -89,7 +91,8 @@ def _category(fb: Fiber) -> str:
 
 
 def _oracle_m1(net1: Network, net2: Network) -> bool:
-    """Spec §2.6: for m = 1, ρ1 − ρ2 is piecewise linear with breakpoints B; it vanishes iff it vanishes on B
+    """See docs/math/normal-form.md: for m = 1, ρ1 − ρ2 is piecewise linear with breakpoints B; it vanishes iff it
+    vanishes on B
     and at min B − 1 and max B + 1 (at −1, 0, 1 when B is empty).  Exact evaluation, no normal form."""
     pts: set[Fraction] = set()
     for net in (net1, net2):
@@ -258,7 +261,7 @@ def classify(
         if point_type(s) not in listed:
             failures.append(f"{name}: a fibre sample has the type {point_type(s)}, which is not listed")
         if net.m == 1 and not _oracle_m1(net, s):
-            failures.append(f"{name}: a fibre sample differs from θ at a breakpoint (oracle §2.6)")
+            failures.append(f"{name}: a fibre sample differs from θ at a breakpoint (oracle docs/math/normal-form.md)")
         if single_orbit:
             stats["orbit_checks"] += 1
             if find_symmetry(net, s) is None:

@@ -1,16 +1,20 @@
-"""Pictures of shallow ReLU networks: graphs, kinks, hyperplane arrangements and fibres (spec §1, §2, §3, §9).
+"""Pictures of shallow ReLU networks: graphs, kinks, hyperplane arrangements and fibres (docs/math/realization.md,
+docs/math/normal-form.md, docs/math/fibres.md, docs/math/examples.md).
 
-* m = 1: the graph of ρ(θ) (spec §1.1), each neuron's contribution v_i σ(a_i x + b_i) as a thin line, and the
-  kinks of NF(θ) (spec §2.2) marked and labelled with their coefficients κ.
+* m = 1: the graph of ρ(θ) (docs/math/realization.md), each neuron's contribution v_i σ(a_i x + b_i) as a thin line,
+and the
+  kinks of NF(θ) (docs/math/normal-form.md) marked and labelled with their coefficients κ.
 * m = 2: the hyperplane arrangement α̂·x + β̂ = 0 of the kink classes, coloured by |κ|, with an arrow from each
   neuron's line towards the side where it is active, over a heatmap of the output.
 * m > 2: the same on a 2-D slice x = x0 + s·d1 + t·d2 (:class:`Slice`).
 
 Several networks are drawn side by side; each panel says how it relates to the first one (same H_n-orbit, a
-hidden flip of spec §3 O4, same normal form, or not equivalent, with the exact counterexample marked).
+hidden flip of docs/math/hidden-symmetries.md, same normal form, or not equivalent, with the exact counterexample
+marked).
 Neurons are numbered from 0 in the pictures, as in the JSON output and the CLI.  Colours mark hyperplane
 classes (the same class has the same colour in every panel); solid lines are positively oriented neurons,
-dashed negatively oriented ones (spec §1.3), so a flip shows as a change of line style on an unchanged hyperplane.
+dashed negatively oriented ones (docs/math/realization.md), so a flip shows as a change of line style on an unchanged
+hyperplane.
 
 matplotlib is an optional extra (``pip install relusym[plot]``).  It is imported inside the functions that
 draw, and only through :class:`matplotlib.figure.Figure`: no pyplot, no change of the global backend.
@@ -150,7 +154,7 @@ def _heat_cmap() -> Any:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# geometry of one network (float view for drawing; classes from the exact decomposition of spec §2.2)
+# geometry of one network (float view for drawing; classes from the exact decomposition of docs/math/normal-form.md)
 
 
 @dataclass(frozen=True)
@@ -341,7 +345,7 @@ def _hyper_rows(net: Network) -> np.ndarray:
 def auto_domain(
     nets: Network | Sequence[Network], *, plane: Slice | None = None, points: Sequence[Sequence[Any]] = ()
 ) -> Domain:
-    """A window that shows every kink (spec §2.2) of every network, and the given ``points`` of ℝ^m.
+    """A window that shows every kink (docs/math/normal-form.md) of every network, and the given ``points`` of ℝ^m.
 
     m = 1: ((lo, hi),) around every breakpoint −b_i/a_i of a hyperplane neuron, with a margin of a third of
     their spread on each side (±1 around a single breakpoint, [−1, 1] without any).
@@ -777,7 +781,7 @@ def _kink_lines(ax: Axes, g: _Geo, *, dom: Domain, plane: Slice, r: int, knorm: 
                 zorder=7,
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.6", "alpha": 0.9},
             )
-    # orientation arrows: from each neuron's line towards the side where the neuron is active (spec §1.3)
+    # orientation arrows: from each neuron's line towards the side where the neuron is active (docs/math/realization.md)
     idx = np.nonzero(g.label >= 0)[0]
     if idx.size > MAX_ARROWS:  # a forest of arrows would hide the lines: none at all
         idx = idx[:0]
@@ -844,7 +848,8 @@ def plot_network(
     reference: Network | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Draw one network on ``ax`` (a new figure when None) and return the axes (spec §1.1, §2.2).
+    """Draw one network on ``ax`` (a new figure when None) and return the axes (docs/math/realization.md,
+    docs/math/normal-form.md).
 
     m = 1: the graph of ρ(θ) (all outputs in colours when k > 1 and ``output`` is None), neuron contributions
     (at most ``max_contributions``), the kinks of NF(θ) labelled with κ.  m = 2: heatmap of output ``output``
@@ -960,7 +965,8 @@ def plot_networks(
 ) -> Figure:
     """One or more networks side by side (one row per output, at most four), returned as a Figure.
 
-    Every later panel says how its network relates to the first (spec §2.4 Theorem A, §3): the same
+    Every later panel says how its network relates to the first (docs/math/normal-form.md Theorem A,
+    docs/math/fibres.md): the same
     H_n-orbit, a hidden flip h·flip_T(θ1) (O4, with T), the same normal form by another route, or not
     equivalent, with the exact counterexample of :func:`relusym.equivalent` marked and its two values written
     out.  m = 1 panels share the y axis and draw ρ(θ1) underneath the later graphs; m ≥ 2 panels share a colour
