@@ -184,7 +184,7 @@ def _ranks_at_most(sums: np.ndarray, k: int, mbar: int, rmax: int) -> np.ndarray
     nz = (sums != 0).any(axis=1)
     if min(k, mbar) == 1 or rmax == 0:
         out = nz.astype(np.int64)
-        return np.minimum(out, rmax + 1)
+        return np.asarray(np.minimum(out, rmax + 1))
     res = (sums % _PRIME).astype(np.int64).reshape(B, k, mbar)
     rp = batched_rank_mod_p(res)  # a lower bound of the rank over ℚ
     out = np.full(B, rmax + 1, dtype=np.int64)

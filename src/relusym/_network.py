@@ -271,7 +271,7 @@ class Network:
         V, A, b, c = self.to_float(np.float64)
         H = np.maximum(Xa @ A.T + b, 0.0)
         Y = H @ V.T + c
-        return Y[0] if single else Y
+        return np.asarray(Y[0] if single else Y)
 
     def __call__(self, x: Any) -> tuple[Fraction, ...] | list[tuple[Fraction, ...]]:
         """ρ(θ)(x), always exactly: one rule, whatever the numbers are.

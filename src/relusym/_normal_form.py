@@ -171,7 +171,7 @@ def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray
         Fa = Ah / lh[:, None]  # float64 division of exact operands: correctly rounded
         Fa += 0.0
         Fb = float_key((b if all_rows else b[idx]) / lh)
-    return row_hash(Fa) + row_hash(Fb[:, None], offset=A.shape[1])
+    return np.asarray(row_hash(Fa) + row_hash(Fb[:, None], offset=A.shape[1]))
 
 
 def _group_exact(
@@ -362,7 +362,7 @@ def match_classes(h1: HyperplaneClasses, h2: HyperplaneClasses) -> ClassMatch:
 
 def _rows_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype != object and y.dtype != object:
-        return np.all(x == y, axis=1)
+        return np.asarray(np.all(x == y, axis=1))
     x, y = fractions_of(x), fractions_of(y)
     return np.array([bool(np.all(x[t] == y[t])) for t in range(x.shape[0])], dtype=bool)
 
@@ -460,7 +460,7 @@ def kink_order(h: HyperplaneClasses) -> np.ndarray:
     keys = h.keys[js]
     order = _lex_order(keys)
     if h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4:
-        return js[order]
+        return np.asarray(js[order])
     js = js[order]
     keys = keys[order]
     num, den, d = _float_rows(h, js)
@@ -470,9 +470,9 @@ def kink_order(h: HyperplaneClasses) -> np.ndarray:
     same = (num[1:] == num[:-1]) & (den[1:] == den[:-1]) & (d[1:] == d[:-1])
     prefix = np.arange(keys.shape[1])[None, :] < first[:, None]
     if bool(np.all(same | ~prefix)) and bool((first < keys.shape[1]).all()):
-        return js
+        return np.asarray(js)
     us = h.u_exact_many(js.tolist())  # pragma: no cover - float64 keys tie on distinct rationals
-    return js[sorted(range(len(us)), key=lambda t: us[t])]
+    return np.asarray(js[sorted(range(len(us)), key=lambda t: us[t])])
 
 
 def _py_row(h: HyperplaneClasses, j: int, head: bytes) -> bytes:

@@ -286,7 +286,7 @@ def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     R = _hash_multipliers(offset + F.shape[1])[offset:]
     with np.errstate(over="ignore"):
-        return np.ascontiguousarray(F).view(np.uint64) @ R
+        return np.asarray(np.ascontiguousarray(F).view(np.uint64) @ R)
 
 
 def rows_proportional(
@@ -337,7 +337,7 @@ def exact_products(X: np.ndarray, s: np.ndarray) -> np.ndarray:
     """X[i, :]·s[i] exactly: float64 when the products are exact in float64, else Fractions."""
     if is_float_array(X) and is_float_array(s) and products_exact(X, s):
         return X * s.astype(np.float64)[:, None]
-    return fractions_of(X) * fractions_of(s)[:, None]
+    return np.asarray(fractions_of(X) * fractions_of(s)[:, None])
 
 
 def integer_matrix(arr: np.ndarray) -> tuple[np.ndarray, Fraction]:

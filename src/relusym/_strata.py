@@ -252,7 +252,7 @@ def tangent_dimension(net: Network, hc: HyperplaneClasses | None = None) -> int:
         return k * n + n * m + n + r
 
     def w(i: int, col: int) -> Fraction:
-        return A[i, col] if col < m else b[i]
+        return Fraction(A[i, col] if col < m else b[i])
 
     rows: list[list[Fraction]] = []
 

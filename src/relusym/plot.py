@@ -256,7 +256,7 @@ class Slice:
     def points(self, s: np.ndarray, t: np.ndarray) -> np.ndarray:
         """The points x of ℝ^m at plane coordinates (s, t) (flattened), shape (B, m)."""
         s, t = np.ravel(s), np.ravel(t)
-        return (
+        return np.asarray(
             np.asarray(self.origin)[None, :]
             + s[:, None] * np.asarray(self.d1)[None, :]
             + t[:, None] * np.asarray(self.d2)[None, :]

@@ -269,9 +269,10 @@ def _first_line(msg: str) -> str:
     return line[:160]
 
 
-def _unwrap(obj: Any, source: str) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise UnsupportedModelError(f"{source} holds a {type(obj).__name__}, not a state_dict of tensors")
+def _unwrap(found: Any, source: str) -> Mapping[str, Any]:
+    if not isinstance(found, Mapping):
+        raise UnsupportedModelError(f"{source} holds a {type(found).__name__}, not a state_dict of tensors")
+    obj: Mapping[str, Any] = found
     for _ in range(3):
         if any(hasattr(v, "shape") for v in obj.values()):
             return obj
@@ -304,7 +305,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
         name = str(t.dtype)
         if name in ("torch.bfloat16",) or name.startswith("torch.float8"):
             t = t.float()  # exact: every bfloat16 / float8 value is a float32 value
-        return t.numpy()
+        return np.asarray(t.numpy())
     return np.asarray(t)
 
 
