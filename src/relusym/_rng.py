@@ -25,7 +25,7 @@ RNGLike = int | np.random.Generator | random.Random | None
 
 
 def _check(rng: Any) -> None:
-    if rng is not None and not isinstance(rng, int | np.random.Generator | random.Random) or isinstance(rng, bool):
+    if isinstance(rng, bool) or (rng is not None and not isinstance(rng, int | np.random.Generator | random.Random)):
         raise TypeError(
             f"rng must be an int seed, a numpy.random.Generator, a random.Random or None, got {type(rng).__name__}"
         )
