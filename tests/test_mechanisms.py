@@ -1,0 +1,66 @@
+"""The shared mechanisms each have one home; these tests pin their documented rules."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relusym._fileio import TMP_MARK, atomic_write, sweep_stale
+from relusym._progress import Progress, progress
+from relusym._rng import as_generator, as_random
+from relusym.errors import OutputError
+
+
+def test_rng_rule() -> None:
+    assert as_generator(7).integers(1 << 30) == as_generator(7).integers(1 << 30)  # an int seed repeats
+    g = np.random.default_rng(1)
+    assert as_generator(g) is g  # a Generator is used as is
+    r = random.Random(2)
+    assert as_random(r) is r
+    a, b = as_generator(random.Random(3)), as_generator(random.Random(3))
+    assert a.integers(1 << 30) == b.integers(1 << 30)  # a Random seeds a Generator reproducibly
+    draws = {int(as_generator(None).integers(1 << 62)) for _ in range(4)}
+    assert len(draws) == 4  # None is fresh entropy
+    for bad in (True, "seed", 1.5):
+        with pytest.raises(TypeError, match="rng must be"):
+            as_generator(bad)
+
+
+def test_atomic_write_respects_the_umask_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "a.bin", lambda fh: fh.write(b"data"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.bin").read_bytes() == b"data"
+    assert (tmp_path / "a.bin").stat().st_mode & 0o777 == 0o640
+    with pytest.raises(OutputError, match="nothing was written"):  # a writer's failure: one sentence
+        atomic_write(tmp_path / "a.bin", lambda fh: (fh.write(b"half"), (_ for _ in ()).throw(RuntimeError("x"))))
+    assert (tmp_path / "a.bin").read_bytes() == b"data"  # the old file, untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
+
+
+def test_stale_temporaries_of_a_killed_write_are_swept(tmp_path: Path) -> None:
+    stale = tmp_path / f".out.json{TMP_MARK}dead.tmp"
+    stale.write_bytes(b"partial")
+    other = tmp_path / "unrelated.tmp"
+    other.write_bytes(b"keep")
+    sweep_stale(tmp_path, "out.json")
+    assert not stale.exists() and other.exists()
+    stale.write_bytes(b"partial")
+    atomic_write(tmp_path / "out.json", lambda fh: fh.write(b"{}"))  # the next write sweeps its own target's
+    assert not stale.exists() and (tmp_path / "out.json").read_bytes() == b"{}"
+
+
+def test_progress_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    bar = progress(total=3, desc="x")
+    assert isinstance(bar, Progress)  # stderr is not a TTY: the no-op bar
+    with bar:
+        bar.update(1)
+    assert isinstance(progress(total=3, enabled=False), Progress)
