@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from ._numbers import (
     exact_matmul_float,
     exact_products,
     exact_view,
+    exactly_in_dtype,
     float_key,
     float_parts,
     fraction_str,
@@ -48,6 +48,9 @@ from ._numbers import (
     row_integers,
     rows_proportional,
     to_fraction,
+)
+from ._numbers import (
+    float_or_inf as float_key_scalar,
 )
 from .errors import InvalidNetworkError
 
@@ -237,7 +240,7 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
             row = acc.setdefault(int(label[i]), [Fraction(0)] * k)
             for r, v in enumerate(values[i].tolist()):
                 row[r] += Fraction(v)
-        if all(Fraction(float(x)) == x for row in acc.values() for x in row):
+        if exactly_in_dtype([x for row in acc.values() for x in row], np.float64) is not None:
             for lab, row in acc.items():
                 out[lab] = [float(x) for x in row]
             return out
@@ -821,14 +824,6 @@ def _dyadic_fraction(p: int, e: int) -> Fraction:
     return Fraction(p << e) if e >= 0 else Fraction(p, 1 << -e)
 
 
-def float_key_scalar(x: Any) -> float:
-    """The correctly rounded float64 of an exact rational (±inf beyond the float64 range)."""
-    try:
-        return float(x)
-    except OverflowError:
-        return math.inf if x > 0 else -math.inf
-
-
 def _sha256_stream(chunks: Iterable[bytes]) -> str:
     """SHA-256 of the concatenated chunks, hashing each block in a worker thread while the next is built."""
     h = hashlib.sha256()
@@ -903,12 +898,8 @@ def flip(net: Network, T: Any) -> Network:
         b[idx] = -b[idx]
         dc = exact_matmul(net.V[:, idx], net.b[idx][:, None])[:, 0] if idx.size else np.zeros(net.k, dtype=object)
         c_new = [Fraction(x) + Fraction(y) for x, y in zip(net.c.tolist(), dc.tolist(), strict=True)]
-        with np.errstate(over="ignore"):
-            c_arr: Any = np.array([float_key_scalar(x) for x in c_new], dtype=net.c.dtype)
-        if not np.isfinite(c_arr).all() or any(
-            Fraction(float(y)) != x for x, y in zip(c_new, c_arr.tolist(), strict=True)
-        ):
-            c_arr = c_new  # the new bias is not representable in the float dtype: keep it exact
+        fits = exactly_in_dtype(c_new, net.c.dtype)
+        c_arr: Any = c_new if fits is None else fits  # a bias the float dtype cannot hold is kept exact
         return Network(net.V, A, b, c_arr, m=net.m)
     A = fractions_of(net.A).copy()
     b = fractions_of(net.b).copy()

@@ -41,8 +41,8 @@ from ._configurations import (
 )
 from ._group import Symmetry
 from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, NormalForm, float_key_scalar, hyperplane_classes, normal_form
-from ._numbers import common_denominator, to_fraction
+from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from ._numbers import common_denominator, exactly_in_dtype, to_fraction
 from ._progress import ticking
 from .errors import BudgetExceededError, InvalidNetworkError
 
@@ -289,14 +289,11 @@ def _assemble(
             (list(c), (k,)),
         ):
             flat = np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
-            with np.errstate(over="ignore"):
-                arr = np.array([float_key_scalar(v) for v in flat], dtype=dtype).reshape(shape)
-            if not all(np.isfinite(arr.ravel())) or any(
-                Fraction(float(y)) != v for y, v in zip(arr.ravel().tolist(), flat, strict=True)
-            ):
+            fit = exactly_in_dtype(flat, dtype)
+            if fit is None:
                 ok = False
                 break
-            arrays.append(arr)
+            arrays.append(fit.reshape(shape))
         if ok:
             return Network(arrays[0], arrays[1], arrays[2], arrays[3], m=m)
     if not neurons:
@@ -441,11 +438,8 @@ def _merged_float_columns(
 
 
 def _as_dtype(values: list[Fraction], like: Network) -> Any:
-    with np.errstate(over="ignore"):
-        arr = np.array([float_key_scalar(x) for x in values], dtype=like.c.dtype)
-    if np.isfinite(arr).all() and all(Fraction(float(y)) == x for y, x in zip(arr.tolist(), values, strict=True)):
-        return arr
-    return values
+    fit = exactly_in_dtype(values, like.c.dtype)
+    return values if fit is None else fit
 
 
 def _class_a_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> MinimalNetwork:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._display import exact_and_approx, float_value
 from .._network import Network
+from .._numbers import cast_to_dtype, first_inexact, to_bfloat16_values
 from ..errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
 __all__ = [
@@ -234,46 +235,9 @@ def pair_linear_layers(
 FILE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 
 
-def to_bfloat16_values(x: np.ndarray) -> np.ndarray:
-    """``x`` rounded to the nearest bfloat16 (ties to even), held as float32 (which holds every bfloat16 value).
-    Magnitudes beyond bfloat16's range become ±inf, as a cast would."""
-    f = np.ascontiguousarray(x, dtype=np.float32)
-    u = f.view(np.uint32)
-    rounding = ((u >> 16) & 1) + np.uint32(0x7FFF)
-    with np.errstate(over="ignore"):
-        bits = ((u.astype(np.uint64) + rounding) >> 16).astype(np.uint32) << 16
-    return bits.astype(np.uint32).view(np.float32).reshape(np.shape(x))
-
-
 def _holder(dtype_name: str) -> np.dtype:
     """The numpy dtype that carries values of a file dtype (bfloat16, which numpy lacks, rides in float32)."""
     return np.dtype(np.float32) if dtype_name == "bfloat16" else np.dtype(dtype_name)
-
-
-def _cast(x: np.ndarray, dtype_name: str) -> np.ndarray:
-    """``x`` (float or exact object array) in ``dtype_name``, rounded to nearest (through float64 for
-    Fractions, which Python rounds correctly)."""
-    if x.dtype == object:
-        x = np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if dtype_name == "bfloat16":
-            return to_bfloat16_values(x.astype(np.float32) if x.dtype != np.float32 else x)
-        return x.astype(np.dtype(dtype_name))
-
-
-def _first_mismatch(x: np.ndarray, y: np.ndarray) -> tuple[int, ...] | None:
-    """The first index where ``y`` (a float array) differs from ``x`` (float or exact) as real numbers."""
-    if x.dtype != object:
-        with np.errstate(invalid="ignore"):
-            bad = y.astype(np.float64) != x.astype(np.float64)
-        if not bad.any():
-            return None
-        return tuple(int(i) for i in np.argwhere(bad)[0])
-    flat_y = y.ravel().tolist()
-    for pos, (v, w) in enumerate(zip(x.ravel().tolist(), flat_y, strict=True)):
-        if not math.isfinite(w) or Fraction(w) != v:
-            return tuple(int(i) for i in np.unravel_index(pos, x.shape))
-    return None
 
 
 @dataclass
@@ -312,8 +276,8 @@ class WritePolicy:
 
     def fit(self, x: np.ndarray, dtype_name: str, name: str) -> np.ndarray:
         """``x`` as ``dtype_name`` (bfloat16 values held in float32), exactly, or refused/rounded (see above)."""
-        y = _cast(x, dtype_name)
-        bad = _first_mismatch(x, y)
+        y = cast_to_dtype(x, dtype_name)
+        bad = first_inexact(x, y)
         if bad is None:
             return y
         if not self.allow_rounding:
