@@ -138,12 +138,7 @@ def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) ->
             f"on it, {len(cert.zero[side])} are zero on it"
         )
     if v.counterexample is not None:
-        from ._display import vector
-
-        ce = v.counterexample
-        lines.append(f"counterexample x = {vector(ce.x)} (inside the box)")
-        lines.append(f"  ρ(θ1)(x) = {vector(ce.y1)}")
-        lines.append(f"  ρ(θ2)(x) = {vector(ce.y2)}")
+        lines += _counterexample_lines(v.counterexample, " (inside the box)")
     return d, "\n".join(lines), 0 if v else 1
 
 
@@ -189,13 +184,19 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
         else:
             lines.append(f"symmetry h ∈ H_{w.n} found (use --json to see the permutation and scales)")
     if v.counterexample is not None:
-        ce = v.counterexample
-        from ._display import vector
-
-        lines.append(f"counterexample x = {vector(ce.x)}")
-        lines.append(f"  ρ(θ1)(x) = {vector(ce.y1)}")
-        lines.append(f"  ρ(θ2)(x) = {vector(ce.y2)}")
+        lines += _counterexample_lines(v.counterexample)
     return d, "\n".join(lines), 0 if v else 1
+
+
+def _counterexample_lines(ce: Any, where: str = "") -> list[str]:
+    """The human lines of a verified counterexample: the point and the two exact values there."""
+    from ._display import vector
+
+    return [
+        f"counterexample x = {vector(ce.x)}{where}",
+        f"  ρ(θ1)(x) = {vector(ce.y1)}",
+        f"  ρ(θ2)(x) = {vector(ce.y2)}",
+    ]
 
 
 def cmd_orbit(args: argparse.Namespace) -> Result:
