@@ -38,7 +38,7 @@ import numpy as np
 
 from . import _approx, _equivalence
 from . import _normal_form as _nf
-from ._network import Network
+from ._network import Network, check_pair
 from ._normal_form import Difference, HyperplaneClasses, NormalForm, compare, hyperplane_classes
 from ._numbers import (
     exact_matmul,
@@ -792,12 +792,7 @@ def equivalent_on(net1: Network, net2: Network, domain: Any, *, certificate: boo
     True
     """
     Counterexample = _equivalence.Counterexample
-    if not isinstance(net1, Network) or not isinstance(net2, Network):
-        raise InvalidNetworkError("equivalent needs two Network objects")
-    if (net1.m, net1.k) != (net2.m, net2.k):
-        raise InvalidNetworkError(
-            f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
-        )
+    check_pair(net1, net2, "equivalent")
     dom = as_domain(domain, net1.m)
     s1, s2 = dom.status(net1.A, net1.b), dom.status(net2.A, net2.b)
     r1, r2 = _restricted(net1, dom, s1), _restricted(net2, dom, s2)
@@ -1232,12 +1227,7 @@ def distance_on(
     """
     if norm not in ("max", "inf", "linf"):
         raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
-    if not isinstance(net1, Network) or not isinstance(net2, Network):
-        raise InvalidNetworkError("distance needs two Network objects")
-    if (net1.m, net1.k) != (net2.m, net2.k):
-        raise InvalidNetworkError(
-            f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
-        )
+    check_pair(net1, net2, "distance")
     dom = as_domain(domain, net1.m)
     if not isinstance(dom, Box):
         raise InvalidNetworkError("distance on a domain needs a Box (a polytope is not supported there)")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from ._group import Symmetry, find_symmetry
-from ._network import Network, NeuronType
+from ._network import Network, NeuronType, check_pair
 from ._normal_form import (
     Difference,
     HyperplaneClasses,
@@ -142,12 +142,7 @@ def equivalent(
 
         tol = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
         return equivalent_approx(net1, net2, **tol)
-    if not isinstance(net1, Network) or not isinstance(net2, Network):
-        raise InvalidNetworkError("equivalent needs two Network objects")
-    if (net1.m, net1.k) != (net2.m, net2.k):
-        raise InvalidNetworkError(
-            f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
-        )
+    check_pair(net1, net2, "equivalent")
     if certificate and net1.n == net2.n:
         # an exact orbit witness settles it without normal forms (the common case of permuted copies)
         w = find_symmetry(net1, net2)

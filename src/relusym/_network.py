@@ -25,7 +25,7 @@ from ._numbers import (
 )
 from .errors import InvalidNetworkError
 
-__all__ = ["Network", "NeuronType"]
+__all__ = ["check_pair", "Network", "NeuronType"]
 
 
 class NeuronType(IntEnum):
@@ -352,3 +352,14 @@ def _exact_json(x: Any) -> Any:
     if isinstance(x, float):
         return to_fraction(repr(x))
     return x
+
+
+def check_pair(net1: Any, net2: Any, what: str) -> None:
+    """Refuse two arguments that are not Networks of the same (m, k): the one check of every two-network
+    function (widths may differ)."""
+    if not isinstance(net1, Network) or not isinstance(net2, Network):
+        raise InvalidNetworkError(f"{what} needs two Network objects")
+    if (net1.m, net1.k) != (net2.m, net2.k):
+        raise InvalidNetworkError(
+            f"the networks have different shapes: m = {net1.m}, k = {net1.k} against m = {net2.m}, k = {net2.k}"
+        )
