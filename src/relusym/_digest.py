@@ -1,0 +1,159 @@
+"""The digest of a normal form: its definition (scheme ``relusym.nf/2``) and the reference computation.
+
+The digest is the SHA-256 (hex) of a byte string that depends only on NF(θ) = (K, M, e), hence only on the
+function ρ(θ).  The bytes are built from integers only, so that a float network's digest can be computed from
+its integer mantissas in numpy while a rational network's is computed from Fractions, with the same result.
+
+Integers.  An *integer block* encodes a finite sequence of integers x_1 … x_L as
+
+    u32(w) ‖ |x_1| … |x_L| ‖ signs
+
+where w = max(1, max_i ⌈bitlen(|x_i|) / 8⌉) is the common width in bytes, each |x_i| is written as w bytes,
+little-endian, and ``signs`` is the bit sequence [x_i < 0] packed eight to a byte, least significant bit first
+(``numpy.packbits(..., bitorder="little")``), ⌈L/8⌉ bytes.  u32 and u64 are little-endian unsigned integers.
+
+Rationals.  Every rational x ≠ 0 is written uniquely as x = 2^t · p / q with p, q odd, q > 0 and gcd(p, q) = 1
+(its *2-adic split*); 0 is written (t, p, q) = (0, 0, 1).  A *rational block* of x_1 … x_L is the three integer
+blocks of the t's, the p's and the q's, in this order.  A float (or any dyadic rational) has q = 1 and a small
+t, so float data stays in machine integers.
+
+Kink classes.  The class of û (the hyperplane normalised so that the first nonzero entry of its normal is 1) is
+represented by the *primitive integer vector* ŵ ∈ ℤ^(m+1) on the ray of û: the unique integer vector with
+gcd 1 and ŵ = û · d for some d > 0.  For a float neuron w_i = (a_i, b_i) it is the vector of integer mantissas
+of w_i divided by their gcd, with the sign of λ_i (the first nonzero entry of a_i) removed.
+
+The bytes.  With N the number of kink classes,
+
+    b"relusym.nf/2\\n" ‖ u64(m) ‖ u64(k) ‖ u64(N)
+    ‖ integer block of ŵ_1 … ŵ_N    (N·(m+1) integers, row after row)
+    ‖ rational block of κ_1 … κ_N   (N·k rationals, the kinks of the classes in the same order)
+    ‖ rational block of M           (k·m rationals, row-major)
+    ‖ rational block of e           (k rationals)
+
+where the classes are ordered by the byte string of their row of the hyperplane block — its (m+1)·w magnitude
+bytes followed by its m+1 sign bytes (0 or 1) — compared lexicographically.  This order is canonical (it depends
+only on the set of classes) and is *not* the exact lexicographic order of û that ``NormalForm.K`` uses: the
+digest is a fingerprint, not a sorted listing.
+
+This module holds the definition in executable form (:func:`reference_digest`, from exact rationals, written
+for clarity rather than speed) and the encoders the fast paths share; ``NormalForm.digest`` and the zoo's
+batched digests must agree with it on every network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from math import gcd
+
+__all__ = [
+    "DIGEST_SCHEME",
+    "DIGEST_MAGIC",
+    "digest_header",
+    "int_block",
+    "rational_block",
+    "two_adic",
+    "primitive_vector",
+    "reference_digest_bytes",
+    "reference_digest",
+]
+
+DIGEST_SCHEME = "relusym.nf/2"
+DIGEST_MAGIC = b"relusym.nf/2\n"
+
+
+def digest_header(m: int, k: int, N: int) -> bytes:
+    """The first bytes hashed: the scheme, then m, k and the number of kink classes N."""
+    return DIGEST_MAGIC + struct.pack("<QQQ", m, k, N)
+
+
+def _width(values: Sequence[int]) -> int:
+    return max([1] + [(abs(x).bit_length() + 7) // 8 for x in values])
+
+
+def _signs(values: Sequence[int]) -> bytes:
+    out = bytearray((len(values) + 7) // 8)
+    for i, x in enumerate(values):
+        if x < 0:
+            out[i >> 3] |= 1 << (i & 7)
+    return bytes(out)
+
+
+def int_block(values: Sequence[int]) -> bytes:
+    """The integer block of ``values``: u32(w), the magnitudes in w bytes little-endian, the packed signs."""
+    w = _width(values)
+    return struct.pack("<I", w) + b"".join(abs(x).to_bytes(w, "little") for x in values) + _signs(values)
+
+
+def two_adic(x: Fraction | int) -> tuple[int, int, int]:
+    """The 2-adic split (t, p, q) of x: x = 2^t · p / q with p, q odd, q > 0, gcd(p, q) = 1; (0, 0, 1) for 0."""
+    x = Fraction(x)
+    p, q = x.numerator, x.denominator
+    if p == 0:
+        return (0, 0, 1)
+    tp = (p & -p).bit_length() - 1
+    tq = (q & -q).bit_length() - 1
+    return (tp - tq, p >> tp, q >> tq)
+
+
+def rational_block(values: Iterable[Fraction | int]) -> bytes:
+    """The rational block of ``values``: the integer blocks of their 2-adic splits' t, p and q."""
+    splits = [two_adic(x) for x in values]
+    return b"".join(int_block([s[i] for s in splits]) for i in range(3))
+
+
+def primitive_vector(u: Sequence[Fraction | int]) -> list[int]:
+    """The primitive integer vector on the ray of u (gcd 1, a positive multiple of u); u must be nonzero."""
+    fr = [Fraction(x) for x in u]
+    d = 1
+    for x in fr:
+        d = d * x.denominator // gcd(d, x.denominator)
+    ints = [int(x * d) for x in fr]
+    g = 0
+    for x in ints:
+        g = gcd(g, x)
+    if g == 0:
+        raise ValueError("primitive_vector of the zero vector")
+    return [x // g for x in ints]
+
+
+def _row_key(row: Sequence[int], w: int) -> bytes:
+    return b"".join(abs(x).to_bytes(w, "little") for x in row) + bytes(1 if x < 0 else 0 for x in row)
+
+
+def reference_digest_bytes(
+    m: int,
+    k: int,
+    K: Sequence[tuple[Sequence[Fraction | int], Sequence[Fraction | int]]],
+    M: Sequence[Sequence[Fraction | int]],
+    e: Sequence[Fraction | int],
+) -> bytes:
+    """The bytes the digest hashes, from the normal form (K, M, e) in exact rationals (the definition).
+
+    ``K`` lists the kink classes (û, κ) with κ ≠ 0, in any order; ``M`` is k×m and ``e`` has k entries."""
+    rows = [(primitive_vector(u), [Fraction(x) for x in kappa]) for u, kappa in K]
+    w = _width([x for r, _ in rows for x in r])
+    rows.sort(key=lambda rk: _row_key(rk[0], w))
+    hyper = [x for r, _ in rows for x in r]
+    kinks = [x for _, kap in rows for x in kap]
+    flatM = [x for row in M for x in row]
+    return (
+        digest_header(m, k, len(rows))
+        + int_block(hyper)
+        + rational_block(kinks)
+        + rational_block(flatM)
+        + rational_block(list(e))
+    )
+
+
+def reference_digest(
+    m: int,
+    k: int,
+    K: Sequence[tuple[Sequence[Fraction | int], Sequence[Fraction | int]]],
+    M: Sequence[Sequence[Fraction | int]],
+    e: Sequence[Fraction | int],
+) -> str:
+    """SHA-256 (hex) of :func:`reference_digest_bytes`: the digest's definition, computed from Fractions."""
+    return hashlib.sha256(reference_digest_bytes(m, k, K, M, e)).hexdigest()
