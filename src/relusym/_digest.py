@@ -112,11 +112,11 @@ def primitive_vector(u: Sequence[Fraction | int]) -> list[int]:
         d = d * x.denominator // gcd(d, x.denominator)
     ints = [int(x * d) for x in fr]
     g = 0
-    for x in ints:
-        g = gcd(g, x)
+    for n in ints:
+        g = gcd(g, n)
     if g == 0:
         raise ValueError("primitive_vector of the zero vector")
-    return [x // g for x in ints]
+    return [n // g for n in ints]
 
 
 def _row_key(row: Sequence[int], w: int) -> bytes:
