@@ -259,11 +259,25 @@ def test_sigkill_and_resume_give_the_same_table(tmp_path):
     assert not parts.exists() and not [p for p in tmp_path.rglob("*") if TMP_MARK in p.name]
 
 
+@pytest.mark.slow
+def test_process_pool_and_dask_give_the_same_table(tmp_path):
+    pytest.importorskip("distributed")
+    spec = CensusSpec((2, 3, 1), (-1, 0, 1), sample=600, seed=4, chunk_size=100, check_every=11)
+    ref = run_census_table(spec, tmp_path / "a.parquet", progress=False)
+    pool = run_census_table(spec, tmp_path / "b.parquet", workers=2, progress=False)
+    dask = run_census_table(spec, tmp_path / "c.parquet", dask_local=2, progress=False)
+    assert ref.summary == pool.summary == dask.summary
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
+
+
 def test_cli_refusals_and_text(tmp_path):
     r = _cli("--shape", "1,1,1", "--resume")
     assert r.returncode == 2 and "-o" in r.stderr
     r = _cli("--shape", "1,1,1", "--distribution", "rational")
     assert r.returncode == 2 and "sample" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = _cli("--shape", "1,1,1", "--limit-121", "5")
+    assert r.returncode == 2 and "checked census" in r.stderr
     r = _cli("--shape", "0,1,1")
     assert r.returncode == 2 and "M,N,K" in r.stderr
     r = _cli("--shape", "1,1,1", "--values=1,1")

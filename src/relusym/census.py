@@ -1215,7 +1215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="relusym census", description="classify the fibres of small networks")
     p.add_argument("--sample", type=_count, default=None, help="random networks (default 500 of Ω(2,3,1))")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samples", type=_count, default=3, help="fibre points drawn per network (default 3)")
+    p.add_argument("--samples", type=_count, default=None, help="fibre points drawn per network (default 3)")
     p.add_argument("--limit-121", type=_count, default=None, help="only the first N networks of Ω(1,2,1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     where = p.add_mutually_exclusive_group()
@@ -1238,9 +1238,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add_argument("--resume", action="store_true", help="keep the finished parts of an interrupted run")
     args = p.parse_args(argv)
     if args.shape is not None or args.output is not None or args.resume:
+        if args.samples is not None or args.limit_121 is not None:
+            print(
+                "relusym census: --samples and --limit-121 belong to the checked census, not to --shape",
+                file=sys.stderr,
+            )
+            return 2
         return _main_table(args)
     if args.sample is None:
         args.sample = 500
+    if args.samples is None:
+        args.samples = 3
     if any(x is not None for x in (args.workers, args.dask_local, args.scheduler, args.chunk_size)):
         if args.chunk_size is not None and args.chunk_size < 1:
             print("relusym census: --chunk-size must be at least 1", file=sys.stderr)
