@@ -59,7 +59,18 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     (
         "applications",
-        {"census", "plot", "report", "zoo", "_zoo", "_zoo._digest", "_zoo._sources", "_zoo._run", "_identify"},
+        {
+            "census",
+            "plot",
+            "report",
+            "zoo",
+            "_zoo",
+            "_zoo._digest",
+            "_zoo._sources",
+            "_zoo._run",
+            "_zoo._jobs",
+            "_identify",
+        },
     ),
     ("front ends", {"", "cli", "__main__"}),
 ]

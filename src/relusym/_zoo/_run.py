@@ -7,21 +7,21 @@ import hashlib
 import json
 import math
 import os
-import shutil
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, as_completed
+from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._fileio import atomic_path, atomic_write
+from .._fileio import atomic_write
 from .._network import Network
 from .._progress import progress
 from .._rng import as_generator
 from ..errors import BudgetExceededError, InvalidNetworkError
 from ._digest import network_digest, stack_digests
+from ._jobs import PartsFolder, execute, write_parquet
 from ._sources import Chunk, Item, plan_chunks, read_chunk
 
 __all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
@@ -258,113 +258,12 @@ def _part_table(rows: list[dict[str, Any]]) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# executors
-
-
-def _execute(
-    todo: list[Chunk],
-    options: Options,
-    *,
-    workers: int | None,
-    executor: Executor | None,
-    scheduler: str | None,
-    dask_local: int | None,
-    key: str,
-) -> Iterator[tuple[Chunk, Any]]:
-    chosen = sum(x is not None for x in (workers, executor, scheduler, dask_local))
-    if chosen > 1:
-        raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
-    if not todo:
-        return
-    if scheduler is not None or dask_local is not None:
-        yield from _execute_dask(todo, options, scheduler, dask_local, key)
-        return
-    if executor is not None:
-        yield from _execute_futures(executor, todo, options)
-        return
-    if workers is not None and workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            try:
-                yield from _execute_futures(pool, todo, options)
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        return
-    for chunk in todo:
-        yield chunk, run_chunk(chunk, options)
-
-
-def _execute_futures(ex: Executor, todo: list[Chunk], options: Options) -> Iterator[tuple[Chunk, Any]]:
-    futures = {ex.submit(run_chunk, c, options): c for c in todo}
-    try:
-        for f in as_completed(futures):
-            yield futures[f], f.result()
-    finally:
-        for f in futures:
-            f.cancel()
-
-
-def _execute_dask(
-    todo: list[Chunk], options: Options, scheduler: str | None, dask_local: int | None, key: str
-) -> Iterator[tuple[Chunk, Any]]:
-    try:
-        from distributed import Client, LocalCluster
-        from distributed import as_completed as dask_completed
-    except ModuleNotFoundError:
-        raise InvalidNetworkError(
-            "running on Dask needs the packages dask and distributed: pip install 'relusym[zoo]'"
-        ) from None
-    cluster = None
-    if dask_local is not None:
-        if dask_local < 1:
-            raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
-        cluster = LocalCluster(
-            n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-        )
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(scheduler, timeout=30)
-        except OSError as exc:
-            raise InvalidNetworkError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
-    try:
-        futures = {
-            client.submit(run_chunk, c, options, key=f"relusym-zoo-{key}-{c.index}", retries=5, pure=False): c
-            for c in todo
-        }
-        try:
-            for f in dask_completed(futures):
-                yield futures[f], f.result()
-        finally:
-            for f in futures:
-                f.cancel()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-# ----------------------------------------------------------------------------------------------------------
 # the job
 
 
 def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _part_name(index: int) -> str:
-    return f"part-{index:07d}.parquet"
-
-
-def _write_parquet(table: Any, path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    with atomic_path(path) as tmp:
-        pq.write_table(table, str(tmp))
 
 
 def run_job(
@@ -384,66 +283,54 @@ def run_job(
 ) -> ZooResult:
     """Run a zoo job (see :func:`relusym.zoo.scan_zoo`)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     options = options or Options()
     chunks = plan_chunks(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk)
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
-    parts_dir: Path | None = None
+    parts: PartsFolder | None = None
     done: set[int] = set()
     if out is not None:
         if not (out.parent if str(out.parent) else Path(".")).is_dir():
             raise InvalidNetworkError(f"cannot write {out}: folder {out.parent} does not exist")
-        parts_dir = out.with_name(out.name + ".parts")
-        manifest = parts_dir / "job.json"
-        if parts_dir.exists() and resume:
-            try:
-                old = json.loads(manifest.read_text())
-            except (OSError, ValueError):
-                old = {}
-            if old.get("fingerprint") != key:
-                raise InvalidNetworkError(
-                    f"{parts_dir} holds the parts of a different job (other source, files or options); run "
-                    "without --resume to start over"
-                )
-            done = {c.index for c in chunks if (parts_dir / _part_name(c.index)).is_file()}
-        elif parts_dir.exists():
-            shutil.rmtree(parts_dir)
-        parts_dir.mkdir(exist_ok=True)
-        if not manifest.exists():
-            text = json.dumps({"schema": SCHEMA, "fingerprint": key, "chunks": len(chunks)}).encode()
-            atomic_write(manifest, lambda fh: fh.write(text))
+        parts = PartsFolder(out, schema=SCHEMA, fingerprint=key, chunks=len(chunks), resume=resume)
+        if resume:
+            done = parts.done([c.index for c in chunks])
     total = sum(c.size for c in chunks)
     tables: dict[int, Any] = {}
     todo = [c for c in chunks if c.index not in done]
     with progress(total=total, desc="zoo", unit="net", enabled=show_progress) as bar:
         bar.update(sum(c.size for c in chunks if c.index in done))
-        for chunk, table in _execute(
-            todo, options, workers=workers, executor=executor, scheduler=scheduler, dask_local=dask_local, key=key[:16]
+        for t, table in execute(
+            run_chunk,
+            [(c, options) for c in todo],
+            workers=workers,
+            executor=executor,
+            scheduler=scheduler,
+            dask_local=dask_local,
+            key=f"zoo-{key[:16]}",
+            labels=[c.index for c in todo],
         ):
-            if parts_dir is not None:
-                _write_parquet(table, parts_dir / _part_name(chunk.index))
+            chunk = todo[t]
+            if parts is not None:
+                parts.write(chunk.index, table)
             else:
                 tables[chunk.index] = table
             bar.update(chunk.size)
             if on_part is not None:
                 on_part(chunk.index)
-    if parts_dir is not None:
-        parts = [pq.read_table(str(parts_dir / _part_name(c.index))) for c in chunks]
-    else:
-        parts = [tables[c.index] for c in chunks]
+    done_tables = [parts.read(c.index) for c in chunks] if parts is not None else [tables[c.index] for c in chunks]
     schema = _schema(private=True)
-    raw = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+    raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = _finish(raw, chunks, options)
     summary_path = None
     if out is not None:
-        _write_parquet(table, out)
+        write_parquet(table, out)
         summary_path = out.with_name(out.stem + ".summary.json")
         text = (json.dumps(summary, indent=1) + "\n").encode()
         atomic_write(summary_path, lambda fh: fh.write(text))
-        if parts_dir is not None:
-            shutil.rmtree(parts_dir, ignore_errors=True)
+        if parts is not None:
+            parts.remove()
     return ZooResult(table, summary, out, summary_path)
 
 

@@ -1,0 +1,197 @@
+"""Resumable chunked jobs, shared by the zoo and the census: the executors a chunk runs on (serial, a local
+process pool, any ``concurrent.futures.Executor``, a Dask scheduler or a local Dask cluster) and the folder of
+finished chunks (one Parquet part per chunk, written atomically, next to a ``job.json`` manifest that names the
+job), so that a job killed at any point and restarted skips what is done."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, as_completed
+from pathlib import Path
+from typing import Any
+
+from .._fileio import atomic_path, atomic_write
+from ..errors import InvalidNetworkError
+
+__all__ = ["PartsFolder", "execute", "part_name", "write_parquet"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# executors: ``fn(*args)`` for every task, results yielded as they finish, with the task's position
+
+
+def execute(
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    *,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    key: str = "job",
+    labels: Sequence[int] | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """Run ``fn(*task)`` for every task and yield ``(position, result)`` as tasks finish: serially (in order), on a
+    process pool of ``workers``, on ``executor``, on the Dask scheduler at ``scheduler`` or on a local Dask cluster
+    of ``dask_local`` workers.  ``fn`` must be a module-level function (it is pickled); ``key`` and ``labels``
+    (one per task, default the positions) name the Dask tasks."""
+    chosen = sum(x is not None for x in (workers, executor, scheduler, dask_local))
+    if chosen > 1:
+        raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
+    if not tasks:
+        return
+    if scheduler is not None or dask_local is not None:
+        names = list(labels) if labels is not None else list(range(len(tasks)))
+        yield from _execute_dask(fn, tasks, scheduler, dask_local, key, names)
+        return
+    if executor is not None:
+        yield from _execute_futures(executor, fn, tasks)
+        return
+    if workers is not None and workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            try:
+                yield from _execute_futures(pool, fn, tasks)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        return
+    for t, args in enumerate(tasks):
+        yield t, fn(*args)
+
+
+def _execute_futures(
+    ex: Executor, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]
+) -> Iterator[tuple[int, Any]]:
+    futures = {ex.submit(fn, *args): t for t, args in enumerate(tasks)}
+    try:
+        for f in as_completed(futures):
+            yield futures[f], f.result()
+    finally:
+        for f in futures:
+            f.cancel()
+
+
+def _execute_dask(
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    scheduler: str | None,
+    dask_local: int | None,
+    key: str,
+    labels: list[int],
+) -> Iterator[tuple[int, Any]]:
+    try:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
+    except ModuleNotFoundError:
+        raise InvalidNetworkError(
+            "running on Dask needs the packages dask and distributed: pip install 'relusym[zoo]'"
+        ) from None
+    cluster = None
+    if dask_local is not None:
+        if dask_local < 1:
+            raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
+        cluster = LocalCluster(
+            n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        )
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(scheduler, timeout=30)
+        except OSError as exc:
+            raise InvalidNetworkError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+    try:
+        futures = {
+            client.submit(fn, *args, key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
+            for t, args in enumerate(tasks)
+        }
+        try:
+            for f in dask_completed(futures):
+                yield futures[f], f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the parts folder
+
+
+def part_name(index: int) -> str:
+    """The file name of chunk ``index``'s part."""
+    return f"part-{index:07d}.parquet"
+
+
+def write_parquet(table: Any, path: Path) -> None:
+    """Write a pyarrow table atomically (a reader sees the old file or the whole new one)."""
+    import pyarrow.parquet as pq
+
+    with atomic_path(path) as tmp:
+        pq.write_table(table, str(tmp))
+
+
+class PartsFolder:
+    """``OUT.parts/`` beside the output ``OUT``: one Parquet part per finished chunk and ``job.json``, the job's
+    manifest (its schema, a fingerprint of everything that determines the parts, and optionally the job's
+    description, so that a refusal can name what differs).
+
+    Opening with ``resume=True`` keeps the parts of the same job and refuses a folder of another job; without it
+    an old folder is discarded."""
+
+    def __init__(
+        self,
+        output: Path,
+        *,
+        schema: str,
+        fingerprint: str,
+        chunks: int,
+        resume: bool,
+        description: dict[str, Any] | None = None,
+        mismatch: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
+        self.path = output.with_name(output.name + ".parts")
+        manifest = self.path / "job.json"
+        if self.path.exists() and resume:
+            try:
+                old = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                old = {}
+            if not isinstance(old, dict) or old.get("fingerprint") != fingerprint:
+                raise InvalidNetworkError(
+                    mismatch(old if isinstance(old, dict) else {})
+                    if mismatch is not None
+                    else f"{self.path} holds the parts of a different job (other source, files or options); run "
+                    "without --resume to start over"
+                )
+        elif self.path.exists():
+            shutil.rmtree(self.path)
+        self.path.mkdir(exist_ok=True)
+        if not manifest.exists():
+            d: dict[str, Any] = {"schema": schema, "fingerprint": fingerprint, "chunks": chunks}
+            if description is not None:
+                d["job"] = description
+            text = json.dumps(d).encode()
+            atomic_write(manifest, lambda fh: fh.write(text))
+
+    def done(self, indices: Sequence[int]) -> set[int]:
+        """Those of ``indices`` whose part is written."""
+        return {i for i in indices if (self.path / part_name(i)).is_file()}
+
+    def write(self, index: int, table: Any) -> None:
+        write_parquet(table, self.path / part_name(index))
+
+    def read(self, index: int) -> Any:
+        import pyarrow.parquet as pq
+
+        return pq.read_table(str(self.path / part_name(index)))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
