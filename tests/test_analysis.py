@@ -87,7 +87,17 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     yield calls
 
 
-PARTS = ("classes", "normal_form", "kinks", "orientations", "nf_index", "mixed", "fractions", "V_integers", "A_integers")
+PARTS = (
+    "classes",
+    "normal_form",
+    "kinks",
+    "orientations",
+    "nf_index",
+    "mixed",
+    "fractions",
+    "V_integers",
+    "A_integers",
+)
 
 
 def _counted(func: Callable[[Analysis], Any], part: str, calls: Calls) -> Callable[[Analysis], Any]:

@@ -100,16 +100,6 @@ class Analysis:
 
     net: Network
 
-    @classmethod
-    def of(cls, net: Network, classes: HyperplaneClasses | None = None) -> Analysis:
-        """The analysis of ``net``, starting from hyperplane classes already computed for it."""
-        an = cls(net)
-        if classes is not None:
-            if classes.net is not net:
-                raise ValueError("the hyperplane classes belong to another network")
-            an.__dict__["classes"] = classes
-        return an
-
     @cached_property
     def classes(self) -> HyperplaneClasses:
         return hyperplane_classes(self.net)

@@ -354,8 +354,7 @@ def _fiber_no_mixed(ctx: _Context) -> Fiber:
     m, n, k = net.shape
     N = ctx.an.N
     dimension = N + (n - N) * max(m + 1, k + 1)
-    neg_classes = {int(hc.label[i]) for i in range(n) if hc.label[i] >= 0 and hc.lam[i] < 0}
-    S_size = len([j for j in neg_classes if hc.kink_mask[j]])
+    S_size = int((hc.kink_mask & (ctx.an.orientations[1] > 0)).sum())  # kink classes with a negative neuron
     own = Stratum(None, (), 0, 0, 0, dimension, n - N, S_size, own=True, min_neurons=N, witness=net)
     rigidity: dict[str, bool | None] = {
         "R1": not ga_reason,
