@@ -26,7 +26,6 @@ from ._network import Network
 from ._numbers import (
     common_denominator,
     float_key,
-    integer_matrix,
     is_float_array,
     rows_proportional,
     to_fraction,
@@ -78,12 +77,13 @@ class FlipSets:
         }
 
 
-def _residues(arr: np.ndarray, p: int) -> np.ndarray:
-    """Residues modulo p of a float (dyadic) or exact array, as the float64 arrays of :mod:`relusym.linalg`."""
-    if arr.dtype != object:
-        return linalg.dyadic_residues_mod_p(arr, p)
-    ints, _ = integer_matrix(arr)  # a common positive scale does not change ranks
-    return linalg.residues_mod_p(ints, p).astype(np.float64)
+def _residues(an: Analysis, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Residues modulo p of V and A, float (dyadic) or exact, as the float64 arrays of :mod:`relusym.linalg`
+    (exact arrays through their integer mantissas: a common positive scale does not change ranks)."""
+    V, A = an.net.V, an.net.A
+    Vr = linalg.dyadic_residues_mod_p(V, p) if V.dtype != object else linalg.residues_mod_p(an.V_integers, p)
+    Ar = linalg.dyadic_residues_mod_p(A, p) if A.dtype != object else linalg.residues_mod_p(an.A_integers, p)
+    return np.asarray(Vr, dtype=np.float64), np.asarray(Ar, dtype=np.float64)
 
 
 def flips_certified_absent(an: Analysis, *, tries: int = 2) -> bool:
@@ -105,8 +105,7 @@ def flips_certified_absent(an: Analysis, *, tries: int = 2) -> bool:
         X = _exact_flip_rows(an)
         return linalg.rank(X) == n
     p = linalg.FAST_PRIMES[0]
-    Vr = _residues(net.V, p)  # k × n
-    Ar = _residues(net.A, p)  # n × m
+    Vr, Ar = _residues(an, p)  # k × n and n × m
     # n columns (r, l) of the flip matrix, l-major so that every output r appears among the leading columns
     cols = min(m, -(-n // k))
     G = (Ar[:, :cols, None] * Vr.T[:, None, :]).reshape(n, cols * k)[:, :n]
