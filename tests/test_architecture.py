@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundations", {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits", "_display"}),
     ("exact arithmetic", {"_numbers", "_linalg", "_decimal"}),
     ("the parameter", {"_network"}),
-    ("group and normal form", {"_group", "_normal_form", "_nf_export", "_digest"}),
+    ("group and normal form", {"_group", "_normal_form", "_nf_export", "_digest", "_analysis"}),
     ("decisions", {"_equivalence", "_approx", "_alignment", "_domain"}),
     (
         "searches and configurations",

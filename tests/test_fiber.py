@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, find_symmetry, flip, normal_form
-from relusym._configurations import KinkData
+from relusym._analysis import Analysis, KinkData
 from relusym._fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
 from relusym._genericity import generic_conditions
 from relusym._normal_form import hyperplane_classes
@@ -160,7 +160,7 @@ def test_flip_sets_against_all_subsets():
         n = rng.randint(1, 9)
         V, A, b, c = random_int_net(rng, m, n, k, -2, 2)
         net = Network(V, A, b, c, m=m)
-        ga, _, gb, _ = generic_conditions(net, hyperplane_classes(net))
+        ga, _, gb, _ = generic_conditions(Analysis(net))
         if not (ga and gb):  # not class A (the degenerate fibres are checked in tests/test_strata.py)
             continue
         fb = fiber(net)
@@ -194,7 +194,7 @@ def test_rank_certificate_and_planted_flip():
     V = rng.standard_normal((k, n)).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
     net = Network(V, A, b)
-    assert flips_certified_absent(net)
+    assert flips_certified_absent(Analysis(net))
     fb = fiber(net)
     assert fb.generic and fb.rigid and fb.orbits == 1 and fb.flips == ((),)
     # plant a flip: neuron 1 := (−v_0, a_0, b_1) so v_0 a_0ᵀ + v_1 a_1ᵀ = 0
@@ -202,7 +202,7 @@ def test_rank_certificate_and_planted_flip():
     V2[:, 1] = -V[:, 0]
     A2[1] = A[0]
     planted = Network(V2, A2, b)
-    assert not flips_certified_absent(planted)
+    assert not flips_certified_absent(Analysis(planted))
     fb2 = fiber(planted)
     assert fb2.class_a and fb2.generic is False and fb2.flips_complete
     assert fb2.flips == ((), (0, 1)) and fb2.orbits == 2
@@ -238,10 +238,10 @@ def test_certificate_matches_exact_rank():
         net = Network(V, A, b, c)
         X = [[F(V[a][i]) * F(A[i][col]) for a in range(k) for col in range(m)] for i in range(n)]
         full = rank_q(X) == n
-        if flips_certified_absent(net):
+        if flips_certified_absent(Analysis(net)):
             assert full
         if not full:
-            assert not flips_certified_absent(net)
+            assert not flips_certified_absent(Analysis(net))
 
 
 # ---------------------------------------------------------------------------------------------------------

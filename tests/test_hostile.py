@@ -822,7 +822,8 @@ def test_configurations_stop_inside_the_inner_loop():  # type: ignore[no-untyped
     """A deadline already passed: the search stops at once and says so, whatever the input width."""
     import tempfile
 
-    from relusym._configurations import KinkData, configurations
+    from relusym._analysis import KinkData
+    from relusym._configurations import configurations
     from relusym._normal_form import normal_form
     from relusym.io import load
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import BudgetExceededError, Network, Symmetry, flip, normal_form
-from relusym._configurations import KinkData, configurations, own_configuration
+from relusym._analysis import Analysis, KinkData
+from relusym._configurations import configurations, own_configuration
 from relusym._width import (
     canonical_minimal_network,
     minimal_network,
@@ -174,7 +175,7 @@ def test_own_configuration_is_admissible(spec):
     for name in NAMES:
         net = net_from_dict(spec["networks"][name]["network"])
         kd = KinkData.of(net)
-        own = own_configuration(net, kd)
+        own = own_configuration(Analysis(net))
         assert own.rho <= own.extra
         assert kd.N + len(own.P) + 2 * own.rho <= net.n
         assert kd.rho(own.S, own.P) == own.rho
@@ -266,7 +267,7 @@ def test_large_class_a_prune_fast_path_is_the_cmn():
     mn = minimal_network(net)
     assert mn.canonical and mn.width == n
     kd = KinkData.of(net)
-    own = own_configuration(net, kd)
+    own = own_configuration(Analysis(net))
     neurons, c = canonical_minimal_network(kd, own.configuration)
     ref = Network(
         [[v[r] for v, _, _ in neurons] for r in range(k)],
@@ -290,7 +291,7 @@ def test_large_undecided_width_raises_budget_error():
     b = [rng.randint(-(2**40), 2**40) for _ in range(n - 1)] + [0]
     b[0] = 0  # neuron 0 and the last one form an opposite pair on x = 0
     net = Network(V, A, b, m=1)
-    ws = width_search(net, budget=0.0)
+    ws = width_search(Analysis(net), budget=0.0)
     assert ws.width is None
     assert (ws.lower, ws.upper) == (ws.N, ws.N + 1) and ws.N == n - 1
     assert ws.undecided is not None and "subset-sum" in ws.undecided
@@ -303,7 +304,7 @@ def test_width_results_have_to_dict():
     import json
 
     e9 = Network([[1, 1, 1]], [[1], [-1], [1]], [0, 0, -1])
-    ws = width_search(e9)
+    ws = width_search(Analysis(e9))
     d = ws.to_dict()
     assert d["width"] == 2 and d["lower"] <= 2 <= d["upper"] and json.dumps(d)
     mn = minimal_network(e9)

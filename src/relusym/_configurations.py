@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
@@ -27,33 +27,20 @@ from typing import Any
 import numpy as np
 
 from . import _linalg as linalg
+from ._analysis import Analysis, KinkData, Vec
 from ._modular import batched_rank_mod_p
-from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from ._numbers import common_denominator, fraction_str
 from ._subsets import subset_sums
 
 __all__ = [
-    "KinkData",
     "Configuration",
     "ConfigurationSet",
     "OwnConfiguration",
     "configurations",
     "own_configuration",
-    "class_orientations",
-    "nf_order",
-    "no_mixed_class",
     "kink_neurons",
     "describe_configuration",
-    "Vec",
-    "Mat",
 ]
-
-
-Vec = tuple[Fraction, ...]
-
-
-Mat = tuple[Vec, ...]
 
 
 _PRIME = 2147483647  # 2^31 - 1: residues multiply exactly in int64
@@ -63,58 +50,6 @@ _ENUMERATION_LIMIT = 6_000_000  # rows of subset sums the exact enumeration may 
 
 
 _ENTRY_LIMIT = 40_000_000  # entries of one table of subset sums (2^N rows of k·m entries)
-
-
-@dataclass(frozen=True)
-class KinkData:
-    """NF(f) as exact rationals, classes in the order of ``NormalForm.K`` (sorted by û): α̂_j, β̂_j, κ_j, M,
-    e."""
-
-    m: int
-    k: int
-    alpha: tuple[Vec, ...]
-    beta: Vec
-    kappa: tuple[Vec, ...]
-    M: Mat
-    e: Vec
-
-    @property
-    def N(self) -> int:
-        """The number of kink classes |U*|."""
-        return len(self.alpha)
-
-    @classmethod
-    def of(cls, x: Network | NormalForm) -> KinkData:
-        nf = normal_form(x) if isinstance(x, Network) else x
-        m = nf.m
-        alpha = tuple(tuple(u[:m]) for u, _ in nf.K)
-        beta = tuple(u[m] for u, _ in nf.K)
-        kappa = tuple(tuple(kap) for _, kap in nf.K)
-        return cls(m, nf.k, alpha, beta, kappa, tuple(tuple(r) for r in nf.M), tuple(nf.e))
-
-    def hyperplane(self, j: int) -> Vec:
-        return (*self.alpha[j], self.beta[j])
-
-    def R(self, S: Iterable[int]) -> list[list[Fraction]]:
-        """R_S = M + Σ_{j ∈ S} κ_j α̂_jᵀ (k×m)."""
-        R = [list(row) for row in self.M]
-        for j in S:
-            kap, al = self.kappa[j], self.alpha[j]
-            for r in range(self.k):
-                if kap[r]:
-                    for col in range(self.m):
-                        if al[col]:
-                            R[r][col] += kap[r] * al[col]
-        return R
-
-    def rank_P(self, P: Sequence[int]) -> int:
-        return linalg.rank([self.alpha[u] for u in P]) if P else 0
-
-    def rho(self, S: Iterable[int], P: Sequence[int]) -> int:
-        """ϱ(S, P): the rank of R_S modulo the row space of A_P (docs/math/strata.md)."""
-        R = self.R(S)
-        AP = [list(self.alpha[u]) for u in P]
-        return linalg.rank(R + AP) - (linalg.rank(AP) if AP else 0)
 
 
 @dataclass(frozen=True)
@@ -310,32 +245,11 @@ class OwnConfiguration:
         return Configuration(self.S, self.P, self.rho, self.rank_P)
 
 
-def class_orientations(hc: HyperplaneClasses) -> tuple[np.ndarray, np.ndarray]:
-    """For each class of ``hc``: the number of positively and of negatively oriented neurons on it."""
-    hyper = hc.neuron_type == NeuronType.HYPERPLANE
-    lab = hc.label[hyper]
-    neg = np.asarray(hc.lam[hyper] < 0, dtype=bool)
-    N_all = hc.N_all
-    n_neg = np.bincount(lab[neg], minlength=N_all) if N_all else np.zeros(0, dtype=np.int64)
-    n_pos = np.bincount(lab[~neg], minlength=N_all) if N_all else np.zeros(0, dtype=np.int64)
-    return n_pos, n_neg
-
-
-def nf_order(hc: HyperplaneClasses) -> dict[int, int]:
-    """Map each kink class of ``hc`` (index into hc) to its index in NF order (sorted by exact û)."""
-    kinks = np.nonzero(hc.kink_mask)[0].tolist()
-    us = sorted((hc.u_exact(j), j) for j in kinks)
-    return {j: i for i, (_, j) in enumerate(us)}
-
-
-def own_configuration(
-    net: Network, kd: KinkData | None = None, hc: HyperplaneClasses | None = None
-) -> OwnConfiguration:
+def own_configuration(an: Analysis) -> OwnConfiguration:
     """θ's own configuration (S_θ, P_θ) with ϱ(S_θ, P_θ) (docs/math/fibres.md)."""
-    hc = hc if hc is not None else hyperplane_classes(net)
-    kd = kd if kd is not None else KinkData.of(normal_form(net))
-    n_pos, n_neg = class_orientations(hc)
-    order = nf_order(hc)
+    hc, kd = an.classes, an.kinks
+    n_pos, n_neg = an.orientations
+    order = an.nf_index
     S: list[int] = []
     P: list[int] = []
     dup: list[int] = []
@@ -357,13 +271,6 @@ def own_configuration(
                     cancelled += 1
     Pt, St = tuple(sorted(P)), tuple(sorted(S))
     return OwnConfiguration(St, Pt, kd.rho(St, Pt), kd.rank_P(Pt), extra, tuple(dup), cancelled, order)
-
-
-def no_mixed_class(hc: HyperplaneClasses) -> bool:
-    """True when no hyperplane class carries neurons of both orientations: then θ's own configuration has
-    R_S = 0 and cost 0, so w(f) = N without any search."""
-    n_pos, n_neg = class_orientations(hc)
-    return not bool(((n_pos > 0) & (n_neg > 0)).any())
 
 
 def kink_neurons(

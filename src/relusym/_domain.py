@@ -23,7 +23,6 @@ of the hyperplane, which settles "crossing" when it is confirmed exactly.  No fl
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 import random as _random
@@ -46,7 +45,6 @@ from ._numbers import (
     fraction_str,
     fractions_of,
     integer_matrix,
-    is_float_array,
     row_integers,
     to_fraction,
 )
@@ -547,16 +545,6 @@ def restrict(net: Network, domain: Any, status: np.ndarray | None = None) -> Net
     return Network(V, A, b, net.c, m=net.m)
 
 
-def _classes(net: Network) -> HyperplaneClasses:
-    """hyperplane_classes(net), keeping the float fast path when only c holds exact rationals (as after a flip of
-    a float network): the classes are taken with c = 0 and the exact c is added to the constant term."""
-    if net.c.dtype != object or not all(is_float_array(x) for x in (net.V, net.A, net.b)):
-        return hyperplane_classes(net)
-    h = hyperplane_classes(Network(net.V, net.A, net.b, np.zeros(net.k, dtype=net.V.dtype)))
-    const = tuple(x + to_fraction(y) for x, y in zip(h.const, net.c.tolist(), strict=True))
-    return dataclasses.replace(h, net=net, const=const)
-
-
 # when k·(number of affine neurons)·m is at most this, their affine map is summed exactly instead of mirrored
 _DIRECT_AFFINE = 300_000
 
@@ -591,8 +579,8 @@ def _restricted(net: Network, dom: Box | Polytope, status: np.ndarray) -> _Restr
     if aff.size and net.k * aff.size * net.m <= _DIRECT_AFFINE:
         keep = status == CROSSING
         sub = Network(net.V[:, keep], net.A[keep], net.b[keep], net.c, m=net.m)
-        return _Restricted(_classes(sub), (net.V[:, aff], net.A[aff], net.b[aff]))
-    return _Restricted(_classes(restrict(net, dom, status)))
+        return _Restricted(hyperplane_classes(sub), (net.V[:, aff], net.A[aff], net.b[aff]))
+    return _Restricted(hyperplane_classes(restrict(net, dom, status)))
 
 
 def _sparse_product(X: np.ndarray, Y: np.ndarray) -> dict[tuple[int, int], Fraction]:

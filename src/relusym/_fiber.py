@@ -23,12 +23,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._configurations import KinkData, OwnConfiguration, configurations, no_mixed_class, own_configuration
-from ._flips import LIST_LIMIT, FlipSets, flip_sets, flips_certified_absent
+from ._analysis import Analysis, KinkData
+from ._configurations import OwnConfiguration, configurations, own_configuration
+from ._flips import LIST_LIMIT, FlipSets, flip_sets, flip_sets_of, flips_certified_absent
 from ._genericity import configuration_r5, generic_conditions, rigidity_verdict
 from ._group import Symmetry
 from ._network import Network
-from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes, normal_form
+from ._normal_form import flip, normal_form
 from ._numbers import fraction_str
 from ._progress import ticking
 from ._rng import RNGLike, as_random
@@ -104,6 +105,7 @@ class Fiber:
     elapsed: float = field(default=0.0, compare=False)
     _kd: KinkData | None = field(default=None, repr=False, compare=False)
     _own: OwnConfiguration | None = field(default=None, repr=False, compare=False)
+    _analysis: Analysis | None = field(default=None, repr=False, compare=False)  # θ's, for sampling
 
     def __hash__(self) -> int:
         return hash(
@@ -266,7 +268,7 @@ class Fiber:
         reached.  Each point is checked to have the same normal form as θ before it is returned.  ``rng``: an
         int seed, a numpy Generator, a random.Random or None (fresh entropy)."""
         r = as_random(rng)
-        nf = normal_form(self.net)
+        nf = self._of_net.normal_form
         for _ in range(40):
             cand = self._candidate(r)
             if cand is not None and cand.n == self.n and normal_form(cand) == nf:
@@ -277,9 +279,17 @@ class Fiber:
             raise AssertionError("h·θ has a different normal form")
         return out
 
+    @property
+    def _of_net(self) -> Analysis:
+        """The analysis of θ: the one :func:`fiber` computed, or a new one for a Fiber built otherwise."""
+        if self._analysis is None:
+            object.__setattr__(self, "_analysis", Analysis(self.net))
+        assert self._analysis is not None
+        return self._analysis
+
     def _candidate(self, r: _random.Random) -> Network | None:
         if not self.class_a:
-            return stratum_point(self.net, self._kd, self.strata, r)
+            return stratum_point(self._of_net, self._kd, self.strata, r)
         sets = self.flips or ((),)
         T = sets[r.randrange(len(sets))]
         base = flip(self.net, T) if T else self.net
@@ -311,18 +321,18 @@ def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -
     with ticking(budget, desc="fibre: hyperplane classes", enabled=progress) as bar:
         t0 = time.monotonic()
         deadline = t0 + budget
-        hc = hyperplane_classes(net)
+        an = Analysis(net)  # θ's exact analysis: computed once, on first use, and handed to every step
         bar.set_description_str("fibre: genericity")
-        ga, ga_reason, gb, gb_reason = generic_conditions(net, hc)
+        ga, ga_reason, gb, gb_reason = generic_conditions(an)
         if ga and gb:
             bar.set_description_str("fibre: flip sets")
-            return _fiber_class_a(net, hc, budget, t0)
+            return _fiber_class_a(an, budget, t0)
         gc: bool | None = False
         bar.set_description_str("fibre: flip sets, configurations and strata")
         if ga:  # G-b fails: decide G-c too when it is cheap (a failing G-a implies a failing G-c)
-            gc = flip_sets(net, budget=max(0.0, budget / 4), max_sets=64).trivial
-        ctx = _Context(net, hc, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, t0)
-        if int(hc.kink_mask.sum()) > _FAST_N and no_mixed_class(hc):
+            gc = flip_sets_of(an, budget=max(0.0, budget / 4), max_sets=64).trivial
+        ctx = _Context(an, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, t0)
+        if an.N > _FAST_N and not an.mixed:
             return _fiber_no_mixed(ctx)
         return _fiber_general(ctx, deadline)
 
@@ -330,8 +340,7 @@ def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -
 class _Context(NamedTuple):
     """What :func:`fiber` knows of θ outside class A before it chooses how to describe the fibre."""
 
-    net: Network
-    hc: HyperplaneClasses
+    an: Analysis  # θ's analysis
     conditions: dict[str, bool | None]  # G-a, G-b, G-c
     generic_reason: str  # the first of them that fails, and why
     ga_reason: str  # why G-a fails ("" when it holds)
@@ -341,12 +350,11 @@ class _Context(NamedTuple):
 def _fiber_no_mixed(ctx: _Context) -> Fiber:
     """Many classes, none carrying both orientations, not class A: θ's own configuration has cost 0, so w = N
     and dim = N + (n − N)δ (docs/math/fibres.md), without the exact normal form; R1 or R2 fails, and n > N."""
-    net, hc, ga_reason = ctx.net, ctx.hc, ctx.ga_reason
+    net, hc, ga_reason = ctx.an.net, ctx.an.classes, ctx.ga_reason
     m, n, k = net.shape
-    N = int(hc.kink_mask.sum())
+    N = ctx.an.N
     dimension = N + (n - N) * max(m + 1, k + 1)
-    neg_classes = {int(hc.label[i]) for i in range(n) if hc.label[i] >= 0 and hc.lam[i] < 0}
-    S_size = len([j for j in neg_classes if hc.kink_mask[j]])
+    S_size = int((hc.kink_mask & (ctx.an.orientations[1] > 0)).sum())  # kink classes with a negative neuron
     own = Stratum(None, (), 0, 0, 0, dimension, n - N, S_size, own=True, min_neurons=N, witness=net)
     rigidity: dict[str, bool | None] = {
         "R1": not ga_reason,
@@ -372,10 +380,11 @@ def _fiber_no_mixed(ctx: _Context) -> Fiber:
     )
 
 
-def _fiber_class_a(net: Network, hc: HyperplaneClasses, budget: float, t0: float) -> Fiber:
+def _fiber_class_a(an: Analysis, budget: float, t0: float) -> Fiber:
     """Theorem B(ii): the fibre is ⊔_{T ∈ 𝒯} H_n·flip_T(θ); w = N = n and dim = n."""
+    net = an.net
     n = net.n
-    fs = flip_sets(net, budget=budget)
+    fs = flip_sets_of(an, budget=budget)
     nonempty = [T for T in fs.sets if T]
     if nonempty:
         generic: bool | None = False
@@ -393,7 +402,7 @@ def _fiber_class_a(net: Network, hc: HyperplaneClasses, budget: float, t0: float
         rigid_reason = "R1–R4 hold; R5 is (G-c) here and is undecided"
     else:
         rigid_reason = f"R5 fails: the flip {list(nonempty[0])} gives another free orbit (Theorem B(ii))"
-    kd, strata = flip_strata(hc, fs.sets[:LIST_LIMIT] if n <= LIST_LIMIT else None)
+    kd, strata = flip_strata(an, fs.sets[:LIST_LIMIT] if n <= LIST_LIMIT else None)
     return Fiber(
         m=net.m,
         n=n,
@@ -419,6 +428,7 @@ def _fiber_class_a(net: Network, hc: HyperplaneClasses, budget: float, t0: float
         net=net,
         _kd=kd,
         _own=None,
+        _analysis=an,
     )
 
 
@@ -426,11 +436,12 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
     """Outside class A: the exact configuration search (or, past its budget, the width search) gives the width,
     the strata and their dimensions (docs/math/strata.md, docs/math/width.md, docs/math/fibres.md), the orbits at
     minimal width and R5 (docs/math/fibres.md)."""
-    net, hc = ctx.net, ctx.hc
+    an = ctx.an
+    net, hc = an.net, an.classes
     m, n, k = net.shape
-    kd = KinkData.of(NormalForm(hc))
+    kd = an.kinks
     N = kd.N
-    own = own_configuration(net, kd, hc)
+    own = own_configuration(an)
     notes: list[str] = []
     rigidity: dict[str, bool | None] = {
         "R1": not ctx.ga_reason,
@@ -462,7 +473,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         if all(rigidity[r] for r in ("R1", "R2", "R3", "R4")):
             rigidity["R5"], r5_reason = configuration_r5(admissible, own, N + c_min, n)
     else:
-        ws = width_search(net, budget=max(0.0, deadline - time.monotonic()), hc=hc)
+        ws = width_search(an, budget=max(0.0, deadline - time.monotonic()))
         width = ws.width
         width_bounds = (ws.lower, ws.upper)
         if ws.undecided and width is None:
@@ -524,11 +535,12 @@ def _outside_class_a(
     own: OwnConfiguration | None = None,
 ) -> Fiber:
     """The fibre of θ outside class A: not generic, no flip sets; rigid and its reason follow from R1–R5."""
-    rigid, rigid_reason = rigidity_verdict(ctx.hc, ctx.ga_reason, rigidity, r5_reason)
+    net = ctx.an.net
+    rigid, rigid_reason = rigidity_verdict(ctx.an.classes, ctx.ga_reason, rigidity, r5_reason)
     return Fiber(
-        m=ctx.net.m,
-        n=ctx.net.n,
-        k=ctx.net.k,
+        m=net.m,
+        n=net.n,
+        k=net.k,
         N=N,
         generic=False,
         generic_reason=ctx.generic_reason,
@@ -547,7 +559,8 @@ def _outside_class_a(
         certificate=certificate,
         undecided=undecided,
         elapsed=time.monotonic() - ctx.t0,
-        net=ctx.net,
+        net=net,
         _kd=kd,
         _own=own,
+        _analysis=ctx.an,
     )

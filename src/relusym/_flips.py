@@ -21,19 +21,18 @@ from typing import Any
 import numpy as np
 
 from . import _linalg as linalg
+from ._analysis import Analysis
 from ._network import Network
 from ._numbers import (
     common_denominator,
     float_key,
-    fractions_of,
-    integer_matrix,
     is_float_array,
     rows_proportional,
     to_fraction,
 )
 from ._rng import RNGLike, as_generator
 
-__all__ = ["FlipSets", "flip_sets", "flips_certified_absent"]
+__all__ = ["FlipSets", "flip_sets", "flip_sets_of", "flips_certified_absent"]
 
 LIST_LIMIT = 200  # flip sets (and, in relusym.fiber, strata) listed in to_dict()
 
@@ -78,15 +77,16 @@ class FlipSets:
         }
 
 
-def _residues(arr: np.ndarray, p: int) -> np.ndarray:
-    """Residues modulo p of a float (dyadic) or exact array, as the float64 arrays of :mod:`relusym.linalg`."""
-    if arr.dtype != object:
-        return linalg.dyadic_residues_mod_p(arr, p)
-    ints, _ = integer_matrix(arr)  # a common positive scale does not change ranks
-    return linalg.residues_mod_p(ints, p).astype(np.float64)
+def _residues(an: Analysis, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Residues modulo p of V and A, float (dyadic) or exact, as the float64 arrays of :mod:`relusym.linalg`
+    (exact arrays through their integer mantissas: a common positive scale does not change ranks)."""
+    V, A = an.net.V, an.net.A
+    Vr = linalg.dyadic_residues_mod_p(V, p) if V.dtype != object else linalg.residues_mod_p(an.V_integers, p)
+    Ar = linalg.dyadic_residues_mod_p(A, p) if A.dtype != object else linalg.residues_mod_p(an.A_integers, p)
+    return np.asarray(Vr, dtype=np.float64), np.asarray(Ar, dtype=np.float64)
 
 
-def flips_certified_absent(net: Network, *, tries: int = 2) -> bool:
+def flips_certified_absent(an: Analysis, *, tries: int = 2) -> bool:
     """True when the rows vec(v_i a_iᵀ) of the flip matrix are certified linearly independent over ℚ (so the
     only flip set is ∅ and (G-c) holds); False when that could not be shown (n > km, or singular modulo p).
 
@@ -95,17 +95,17 @@ def flips_certified_absent(net: Network, *, tries: int = 2) -> bool:
     nonzero minor over ℚ).  The first try takes the columns (r, l) in order; the next ones random combinations
     G = (VᵀY) ∘ (AZ), which are nonsingular with high probability whenever the rows are independent.
     """
+    net = an.net
     m, n, k = net.shape
     if n == 0:
         return True
     if n > k * m:
         return False
     if n * k * m <= 4096:
-        X = _exact_flip_rows(net)
+        X = _exact_flip_rows(an)
         return linalg.rank(X) == n
     p = linalg.FAST_PRIMES[0]
-    Vr = _residues(net.V, p)  # k × n
-    Ar = _residues(net.A, p)  # n × m
+    Vr, Ar = _residues(an, p)  # k × n and n × m
     # n columns (r, l) of the flip matrix, l-major so that every output r appears among the leading columns
     cols = min(m, -(-n // k))
     G = (Ar[:, :cols, None] * Vr.T[:, None, :]).reshape(n, cols * k)[:, :n]
@@ -120,22 +120,20 @@ def flips_certified_absent(net: Network, *, tries: int = 2) -> bool:
     return False
 
 
-def _exact_flip_rows(net: Network) -> list[list[int]]:
+def _exact_flip_rows(an: Analysis) -> list[list[int]]:
     """The flip matrix with rows vec(v_i a_iᵀ), exactly, as Python ints (one common positive scale
     dropped)."""
-    Vi, _ = integer_matrix(net.V)
-    Ai, _ = integer_matrix(net.A)
-    k, m = net.k, net.m
-    return [[int(Vi[r, i]) * int(Ai[i, c]) for r in range(k) for c in range(m)] for i in range(net.n)]
+    Vi, Ai = an.V_integers, an.A_integers
+    k, m, n = an.net.k, an.net.m, an.net.n
+    return [[int(Vi[r, i]) * int(Ai[i, c]) for r in range(k) for c in range(m)] for i in range(n)]
 
 
-def _verified(net: Network, sets: Sequence[tuple[int, ...]]) -> bool:
+def _verified(an: Analysis, sets: Sequence[tuple[int, ...]]) -> bool:
     """Exact check Σ_{i∈T} v_i a_iᵀ = 0 for every T (Python integers, independent of the search)."""
     if not sets:
         return True
-    Vi, _ = integer_matrix(net.V)
-    Ai, _ = integer_matrix(net.A)
-    k, m = net.k, net.m
+    Vi, Ai = an.V_integers, an.A_integers
+    k, m = an.net.k, an.net.m
     for T in sets:
         if not T:
             continue
@@ -148,18 +146,20 @@ def _verified(net: Network, sets: Sequence[tuple[int, ...]]) -> bool:
     return True
 
 
-def _direction_groups(net: Network) -> tuple[list[list[int]], list[Fraction]]:
+def _direction_groups(an: Analysis) -> tuple[list[list[int]], list[Fraction]]:
     """Group the neurons whose flip-matrix rows X_i = v_i ⊗ a_i are parallel (v_i ∥ v_j and a_i ∥ a_j), and
     give each its coefficient d_i = v_i[p]·a_i[q] (first nonzero entries), so that X_i = d_i·(v̂ ⊗ â) in its
     group.  Rows that are zero (v_i = 0 or a_i = 0) form singleton groups with d_i = 0.  Buckets use float
     keys; every membership is verified exactly (:func:`relusym._numbers.rows_proportional`)."""
+    net = an.net
     n = net.n
     d: list[Fraction] = [Fraction(0)] * n
     if n == 0:
         return [], d
     Vt, A = net.V.T, net.A
     if not (is_float_array(Vt) and is_float_array(A)):
-        Vt, A = fractions_of(Vt), fractions_of(A)
+        V_exact, A, _ = an.fractions
+        Vt = V_exact.T
     v_nz = np.asarray(Vt != 0).any(axis=1)
     a_nz = np.asarray(A != 0).any(axis=1)
     rows = np.arange(n)
@@ -269,12 +269,18 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
 
     Every returned set is verified again here with exact integers.
     """
+    return flip_sets_of(Analysis(net), budget=budget, max_sets=max_sets, rng=rng)
+
+
+def flip_sets_of(an: Analysis, *, budget: float = 10.0, max_sets: int = 4096, rng: RNGLike = 0) -> FlipSets:
+    """:func:`flip_sets` of the network of ``an``, from its analysis (the integer mantissas of V and A)."""
     from ._flipsearch import network_flip_sets
 
+    net = an.net
     t0 = time.monotonic()
-    groups, d = _direction_groups(net)
+    groups, d = _direction_groups(an)
     if len(groups) == net.n and all(x != 0 for x in d):  # no parallel or zero rows
-        if flips_certified_absent(net):
+        if flips_certified_absent(an):
             return FlipSets(
                 ((),),
                 True,
@@ -287,12 +293,12 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
     else:
         reps = [g[0] for g in groups if d[g[0]] != 0]
         sub = Network(net.V[:, reps], net.A[reps], net.b[reps], net.c, m=net.m) if reps else None
-        if sub is None or flips_certified_absent(sub):
-            return _flips_by_groups(net, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
+        if sub is None or flips_certified_absent(Analysis(sub)):
+            return _flips_by_groups(an, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
     gen = as_generator(rng)
     res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=budget, rng=gen)
     sets = [(), *sorted({tuple(sorted(int(i) for i in T)) for T in res.sets}, key=lambda T: (len(T), T))]
-    if not _verified(net, sets):  # pragma: no cover - the search returned a wrong set
+    if not _verified(an, sets):  # pragma: no cover - the search returned a wrong set
         raise AssertionError("a reported flip set does not sum to zero")
     count = None if res.count is None else int(res.count) + 1
     lower = max(int(res.count_lower_bound) + 1, len(sets))
@@ -301,7 +307,7 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
 
 
 def _flips_by_groups(
-    net: Network, groups: list[list[int]], d: list[Fraction], budget: float, max_sets: int, rng: Any
+    an: Analysis, groups: list[list[int]], d: list[Fraction], budget: float, max_sets: int, rng: Any
 ) -> FlipSets:
     """𝒯 as the product over the parallel-row groups of the zero-sum subsets of their scalars (exact, because
     one row per group was certified independent)."""
@@ -324,7 +330,7 @@ def _flips_by_groups(
         if und:
             notes.append(und)
     sets = _product_sets(parts, max_sets)
-    if not _verified(net, sets):  # pragma: no cover - would be a bug
+    if not _verified(an, sets):  # pragma: no cover - would be a bug
         raise AssertionError("a flip set built from the parallel groups does not sum to zero")
     nontriv = sum(1 for p in parts if len(p) > 1)
     cert = (

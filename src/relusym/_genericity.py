@@ -5,13 +5,11 @@ sentence that explains which condition fails and why.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ._analysis import Analysis
 from ._configurations import ConfigurationSet, OwnConfiguration
-from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, hyperplane_classes
+from ._normal_form import HyperplaneClasses
 from ._numbers import fraction_str, to_fraction
 
 __all__: list[str] = []
@@ -21,8 +19,9 @@ __all__: list[str] = []
 # genericity (docs/math/fibres.md)
 
 
-def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, bool, str]:
+def generic_conditions(an: Analysis) -> tuple[bool, str, bool, str]:
     """(G-a holds, why not; G-b holds, why not) for docs/math/fibres.md."""
+    net, hc = an.net, an.classes
     Vt_nz = np.asarray(net.V != 0).any(axis=0) if net.n else np.zeros(0, dtype=bool)
     A_nz = np.asarray(net.A != 0).any(axis=1) if net.n else np.zeros(0, dtype=bool)
     ga_reason = ""
@@ -41,8 +40,7 @@ def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, 
     if len(zero_a) >= 2:
         gb_reason = f"G-b fails: neurons {zero_a[0]} and {zero_a[1]} both have a = 0, so (a, b) are proportional"
     else:
-        # hyperplane classes of all neurons with a ≠ 0 (hc ignores neurons with v = 0: recompute then)
-        lab = _w_classes(net, hc)
+        lab = hc.row_label  # the classes of all rows w_i with a_i ≠ 0, whatever v_i
         seen: dict[int, int] = {}
         for i in range(net.n):
             li = int(lab[i])
@@ -50,7 +48,7 @@ def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, 
                 continue
             if li in seen:
                 j = seen[li]
-                mu = to_fraction(_lam(net, i)) / to_fraction(_lam(net, j))
+                mu = to_fraction(hc.lam[i]) / to_fraction(hc.lam[j])
                 gb_reason = (
                     f"G-b fails: neurons {j} and {i} lie on the same hyperplane (w_{i} = {fraction_str(mu)}·w_{j})"
                 )
@@ -63,20 +61,6 @@ def generic_conditions(net: Network, hc: HyperplaneClasses) -> tuple[bool, str, 
                 if net.n >= 2:
                     gb_reason = f"G-b fails: neuron {i} has w = (a, b) = 0, proportional to every w_{other}"
     return ga, ga_reason, not gb_reason, gb_reason
-
-
-def _lam(net: Network, i: int) -> Any:
-    row = net.A[i]
-    p = int(np.argmax(row != 0))
-    return row[p]
-
-
-def _w_classes(net: Network, hc: HyperplaneClasses) -> np.ndarray:
-    """Class labels of the rows w_i = (a_i, b_i) with a_i ≠ 0 (−1 otherwise), whatever v_i is."""
-    if bool((hc.neuron_type == NeuronType.HYPERPLANE).sum() == np.asarray(net.A != 0).any(axis=1).sum()):
-        return hc.label
-    ones = Network(np.ones((1, net.n)), net.A, net.b, m=net.m)
-    return hyperplane_classes(ones).label
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -158,6 +158,20 @@ class HyperplaneClasses:
         lam = self.lam[i]
         return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
 
+    @cached_property
+    def row_label(self) -> np.ndarray:
+        """The classes of all rows w_i = (a_i, b_i) with a_i ≠ 0, whatever v_i (−1 where a_i = 0): ``label``
+        leaves out the neurons with v_i = 0, the genericity condition G-b does not.  Equal labels mean
+        proportional rows (grouped by hash, then checked exactly, as the classes are)."""
+        has_a = np.asarray(self.lam != 0, dtype=bool)  # λ_i is the first nonzero entry of a_i, 0 when a_i = 0
+        if int((self.neuron_type == NeuronType.HYPERPLANE).sum()) == int(has_a.sum()):
+            return self.label
+        idx = np.nonzero(has_a)[0]
+        lab, _ = _group_exact(self.A, self.b, self.lam, idx, _class_hashes(self.A, self.b, self.lam, idx))
+        out = np.full(self.lam.shape[0], -1, dtype=np.int64)
+        out[idx] = lab
+        return out
+
 
 @np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
 def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -256,9 +270,12 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
 
 
 def hyperplane_classes(net: Network) -> HyperplaneClasses:
-    """The hyperplane classes, kinks and negative kinks of θ (docs/math/realization.md, docs/math/normal-form.md)."""
+    """The hyperplane classes, kinks and negative kinks of θ (docs/math/realization.md, docs/math/normal-form.md).
+
+    The offset c enters only the constant term, exactly: A, b and V stay on the float path whenever they are
+    float arrays, whatever c holds (a flip of a float network keeps its float weights and may make c exact)."""
     m, n, k = net.shape
-    A, b, V, c = exact_view(net.A, net.b, net.V, net.c)
+    A, b, V = exact_view(net.A, net.b, net.V)
     Vt = V.T
     a_nz = A != 0
     has_a = a_nz.any(axis=1) if n else np.zeros(0, dtype=bool)
@@ -288,7 +305,7 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     s = _class_sums(prod_neg, lab_h, N, sizes)
     label = np.full(n, -1, dtype=np.int64)
     label[idx] = lab_h
-    const = [Fraction(x) for x in c.tolist()]
+    const = [to_fraction(x) for x in net.c.tolist()]
     for i in np.nonzero(constant)[0].tolist():
         bi = to_fraction(b[i])
         for r in range(k):

@@ -24,16 +24,10 @@ from typing import Any
 import numpy as np
 
 from . import _linalg as linalg
-from ._configurations import (
-    Configuration,
-    ConfigurationSet,
-    KinkData,
-    OwnConfiguration,
-    class_orientations,
-    nf_order,
-)
+from ._analysis import Analysis, KinkData
+from ._configurations import Configuration, ConfigurationSet, OwnConfiguration
 from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, NormalForm, flip, hyperplane_classes
+from ._normal_form import flip
 from ._numbers import fractions_of, to_fraction
 
 __all__ = [
@@ -176,16 +170,16 @@ def fibre_dimension(kd: KinkData, admissible: ConfigurationSet, n: int) -> int:
     return best
 
 
-def flip_strata(hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None) -> tuple[KinkData | None, list[Stratum]]:
+def flip_strata(an: Analysis, sets: Sequence[tuple[int, ...]] | None) -> tuple[KinkData | None, list[Stratum]]:
     """The strata of a class-A fibre (Theorem B(ii) of docs/math/fibres.md): one free orbit of type
     S = S_θ △ T for each flip set T of ``sets`` (classes in NF order), witnessed by flip_T(θ), and the
     KinkData that realizes them; a single unlisted stratum, θ's own, when ``sets`` is None."""
-    net = hc.net
+    net, hc = an.net, an.classes
     n = net.n
     neg = np.asarray(hc.lam < 0) & (hc.neuron_type == NeuronType.HYPERPLANE)
     if sets is None:
         return None, [Stratum(None, (), 0, 0, 0, n, 0, int(neg.sum()), own=True, min_neurons=n, witness=net)]
-    order = nf_order(hc)
+    order = an.nf_index
     to_nf = {i: order[int(hc.label[i])] for i in range(n) if hc.label[i] >= 0 and int(hc.label[i]) in order}
     S0 = {to_nf[i] for i in range(n) if neg[i]}
     strata: list[Stratum] = []
@@ -193,24 +187,21 @@ def flip_strata(hc: HyperplaneClasses, sets: Sequence[tuple[int, ...]] | None) -
         S = tuple(sorted(S0 ^ {to_nf[i] for i in T}))
         w = flip(net, T) if T else net
         strata.append(Stratum(S, (), 0, 0, 0, n, 0, len(S), own=not T, min_neurons=n, witness=w))
-    return KinkData.of(NormalForm(hc)), strata
+    return an.kinks, strata
 
 
 # ----------------------------------------------------------------------------------------------------------
 # the type of a point, and the exact tangent dimension of its piece
 
 
-def point_type(
-    net: Network, kd: KinkData | None = None, hc: HyperplaneClasses | None = None
-) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+def point_type(an: Analysis) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """The combinatorial type (S, P, t) of a point θ' of a fibre (see docs/math/strata.md): S the kink classes
     carried only by negatively oriented neurons, P the kink classes carried by neurons of both orientations, t
     the number of classes with cancelled kink (κ = 0) carrying neurons of both orientations.  Classes are
     indices in NF order; null and constant neurons and single-orientation cancelled classes do not count."""
-    hc = hc if hc is not None else hyperplane_classes(net)
-    kd = kd if kd is not None else KinkData.of(NormalForm(hc))
-    n_pos, n_neg = class_orientations(hc)
-    order = nf_order(hc)
+    hc = an.classes
+    n_pos, n_neg = an.orientations
+    order = an.nf_index
     S: list[int] = []
     P: list[int] = []
     t = 0
@@ -226,20 +217,16 @@ def point_type(
     return tuple(sorted(S)), tuple(sorted(P)), t
 
 
-def tangent_dimension(net: Network, hc: HyperplaneClasses | None = None) -> int:
+def tangent_dimension(an: Analysis) -> int:
     """dim Ω − rank over ℚ of the Jacobian, at θ, of the equations of θ's *piece* of its fibre: the points with
     the same role for every neuron (v = 0; a = 0; or on the same hyperplane class with the same orientation)
     and the same normal form.  The equations: v_i = 0 or a_i = 0 for null and constant neurons; w_i ∥ û_j
     for a neuron on kink class j and w_i ∥ w_{i₀} on a class with cancelled kink; one kink sum per class;
     Σ_neg v_i a_iᵀ = M; c + Σ_const b_i v_i + Σ_neg b_i v_i = e.  This bounds the local dimension of the
     piece at θ from above, with equality at its smooth points (see docs/math/strata.md)."""
-    m, n, k = net.shape
-    V = fractions_of(net.V)
-    A = fractions_of(net.A)
-    b = fractions_of(net.b)
-    hc = hc if hc is not None else hyperplane_classes(net)
-    nf = NormalForm(hc)
-    kd = KinkData.of(nf)
+    m, n, k = an.net.shape
+    V, A, b = an.fractions
+    hc, kd = an.classes, an.kinks
     nv = k * n + n * m + n + k
 
     def iV(r: int, i: int) -> int:
@@ -702,11 +689,11 @@ def type_stratum(
             pt = build_point(kd, n, S, P, t, pat, r, spare="top")
             if pt is None:
                 continue
-            hc = hyperplane_classes(pt)
-            if KinkData.of(NormalForm(hc)) != kd or point_type(pt, kd, hc) != (tuple(S), tuple(P), t):
+            pa = Analysis(pt)
+            if pa.kinks != kd or point_type(pa) != (tuple(S), tuple(P), t):
                 continue
             checked = n * (kd.m + kd.k + 1) + kd.k <= _TANGENT_LIMIT
-            if checked and tangent_dimension(pt, hc) != dim:
+            if checked and tangent_dimension(pa) != dim:
                 continue
             stratum = Stratum(
                 tuple(S),
@@ -762,12 +749,13 @@ def own_stratum(kd: KinkData, own: OwnConfiguration, n: int, *, list_S: bool) ->
     return replace(st, S=None)
 
 
-def stratum_point(net: Network, kd: KinkData | None, strata: Sequence[Stratum], r: _random.Random) -> Network | None:
+def stratum_point(an: Analysis, kd: KinkData | None, strata: Sequence[Stratum], r: _random.Random) -> Network | None:
     """A random point of the fibre of θ outside class A (same n): a random listed stratum, a random pattern
     of it, random spare neurons, checked to have the stratum's type; near θ's own type (local moves) when
     the strata are not listed.  None when this try failed (try again)."""
+    net = an.net
     if kd is None or not strata or any(st.S is None for st in strata):
-        return _local_moves(net, r)
+        return _local_moves(an, r)
     st = strata[r.randrange(len(strata))]
     assert st.S is not None
     pats = patterns(kd, net.n, st.S, st.P, st.t)
@@ -775,7 +763,7 @@ def stratum_point(net: Network, kd: KinkData | None, strata: Sequence[Stratum], 
         return None
     pat = pats[r.randrange(len(pats))]
     pt = build_point(kd, net.n, st.S, st.P, st.t, pat, r, spare="random")
-    if pt is None or point_type(pt, kd) != st.key:
+    if pt is None or point_type(Analysis(pt)) != st.key:
         return None
     return pt
 
@@ -787,15 +775,16 @@ def _network(neurons: Sequence[Neuron], c: Sequence[Fraction], m: int, k: int) -
     return Network(V, [list(a) for _, a, _ in neurons], [b for _, _, b in neurons], list(c), m=m)
 
 
-def _local_moves(net: Network, r: _random.Random) -> Network:
+def _local_moves(an: Analysis, r: _random.Random) -> Network:
     """A random fibre point near θ's own type, for large networks: O3 transfers between neurons on the same
     oriented hyperplane, O1 replacement of null neurons, O2 changes of constant neurons, O6 translations of
     cancelling pairs, then a random permutation with power-of-two scales.  A keeps its dtype (only null rows
     change, to small integers); V, b and c become exact rationals."""
-    hc = hyperplane_classes(net)
+    net, hc = an.net, an.classes
     n, k = net.n, net.k
-    V = fractions_of(net.V).copy()
-    b = fractions_of(net.b).copy()
+    V_exact, _, b_exact = an.fractions
+    V = V_exact.copy()
+    b = b_exact.copy()
     A = np.array(net.A, copy=True)
     c = [to_fraction(x) for x in net.c.tolist()]
     lam = [

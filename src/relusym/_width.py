@@ -30,18 +30,11 @@ from typing import Any
 import numpy as np
 
 from . import _linalg as linalg
-from ._configurations import (
-    Configuration,
-    KinkData,
-    Vec,
-    configurations,
-    kink_neurons,
-    no_mixed_class,
-    own_configuration,
-)
+from ._analysis import Analysis, KinkData, Vec
+from ._configurations import Configuration, configurations, kink_neurons, own_configuration
 from ._group import Symmetry
 from ._network import Network, NeuronType
-from ._normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from ._normal_form import HyperplaneClasses, normal_form
 from ._numbers import common_denominator, exactly_in_dtype, to_fraction
 from ._progress import ticking
 from .errors import BudgetExceededError, InvalidNetworkError
@@ -100,13 +93,12 @@ class WidthSearch:
         }
 
 
-def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | None = None) -> WidthSearch:
+def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
     """Decide w(ρ(θ)) (docs/math/width.md) within ``budget`` seconds, with bounds when it cannot."""
     deadline = time.monotonic() + budget
-    hc = hc if hc is not None else hyperplane_classes(net)
-    N = int(hc.kink_mask.sum())
-    kd = KinkData.of(NormalForm(hc))
-    own = own_configuration(net, kd, hc)
+    N = an.N
+    kd = an.kinks
+    own = own_configuration(an)
     upper_cost = own.cost
     rank_M = linalg.rank(kd.M)
     if 2 * rank_M < upper_cost:
@@ -116,7 +108,7 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
         if cs.complete and not cs.truncated:
             return WidthSearch(N, N, N, N, cs.best, True, cs.configurations, None, kd)
         first = own.configuration if own.cost == 0 else Configuration((), (), 0, 0)
-        if own.cost == 0 and _unique_cost_zero(net, hc):
+        if own.cost == 0 and _unique_cost_zero(an):
             return WidthSearch(N, N, N, N, first, True, (first,), None, kd)
         why = cs.undecided or "too many minimizers"
         return WidthSearch(
@@ -147,14 +139,15 @@ def width_search(net: Network, *, budget: float = 10.0, hc: HyperplaneClasses | 
     return WidthSearch(N, None, lower, N + upper_cost, fallback, False, None, note, kd)
 
 
-def _unique_cost_zero(net: Network, hc: HyperplaneClasses) -> bool:
+def _unique_cost_zero(an: Analysis) -> bool:
     """For θ in class A (one neuron per class, no null or constant neuron): S_θ is the only S with R_S = 0
     when the rows vec(v_i a_iᵀ) are certified independent (the flip certificate of :mod:`relusym.fiber`)."""
+    net, hc = an.net, an.classes
     if not (hc.N_all == net.n and bool((hc.neuron_type == NeuronType.HYPERPLANE).all()) and bool(hc.kink_mask.all())):
         return False
     from ._flips import flips_certified_absent
 
-    return flips_certified_absent(net)
+    return flips_certified_absent(an)
 
 
 def _cost_zero_impossible(kd: KinkData) -> bool:
@@ -202,11 +195,11 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"minimal_width needs a Network, got {type(net).__name__}")
-    hc = hyperplane_classes(net)
-    if no_mixed_class(hc):
-        return int(hc.kink_mask.sum())
+    an = Analysis(net)
+    if not an.mixed:
+        return an.N
     with ticking(budget, desc="minimal width: configurations", enabled=progress):
-        ws = width_search(net, budget=budget, hc=hc)
+        ws = width_search(an, budget=budget)
     if ws.width is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -333,10 +326,10 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
-    hc = hyperplane_classes(net)
-    if int(hc.kink_mask.sum()) > _DIRECT_MIN_CLASSES and no_mixed_class(hc):
-        return _direct_minimal(net, hc, keep_scales)
-    ws = width_search(net, budget=budget, hc=hc)
+    an = Analysis(net)
+    if an.N > _DIRECT_MIN_CLASSES and not an.mixed:
+        return _direct_minimal(an, keep_scales)
+    ws = width_search(an, budget=budget)
     if ws.width is None or ws.best is None or ws.kd is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -344,11 +337,11 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     kd = ws.kd
     neurons, c = canonical_minimal_network(kd, ws.best)
     if keep_scales:
-        neurons = _rescale_like(neurons, kd, hc)
+        neurons = _rescale_like(neurons, an.classes)
     out = _assemble(neurons, c, net.m, net.k, like=net)
     if len(neurons) != ws.width:  # pragma: no cover - would contradict docs/math/width.md
         raise AssertionError("the minimal network does not have w(f) neurons")
-    if normal_form(out) != NormalForm(hc):  # pragma: no cover - would contradict docs/math/width.md
+    if normal_form(out) != an.normal_form:  # pragma: no cover - would contradict docs/math/width.md
         raise AssertionError("the minimal network does not realize the same function")
     return MinimalNetwork(out, ws.width, ws.canonical and not keep_scales, ws.best, ws.undecided)
 
@@ -356,7 +349,7 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
 _DIRECT_MIN_CLASSES = 12  # below this the exact configuration search certifies CMN as before
 
 
-def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> MinimalNetwork:
+def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
     """The minimal network when no hyperplane class carries neurons of both orientations, built directly.
 
     Then θ's own configuration (S_θ = the negatively oriented classes, P = ∅) has R_S = 0, so w = N, and one
@@ -366,7 +359,7 @@ def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> M
     classes whose kinks cancel are dropped.  The neurons are sorted by the exact û.  The result is CMN(f) when
     S_θ is the only configuration of cost 0, which the flip certificate of the reduced network shows (its
     rows κ_û ⊗ α̂_û independent); otherwise it is minimal and ``canonical`` is False."""
-    nf = NormalForm(hc)
+    net, hc, nf = an.net, an.classes, an.normal_form
     order = nf.kink_order
     N = int(order.shape[0])
     reps = hc.rep[order]
@@ -409,7 +402,7 @@ def _direct_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> M
     # the flip rows of the reduced network are κ_û ⊗ a_rep up to nonzero factors: certify on float data
     kap = hc.kappa[order]
     cert = Network(np.ascontiguousarray(kap.T), net.A[reps], net.b[reps], m=m) if N else out
-    unique = flips_certified_absent(cert)
+    unique = flips_certified_absent(Analysis(cert))
     note = None if unique else "w = N is certain; S_θ was not certified the only configuration of cost 0"
     return MinimalNetwork(out, N, unique, config, note)
 
@@ -484,9 +477,7 @@ def _exact_class_order(hc: HyperplaneClasses) -> list[int]:
     return sorted(range(len(hc.lam)), key=u)  # pragma: no cover - float keys misordered (ties)
 
 
-def _rescale_like(
-    neurons: list[tuple[Vec, Vec, Fraction]], kd: KinkData, hc: HyperplaneClasses
-) -> list[tuple[Vec, Vec, Fraction]]:
+def _rescale_like(neurons: list[tuple[Vec, Vec, Fraction]], hc: HyperplaneClasses) -> list[tuple[Vec, Vec, Fraction]]:
     scale: dict[Vec, Fraction] = {}
     for j in range(hc.N_all):
         i = int(hc.rep[j])

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _linalg as linalg
-from ._configurations import KinkData
+from ._analysis import Analysis, KinkData
 from ._equivalence import equivalent
 from ._fiber import Fiber, fiber
 from ._group import find_symmetry, stabilizer
@@ -236,13 +236,14 @@ def _check_strata(fb: Fiber, net: Network, name: str, brute: frozenset[Type]) ->
         out.append(
             f"{name}: strata {sorted(listed)} differ from the brute-force types {sorted(brute)} of the same normal form"
         )
-    nf = normal_form(net)
+    theta = Analysis(net)
     for s in fb.strata:
-        if s.witness is None or normal_form(s.witness) != nf or point_type(s.witness) != s.key:
+        w = None if s.witness is None else Analysis(s.witness)
+        if w is None or w.normal_form != theta.normal_form or point_type(w) != s.key:
             out.append(f"{name}: stratum {s.key} has no verified witness")
     own = [s.key for s in fb.strata if s.own]
-    if own != [point_type(net)]:
-        out.append(f"{name}: θ's own stratum {point_type(net)} is not the one marked ({own})")
+    if own != [point_type(theta)]:
+        out.append(f"{name}: θ's own stratum {point_type(theta)} is not the one marked ({own})")
     return out
 
 
@@ -274,8 +275,9 @@ def classify(
     for _ in range(samples):
         s = fb.sample(r)
         stats["samples"] += 1
-        if point_type(s) not in listed:
-            failures.append(f"{name}: a fibre sample has the type {point_type(s)}, which is not listed")
+        s_type = point_type(Analysis(s))
+        if s_type not in listed:
+            failures.append(f"{name}: a fibre sample has the type {s_type}, which is not listed")
         if net.m == 1 and not _oracle_m1(net, s):
             failures.append(f"{name}: a fibre sample differs from θ at a breakpoint (oracle docs/math/normal-form.md)")
         if single_orbit:
