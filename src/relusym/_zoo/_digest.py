@@ -1,54 +1,59 @@
-"""Normal-form digests of many equal-shape networks at once, without Python work per neuron.
+"""Normal-form digests of many equal-shape networks at once, without Python work per neuron or per number.
 
-The digest of θ is the SHA-256 of the canonical JSON of its normal form NF(θ) = (K, M, e) (see docs/zoo.md and
-:meth:`relusym.NormalForm.digest`): the kink classes (û, κ_û) with κ_û ≠ 0 sorted
-lexicographically by û, the linear part M = Σ_neg v_i a_iᵀ and the offset e = c + Σ_const b_i v_i + Σ_neg b_i v_i,
-every number written as a reduced fraction ``"p/q"`` (or ``"p"``).  This module computes exactly the same text
-for a stack of networks whose entries are all float32 values (float16, float32, or float64 holding float32
-values: the usual case for model zoos), vectorized over the whole stack:
+The digest (scheme ``relusym.nf/2``, defined in relusym/_digest.py and docs/zoo.md) hashes integer blocks built
+from NF(θ) = (K, M, e): the primitive integer vectors ŵ of the kink classes, the kinks κ, the linear part M and
+the offset e, rationals by their 2-adic split (t, p, q).  For a network with float (or small integer) entries
+all of these are integers computed here exactly, for a whole stack of networks at once:
 
-* **classes.**  û_i = (a_i, b_i)/λ_i (λ_i the first nonzero entry of a_i) is a vector of quotients of two
-  24-bit-mantissa numbers.  Two distinct such quotients differ by a relative amount of at least 2⁻⁴⁸, so their
-  correctly rounded float64 values differ: the float64 keys of û are equal exactly when the rationals are, and
-  they sort in the same order.  Neurons are sorted (one batched lexicographic sort over the stack) and grouped
-  by key; every grouped pair is then verified exactly by cross-multiplication (a_i λ_j = a_j λ_i, exact in
-  float64 for float32 operands).
-* **sums.**  κ_û, M and e are sums of products of two float32 numbers; each product is exact in float64, their
-  sums are not.  They are summed exactly as integers: every term is cut into 32-bit limbs on a grid fixed per
-  sum (its smallest ulp), limbs are added with float64 accumulations that stay below 2⁵³ (exact), and carries
-  are propagated.  Nothing is rounded.
-* **text.**  Numerators and denominators are formed from the integer mantissas (odd parts and powers of two,
-  gcd of the odd parts) as int64.  The JSON of every network is written as rows of one byte matrix (a head row
-  with M and e, one row per kink class): constant literal columns, decimal digits from a table of 4-digit
-  groups, and a mask that drops the unused columns, so no Python code runs per number; the rare numbers that
-  need more than 62 bits are written by Python integers and spliced in.  Each network's bytes are then hashed.
+* **classes.**  A neuron w_i = (a_i, b_i) with a_i ≠ 0 and v_i ≠ 0 has the primitive vector
+  ŵ_i = sgn(λ_i) · (o_ij 2^(s_ij − min_j s_ij) / g_i)_j, where x_ij = o_ij 2^(s_ij) with o_ij odd and g_i the gcd of
+  the o_ij (one batched gcd over the rows, stopping as soon as every row is at 1).  Two neurons lie in one
+  class exactly when their ŵ are equal, so the classes are runs of equal rows after one sort per stack by
+  (network, row key), and that sort is also the order the digest lists the classes in (by the bytes of the row:
+  its little-endian magnitudes, then its signs; the magnitudes are compared as byte-swapped 64-bit limbs).
+  Ties, opposite pairs and split duplicates need nothing special: they are equal integer rows.
+* **sums.**  κ_û = Σ_û |λ_i| v_i, M = Σ_neg v_i a_iᵀ and e = c + Σ_const b_i v_i + Σ_neg b_i v_i are sums of
+  products x·y of entries.  Per network, the entries of V (and c) and of (A, b) are written as integers on two
+  grids 2^(e_V) and 2^(e_W) (their smallest set bits), cut into 16-bit digits; products of digits are below
+  2³², their sums over the neurons below 2⁵³, so float64 products (one batched matrix product for M and e,
+  c entering as a constant neuron) and segment sums (for κ) are exact in any order.  Carries give the exact
+  integers in base 2¹⁶, from which the 2-adic split (t, p, 1) follows by counting trailing zeros.
+* **bytes.**  Networks with the same byte layout (number of classes and the eight block widths) get their
+  bytes as the rows of one uint8 matrix (the batched encoders of relusym/_digest.py), one SHA-256 per row.
 
-Networks outside the fast path (non-float32 entries, exact rationals, extreme exponent ranges, NaN) take the
-single-network path ``normal_form(net).digest()``, which is the definition; the tests compare both on thousands of
-networks.
+Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
+its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
+about 300 bits, NaN or infinity) a network takes the single-network path :func:`network_digest`; the tests
+compare both with the definition on thousands of networks.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from .._digest import (
+    byte_widths,
+    digest_header,
+    dyadic_block_rows,
+    int_block_rows,
+    odd_part_digits,
+    reference_digest,
+)
 from .._network import Network
 from .._normal_form import normal_form
-from .._numbers import fraction_str
 from ..errors import InvalidNetworkError
 
 __all__ = ["StackDigests", "stack_digests", "network_digest"]
 
-_L = 32
-_BASE = float(2**_L)
-_MAX_LIMBS = 14  # sums spanning more than ~440 bits go to the single-network path
+_DIGIT = 16  # bits per digit of the exact sums
+_MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
+_MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _BIG = 1 << 40
-_MAX_TERMS = 1 << 21  # float64 entries per sub-batch of the largest temporary
+_MAX_ENTRIES = 1 << 21  # float64 entries of the largest temporary of one batch
 
 
 @dataclass(frozen=True)
@@ -66,486 +71,316 @@ class StackDigests:
     error: list[str | None]
 
 
+def network_digest(net: Network) -> str:
+    """The single-network path: the digest of ``normal_form(net)`` by its definition (scheme relusym.nf/2)."""
+    nf = normal_form(net)
+    # NormalForm.digest() computes scheme relusym.nf/2 once the `digest` branch is merged; until then the
+    # definition itself, from the normal form's exact rationals (the same value, slower)
+    return reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # integers from floats
 
 
-def _ctz(v: np.ndarray) -> np.ndarray:
-    """Trailing zero bits of int64 entries (0 for 0)."""
-    low = v & -v
-    return np.where(v != 0, np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1, 0)
-
-
-def _bitlen(v: np.ndarray) -> np.ndarray:
-    """An upper bound on the bit length of |v| (exact below 2⁵³)."""
-    return np.asarray(np.frexp(np.abs(v).astype(np.float64))[1].astype(np.int64))
-
-
-def _odd_mantissa(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x = mi · 2^E exactly, with mi an odd int64 (or 0, with E = 0)."""
+def _odd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x = o · 2^s exactly, o an odd int64 (|o| < 2⁵³), or o = 0 and s = 0 for x = 0 (float64 input)."""
     fr, ex = np.frexp(x)
     mi = (fr * 2.0**53).astype(np.int64)
-    tz = _ctz(mi)
-    mi = mi >> tz
-    return mi, np.where(mi != 0, ex.astype(np.int64) - 53 + tz, 0)
+    low = mi & -mi
+    tz = np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1
+    nz = mi != 0
+    o = np.where(nz, mi >> np.where(nz, tz, 0), 0)
+    return o, np.where(nz, ex.astype(np.int64) - 53 + tz, 0)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# exact sums
+def _top(x: np.ndarray) -> np.ndarray:
+    """Exponent of the leading bit of each x (−_BIG for 0)."""
+    ex = np.frexp(x)[1].astype(np.int64) - 1
+    return np.where(x != 0, ex, -_BIG)
 
 
-def _segment_sums(T: np.ndarray, seg: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact sums of the rows of T (R × E float64, every entry exact) per segment id ``seg`` (in [0, S)).
+def _row_gcd(x: np.ndarray) -> np.ndarray:
+    """gcd of each row of a nonnegative int64 matrix, column by column on the rows not yet at 1."""
+    g = x[:, 0].copy()
+    rows = np.arange(x.shape[0])
+    for j in range(1, x.shape[1]):
+        rows = rows[g[rows] != 1]
+        if rows.size == 0:
+            break
+        g[rows] = np.gcd(g[rows], x[rows, j])
+    return g
 
-    Returns (D, lo, ok): the sum of segment s, column j is Σ_l D[s, j, l]·2^(32 l + lo[s, j]), with the digits
-    D[..., l] in [−2³¹, 2³¹) for l below the top one (so the sum is 0 iff all its digits are); ``ok[s]`` is False when
-    a sum of segment s spans too many bits (that segment's values are then meaningless)."""
-    R, E = T.shape
-    if R == 0 or E == 0:
-        return np.zeros((S, E, 1)), np.zeros((S, E), dtype=np.int64), np.ones(S, dtype=bool)
-    if R > 1 and bool((seg[1:] < seg[:-1]).any()):
-        order = np.argsort(seg, kind="stable")
-        T, seg = T[order], seg[order]
-    present, starts = np.unique(seg, return_index=True)
-    ex = np.frexp(T)[1].astype(np.int64)
-    nz = T != 0
-    lo = np.full((S, E), _BIG, dtype=np.int64)
-    lo[present] = np.minimum.reduceat(np.where(nz, ex - 53, _BIG), starts, axis=0)
-    hi = np.full((S, E), -_BIG, dtype=np.int64)
-    hi[present] = np.maximum.reduceat(np.where(nz, ex, -_BIG), starts, axis=0)
-    empty = lo == _BIG
-    lo[empty] = 0
-    hi[empty] = 0
-    cnt = np.bincount(seg, minlength=S)
-    need = hi - lo + _bitlen(cnt)[:, None] + 1
-    nl = -(-need // _L) + 1
-    nl_seg = nl.max(axis=1)
-    ok = nl_seg <= _MAX_LIMBS
-    NL = int(nl_seg[ok].max()) if ok.any() else 1
-    lo_safe = np.where(ok[:, None], lo, 0)
-    absT = np.abs(T)
-    sg = np.sign(T)
-    sh = lo_safe[seg]
-    D = np.zeros((S, E, NL))
-    with np.errstate(over="ignore", invalid="ignore"):
-        for l_ in range(NL):
-            q = np.floor(np.ldexp(absT, (-(sh + _L * l_)).astype(np.int32)))
-            d = np.fmod(q, _BASE) * sg
-            d[~np.isfinite(d)] = 0.0
-            D[present, :, l_] = np.add.reduceat(d, starts, axis=0)  # integers below 2⁵³: exact
-    for l_ in range(NL - 1):  # balanced digits in [−2³¹, 2³¹): unique, so the sum is 0 iff every digit is
-        carry = np.floor((D[..., l_] + _BASE / 2) / _BASE)
-        D[..., l_] -= carry * _BASE
-        D[..., l_ + 1] += carry
-    return D, lo_safe, ok
+
+def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
+    """q · 2^d as L little-endian 64-bit limbs (q < 2⁵³ and d ≥ 0 int64 arrays of one shape, q·2^d < 2^(64 L))."""
+    qu = q.astype(np.uint64)
+    li = d // 64
+    r = (d % 64).astype(np.uint64)
+    lo = qu << r
+    hi = np.where(r > 0, qu >> np.minimum(np.uint64(64) - r, np.uint64(63)), np.uint64(0))
+    out = np.zeros(q.shape + (L,), dtype="<u8")
+    for l_ in range(L):
+        out[..., l_] = np.where(li == l_, lo, 0) | np.where(li + 1 == l_, hi, 0)
+    return out
+
+
+def _digits(x: np.ndarray, e0: np.ndarray, P: int) -> np.ndarray:
+    """The signed base-2¹⁶ digits of x · 2^(−e0) (an integer for every entry): x (B, ...) float64, e0 (B,),
+    result (B, P, ...) float64 with x·2^(−e0) = Σ_p D[:, p]·2^(16 p), every digit of the sign of x."""
+    sh = (-e0).astype(np.int32).reshape((-1,) + (1,) * (x.ndim - 1))
+    y = np.ldexp(np.abs(x), sh)
+    sg = np.sign(x)
+    out = np.empty((x.shape[0], P) + x.shape[1:])
+    for p in range(P):
+        out[:, p] = np.fmod(np.floor(np.ldexp(y, -_DIGIT * p)), 2.0**_DIGIT) * sg
+    return out
+
+
+def _normalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integers Σ_j S[..., j]·2^(16 j) (float64 integer digits below 2⁵³) as (magnitude digits in [0, 2¹⁶),
+    int64 (X, J), negative) with X the product of the leading axes; the top digit must stay unused."""
+    J = S.shape[-1]
+    D = S.reshape(-1, J).astype(np.int64)
+    mask = (1 << _DIGIT) - 1
+    for j in range(J - 1):
+        D[:, j + 1] += D[:, j] >> _DIGIT
+        D[:, j] &= mask
+    neg = D[:, J - 1] < 0
+    if neg.any():
+        Dn = -D[neg]
+        for j in range(J - 1):
+            Dn[:, j + 1] += Dn[:, j] >> _DIGIT
+            Dn[:, j] &= mask
+        D[neg] = Dn
+    return D, neg
+
+
+def _split(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_j S[..., j] 2^(16 j): (t, bytes of |p|, p < 0),
+    with t and the sign flattened over the leading axes and the bytes (X, 2J) little-endian."""
+    D, neg = _normalize(S)
+    s, P = odd_part_digits(D)
+    nz = D.any(axis=1)
+    t = np.where(nz, base.reshape(-1) + s, 0)
+    return t, P.astype("<u2").view(np.uint8), neg & nz
 
 
 # ----------------------------------------------------------------------------------------------------------
 # the vectorized path
 
 
-def _lex_order(hb: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """The order of the rows by (network, U lexicographically): a sort on the leading keys, completed by the
-    full lexicographic sort only when two rows of one network agree on them."""
-    lead = min(U.shape[1], 3)
-    order = np.lexsort([U[:, j] for j in range(lead - 1, -1, -1)] + [hb])
-    if lead < U.shape[1] and order.size > 1:
-        hs, Us = hb[order], U[order, :lead]
-        if bool(((hs[1:] == hs[:-1]) & (Us[1:] == Us[:-1]).all(axis=1)).any()):
-            order = np.lexsort([U[:, j] for j in range(U.shape[1] - 1, -1, -1)] + [hb])
-    return order
+def _profile(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per network: the ŵ limbs, the digits of V (with c) and of (A, b), the grids e_V and e_W and the exponent
+    t_W of the constant neuron that carries c (b = 2^(t_W), v = c·2^(−t_W)); limbs 0 when out of range."""
+    B = A.shape[0]
+    W = np.concatenate([A, b[:, :, None]], axis=2)  # B × n × (m+1)
+    _, sW = _odd(W)
+    tW_ = _top(W)
+    nzW = W != 0
+    low_i = np.where(nzW, sW, _BIG).min(axis=2)
+    top_i = tW_.max(axis=2)
+    has_a = (A != 0).any(axis=2)
+    bits = np.where(has_a, top_i - low_i + 1, 0)
+    Lw = -(-bits.max(axis=1, initial=0) // 64)
+    topW = top_i.max(axis=1, initial=-_BIG)
+    tW = np.where(topW > -_BIG, topW, 0)
+    eW = np.minimum(low_i.min(axis=1, initial=_BIG), tW)
+    cv = np.ldexp(c, (-tW).astype(np.int32)[:, None])
+    exact_c = (np.ldexp(cv, tW.astype(np.int32)[:, None]) == c).all(axis=1)
+    Vf = np.concatenate([V.reshape(B, -1), cv], axis=1)
+    _, sV = _odd(Vf)
+    nzV = Vf != 0
+    eV = np.where(nzV, sV, _BIG).min(axis=1)
+    topV = _top(Vf).max(axis=1)
+    eV = np.where(eV == _BIG, 0, eV)
+    bitsV = np.where(topV > -_BIG, topV - eV + 1, 1)
+    PV = -(-bitsV // _DIGIT)
+    PW = -(-(np.maximum(topW, tW) - eW + 1) // _DIGIT)
+    good = exact_c & (PV <= _MAX_DIGITS) & (PW <= _MAX_DIGITS) & (Lw <= _MAX_LIMBS)
+    return Lw, PV, PW, eV, eW, tW, cv, good
 
 
-def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Digests, widths (−1: needs search) and ok flags of a stack of float32-valued float64 networks."""
+def _fast_batch(
+    V: np.ndarray, A: np.ndarray, b: np.ndarray, cv: np.ndarray, eV: np.ndarray, eW: np.ndarray, tW: np.ndarray,
+    Lw: int, PV: int, PW: int,
+) -> tuple[list[str], np.ndarray]:  # fmt: skip
+    """Digests and widths (−1: needs search) of a stack of float64 networks whose entries need at most PV
+    (V, and c·2^(−t_W)) and PW ((A, b, 2^(t_W))) digits on the grids 2^(e_V), 2^(e_W), and ŵ at most Lw limbs."""
     B, n, m = A.shape
     k = V.shape[1]
-    ok = np.ones(B, dtype=bool)
     Vt = V.transpose(0, 2, 1)  # B × n × k
     a_nz = A != 0
     has_a = a_nz.any(axis=2)
-    has_v = (Vt != 0).any(axis=2)
-    hyper = has_a & has_v
-    const = ~has_a & has_v & (b > 0)
+    hyper = has_a & (Vt != 0).any(axis=2)
+    const = ~has_a & (b > 0)
     piv = a_nz.argmax(axis=2)
     lam = np.take_along_axis(A, piv[..., None], axis=2)[..., 0]
+    neg = hyper & (lam < 0)
+    # ---- primitive vectors ŵ and the classes
     hb, hi = np.nonzero(hyper)
-    lam_h = lam[hb, hi]
-    W = np.concatenate([A[hb, hi], b[hb, hi][:, None]], axis=1)
-    U = W / lam_h[:, None] + 0.0
-    order = _lex_order(hb, U)
-    hb, hi, lam_h, W, U = hb[order], hi[order], lam_h[order], W[order], U[order]
     R = hb.shape[0]
+    Wr = np.concatenate([A[hb, hi], b[hb, hi][:, None]], axis=1)  # R × (m+1)
+    o, s = _odd(Wr)
+    nz = o != 0
+    low = np.where(nz, s, _BIG).min(axis=1, initial=_BIG)
+    d = np.where(nz, s - low[:, None], 0)
+    ao = np.abs(o)
+    g = _row_gcd(ao) if R else np.ones(0, dtype=np.int64)
+    mag = _shift_limbs(ao // g[:, None], d, Lw)  # R × (m+1) × Lw
+    sneg = ((o < 0) ^ (lam[hb, hi] < 0)[:, None]) & nz
+    keys = mag.view(">u8").astype(np.uint64).reshape(R, (m + 1) * Lw)
+    keys = np.concatenate([keys, sneg.astype(np.uint64)], axis=1)
+    order = _row_order(hb, keys)
+    hb, hi, keys, mag, sneg = hb[order], hi[order], keys[order], mag[order], sneg[order]
     if R:
-        same = (hb[1:] == hb[:-1]) & (U[1:] == U[:-1]).all(axis=1)
-        j = np.nonzero(same)[0] + 1
-        if j.size:  # exact check of every grouped pair: w_j λ_i == w_i λ_j
-            exact = (W[j] * lam_h[j - 1, None] == W[j - 1] * lam_h[j, None]).all(axis=1)
-            ok[hb[j[~exact]]] = False
-        new = np.concatenate([[True], ~same])
+        new = np.concatenate([[True], (hb[1:] != hb[:-1]) | (keys[1:] != keys[:-1]).any(axis=1)])
     else:
         new = np.zeros(0, dtype=bool)
     cls = np.cumsum(new) - 1
     first = np.nonzero(new)[0]
     C = first.shape[0]
     cls_net = hb[first]
-    # kinks κ_û = Σ |λ_i| v_i per class
-    Tk = np.abs(lam_h)[:, None] * Vt[hb, hi]
-    Dk, lok, okk = _segment_sums(Tk, cls, C)
-    ok[cls_net[~okk]] = False
-    kmask = (Dk != 0).any(axis=(1, 2)) if C else np.zeros(0, dtype=bool)
-    # width: no class with both orientations ⇒ the number of kink classes
-    negr = lam_h < 0
-    n_neg = np.bincount(cls, weights=negr, minlength=C)
-    n_pos = np.bincount(cls, weights=~negr, minlength=C)
-    width = np.bincount(cls_net[kmask], minlength=B).astype(np.int64)
-    width[np.unique(cls_net[(n_neg > 0) & (n_pos > 0)])] = -1
-    # M = Σ_neg v_i a_iᵀ (k × m), e = c + Σ_const b_i v_i + Σ_neg b_i v_i
-    nb, ni = hb[negr], hi[negr]
-    neg = np.zeros((B, n), dtype=bool)
-    neg[nb, ni] = True
-    res = _limb_matmul(V * neg[:, None, :], A) if n * k * m > 4096 else None
-    if res is None:
-        Tm = (Vt[nb, ni][:, :, None] * A[nb, ni][:, None, :]).reshape(-1, k * m)
-        Dm, lom, okm = _segment_sums(Tm, nb, B)
-    else:
-        Dm, lom, okm = res
-    cb, ci = np.nonzero(const)
-    te = np.concatenate([c, b[cb, ci][:, None] * Vt[cb, ci], b[nb, ni][:, None] * Vt[nb, ni]])
-    se = np.concatenate([np.arange(B), cb, nb])
-    De, loe, oke = _segment_sums(te, se, B)
-    ok &= okm & oke
-    # text
-    rep = first[kmask]
-    counts = np.bincount(cls_net[kmask], minlength=B)
-    digests = _write_digests(
-        B,
-        m,
-        k,
-        counts,
-        _ratio_ints(W[rep], lam_h[rep]),
-        _digit_ints(Dk[kmask], lok[kmask]),
-        _digit_ints(Dm, lom),
-        _digit_ints(De, loe),
+    # ---- digits: V with c as the last neuron (B × PV × k × (n+1)), (A, b) with 2^(t_W) (B × (n+1) × PW × (m+1))
+    Vc = np.concatenate([V, cv[:, :, None]], axis=2)
+    Wc = np.concatenate(
+        [np.concatenate([A, b[:, :, None]], axis=2), np.zeros((B, 1, m + 1))], axis=1
     )
-    return digests, width, ok
+    Wc[:, n, m] = np.ldexp(1.0, tW.astype(np.int32))
+    DV = _digits(Vc, eV, PV)  # B × PV × k × (n+1)
+    DW = _digits(Wc, eW, PW).transpose(0, 2, 1, 3)  # B × (n+1) × PW × (m+1)
+    J = PV + PW + 2  # |sums| < (n+1)·2^(16(PV+PW)) ≤ 2^(16(J−1)), n < 2¹⁶: the top digit stays free
+    base = eV + eW
+    # κ_û = Σ |λ_i| v_i per class: digit products summed over the class's rows
+    lam_d = np.abs(DW[hb, hi, :, piv[hb, hi]])  # R × PW
+    v_d = DV[hb, :, :, hi]  # R × PV × k
+    T = lam_d[:, :, None, None] * v_d[:, None, :, :]  # R × PW × PV × k
+    Tk = np.add.reduceat(T, first, axis=0) if C else np.zeros((0, PW, PV, k))
+    Sk = np.zeros((C, k, J))
+    for p in range(PW):
+        for q in range(PV):
+            Sk[:, :, p + q] += Tk[:, p, q]
+    # M and e: Σ over the negative and constant neurons (and c) of v·(a, b), one matrix product of digits
+    sel = np.concatenate([neg | (const & (Vt != 0).any(axis=2)), np.ones((B, 1), dtype=bool)], axis=1)
+    Vs = (DV * sel[:, None, None, :]).reshape(B, PV * k, n + 1)
+    prod = np.matmul(Vs, DW.reshape(B, n + 1, PW * (m + 1))).reshape(B, PV, k, PW, m + 1)
+    Sa = np.zeros((B, k, m + 1, J))
+    for p in range(PW):
+        for q in range(PV):
+            Sa[:, :, :, p + q] += prod[:, q, :, p, :]
+    tk, pk, nk = _split(Sk, np.repeat(base[cls_net], k))
+    ta, pa, na = _split(Sa, np.repeat(base, k * (m + 1)))
+    # ---- the kink classes (κ ≠ 0), widths, byte layouts
+    kept = (pk.reshape(C, k * pk.shape[1]) != 0).any(axis=1)
+    N = np.bincount(cls_net[kept], minlength=B)
+    lam_neg = lam[hb, hi] < 0
+    both = (np.bincount(cls, weights=lam_neg, minlength=C) > 0) & (np.bincount(cls, weights=~lam_neg, minlength=C) > 0)
+    width = N.astype(np.int64)
+    width[np.unique(cls_net[both])] = -1
+    kc = np.nonzero(kept)[0]
+    kstart = np.concatenate([[0], np.cumsum(N)])
+    mag_c = mag[first[kc]].view(np.uint8).reshape(kc.shape[0], m + 1, 8 * Lw)
+    sg_c = sneg[first[kc]]
+    tk_c = tk.reshape(C, k)[kc]
+    pk_c = pk.reshape(C, k, pk.shape[1])[kc]
+    nk_c = nk.reshape(C, k)[kc]
+    ta, pa, na = ta.reshape(B, k, m + 1), pa.reshape(B, k, m + 1, pa.shape[1]), na.reshape(B, k, m + 1)
+    tM, pM, nM = ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, pa.shape[3]), na[:, :, :m].reshape(B, k * m)
+    te, pe, ne = ta[:, :, m], pa[:, :, m], na[:, :, m]
+    wid = np.ones((B, 8), dtype=np.int64)
+    wid[:, 0] = N
+    if kc.size:
+        full = np.nonzero(N)[0]
+        for col, per_class in ((1, byte_widths(mag_c)), (2, _tbytes(tk_c)), (3, byte_widths(pk_c))):
+            wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class.max(axis=1), kstart[full]))
+    wid[:, 4] = np.maximum(1, _tbytes(tM).max(axis=1, initial=0))
+    wid[:, 5] = np.maximum(1, byte_widths(pM).max(axis=1, initial=0))
+    wid[:, 6] = np.maximum(1, _tbytes(te).max(axis=1, initial=0))
+    wid[:, 7] = np.maximum(1, byte_widths(pe).max(axis=1, initial=0))
+    layouts, inv = np.unique(wid, axis=0, return_inverse=True)
+    digests: list[str] = [""] * B
+    sha = hashlib.sha256
+    for gi, lay in enumerate(layouts.tolist()):
+        nets = np.nonzero(inv.reshape(-1) == gi)[0]
+        G = nets.shape[0]
+        Ng, ww, wkt, wkp, wMt, wMp, wet, wep = lay
+        rows = (kstart[nets][:, None] + np.arange(Ng)[None, :]).reshape(-1)
+        head = np.broadcast_to(np.frombuffer(digest_header(m, k, Ng), dtype=np.uint8), (G, 37))
+        pieces = [
+            head,
+            int_block_rows(mag_c[rows].reshape(G, Ng * (m + 1), 8 * Lw), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
+            dyadic_block_rows(
+                tk_c[rows].reshape(G, Ng * k), pk_c[rows].reshape(G, Ng * k, pk_c.shape[2]), nk_c[rows].reshape(G, Ng * k),
+                wkt, wkp,
+            ),
+            dyadic_block_rows(tM[nets], pM[nets], nM[nets], wMt, wMp),
+            dyadic_block_rows(te[nets], pe[nets], ne[nets], wet, wep),
+        ]  # fmt: skip
+        mat = np.ascontiguousarray(np.concatenate(pieces, axis=1))
+        for j, i in enumerate(nets.tolist()):
+            digests[i] = sha(mat[j]).hexdigest()
+    return digests, width
+
+
+def _tbytes(t: np.ndarray) -> np.ndarray:
+    """Bytes of |t| (int64, any shape), 0 for 0."""
+    return byte_widths(np.abs(t).astype("<u8").view(np.uint8).reshape(t.shape + (8,)))
+
+
+def _row_order(hb: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The order of the rows by (network, row key lexicographically): a sort on the first key column,
+    completed by the full lexicographic sort for the networks where two rows agree on it."""
+    R, ncol = keys.shape
+    if R == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((keys[:, 0], hb))
+    hs, k0 = hb[order], keys[order, 0]
+    tie = (hs[1:] == hs[:-1]) & (k0[1:] == k0[:-1])
+    if ncol == 1 or not tie.any():
+        return order
+    tied = np.zeros(int(hb.max()) + 1, dtype=bool)
+    tied[hs[1:][tie]] = True
+    sub = np.nonzero(tied[hb])[0]
+    sub = sub[np.lexsort([keys[sub, j] for j in range(ncol - 1, -1, -1)] + [hb[sub]])]
+    rest = order[~tied[hs]]
+    both = np.concatenate([rest, sub])
+    return both[np.argsort(hb[both], kind="stable")]
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the JSON text as one byte matrix: a row per number (the literal before it, sign, numerator, '/', denominator)
-
-Ints = tuple[np.ndarray, np.ndarray, dict[int, str]]  # numerators, denominators > 0, texts of the big ones
-
-_P10 = 10 ** np.arange(19, dtype=np.int64)
+# the stack
 
 
-def _ratio_ints(x: np.ndarray, lam: np.ndarray) -> Ints:
-    """x[r, j] / lam[r] as reduced int64 fractions (float32-valued inputs, lam ≠ 0); entries that need more than
-    62 bits are written with Python integers instead (flat index → text)."""
-    mx, ex = _odd_mantissa(x)
-    ml, el = _odd_mantissa(lam)
-    ml, el = ml[:, None], el[:, None]
-    g = np.gcd(mx.astype(np.int32), ml.astype(np.int32)).astype(np.int64)  # odd mantissas of float32: < 2²⁴
-    num = (mx // g) * np.sign(ml)
-    den = np.abs(ml) // g
-    d = np.where(mx == 0, 0, ex - el)
-    up = d >= 0
-    fit = np.where(up, _bitlen(num) + d <= 62, _bitlen(den) - d <= 62)
-    num = np.where(fit & up, num << np.where(fit & up, d, 0), np.where(fit, num, 0))
-    den = np.where(fit & ~up, den << np.where(fit & ~up, -d, 0), np.where(fit, den, 1))
-    big: dict[int, str] = {}
-    for r, j in np.argwhere(~fit).tolist():
-        big[r * x.shape[1] + j] = fraction_str(Fraction(float(x[r, j])) / Fraction(float(lam[r])))
-    return num, den, big
-
-
-_LB = 16  # limb bits of the exact matrix products: 16-bit limbs, products below 2³², n ≤ 2¹³ terms below 2⁴⁵
-
-
-def _int_limbs(X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """X (B × r × c, float32 values) as signed 16-bit limbs over one power of two per network:
-    X[b] = Σ_p L[p, b] · 2^(16 p + e[b]) exactly (None when some network spans too many bits)."""
-    B = X.shape[0]
-    flat = X.reshape(B, -1)
-    fr, ex = np.frexp(flat)
-    nz = flat != 0
-    e = np.where(nz, ex.astype(np.int64) - 24, _BIG).min(axis=1)
-    top = np.where(nz, ex.astype(np.int64), -_BIG).max(axis=1)
-    e = np.where(e == _BIG, 0, e)
-    span = np.where(top == -_BIG, 0, top - e)
-    P = max(1, int(-(-int(span.max(initial=0)) // _LB)))
-    if P > 12:
-        return None
-    Y = np.ldexp(np.abs(X), (-e).astype(np.int32)[:, None, None])
-    sg = np.sign(X)
-    limbs = np.empty((P,) + X.shape)
-    for p in range(P):
-        limbs[p] = np.fmod(np.floor(np.ldexp(Y, -_LB * p)), 2.0**_LB) * sg
-    return limbs, e
-
-
-def _limb_matmul(V: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The exact products V[b] @ A[b] (k × m per network, flattened row-major) in the digit format of
-    :func:`_segment_sums`, from float64 matrix products of 16-bit limbs (every partial sum is an integer below
-    2⁵³, so BLAS computes them exactly in any order)."""
-    B, k, n = V.shape
-    m = A.shape[2]
-    if n > 1 << 13:
-        return None
-    lv, la = _int_limbs(V), _int_limbs(A)
-    if lv is None or la is None:
-        return None
-    Lv, ev = lv
-    La, ea = la
-    S = np.zeros((Lv.shape[0] + La.shape[0] + 1, B, k, m))
-    for p in range(Lv.shape[0]):
-        for q in range(La.shape[0]):
-            S[p + q] += np.matmul(Lv[p], La[q])
-    # base 2¹⁶ with balanced carries, then pairs of limbs as base-2³² digits
-    for s_ in range(S.shape[0] - 1):
-        carry = np.floor((S[s_] + 2.0 ** (_LB - 1)) / 2.0**_LB)
-        S[s_] -= carry * 2.0**_LB
-        S[s_ + 1] += carry
-    if S.shape[0] % 2:
-        S = np.concatenate([S, np.zeros((1,) + S.shape[1:])])
-    D = (S[0::2] + S[1::2] * 2.0**_LB).reshape(S.shape[0] // 2, B, k * m).transpose(1, 2, 0)
-    D = np.ascontiguousarray(D)
-    for l_ in range(D.shape[2] - 1):  # balanced base-2³² digits, as _segment_sums returns them
-        carry = np.floor((D[..., l_] + _BASE / 2) / _BASE)
-        D[..., l_] -= carry * _BASE
-        D[..., l_ + 1] += carry
-    lo = np.repeat((ev + ea)[:, None], k * m, axis=1)
-    return D, lo, np.ones(B, dtype=bool)
-
-
-def _digit_ints(D: np.ndarray, lo: np.ndarray) -> Ints:
-    """The exact sums of :func:`_segment_sums` as reduced int64 fractions (shape lo.shape); sums that need more
-    than 62 bits are written with Python integers instead (flat index → text)."""
-    NL = D.shape[-1]
-    F = D.reshape(-1, NL)
-    flo = lo.ravel()
-    small = np.ones(F.shape[0], dtype=bool)
-    if NL > 2:
-        small &= (F[:, 2:] == 0).all(axis=1)
-    d1 = F[:, 1] if NL > 1 else np.zeros(F.shape[0])
-    small &= np.abs(d1) < 2.0**29
-    val = np.where(small, d1, 0.0).astype(np.int64) * (1 << _L) + np.where(small, F[:, 0], 0.0).astype(np.int64)
-    tz = _ctz(val)
-    num = val >> tz
-    E = np.where(val == 0, 0, flo + tz)
-    fit_pos = (E >= 0) & (_bitlen(num) + E <= 62)
-    fit_neg = (E < 0) & (-E <= 62)
-    fit = small & (fit_pos | fit_neg)
-    num = np.where(fit_pos, num << np.where(fit_pos, E, 0), np.where(fit, num, 0))
-    den = np.left_shift(np.int64(1), np.where(fit_neg & fit, -E, 0))
-    big: dict[int, str] = {}
-    for i in np.nonzero(~fit)[0].tolist():
-        v = sum(int(x) << (_L * l_) for l_, x in enumerate(F[i].tolist()))
-        e = int(flo[i])
-        big[i] = fraction_str(Fraction(v << e) if e >= 0 else Fraction(v, 1 << -e))
-    return num.reshape(lo.shape), den.reshape(lo.shape), big
-
-
-_T4 = np.frombuffer(b"".join(f"{i:04d}".encode() for i in range(10000)), dtype=np.uint32)
-
-
-def _digit_cells(x: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Decimal digits of nonnegative int64s, right-aligned in 4·groups byte columns, and their digit counts."""
-    cells = np.empty((x.shape[0], groups), dtype=np.uint32)
-    y = x
-    for g in range(groups - 1, -1, -1):
-        y, r = np.divmod(y, 10000)
-        cells[:, g] = _T4[r]
-    nd = np.maximum(np.searchsorted(_P10, x, side="right"), 1)
-    return cells.view(np.uint8), nd
-
-
-Field = bytes | tuple[np.ndarray, np.ndarray, dict[int, str]] | tuple[bytes, np.ndarray]
-
-
-def _render(R: int, fields: list[Field]) -> tuple[bytes, np.ndarray, list[tuple[int, str]]]:
-    """R rows of JSON text, each the concatenation of ``fields``: literal bytes, optional literals (bytes, row
-    mask), or number columns (numerators, denominators, {row: text} of numbers written by Python), each number
-    quoted.  Returns the bytes of all rows, the row offsets (R + 1) and the (offset, text) splices."""
-    widths: list[int] = []
-    specs: list[tuple[str, Any]] = []
-    for f in fields:
-        if isinstance(f, bytes):
-            specs.append(("lit", f))
-            widths.append(len(f))
-        elif isinstance(f[0], bytes):
-            specs.append(("opt", f))
-            widths.append(len(f[0]))
-        else:
-            num, den, big = f
-            mag = np.abs(num)
-            G = max(1, -(-int(np.searchsorted(_P10, max(int(mag.max(initial=0)), 1), side="right")) // 4))
-            frac = den != 1
-            dmax = max(int(den.max(initial=1)), 1)
-            Gd = -(-int(np.searchsorted(_P10, dmax, side="right")) // 4) if frac.any() else 0
-            specs.append(("num", (num, den, big, mag, frac, G, Gd)))
-            widths.append(2 + 4 * G + (1 + 4 * Gd if Gd else 0) + 1)  # quote, sign, digits, '/' digits, quote
-    Wt = sum(widths)
-    mat = np.empty((R, Wt), dtype=np.uint8)
-    mask = np.ones((R, Wt), dtype=bool)
-    run = np.zeros(R, dtype=np.int64)  # bytes of each row so far
-    o = 0
-    splices: list[tuple[int, str]] = []
-    pending: list[tuple[np.ndarray, np.ndarray, list[str]]] = []  # (rows, their offsets in the row, texts)
-    for (kind, f), w in zip(specs, widths, strict=True):
-        if kind == "lit":
-            mat[:, o : o + w] = np.frombuffer(f, dtype=np.uint8)
-            run += w
-        elif kind == "opt":
-            lit, rows = f
-            mat[:, o : o + w] = np.frombuffer(lit, dtype=np.uint8)
-            mask[:, o : o + w] = rows[:, None]
-            run += w * rows
-        else:
-            num, den, big, mag, frac, G, Gd = f
-            show = np.ones(R, dtype=bool)
-            if big:
-                rows_b = np.fromiter(big.keys(), dtype=np.int64, count=len(big))
-                show[rows_b] = False
-                pending.append((rows_b, run[rows_b] + 1, list(big.values())))
-            mat[:, o] = ord('"')
-            mat[:, o + 1] = ord("-")
-            neg = (num < 0) & show
-            mask[:, o + 1] = neg
-            cells, nd = _digit_cells(mag, G)
-            nd = nd * show
-            c0 = o + 2
-            mat[:, c0 : c0 + 4 * G] = cells
-            mask[:, c0 : c0 + 4 * G] = _pattern(4 * G)[nd]
-            run += 2 + neg + nd
-            c1 = c0 + 4 * G
-            if Gd:
-                fs = frac & show
-                mat[:, c1] = ord("/")
-                mask[:, c1] = fs
-                cells, ndd = _digit_cells(den, Gd)
-                ndd = ndd * fs
-                mat[:, c1 + 1 : c1 + 1 + 4 * Gd] = cells
-                mask[:, c1 + 1 : c1 + 1 + 4 * Gd] = _pattern(4 * Gd)[ndd]
-                run += fs + ndd
-                c1 += 1 + 4 * Gd
-            mat[:, c1] = ord('"')
-        o += w
-    text = mat[mask].tobytes()
-    offs = np.concatenate([[0], np.cumsum(run)])
-    for rows_b, within, texts in pending:
-        splices += zip((offs[rows_b] + within).tolist(), texts, strict=True)
-    splices.sort()
-    return text, offs, splices
-
-
-_PATTERNS: dict[int, np.ndarray] = {}
-
-
-def _pattern(w: int) -> np.ndarray:
-    """P[d] = the mask of the last d of w columns (d = 0..w)."""
-    if w not in _PATTERNS:
-        _PATTERNS[w] = np.arange(w) >= (w - np.arange(w + 1))[:, None]
-    return _PATTERNS[w]
-
-
-def _emit(h: Any, text: bytes, a: int, z: int, splices: list[tuple[int, str]], q: int) -> int:
-    """Feed text[a:z] to the hash h with the splices that fall inside; returns the next splice index."""
-    while q < len(splices) and splices[q][0] < z:
-        at, t = splices[q]
-        h.update(text[a:at])
-        h.update(t.encode())
-        a = at
-        q += 1
-    h.update(text[a:z])
-    return q
-
-
-def _write_digests(B: int, m: int, k: int, counts: np.ndarray, u: Ints, kap: Ints, M: Ints, e: Ints) -> list[str]:
-    """The digests of the batch: the JSON text of each network written as rows of one byte matrix (a head row
-    per network with M and e, a row per kink class), without Python work per number; the few numbers that need
-    more than 62 bits are written by Python and spliced in."""
-    head: list[Field] = [b'{"M":[']
-    Mc, ec = _columns(M), _columns(e)
-    for r in range(k):
-        head.append(b"[" if r == 0 else b"],[")
-        for j in range(m):
-            if j:
-                head.append(b",")
-            head.append(Mc[r * m + j])
-    head.append(b']],"e":[')
-    for r in range(k):
-        if r:
-            head.append(b",")
-        head.append(ec[r])
-    head.append(f'],"k":{k},"kinks":['.encode())
-    htext, hoffs, hsp = _render(B, head)
-    C = int(counts.sum())
-    cstart = np.concatenate([[0], np.cumsum(counts)])
-    if C:
-        q = np.arange(C) - np.repeat(cstart[:-1], counts)
-        cls: list[Field] = [(b",", q > 0), b'{"hyperplane":[']
-        uc, kc = _columns(u), _columns(kap)
-        for j in range(m + 1):
-            if j:
-                cls.append(b",")
-            cls.append(uc[j])
-        cls.append(b'],"kink":[')
-        for r in range(k):
-            if r:
-                cls.append(b",")
-            cls.append(kc[r])
-        cls.append(b"]}")
-        ctext, coffs, csp = _render(C, cls)
-    else:
-        ctext, coffs, csp = b"", np.zeros(1, dtype=np.int64), []
-    tail = f'],"m":{m}}}'.encode()
-    hb, cb = hoffs.tolist(), coffs[cstart].tolist()
-    sha = hashlib.sha256
-    if not hsp and not csp:
-        return [sha(htext[hb[i] : hb[i + 1]] + ctext[cb[i] : cb[i + 1]] + tail).hexdigest() for i in range(B)]
-    out = []
-    qh = qc = 0
-    for i in range(B):
-        h = sha()
-        qh = _emit(h, htext, hb[i], hb[i + 1], hsp, qh)
-        qc = _emit(h, ctext, cb[i], cb[i + 1], csp, qc)
-        h.update(tail)
-        out.append(h.hexdigest())
-    return out
-
-
-def _columns(x: Ints) -> list[tuple[np.ndarray, np.ndarray, dict[int, str]]]:
-    """The columns of a 2-d Ints (rows × columns), each with its Python-written entries."""
-    num, den, big = x
-    cols = num.shape[1]
-    split: list[dict[int, str]] = [{} for _ in range(cols)]
-    for i, t in big.items():
-        split[i % cols][i // cols] = t
-    return [(num[:, j], den[:, j], split[j]) for j in range(cols)]
-
-
-def network_digest(net: Network) -> str:
-    """The single-network path (the definition): ``normal_form(net).digest()``."""
-    return normal_form(net).digest()
-
-
-def _as_float_stack(x: Any, name: str, ndim: int) -> np.ndarray:
+def _as_stack(x: Any, name: str, ndim: int) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim != ndim:
         raise InvalidNetworkError(f"{name} must have {ndim} dimensions (a leading batch axis), got shape {arr.shape}")
     return arr
 
 
+def _float64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x as float64 and, per network, whether that is exact and finite (floats up to float64, integers up to
+    2⁵³)."""
+    B = x.shape[0]
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 8:
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = x.astype(np.float64)
+        return y, np.isfinite(y.reshape(B, -1)).all(axis=1)
+    if x.dtype.kind in "iu" and x.dtype.itemsize <= 8:
+        y = x.astype(np.float64)
+        return y, (np.abs(y.reshape(B, -1)) <= 2.0**53).all(axis=1)
+    return np.zeros(x.shape), np.zeros(B, dtype=bool)
+
+
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     """Digests of the networks θ_i = (V[i], A[i], b[i], c[i]) of a stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k).
 
-    Float32-valued networks are done vectorized; the others one by one with ``normal_form(θ).digest()``.
-    An invalid network (NaN, infinity) gets ``digest None`` and its error message."""
-    V = _as_float_stack(V, "V", 3)
-    A = _as_float_stack(A, "A", 3)
-    b = _as_float_stack(b, "b", 2)
-    c = _as_float_stack(c, "c", 2)
+    Networks with float (or integer) entries are done vectorized; the others one by one with
+    :func:`network_digest`.  An invalid network (NaN, infinity) gets ``digest None`` and its error message."""
+    V = _as_stack(V, "V", 3)
+    A = _as_stack(A, "A", 3)
+    b = _as_stack(b, "b", 2)
+    c = _as_stack(c, "c", 2)
     B, n, m = A.shape
     k = V.shape[1]
     if V.shape != (B, k, n) or b.shape != (B, n) or c.shape != (B, k):
@@ -557,28 +392,31 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     error: list[str | None] = [None] * B
     width = np.full(B, -1, dtype=np.int64)
     fast = np.zeros(B, dtype=bool)
-    floats = all(x.dtype.kind == "f" and x.dtype.itemsize <= 8 for x in (V, A, b, c))
-    if floats and B and m > 0 and k > 0:
-        with np.errstate(over="ignore", invalid="ignore"):
-            good = np.ones(B, dtype=bool)
-            for x in (V, A, b, c):
-                x64 = x.reshape(B, -1).astype(np.float64)
-                good &= np.isfinite(x64).all(axis=1) & (x64.astype(np.float32).astype(np.float64) == x64).all(axis=1)
+    if B and m > 0 and k > 0 and n < 1 << 16:
+        conv = [_float64(x) for x in (V, A, b, c)]
+        good = conv[0][1] & conv[1][1] & conv[2][1] & conv[3][1]
+        V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
-        per = max(1, _MAX_TERMS // max(1, n * (k * m + k + m + 2), 8 * (n * (m + 1 + k) + k * m + k + 1)))
-        for s in range(0, idx.shape[0], per):
-            sel = idx[s : s + per]
-            d, w, okb = _fast_batch(
-                V[sel].astype(np.float64),
-                A[sel].astype(np.float64),
-                b[sel].astype(np.float64),
-                c[sel].astype(np.float64),
-            )
-            for t, i in enumerate(sel.tolist()):
-                if okb[t]:
-                    digest[i] = d[t]
-                    width[i] = w[t]
-                    fast[i] = True
+        if idx.size:
+            Lw, PV, PW, eV, eW, tW, cv, ok = _profile(V64[idx], A64[idx], b64[idx], c64[idx])
+            idx, Lw, PV, PW, eV, eW, tW, cv = idx[ok], Lw[ok], PV[ok], PW[ok], eV[ok], eW[ok], tW[ok], cv[ok]
+            prof = np.stack([Lw, PV, PW], axis=1)
+            kinds, inv = np.unique(prof, axis=0, return_inverse=True) if idx.size else (np.zeros((0, 3)), idx)
+            for j, (lw, pv, pw) in enumerate(kinds.tolist()):
+                sel = np.nonzero(inv.reshape(-1) == j)[0]
+                lw, pv, pw = max(int(lw), 1), int(pv), int(pw)
+                size = (n + 1) * ((m + 1) * (pw + 4 * lw + 4) + k * pv * (pw + 2)) + 2 * k * (m + 1) * pv * pw
+                per = max(1, _MAX_ENTRIES // size)
+                for s0 in range(0, sel.shape[0], per):
+                    part = sel[s0 : s0 + per]
+                    nets = idx[part]
+                    d, w = _fast_batch(
+                        V64[nets], A64[nets], b64[nets], cv[part], eV[part], eW[part], tW[part], lw, pv, pw
+                    )
+                    for t, i in enumerate(nets.tolist()):
+                        digest[i] = d[t]
+                        width[i] = w[t]
+                        fast[i] = True
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])
