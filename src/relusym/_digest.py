@@ -206,19 +206,23 @@ def dyadic_block_rows(t: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp
 
 
 def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 2-adic split of nonnegative integers given as base-2¹⁶ digits: ``D`` (X, J) int64, digit j of row x
-    in [0, 2¹⁶) with weight 2^(16 j).  Returns (s, P): s[x] the number of trailing zero bits of row x (0 for
-    zero) and P (X, J) the digits of row x shifted right by s[x] bits (its odd part; 0 for zero)."""
-    X, J = D.shape
+    """The 2-adic split of nonnegative integers given as base-2¹⁶ digits: ``D`` (J, X) int64, digit j of number
+    x in [0, 2¹⁶) with weight 2^(16 j) (one number per column).  Returns (s, P): s[x] the number of trailing
+    zero bits of number x (−1 for zero) and P (J, X) the digits of number x shifted right by s[x] bits (its odd
+    part; 0 for zero)."""
+    J, X = D.shape
     if X == 0 or J == 0:
-        return np.zeros(X, dtype=np.int64), D.copy()
+        return np.full(X, -1, dtype=np.int64), D.copy()
     nz = D != 0
-    j0 = np.argmax(nz, axis=1)
-    low = D[np.arange(X), j0]
-    low_bit = low & -low
-    tz = np.where(low != 0, np.frexp(low_bit.astype(np.float64))[1].astype(np.int64) - 1, 0)
-    idx = np.arange(J)[None, :] + j0[:, None]
-    cur = np.where(idx < J, np.take_along_axis(D, np.minimum(idx, J - 1), axis=1), 0)
-    nxt = np.where(idx + 1 < J, np.take_along_axis(D, np.minimum(idx + 1, J - 1), axis=1), 0)
-    P = (cur >> tz[:, None]) | ((nxt << (16 - tz[:, None])) & 0xFFFF)
-    return 16 * j0 + tz, P
+    j0 = np.argmax(nz, axis=0)
+    low = D[j0, np.arange(X)]
+    low_bit = (low & -low) | (low == 0)
+    tz = (low_bit.astype(np.float64).view(np.int64) >> 52) - 1023
+    if j0.any():
+        idx = np.arange(J)[:, None] + j0[None, :]
+        cur = np.take_along_axis(D, np.minimum(idx, J - 1), axis=0) * (idx < J)
+        nxt = np.take_along_axis(D, np.minimum(idx + 1, J - 1), axis=0) * (idx + 1 < J)
+    else:
+        cur, nxt = D, np.concatenate([D[1:], np.zeros((1, X), dtype=D.dtype)])
+    P = (cur >> tz) | ((nxt << (16 - tz)) & 0xFFFF)
+    return np.where(nz.any(axis=0), 16 * j0 + tz, -1), P

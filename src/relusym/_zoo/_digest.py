@@ -82,22 +82,41 @@ def network_digest(net: Network) -> str:
 # ----------------------------------------------------------------------------------------------------------
 # integers from floats
 
+_FRAC = (1 << 52) - 1
+_MASK = (1 << _DIGIT) - 1
+
 
 def _odd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x = o · 2^s exactly, o an odd int64 (|o| < 2⁵³), or o = 0 and s = 0 for x = 0 (float64 input)."""
-    fr, ex = np.frexp(x)
-    mi = (fr * 2.0**53).astype(np.int64)
-    low = mi & -mi
-    tz = np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1
-    nz = mi != 0
-    o = np.where(nz, mi >> np.where(nz, tz, 0), 0)
-    return o, np.where(nz, ex.astype(np.int64) - 53 + tz, 0)
+    """x = o · 2^s exactly, o an odd int64 (|o| < 2⁵³), or o = 0 and s = _BIG for x = 0 (finite float64
+    input), from the bits of x."""
+    bits = x.view(np.int64)
+    ef = (bits >> 52) & 0x7FF
+    mant = (bits & _FRAC) | (np.minimum(ef, 1) << 52)
+    zero = mant == 0
+    low = (mant & -mant) | zero
+    tz = (low.astype(np.float64).view(np.int64) >> 52) - 1023
+    o = mant >> tz
+    sm = bits >> 63
+    return (o ^ sm) - sm, np.maximum(ef, 1) - 1075 + tz + zero * (_BIG + 1074)
 
 
 def _top(x: np.ndarray) -> np.ndarray:
     """Exponent of the leading bit of each x (−_BIG for 0)."""
     ex = np.frexp(x)[1].astype(np.int64) - 1
     return np.where(x != 0, ex, -_BIG)
+
+
+def _bitlen(x: np.ndarray) -> np.ndarray:
+    """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0)."""
+    return (np.frexp(x.astype(np.float64))[1]).astype(np.int64)
+
+
+def _u64_bytes(x: np.ndarray) -> np.ndarray:
+    """Bytes of each uint64 entry up to its last nonzero byte (0 for 0), exactly."""
+    hi = (x >> np.uint64(32)).astype(np.int64)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    bl = np.where(hi > 0, 32 + _bitlen(hi), _bitlen(lo))
+    return (bl + 7) >> 3
 
 
 def _row_gcd(x: np.ndarray) -> np.ndarray:
@@ -114,97 +133,121 @@ def _row_gcd(x: np.ndarray) -> np.ndarray:
 
 def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
     """q · 2^d as L little-endian 64-bit limbs (q < 2⁵³ and d ≥ 0 int64 arrays of one shape, q·2^d < 2^(64 L))."""
+    if L == 1:
+        return (q << d).astype("<u8")[..., None]
     qu = q.astype(np.uint64)
-    li = d // 64
-    r = (d % 64).astype(np.uint64)
+    li = d >> 6
+    r = (d & 63).astype(np.uint64)
     lo = qu << r
-    hi = np.where(r > 0, qu >> np.minimum(np.uint64(64) - r, np.uint64(63)), np.uint64(0))
+    hi = (qu >> np.minimum(np.uint64(64) - r, np.uint64(63))) * (r > 0)
     out = np.zeros(q.shape + (L,), dtype="<u8")
     for l_ in range(L):
-        out[..., l_] = np.where(li == l_, lo, 0) | np.where(li + 1 == l_, hi, 0)
+        out[..., l_] = lo * (li == l_) | hi * (li + 1 == l_)
     return out
 
 
-def _digits(x: np.ndarray, e0: np.ndarray, P: int) -> np.ndarray:
-    """The signed base-2¹⁶ digits of x · 2^(−e0) (an integer for every entry): x (B, ...) float64, e0 (B,),
-    result (B, P, ...) float64 with x·2^(−e0) = Σ_p D[:, p]·2^(16 p), every digit of the sign of x."""
-    sh = (-e0).astype(np.int32).reshape((-1,) + (1,) * (x.ndim - 1))
-    y = np.ldexp(np.abs(x), sh)
-    sg = np.sign(x)
-    out = np.empty((x.shape[0], P) + x.shape[1:])
+def _digits(o: np.ndarray, sh: np.ndarray, P: int) -> np.ndarray:
+    """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0): (P,) + o.shape float64
+    with o·2^sh = Σ_p D[p]·2^(16 p) and |D[p]| ≤ 2¹⁶ (o·2^sh must stay below 2^(16 P) in magnitude)."""
+    out = np.empty((P,) + o.shape)
+    if P * _DIGIT <= 62:  # in one int64: digits in [0, 2¹⁶) below a signed top digit
+        y = o << np.minimum(sh, 63)
+        for p in range(P - 1):
+            out[p] = (y >> (_DIGIT * p)) & _MASK
+        out[P - 1] = y >> (_DIGIT * (P - 1))
+        return out
+    sm = o >> 63
+    a = (o ^ sm) - sm
     for p in range(P):
-        out[:, p] = np.fmod(np.floor(np.ldexp(y, -_DIGIT * p)), 2.0**_DIGIT) * sg
+        r = _DIGIT * p - sh
+        d = ((a << np.clip(-r, 0, _DIGIT)) >> np.clip(r, 0, 63)) & _MASK
+        out[p] = (d ^ sm) - sm
     return out
 
 
 def _normalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integers Σ_j S[..., j]·2^(16 j) (float64 integer digits below 2⁵³) as (magnitude digits in [0, 2¹⁶),
-    int64 (X, J), negative) with X the product of the leading axes; the top digit must stay unused."""
-    J = S.shape[-1]
-    D = S.reshape(-1, J).astype(np.int64)
-    mask = (1 << _DIGIT) - 1
+    """Exact integers Σ_j S[j]·2^(16 j) (S (J, X) float64 with integer entries below 2⁵³) as magnitudes in
+    digits [0, 2¹⁶) (int64 (J, X)) and signs; the top digit must stay unused by the magnitudes."""
+    J = S.shape[0]
+    D = S.astype(np.int64)
     for j in range(J - 1):
-        D[:, j + 1] += D[:, j] >> _DIGIT
-        D[:, j] &= mask
-    neg = D[:, J - 1] < 0
+        D[j + 1] += D[j] >> _DIGIT
+        D[j] &= _MASK
+    neg = D[J - 1] < 0
     if neg.any():
-        Dn = -D[neg]
+        Dn = -D[:, neg]
         for j in range(J - 1):
-            Dn[:, j + 1] += Dn[:, j] >> _DIGIT
-            Dn[:, j] &= mask
-        D[neg] = Dn
+            Dn[j + 1] += Dn[j] >> _DIGIT
+            Dn[j] &= _MASK
+        D[:, neg] = Dn
     return D, neg
 
 
-def _split(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_j S[..., j] 2^(16 j): (t, bytes of |p|, p < 0),
-    with t and the sign flattened over the leading axes and the bytes (X, 2J) little-endian."""
+def _split(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_j S[j] 2^(16 j) (S (J, X)): (t, bytes of |p|
+    (X, 2J) little-endian, p < 0, bytes used by |p|)."""
     D, neg = _normalize(S)
     s, P = odd_part_digits(D)
-    nz = D.any(axis=1)
-    t = np.where(nz, base.reshape(-1) + s, 0)
-    return t, P.astype("<u2").view(np.uint8), neg & nz
+    nz = s >= 0
+    t = np.where(nz, base + s, 0)
+    J = D.shape[0]
+    top = J - 1 - np.argmax(P[::-1] != 0, axis=0)
+    width = np.where(nz, 2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255), 0)
+    return t, np.ascontiguousarray(P.T).astype("<u2").view(np.uint8), neg & nz, width
 
 
 # ----------------------------------------------------------------------------------------------------------
 # the vectorized path
 
 
-def _profile(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per network: the ŵ limbs, the digits of V (with c) and of (A, b), the grids e_V and e_W and the exponent
-    t_W of the constant neuron that carries c (b = 2^(t_W), v = c·2^(−t_W)); limbs 0 when out of range."""
+@dataclass
+class _Parts:
+    """The entries of a batch as odd integers times powers of two (W = (A | b), V, c) and per network the
+    digits they need."""
+
+    oW: np.ndarray
+    sW: np.ndarray
+    oV: np.ndarray
+    sV: np.ndarray
+    oc: np.ndarray
+    sc: np.ndarray
+    Lw: np.ndarray
+    PV: np.ndarray
+    PW: np.ndarray
+    eV: np.ndarray
+    eW: np.ndarray
+    tW: np.ndarray
+
+    def take(self, sel: np.ndarray) -> _Parts:
+        return _Parts(*(getattr(self, f)[sel] for f in self.__dataclass_fields__))
+
+
+def _parts(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[_Parts, np.ndarray]:
+    """The odd parts of every entry, the grids 2^(e_V), 2^(e_W), the exponent t_W of the constant neuron that
+    carries c (b = 2^(t_W), v = c·2^(−t_W), so both stay inside the ranges of W and V) and the digit counts;
+    and per network whether it fits the vectorized path."""
     B = A.shape[0]
     W = np.concatenate([A, b[:, :, None]], axis=2)  # B × n × (m+1)
-    _, sW = _odd(W)
-    tW_ = _top(W)
-    nzW = W != 0
-    low_i = np.where(nzW, sW, _BIG).min(axis=2)
-    top_i = tW_.max(axis=2)
-    has_a = (A != 0).any(axis=2)
-    bits = np.where(has_a, top_i - low_i + 1, 0)
-    Lw = -(-bits.max(axis=1, initial=0) // 64)
-    topW = top_i.max(axis=1, initial=-_BIG)
+    oW, sW = _odd(W)
+    oV, sV = _odd(V)
+    oc, sc = _odd(c)
+    topW = _top(np.abs(W).reshape(B, -1).max(axis=1, initial=0.0))
     tW = np.where(topW > -_BIG, topW, 0)
-    eW = np.minimum(low_i.min(axis=1, initial=_BIG), tW)
-    cv = np.ldexp(c, (-tW).astype(np.int32)[:, None])
-    exact_c = (np.ldexp(cv, tW.astype(np.int32)[:, None]) == c).all(axis=1)
-    Vf = np.concatenate([V.reshape(B, -1), cv], axis=1)
-    _, sV = _odd(Vf)
-    nzV = Vf != 0
-    eV = np.where(nzV, sV, _BIG).min(axis=1)
-    topV = _top(Vf).max(axis=1)
-    eV = np.where(eV == _BIG, 0, eV)
+    eW = np.minimum(sW.reshape(B, -1).min(axis=1, initial=_BIG), tW)
+    topc = _top(np.abs(c).max(axis=1, initial=0.0))
+    topV = np.maximum(_top(np.abs(V).reshape(B, -1).max(axis=1, initial=0.0)), np.where(topc > -_BIG, topc - tW, -_BIG))
+    eV = np.minimum(sV.reshape(B, -1).min(axis=1, initial=_BIG), (sc - tW[:, None]).min(axis=1, initial=_BIG))
+    eV = np.where(topV > -_BIG, eV, 0)
     bitsV = np.where(topV > -_BIG, topV - eV + 1, 1)
+    bitsW = tW - eW + 1
     PV = -(-bitsV // _DIGIT)
-    PW = -(-(np.maximum(topW, tW) - eW + 1) // _DIGIT)
-    good = exact_c & (PV <= _MAX_DIGITS) & (PW <= _MAX_DIGITS) & (Lw <= _MAX_LIMBS)
-    return Lw, PV, PW, eV, eW, tW, cv, good
+    PW = -(-bitsW // _DIGIT)
+    Lw = -(-bitsW // 64)
+    good = (PV <= _MAX_DIGITS) & (PW <= _MAX_DIGITS) & (Lw <= _MAX_LIMBS)
+    return _Parts(oW, sW, oV, sV, oc, sc, Lw, PV, PW, eV, eW, tW), good
 
 
-def _fast_batch(
-    V: np.ndarray, A: np.ndarray, b: np.ndarray, cv: np.ndarray, eV: np.ndarray, eW: np.ndarray, tW: np.ndarray,
-    Lw: int, PV: int, PW: int,
-) -> tuple[list[str], np.ndarray]:  # fmt: skip
+def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int, PV: int, PW: int) -> tuple[list[str], np.ndarray]:
     """Digests and widths (−1: needs search) of a stack of float64 networks whose entries need at most PV
     (V, and c·2^(−t_W)) and PW ((A, b, 2^(t_W))) digits on the grids 2^(e_V), 2^(e_W), and ŵ at most Lw limbs."""
     B, n, m = A.shape
@@ -212,136 +255,146 @@ def _fast_batch(
     Vt = V.transpose(0, 2, 1)  # B × n × k
     a_nz = A != 0
     has_a = a_nz.any(axis=2)
-    hyper = has_a & (Vt != 0).any(axis=2)
-    const = ~has_a & (b > 0)
+    has_v = (Vt != 0).any(axis=2)
+    hyper = has_a & has_v
     piv = a_nz.argmax(axis=2)
     lam = np.take_along_axis(A, piv[..., None], axis=2)[..., 0]
     neg = hyper & (lam < 0)
     # ---- primitive vectors ŵ and the classes
     hb, hi = np.nonzero(hyper)
     R = hb.shape[0]
-    Wr = np.concatenate([A[hb, hi], b[hb, hi][:, None]], axis=1)  # R × (m+1)
-    o, s = _odd(Wr)
+    o = pt.oW[hb, hi]  # R × (m+1)
+    s = pt.sW[hb, hi]
     nz = o != 0
-    low = np.where(nz, s, _BIG).min(axis=1, initial=_BIG)
-    d = np.where(nz, s - low[:, None], 0)
+    low = s.min(axis=1, initial=_BIG)
+    d = (s - low[:, None]) * nz
     ao = np.abs(o)
-    g = _row_gcd(ao) if R else np.ones(0, dtype=np.int64)
-    mag = _shift_limbs(ao // g[:, None], d, Lw)  # R × (m+1) × Lw
-    sneg = ((o < 0) ^ (lam[hb, hi] < 0)[:, None]) & nz
-    keys = mag.view(">u8").astype(np.uint64).reshape(R, (m + 1) * Lw)
-    keys = np.concatenate([keys, sneg.astype(np.uint64)], axis=1)
-    order = _row_order(hb, keys)
-    hb, hi, keys, mag, sneg = hb[order], hi[order], keys[order], mag[order], sneg[order]
     if R:
-        new = np.concatenate([[True], (hb[1:] != hb[:-1]) | (keys[1:] != keys[:-1]).any(axis=1)])
+        g = _row_gcd(ao)
+        big = np.nonzero(g > 1)[0]
+        if big.size:
+            ao[big] //= g[big, None]
+    mag = _shift_limbs(ao, d, Lw)  # R × (m+1) × Lw
+    lam_neg = lam[hb, hi] < 0
+    sneg = ((o < 0) ^ lam_neg[:, None]) & nz
+    order = _row_order(hb, mag, sneg)
+    hb, hi, mag, sneg, lam_neg = hb[order], hi[order], mag[order], sneg[order], lam_neg[order]
+    if R:
+        diff = (hb[1:] != hb[:-1]) | (mag[1:, 0, 0] != mag[:-1, 0, 0])
+        cand = np.nonzero(~diff)[0]
+        if cand.size:
+            diff[cand] = (mag[cand + 1] != mag[cand]).any(axis=(1, 2)) | (sneg[cand + 1] != sneg[cand]).any(axis=1)
+        new = np.concatenate([[True], diff])
     else:
         new = np.zeros(0, dtype=bool)
     cls = np.cumsum(new) - 1
     first = np.nonzero(new)[0]
     C = first.shape[0]
     cls_net = hb[first]
-    # ---- digits: V with c as the last neuron (B × PV × k × (n+1)), (A, b) with 2^(t_W) (B × (n+1) × PW × (m+1))
-    Vc = np.concatenate([V, cv[:, :, None]], axis=2)
-    Wc = np.concatenate(
-        [np.concatenate([A, b[:, :, None]], axis=2), np.zeros((B, 1, m + 1))], axis=1
-    )
-    Wc[:, n, m] = np.ldexp(1.0, tW.astype(np.int32))
-    DV = _digits(Vc, eV, PV)  # B × PV × k × (n+1)
-    DW = _digits(Wc, eW, PW).transpose(0, 2, 1, 3)  # B × (n+1) × PW × (m+1)
+    # ---- digits: (A, b) with the constant neuron 2^(t_W) (B × (n+1) × PW × (m+1)), V with c·2^(−t_W)
+    oWc = np.concatenate([pt.oW, np.zeros((B, 1, m + 1), dtype=np.int64)], axis=1)
+    sWc = np.concatenate([pt.sW, np.full((B, 1, m + 1), _BIG, dtype=np.int64)], axis=1)
+    oWc[:, n, m] = 1
+    sWc[:, n, m] = pt.tW
+    DW = _digits(oWc, sWc - pt.eW[:, None, None], PW).transpose(1, 2, 0, 3)
+    oVc = np.concatenate([pt.oV, pt.oc[:, :, None]], axis=2)  # B × k × (n+1)
+    sVc = np.concatenate([pt.sV, pt.sc[:, :, None] - pt.tW[:, None, None]], axis=2)
+    DV = _digits(oVc, sVc - pt.eV[:, None, None], PV).transpose(1, 0, 2, 3)  # B × PV × k × (n+1)
     J = PV + PW + 2  # |sums| < (n+1)·2^(16(PV+PW)) ≤ 2^(16(J−1)), n < 2¹⁶: the top digit stays free
-    base = eV + eW
+    base = pt.eV + pt.eW
     # κ_û = Σ |λ_i| v_i per class: digit products summed over the class's rows
-    lam_d = np.abs(DW[hb, hi, :, piv[hb, hi]])  # R × PW
+    lam_d = DW[hb, hi, :, piv[hb, hi]] * (1.0 - 2.0 * lam_neg)[:, None]  # digits of |λ_i|: R × PW
     v_d = DV[hb, :, :, hi]  # R × PV × k
     T = lam_d[:, :, None, None] * v_d[:, None, :, :]  # R × PW × PV × k
     Tk = np.add.reduceat(T, first, axis=0) if C else np.zeros((0, PW, PV, k))
-    Sk = np.zeros((C, k, J))
+    Sk = np.zeros((J, C, k))
     for p in range(PW):
         for q in range(PV):
-            Sk[:, :, p + q] += Tk[:, p, q]
+            Sk[p + q] += Tk[:, p, q]
     # M and e: Σ over the negative and constant neurons (and c) of v·(a, b), one matrix product of digits
-    sel = np.concatenate([neg | (const & (Vt != 0).any(axis=2)), np.ones((B, 1), dtype=bool)], axis=1)
+    sel = np.concatenate([neg | (~has_a & has_v & (b > 0)), np.ones((B, 1), dtype=bool)], axis=1)
     Vs = (DV * sel[:, None, None, :]).reshape(B, PV * k, n + 1)
     prod = np.matmul(Vs, DW.reshape(B, n + 1, PW * (m + 1))).reshape(B, PV, k, PW, m + 1)
-    Sa = np.zeros((B, k, m + 1, J))
+    Sa = np.zeros((J, B, k, m + 1))
     for p in range(PW):
         for q in range(PV):
-            Sa[:, :, :, p + q] += prod[:, q, :, p, :]
-    tk, pk, nk = _split(Sk, np.repeat(base[cls_net], k))
-    ta, pa, na = _split(Sa, np.repeat(base, k * (m + 1)))
+            Sa[p + q] += prod[:, q, :, p, :]
+    tk, pk, nk, wk = _split(Sk.reshape(J, C * k), np.repeat(base[cls_net], k))
+    ta, pa, na, wa = _split(Sa.reshape(J, B * k * (m + 1)), np.repeat(base, k * (m + 1)))
     # ---- the kink classes (κ ≠ 0), widths, byte layouts
-    kept = (pk.reshape(C, k * pk.shape[1]) != 0).any(axis=1)
+    kept = (wk.reshape(C, k) > 0).any(axis=1)
     N = np.bincount(cls_net[kept], minlength=B)
-    lam_neg = lam[hb, hi] < 0
-    both = (np.bincount(cls, weights=lam_neg, minlength=C) > 0) & (np.bincount(cls, weights=~lam_neg, minlength=C) > 0)
+    n_neg = np.add.reduceat(lam_neg.astype(np.int64), first) if C else np.zeros(0, dtype=np.int64)
+    both = (n_neg > 0) & (n_neg < np.diff(np.append(first, R)))
     width = N.astype(np.int64)
-    width[np.unique(cls_net[both])] = -1
+    width[cls_net[both]] = -1
     kc = np.nonzero(kept)[0]
     kstart = np.concatenate([[0], np.cumsum(N)])
-    mag_c = mag[first[kc]].view(np.uint8).reshape(kc.shape[0], m + 1, 8 * Lw)
+    Kc = kc.shape[0]
+    mag_c = mag[first[kc]]
     sg_c = sneg[first[kc]]
-    tk_c = tk.reshape(C, k)[kc]
-    pk_c = pk.reshape(C, k, pk.shape[1])[kc]
-    nk_c = nk.reshape(C, k)[kc]
-    ta, pa, na = ta.reshape(B, k, m + 1), pa.reshape(B, k, m + 1, pa.shape[1]), na.reshape(B, k, m + 1)
-    tM, pM, nM = ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, pa.shape[3]), na[:, :, :m].reshape(B, k * m)
-    te, pe, ne = ta[:, :, m], pa[:, :, m], na[:, :, m]
+    tk_c, pk_c, nk_c = tk.reshape(C, k)[kc], pk.reshape(C, k, 2 * J)[kc], nk.reshape(C, k)[kc]
     wid = np.ones((B, 8), dtype=np.int64)
     wid[:, 0] = N
-    if kc.size:
+    if Kc:
         full = np.nonzero(N)[0]
-        for col, per_class in ((1, byte_widths(mag_c)), (2, _tbytes(tk_c)), (3, byte_widths(pk_c))):
-            wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class.max(axis=1), kstart[full]))
-    wid[:, 4] = np.maximum(1, _tbytes(tM).max(axis=1, initial=0))
-    wid[:, 5] = np.maximum(1, byte_widths(pM).max(axis=1, initial=0))
-    wid[:, 6] = np.maximum(1, _tbytes(te).max(axis=1, initial=0))
-    wid[:, 7] = np.maximum(1, byte_widths(pe).max(axis=1, initial=0))
+        wmag = _u64_bytes(mag_c.max(axis=1)[:, 0]) if Lw == 1 else byte_widths(mag_c.view(np.uint8)).max(axis=1)
+        for col, per_class in ((1, wmag), (2, _bitlen(np.abs(tk_c)).max(axis=1)), (3, wk.reshape(C, k)[kc].max(axis=1))):
+            if col == 2:
+                per_class = (per_class + 7) >> 3
+            wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class, kstart[full]))
+    ta, pa, na, wa = ta.reshape(B, k, m + 1), pa.reshape(B, k, m + 1, 2 * J), na.reshape(B, k, m + 1), wa.reshape(B, k, m + 1)
+    tM, pM, nM = ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, 2 * J), na[:, :, :m].reshape(B, k * m)
+    te, pe, ne = ta[:, :, m], pa[:, :, m], na[:, :, m]
+    wid[:, 4] = np.maximum(1, (_bitlen(np.abs(tM)).max(axis=1) + 7) >> 3)
+    wid[:, 5] = np.maximum(1, wa[:, :, :m].reshape(B, k * m).max(axis=1))
+    wid[:, 6] = np.maximum(1, (_bitlen(np.abs(te)).max(axis=1) + 7) >> 3)
+    wid[:, 7] = np.maximum(1, wa[:, :, m].max(axis=1))
     layouts, inv = np.unique(wid, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
     digests: list[str] = [""] * B
     sha = hashlib.sha256
+    mag_b = mag_c.view(np.uint8).reshape(Kc, m + 1, 8 * Lw)
     for gi, lay in enumerate(layouts.tolist()):
-        nets = np.nonzero(inv.reshape(-1) == gi)[0]
+        nets = np.nonzero(inv == gi)[0]
         G = nets.shape[0]
         Ng, ww, wkt, wkp, wMt, wMp, wet, wep = lay
         rows = (kstart[nets][:, None] + np.arange(Ng)[None, :]).reshape(-1)
         head = np.broadcast_to(np.frombuffer(digest_header(m, k, Ng), dtype=np.uint8), (G, 37))
         pieces = [
             head,
-            int_block_rows(mag_c[rows].reshape(G, Ng * (m + 1), 8 * Lw), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
+            int_block_rows(mag_b[rows].reshape(G, Ng * (m + 1), 8 * Lw), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
             dyadic_block_rows(
-                tk_c[rows].reshape(G, Ng * k), pk_c[rows].reshape(G, Ng * k, pk_c.shape[2]), nk_c[rows].reshape(G, Ng * k),
+                tk_c[rows].reshape(G, Ng * k), pk_c[rows].reshape(G, Ng * k, 2 * J), nk_c[rows].reshape(G, Ng * k),
                 wkt, wkp,
             ),
             dyadic_block_rows(tM[nets], pM[nets], nM[nets], wMt, wMp),
             dyadic_block_rows(te[nets], pe[nets], ne[nets], wet, wep),
         ]  # fmt: skip
-        mat = np.ascontiguousarray(np.concatenate(pieces, axis=1))
+        mat = np.concatenate(pieces, axis=1)
         for j, i in enumerate(nets.tolist()):
             digests[i] = sha(mat[j]).hexdigest()
     return digests, width
 
 
-def _tbytes(t: np.ndarray) -> np.ndarray:
-    """Bytes of |t| (int64, any shape), 0 for 0."""
-    return byte_widths(np.abs(t).astype("<u8").view(np.uint8).reshape(t.shape + (8,)))
-
-
-def _row_order(hb: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The order of the rows by (network, row key lexicographically): a sort on the first key column,
-    completed by the full lexicographic sort for the networks where two rows agree on it."""
-    R, ncol = keys.shape
+def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> np.ndarray:
+    """The order of the rows by (network, row key): the row key compares the little-endian bytes of the
+    magnitudes, entry after entry (so 64-bit limbs compare byte-swapped), then the signs.  A sort on the first
+    limb, completed by the full lexicographic sort for the networks where two rows agree on it."""
+    R = hb.shape[0]
     if R == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((keys[:, 0], hb))
-    hs, k0 = hb[order], keys[order, 0]
-    tie = (hs[1:] == hs[:-1]) & (k0[1:] == k0[:-1])
-    if ncol == 1 or not tie.any():
+    k0 = mag[:, 0, 0].byteswap()
+    order = np.lexsort((k0, hb))
+    hs, ks = hb[order], k0[order]
+    tie = (hs[1:] == hs[:-1]) & (ks[1:] == ks[:-1])
+    if not tie.any():
         return order
+    keys = np.concatenate([mag.reshape(R, -1).byteswap(), sneg.astype(np.uint64)], axis=1)
     tied = np.zeros(int(hb.max()) + 1, dtype=bool)
     tied[hs[1:][tie]] = True
     sub = np.nonzero(tied[hb])[0]
-    sub = sub[np.lexsort([keys[sub, j] for j in range(ncol - 1, -1, -1)] + [hb[sub]])]
+    sub = sub[np.lexsort([keys[sub, j] for j in range(keys.shape[1] - 1, -1, -1)] + [hb[sub]])]
     rest = order[~tied[hs]]
     both = np.concatenate([rest, sub])
     return both[np.argsort(hb[both], kind="stable")]
@@ -397,26 +450,23 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         good = conv[0][1] & conv[1][1] & conv[2][1] & conv[3][1]
         V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
-        if idx.size:
-            Lw, PV, PW, eV, eW, tW, cv, ok = _profile(V64[idx], A64[idx], b64[idx], c64[idx])
-            idx, Lw, PV, PW, eV, eW, tW, cv = idx[ok], Lw[ok], PV[ok], PW[ok], eV[ok], eW[ok], tW[ok], cv[ok]
-            prof = np.stack([Lw, PV, PW], axis=1)
-            kinds, inv = np.unique(prof, axis=0, return_inverse=True) if idx.size else (np.zeros((0, 3)), idx)
+        per = max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8))
+        for s0 in range(0, idx.shape[0], per):
+            nets = idx[s0 : s0 + per]
+            Vb, Ab, bb = V64[nets], A64[nets], b64[nets]
+            pt, ok = _parts(Vb, Ab, bb, c64[nets])
+            prof = np.stack([pt.Lw, pt.PV, pt.PW], axis=1)[ok]
+            sub = np.nonzero(ok)[0]
+            if not sub.size:
+                continue
+            kinds, inv = np.unique(prof, axis=0, return_inverse=True)
             for j, (lw, pv, pw) in enumerate(kinds.tolist()):
-                sel = np.nonzero(inv.reshape(-1) == j)[0]
-                lw, pv, pw = max(int(lw), 1), int(pv), int(pw)
-                size = (n + 1) * ((m + 1) * (pw + 4 * lw + 4) + k * pv * (pw + 2)) + 2 * k * (m + 1) * pv * pw
-                per = max(1, _MAX_ENTRIES // size)
-                for s0 in range(0, sel.shape[0], per):
-                    part = sel[s0 : s0 + per]
-                    nets = idx[part]
-                    d, w = _fast_batch(
-                        V64[nets], A64[nets], b64[nets], cv[part], eV[part], eW[part], tW[part], lw, pv, pw
-                    )
-                    for t, i in enumerate(nets.tolist()):
-                        digest[i] = d[t]
-                        width[i] = w[t]
-                        fast[i] = True
+                part = sub[inv.reshape(-1) == j]
+                d, w = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
+                for t, i in enumerate(nets[part].tolist()):
+                    digest[i] = d[t]
+                    width[i] = w[t]
+                    fast[i] = True
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])
