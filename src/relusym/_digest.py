@@ -187,22 +187,24 @@ def int_block_rows(mag: np.ndarray, neg: np.ndarray, w: int) -> np.ndarray:
     (G, L) bool the signs; returns (G, 4 + L·w + ⌈L/8⌉) uint8, row g the bytes of :func:`int_block` of row g."""
     G, L = neg.shape
     head = np.broadcast_to(np.frombuffer(struct.pack("<I", w), dtype=np.uint8), (G, 4))
-    body = mag[:, :, :w].reshape(G, L * w)
+    body = (mag if mag.shape[2] == w else mag[:, :, :w]).reshape(G, L * w)
     signs = np.packbits(neg.astype(bool), axis=1, bitorder="little")
     return np.concatenate([head, body, signs], axis=1)
 
 
-def dyadic_block_rows(t: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
+def dyadic_block_rows(
+    t: np.ndarray, tneg: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int
+) -> np.ndarray:
     """G rational blocks of dyadic rationals x = 2^t · p (p odd, or x = 0 with t = 0 and p = 0, so q = 1): ``t``
-    (G, L) int64, ``p`` (G, L, ≥ wp) uint8 the little-endian bytes of |p|, ``neg`` (G, L) the signs of p; ``wt``
-    and ``wp`` the widths of the t and p blocks.  Row g is :func:`rational_block` of row g's rationals."""
+    (G, L, ≥ wt) and ``p`` (G, L, ≥ wp) uint8 the little-endian bytes of |t| and |p|, ``tneg`` and ``neg`` (G, L)
+    their signs; ``wt`` and ``wp`` the widths of the t and p blocks.  Row g is :func:`rational_block` of row g's
+    rationals."""
     G, L = neg.shape
-    tb = np.abs(t).astype("<u8").view(np.uint8).reshape(G, L, 8)
     q = np.broadcast_to(
         np.frombuffer(struct.pack("<I", 1) + b"\x01" * L + b"\x00" * ((L + 7) // 8), dtype=np.uint8),
         (G, 4 + L + (L + 7) // 8),
     )
-    return np.concatenate([int_block_rows(tb, t < 0, wt), int_block_rows(p, neg, wp), q], axis=1)
+    return np.concatenate([int_block_rows(t, tneg, wt), int_block_rows(p, neg, wp), q], axis=1)
 
 
 def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,18 +213,29 @@ def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zero bits of number x (−1 for zero) and P (J, X) the digits of number x shifted right by s[x] bits (its odd
     part; 0 for zero)."""
     J, X = D.shape
+    s = np.full(X, -1, dtype=np.int64)
+    P = np.zeros((J, X), dtype=np.int64)
     if X == 0 or J == 0:
-        return np.full(X, -1, dtype=np.int64), D.copy()
-    nz = D != 0
-    j0 = np.argmax(nz, axis=0)
-    low = D[j0, np.arange(X)]
-    low_bit = (low & -low) | (low == 0)
-    tz = (low_bit.astype(np.float64).view(np.int64) >> 52) - 1023
-    if j0.any():
+        return s, P
+    common = D[0] != 0  # the lowest digit is nonzero: shift by its trailing zeros only
+    rare = np.nonzero(~common)[0]
+    low = D[0] | ~common
+    tz = ((low & -low).astype(np.float64).view(np.int64) >> 52) - 1023
+    up = 16 - tz
+    for j in range(J - 1):
+        P[j] = (D[j] >> tz) | ((D[j + 1] << up) & 0xFFFF)
+    P[J - 1] = D[J - 1] >> tz
+    s[:] = tz
+    if rare.size:  # a zero lowest digit: shift whole digits first (or the number is 0)
+        Dr = D[:, rare]
+        nz = Dr != 0
+        j0 = np.argmax(nz, axis=0)
+        lo = Dr[j0, np.arange(rare.size)]
+        lo_bit = (lo & -lo) | (lo == 0)
+        tzr = (lo_bit.astype(np.float64).view(np.int64) >> 52) - 1023
         idx = np.arange(J)[:, None] + j0[None, :]
-        cur = np.take_along_axis(D, np.minimum(idx, J - 1), axis=0) * (idx < J)
-        nxt = np.take_along_axis(D, np.minimum(idx + 1, J - 1), axis=0) * (idx + 1 < J)
-    else:
-        cur, nxt = D, np.concatenate([D[1:], np.zeros((1, X), dtype=D.dtype)])
-    P = (cur >> tz) | ((nxt << (16 - tz)) & 0xFFFF)
-    return np.where(nz.any(axis=0), 16 * j0 + tz, -1), P
+        cur = np.take_along_axis(Dr, np.minimum(idx, J - 1), axis=0) * (idx < J)
+        nxt = np.take_along_axis(Dr, np.minimum(idx + 1, J - 1), axis=0) * (idx + 1 < J)
+        P[:, rare] = (cur >> tzr) | ((nxt << (16 - tzr)) & 0xFFFF)
+        s[rare] = np.where(nz.any(axis=0), 16 * j0 + tzr, -1)
+    return s, P

@@ -146,22 +146,24 @@ def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
     return out
 
 
-def _digits(o: np.ndarray, sh: np.ndarray, P: int) -> np.ndarray:
-    """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0): (P,) + o.shape float64
-    with o·2^sh = Σ_p D[p]·2^(16 p) and |D[p]| ≤ 2¹⁶ (o·2^sh must stay below 2^(16 P) in magnitude)."""
-    out = np.empty((P,) + o.shape)
+def _digits(o: np.ndarray, sh: np.ndarray, P: int, axis: int) -> np.ndarray:
+    """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0), as a float64 array
+    with a new axis of length P at position ``axis``: o·2^sh = Σ_p D[..p..]·2^(16 p) and |D| ≤ 2¹⁶ (o·2^sh must
+    stay below 2^(16 P) in magnitude)."""
+    out = np.empty(o.shape[:axis] + (P,) + o.shape[axis:])
+    at = (slice(None),) * axis
     if P * _DIGIT <= 62:  # in one int64: digits in [0, 2¹⁶) below a signed top digit
         y = o << np.minimum(sh, 63)
         for p in range(P - 1):
-            out[p] = (y >> (_DIGIT * p)) & _MASK
-        out[P - 1] = y >> (_DIGIT * (P - 1))
+            out[at + (p,)] = (y >> (_DIGIT * p)) & _MASK
+        out[at + (P - 1,)] = y >> (_DIGIT * (P - 1))
         return out
     sm = o >> 63
     a = (o ^ sm) - sm
     for p in range(P):
         r = _DIGIT * p - sh
         d = ((a << np.clip(-r, 0, _DIGIT)) >> np.clip(r, 0, 63)) & _MASK
-        out[p] = (d ^ sm) - sm
+        out[at + (p,)] = (d ^ sm) - sm
     return out
 
 
@@ -174,12 +176,11 @@ def _normalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         D[j + 1] += D[j] >> _DIGIT
         D[j] &= _MASK
     neg = D[J - 1] < 0
-    if neg.any():
-        Dn = -D[:, neg]
+    if neg.any():  # −S: negate the digits and carry again
+        D *= 1 - 2 * neg.astype(np.int64)
         for j in range(J - 1):
-            Dn[j + 1] += Dn[j] >> _DIGIT
-            Dn[j] &= _MASK
-        D[:, neg] = Dn
+            D[j + 1] += D[j] >> _DIGIT
+            D[j] &= _MASK
     return D, neg
 
 
@@ -191,8 +192,8 @@ def _split(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     nz = s >= 0
     t = np.where(nz, base + s, 0)
     J = D.shape[0]
-    top = J - 1 - np.argmax(P[::-1] != 0, axis=0)
-    width = np.where(nz, 2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255), 0)
+    top = ((P != 0) * np.arange(J)[:, None]).max(axis=0)
+    width = (2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255)) * nz
     return t, np.ascontiguousarray(P.T).astype("<u2").view(np.uint8), neg & nz, width
 
 
@@ -296,10 +297,10 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
     sWc = np.concatenate([pt.sW, np.full((B, 1, m + 1), _BIG, dtype=np.int64)], axis=1)
     oWc[:, n, m] = 1
     sWc[:, n, m] = pt.tW
-    DW = _digits(oWc, sWc - pt.eW[:, None, None], PW).transpose(1, 2, 0, 3)
+    DW = _digits(oWc, sWc - pt.eW[:, None, None], PW, 2)  # B × (n+1) × PW × (m+1)
     oVc = np.concatenate([pt.oV, pt.oc[:, :, None]], axis=2)  # B × k × (n+1)
     sVc = np.concatenate([pt.sV, pt.sc[:, :, None] - pt.tW[:, None, None]], axis=2)
-    DV = _digits(oVc, sVc - pt.eV[:, None, None], PV).transpose(1, 0, 2, 3)  # B × PV × k × (n+1)
+    DV = _digits(oVc, sVc - pt.eV[:, None, None], PV, 1)  # B × PV × k × (n+1)
     J = PV + PW + 2  # |sums| < (n+1)·2^(16(PV+PW)) ≤ 2^(16(J−1)), n < 2¹⁶: the top digit stays free
     base = pt.eV + pt.eW
     # κ_û = Σ |λ_i| v_i per class: digit products summed over the class's rows
@@ -355,6 +356,7 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
     digests: list[str] = [""] * B
     sha = hashlib.sha256
     mag_b = mag_c.view(np.uint8).reshape(Kc, m + 1, 8 * Lw)
+    tk_b = np.abs(tk_c).astype("<u8").view(np.uint8).reshape(Kc, k, 8)
     for gi, lay in enumerate(layouts.tolist()):
         nets = np.nonzero(inv == gi)[0]
         G = nets.shape[0]
@@ -363,18 +365,24 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
         head = np.broadcast_to(np.frombuffer(digest_header(m, k, Ng), dtype=np.uint8), (G, 37))
         pieces = [
             head,
-            int_block_rows(mag_b[rows].reshape(G, Ng * (m + 1), 8 * Lw), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
+            int_block_rows(mag_b[:, :, :ww][rows].reshape(G, Ng * (m + 1), ww), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
             dyadic_block_rows(
-                tk_c[rows].reshape(G, Ng * k), pk_c[rows].reshape(G, Ng * k, 2 * J), nk_c[rows].reshape(G, Ng * k),
-                wkt, wkp,
+                tk_b[:, :, :wkt][rows].reshape(G, Ng * k, wkt), tk_c[rows].reshape(G, Ng * k) < 0,
+                pk_c[:, :, :wkp][rows].reshape(G, Ng * k, wkp), nk_c[rows].reshape(G, Ng * k), wkt, wkp,
             ),
-            dyadic_block_rows(tM[nets], pM[nets], nM[nets], wMt, wMp),
-            dyadic_block_rows(te[nets], pe[nets], ne[nets], wet, wep),
+            _dyadic(tM[nets], pM[nets], nM[nets], wMt, wMp),
+            _dyadic(te[nets], pe[nets], ne[nets], wet, wep),
         ]  # fmt: skip
         mat = np.concatenate(pieces, axis=1)
-        for j, i in enumerate(nets.tolist()):
-            digests[i] = sha(mat[j]).hexdigest()
+        for i, row in zip(nets.tolist(), mat, strict=True):
+            digests[i] = sha(row).hexdigest()
     return digests, width
+
+
+def _dyadic(t: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
+    G, L = t.shape
+    tb = np.abs(t).astype("<u8").view(np.uint8).reshape(G, L, 8)
+    return dyadic_block_rows(tb, t < 0, p, neg, wt, wp)
 
 
 def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> np.ndarray:
