@@ -87,8 +87,18 @@ _MASK = (1 << _DIGIT) - 1
 
 
 def _odd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x = o · 2^s exactly, o an odd int64 (|o| < 2⁵³), or o = 0 and s = _BIG for x = 0 (finite float64
-    input), from the bits of x."""
+    """x = o · 2^s exactly, o an odd integer (|o| < 2⁵³; int32 below 2²⁴ for float32 input), or o = 0 and
+    s = _BIG (2²⁹ for float32 input) for x = 0 (finite float32 or float64 input), from the bits of x."""
+    if x.dtype == np.float32:
+        b32 = x.view(np.int32)
+        e32 = (b32 >> 23) & 0xFF
+        m32 = (b32 & 0x7FFFFF) | (np.minimum(e32, 1) << 23)
+        z32 = m32 == 0
+        low32 = (m32 & -m32) | z32
+        tz32 = (low32.astype(np.float32).view(np.int32) >> 23) - 127
+        o32 = m32 >> tz32
+        sm32 = b32 >> 31
+        return (o32 ^ sm32) - sm32, np.maximum(e32, 1) - 150 + tz32 + z32 * ((1 << 29) + 149)
     bits = x.view(np.int64)
     ef = (bits >> 52) & 0x7FF
     mant = (bits & _FRAC) | (np.minimum(ef, 1) << 52)
@@ -102,7 +112,7 @@ def _odd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _top(x: np.ndarray) -> np.ndarray:
     """Exponent of the leading bit of each x (−_BIG for 0)."""
-    ex = np.frexp(x)[1].astype(np.int64) - 1
+    ex = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
     return np.where(x != 0, ex, -_BIG)
 
 
@@ -232,6 +242,8 @@ def _parts(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
     oW, sW = _odd(W)
     oV, sV = _odd(V)
     oc, sc = _odd(c)
+    sV, sc = sV.astype(np.int64), sc.astype(np.int64)
+    sW = sW.astype(np.int64)  # float32 sentinels 2²⁹ stay far above every exponent
     topW = _top(np.abs(W).reshape(B, -1).max(axis=1, initial=0.0))
     tW = np.where(topW > -_BIG, topW, 0)
     eW = np.minimum(sW.reshape(B, -1).min(axis=1, initial=_BIG), tW)
@@ -419,18 +431,18 @@ def _as_stack(x: Any, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
-def _float64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x as float64 and, per network, whether that is exact and finite (floats up to float64, integers up to
-    2⁵³)."""
+def _floats(x: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """x in ``dtype`` (float32 for float16/float32 stacks, else float64) and, per network, whether that is
+    exact and finite (floats, integers up to 2⁵³)."""
     B = x.shape[0]
     if x.dtype.kind == "f" and x.dtype.itemsize <= 8:
         with np.errstate(over="ignore", invalid="ignore"):
-            y = x.astype(np.float64)
+            y = x.astype(dtype, copy=False)
         return y, np.isfinite(y.reshape(B, -1)).all(axis=1)
     if x.dtype.kind in "iu" and x.dtype.itemsize <= 8:
         y = x.astype(np.float64)
         return y, (np.abs(y.reshape(B, -1)) <= 2.0**53).all(axis=1)
-    return np.zeros(x.shape), np.zeros(B, dtype=bool)
+    return np.zeros(x.shape, dtype=dtype), np.zeros(B, dtype=bool)
 
 
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
@@ -454,7 +466,8 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     width = np.full(B, -1, dtype=np.int64)
     fast = np.zeros(B, dtype=bool)
     if B and m > 0 and k > 0 and n < 1 << 16:
-        conv = [_float64(x) for x in (V, A, b, c)]
+        small = all(x.dtype.kind == "f" and x.dtype.itemsize <= 4 for x in (V, A, b, c))
+        conv = [_floats(x, np.float32 if small else np.float64) for x in (V, A, b, c)]
         good = conv[0][1] & conv[1][1] & conv[2][1] & conv[3][1]
         V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
