@@ -476,13 +476,18 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
             nets = idx[s0 : s0 + per]
             Vb, Ab, bb = V64[nets], A64[nets], b64[nets]
             pt, ok = _parts(Vb, Ab, bb, c64[nets])
-            prof = np.stack([pt.Lw, pt.PV, pt.PW], axis=1)[ok]
             sub = np.nonzero(ok)[0]
             if not sub.size:
                 continue
+            # networks of ordinary spreads (ŵ in one limb, at most 4 digits) in one batch at the largest digit
+            # counts among them; the others by their own counts, so that one extreme exponent costs only its own
+            common = (pt.Lw[sub] <= 1) & (pt.PV[sub] <= 4) & (pt.PW[sub] <= 4)
+            prof = np.stack([pt.Lw[sub], pt.PV[sub], pt.PW[sub]], axis=1) * ~common[:, None]
             kinds, inv = np.unique(prof, axis=0, return_inverse=True)
             for j, (lw, pv, pw) in enumerate(kinds.tolist()):
                 part = sub[inv.reshape(-1) == j]
+                if pv == 0:
+                    lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
                 d, w = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
                 for t, i in enumerate(nets[part].tolist()):
                     digest[i] = d[t]
