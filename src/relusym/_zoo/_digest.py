@@ -315,15 +315,41 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
     DV = _digits(oVc, sVc - pt.eV[:, None, None], PV, 1)  # B × PV × k × (n+1)
     J = PV + PW + 2  # |sums| < (n+1)·2^(16(PV+PW)) ≤ 2^(16(J−1)), n < 2¹⁶: the top digit stays free
     base = pt.eV + pt.eW
-    # κ_û = Σ |λ_i| v_i per class: digit products summed over the class's rows
-    lam_d = DW[hb, hi, :, piv[hb, hi]] * (1.0 - 2.0 * lam_neg)[:, None]  # digits of |λ_i|: R × PW
-    v_d = DV[hb, :, :, hi]  # R × PV × k
-    T = lam_d[:, :, None, None] * v_d[:, None, :, :]  # R × PW × PV × k
-    Tk = np.add.reduceat(T, first, axis=0) if C else np.zeros((0, PW, PV, k))
-    Sk = np.zeros((J, C, k))
-    for p in range(PW):
-        for q in range(PV):
-            Sk[p + q] += Tk[:, p, q]
+    # κ_û = Σ |λ_i| v_i per class.  A class of one neuron (the usual case) when the odd parts are below 2³¹
+    # (float32 entries): |λ_i| v_i = |o_λ o_v|·2^(s_λ + s_v) with o_λ o_v odd, its own 2-adic split
+    count = np.diff(np.append(first, R))
+    one = (count == 1) if pt.oW.dtype == np.int32 else np.zeros(C, dtype=bool)
+    tk = np.zeros((C, k), dtype=np.int64)
+    nk = np.zeros((C, k), dtype=bool)
+    wk = np.zeros((C, k), dtype=np.int64)
+    pk = np.zeros((C, k, max(8, 2 * J)), dtype=np.uint8)
+    if one.any():
+        r1 = first[one]
+        h1, i1 = hb[r1], hi[r1]
+        p1 = piv[h1, i1]
+        ov, sv = pt.oV[h1, :, i1].astype(np.int64), pt.sV[h1, :, i1]
+        prod1 = np.abs(pt.oW[h1, i1, p1].astype(np.int64))[:, None] * ov
+        nz1 = prod1 != 0
+        tk[one] = (pt.sW[h1, i1, p1][:, None] + sv) * nz1
+        nk[one] = prod1 < 0
+        mag1 = np.abs(prod1).astype("<u8")
+        wk[one] = _u64_bytes(mag1)
+        pk[one, :, :8] = mag1.view(np.uint8).reshape(r1.shape[0], k, 8)
+    many = np.nonzero(~one)[0]
+    if many.size:  # digit products summed over the class's rows
+        rows_m = np.nonzero(~one[cls])[0]
+        lam_d = DW[hb[rows_m], hi[rows_m], :, piv[hb[rows_m], hi[rows_m]]] * (1.0 - 2.0 * lam_neg[rows_m])[:, None]
+        v_d = DV[hb[rows_m], :, :, hi[rows_m]]  # R' × PV × k
+        T = lam_d[:, :, None, None] * v_d[:, None, :, :]  # R' × PW × PV × k
+        starts = np.searchsorted(rows_m, first[many])
+        Tk = np.add.reduceat(T, starts, axis=0)
+        Sk = np.zeros((J, many.size, k))
+        for p in range(PW):
+            for q in range(PV):
+                Sk[p + q] += Tk[:, p, q]
+        tm, pm, nm, wm = _split(Sk.reshape(J, many.size * k), np.repeat(base[cls_net[many]], k))
+        tk[many], nk[many], wk[many] = tm.reshape(-1, k), nm.reshape(-1, k), wm.reshape(-1, k)
+        pk[many, :, : 2 * J] = pm.reshape(-1, k, 2 * J)
     # M and e: Σ over the negative and constant neurons (and c) of v·(a, b), one matrix product of digits
     sel = np.concatenate([neg | (~has_a & has_v & (b > 0)), np.ones((B, 1), dtype=bool)], axis=1)
     Vs = (DV * sel[:, None, None, :]).reshape(B, PV * k, n + 1)
@@ -332,10 +358,9 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
     for p in range(PW):
         for q in range(PV):
             Sa[p + q] += prod[:, q, :, p, :]
-    tk, pk, nk, wk = _split(Sk.reshape(J, C * k), np.repeat(base[cls_net], k))
     ta, pa, na, wa = _split(Sa.reshape(J, B * k * (m + 1)), np.repeat(base, k * (m + 1)))
     # ---- the kink classes (κ ≠ 0), widths, byte layouts
-    kept = (wk.reshape(C, k) > 0).any(axis=1)
+    kept = (wk > 0).any(axis=1)
     N = np.bincount(cls_net[kept], minlength=B)
     n_neg = np.add.reduceat(lam_neg.astype(np.int64), first) if C else np.zeros(0, dtype=np.int64)
     both = (n_neg > 0) & (n_neg < np.diff(np.append(first, R)))
@@ -346,13 +371,13 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
     Kc = kc.shape[0]
     mag_c = mag[first[kc]]
     sg_c = sneg[first[kc]]
-    tk_c, pk_c, nk_c = tk.reshape(C, k)[kc], pk.reshape(C, k, 2 * J)[kc], nk.reshape(C, k)[kc]
+    tk_c, pk_c, nk_c = tk[kc], pk[kc], nk[kc]
     wid = np.ones((B, 8), dtype=np.int64)
     wid[:, 0] = N
     if Kc:
         full = np.nonzero(N)[0]
         wmag = _u64_bytes(mag_c.max(axis=1)[:, 0]) if Lw == 1 else byte_widths(mag_c.view(np.uint8)).max(axis=1)
-        for col, per_class in ((1, wmag), (2, _bitlen(np.abs(tk_c)).max(axis=1)), (3, wk.reshape(C, k)[kc].max(axis=1))):
+        for col, per_class in ((1, wmag), (2, _bitlen(np.abs(tk_c)).max(axis=1)), (3, wk[kc].max(axis=1))):
             if col == 2:
                 per_class = (per_class + 7) >> 3
             wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class, kstart[full]))
