@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import relusym
 from relusym import Network, normal_form
-from relusym._fileio import TMP_MARK
 from relusym._digest import reference_digest
+from relusym._fileio import TMP_MARK
 from relusym._zoo._digest import stack_digests
 
 pa = pytest.importorskip("pyarrow")

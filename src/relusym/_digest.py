@@ -192,9 +192,7 @@ def int_block_rows(mag: np.ndarray, neg: np.ndarray, w: int) -> np.ndarray:
     return np.concatenate([head, body, signs], axis=1)
 
 
-def dyadic_block_rows(
-    t: np.ndarray, tneg: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int
-) -> np.ndarray:
+def dyadic_block_rows(t: np.ndarray, tneg: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
     """G rational blocks of dyadic rationals x = 2^t · p (p odd, or x = 0 with t = 0 and p = 0, so q = 1): ``t``
     (G, L, ≥ wt) and ``p`` (G, L, ≥ wp) uint8 the little-endian bytes of |t| and |p|, ``tneg`` and ``neg`` (G, L)
     their signs; ``wt`` and ``wp`` the widths of the t and p blocks.  Row g is :func:`rational_block` of row g's

@@ -144,7 +144,8 @@ def _row_gcd(x: np.ndarray) -> np.ndarray:
 def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
     """q · 2^d as L little-endian 64-bit limbs (q < 2⁵³ and d ≥ 0 int64 arrays of one shape, q·2^d < 2^(64 L))."""
     if L == 1:
-        return (q << d).astype("<u8")[..., None]
+        one: np.ndarray = (q << d).astype("<u8")[..., None]
+        return one
     qu = q.astype(np.uint64)
     li = d >> 6
     r = (d & 63).astype(np.uint64)
@@ -260,7 +261,9 @@ def _parts(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
     return _Parts(oW, sW, oV, sV, oc, sc, Lw, PV, PW, eV, eW, tW), good
 
 
-def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int, PV: int, PW: int) -> tuple[list[str], np.ndarray]:
+def _fast_batch(
+    V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int, PV: int, PW: int
+) -> tuple[list[str], np.ndarray]:
     """Digests and widths (−1: needs search) of a stack of float64 networks whose entries need at most PV
     (V, and c·2^(−t_W)) and PW ((A, b, 2^(t_W))) digits on the grids 2^(e_V), 2^(e_W), and ŵ at most Lw limbs."""
     B, n, m = A.shape
@@ -381,7 +384,12 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
             if col == 2:
                 per_class = (per_class + 7) >> 3
             wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class, kstart[full]))
-    ta, pa, na, wa = ta.reshape(B, k, m + 1), pa.reshape(B, k, m + 1, 2 * J), na.reshape(B, k, m + 1), wa.reshape(B, k, m + 1)
+    ta, pa, na, wa = (
+        ta.reshape(B, k, m + 1),
+        pa.reshape(B, k, m + 1, 2 * J),
+        na.reshape(B, k, m + 1),
+        wa.reshape(B, k, m + 1),
+    )
     tM, pM, nM = ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, 2 * J), na[:, :, :m].reshape(B, k * m)
     te, pe, ne = ta[:, :, m], pa[:, :, m], na[:, :, m]
     wid[:, 4] = np.maximum(1, (_bitlen(np.abs(tM)).max(axis=1) + 7) >> 3)
@@ -400,9 +408,10 @@ def _fast_batch(V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int
         Ng, ww, wkt, wkp, wMt, wMp, wet, wep = lay
         rows = (kstart[nets][:, None] + np.arange(Ng)[None, :]).reshape(-1)
         head = np.broadcast_to(np.frombuffer(digest_header(m, k, Ng), dtype=np.uint8), (G, 37))
+        L = Ng * (m + 1)
         pieces = [
             head,
-            int_block_rows(mag_b[:, :, :ww][rows].reshape(G, Ng * (m + 1), ww), sg_c[rows].reshape(G, Ng * (m + 1)), ww),
+            int_block_rows(mag_b[:, :, :ww][rows].reshape(G, L, ww), sg_c[rows].reshape(G, L), ww),
             dyadic_block_rows(
                 tk_b[:, :, :wkt][rows].reshape(G, Ng * k, wkt), tk_c[rows].reshape(G, Ng * k) < 0,
                 pk_c[:, :, :wkp][rows].reshape(G, Ng * k, wkp), nk_c[rows].reshape(G, Ng * k), wkt, wkp,
