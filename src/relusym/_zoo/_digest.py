@@ -17,14 +17,16 @@ all of these are integers computed here exactly, for a whole stack of networks a
   grids 2^(e_V) and 2^(e_W) (their smallest set bits), cut into 16-bit digits; products of digits are below
   2³², their sums over the neurons below 2⁵³, so float64 products (one batched matrix product for M and e,
   c entering as a constant neuron) and segment sums (for κ) are exact in any order.  Carries give the exact
-  integers in base 2¹⁶, from which the 2-adic split (t, p, 1) follows by counting trailing zeros.
+  integers in base 2¹⁶, from which the 2-adic split (t, p, 1) follows by counting trailing zeros.  The kink of
+  a class of one neuron (the usual case) is a single product |o_λ o_v|·2^(s_λ + s_v) of two odd mantissas,
+  already split.
 * **bytes.**  Networks with the same byte layout (number of classes and the eight block widths) get their
   bytes as the rows of one uint8 matrix (the batched encoders of relusym/_digest.py), one SHA-256 per row.
 
 Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
 its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
-about 300 bits, NaN or infinity) a network takes the single-network path :func:`network_digest`; the tests
-compare both with the definition on thousands of networks.
+320 bits, NaN or infinity) a network takes the single-network path :func:`network_digest`; the tests compare
+both with the definition on thousands of networks.
 """
 
 from __future__ import annotations
@@ -157,11 +159,12 @@ def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
     return out
 
 
-def _digits(o: np.ndarray, sh: np.ndarray, P: int, axis: int) -> np.ndarray:
+def _digits(o: np.ndarray, sh: np.ndarray, P: int, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0), as a float64 array
     with a new axis of length P at position ``axis``: o·2^sh = Σ_p D[..p..]·2^(16 p) and |D| ≤ 2¹⁶ (o·2^sh must
-    stay below 2^(16 P) in magnitude)."""
-    out = np.empty(o.shape[:axis] + (P,) + o.shape[axis:])
+    stay below 2^(16 P) in magnitude); written into ``out`` when given."""
+    if out is None:
+        out = np.empty(o.shape[:axis] + (P,) + o.shape[axis:])
     at = (slice(None),) * axis
     if P * _DIGIT <= 62:  # in one int64: digits in [0, 2¹⁶) below a signed top digit
         y = o << np.minimum(sh, 63)
@@ -277,10 +280,13 @@ def _fast_batch(
     lam = np.take_along_axis(A, piv[..., None], axis=2)[..., 0]
     neg = hyper & (lam < 0)
     # ---- primitive vectors ŵ and the classes
-    hb, hi = np.nonzero(hyper)
+    if hyper.all():  # every neuron a hyperplane (dense networks): views, no gathers
+        hb, hi = np.repeat(np.arange(B), n), np.tile(np.arange(n), B)
+        o, s = pt.oW.reshape(B * n, m + 1), pt.sW.reshape(B * n, m + 1)
+    else:
+        hb, hi = np.nonzero(hyper)
+        o, s = pt.oW[hb, hi], pt.sW[hb, hi]  # R × (m+1)
     R = hb.shape[0]
-    o = pt.oW[hb, hi]  # R × (m+1)
-    s = pt.sW[hb, hi]
     nz = o != 0
     low = s.min(axis=1, initial=_BIG)
     d = (s - low[:, None]) * nz
@@ -293,13 +299,14 @@ def _fast_batch(
     mag = _shift_limbs(ao, d, Lw)  # R × (m+1) × Lw
     lam_neg = lam[hb, hi] < 0
     sneg = ((o < 0) ^ lam_neg[:, None]) & nz
-    order = _row_order(hb, mag, sneg)
-    hb, hi, mag, sneg, lam_neg = hb[order], hi[order], mag[order], sneg[order], lam_neg[order]
+    order, lead = _row_order(hb, mag, sneg)
+    hb, hi, lam_neg = hb[order], hi[order], lam_neg[order]
     if R:
-        diff = (hb[1:] != hb[:-1]) | (mag[1:, 0, 0] != mag[:-1, 0, 0])
+        diff = lead[1:] != lead[:-1]  # different networks or first limbs: different classes
         cand = np.nonzero(~diff)[0]
         if cand.size:
-            diff[cand] = (mag[cand + 1] != mag[cand]).any(axis=(1, 2)) | (sneg[cand + 1] != sneg[cand]).any(axis=1)
+            r0, r1 = order[cand], order[cand + 1]
+            diff[cand] = (mag[r1] != mag[r0]).any(axis=(1, 2)) | (sneg[r1] != sneg[r0]).any(axis=1)
         new = np.concatenate([[True], diff])
     else:
         new = np.zeros(0, dtype=bool)
@@ -308,11 +315,9 @@ def _fast_batch(
     C = first.shape[0]
     cls_net = hb[first]
     # ---- digits: (A, b) with the constant neuron 2^(t_W) (B × (n+1) × PW × (m+1)), V with c·2^(−t_W)
-    oWc = np.concatenate([pt.oW, np.zeros((B, 1, m + 1), dtype=np.int64)], axis=1)
-    sWc = np.concatenate([pt.sW, np.full((B, 1, m + 1), _BIG, dtype=np.int64)], axis=1)
-    oWc[:, n, m] = 1
-    sWc[:, n, m] = pt.tW
-    DW = _digits(oWc, sWc - pt.eW[:, None, None], PW, 2)  # B × (n+1) × PW × (m+1)
+    DW = np.zeros((B, n + 1, PW, m + 1))  # B × (n+1) × PW × (m+1)
+    _digits(pt.oW, pt.sW - pt.eW[:, None, None], PW, 2, out=DW[:, :n])
+    _digits(np.ones(B, dtype=np.int64), pt.tW - pt.eW, PW, 1, out=DW[:, n, :, m])
     oVc = np.concatenate([pt.oV, pt.oc[:, :, None]], axis=2)  # B × k × (n+1)
     sVc = np.concatenate([pt.sV, pt.sc[:, :, None] - pt.tW[:, None, None]], axis=2)
     DV = _digits(oVc, sVc - pt.eV[:, None, None], PV, 1)  # B × PV × k × (n+1)
@@ -372,8 +377,8 @@ def _fast_batch(
     kc = np.nonzero(kept)[0]
     kstart = np.concatenate([[0], np.cumsum(N)])
     Kc = kc.shape[0]
-    mag_c = mag[first[kc]]
-    sg_c = sneg[first[kc]]
+    mag_c = mag[order[first[kc]]]
+    sg_c = sneg[order[first[kc]]]
     tk_c, pk_c, nk_c = tk[kc], pk[kc], nk[kc]
     wid = np.ones((B, 8), dtype=np.int64)
     wid[:, 0] = N
@@ -400,8 +405,7 @@ def _fast_batch(
     inv = inv.reshape(-1)
     digests: list[str] = [""] * B
     sha = hashlib.sha256
-    mag_b = mag_c.view(np.uint8).reshape(Kc, m + 1, 8 * Lw)
-    tk_b = np.abs(tk_c).astype("<u8").view(np.uint8).reshape(Kc, k, 8)
+    tk_u = np.abs(tk_c).astype("<u8")
     for gi, lay in enumerate(layouts.tolist()):
         nets = np.nonzero(inv == gi)[0]
         G = nets.shape[0]
@@ -411,10 +415,10 @@ def _fast_batch(
         L = Ng * (m + 1)
         pieces = [
             head,
-            int_block_rows(mag_b[:, :, :ww][rows].reshape(G, L, ww), sg_c[rows].reshape(G, L), ww),
+            int_block_rows(mag_c[rows].view(np.uint8).reshape(G, L, 8 * Lw), sg_c[rows].reshape(G, L), ww),
             dyadic_block_rows(
-                tk_b[:, :, :wkt][rows].reshape(G, Ng * k, wkt), tk_c[rows].reshape(G, Ng * k) < 0,
-                pk_c[:, :, :wkp][rows].reshape(G, Ng * k, wkp), nk_c[rows].reshape(G, Ng * k), wkt, wkp,
+                tk_u[rows].view(np.uint8).reshape(G, Ng * k, 8), tk_c[rows].reshape(G, Ng * k) < 0,
+                pk_c[rows].reshape(G, Ng * k, pk_c.shape[2]), nk_c[rows].reshape(G, Ng * k), wkt, wkp,
             ),
             _dyadic(tM[nets], pM[nets], nM[nets], wMt, wMp),
             _dyadic(te[nets], pe[nets], ne[nets], wet, wep),
@@ -431,19 +435,23 @@ def _dyadic(t: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> 
     return dyadic_block_rows(tb, t < 0, p, neg, wt, wp)
 
 
-def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> np.ndarray:
-    """The order of the rows by (network, row key): the row key compares the little-endian bytes of the
-    magnitudes, entry after entry (so 64-bit limbs compare byte-swapped), then the signs.  A sort on the first
-    limb, completed by the full lexicographic sort for the networks where two rows agree on it."""
+def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order of the rows by (network, row key), and per sorted row a key that differs between rows of
+    different networks or different first limbs.  The row key compares the little-endian bytes of the
+    magnitudes, entry after entry (so 64-bit limbs compare byte-swapped), then the signs.  One sort on the
+    network and the leading 47 bits of the first limb, completed by the full lexicographic sort for the
+    networks where two rows agree on those (hb < 2¹⁶)."""
     R = hb.shape[0]
     if R == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     k0 = mag[:, 0, 0].byteswap()
-    order = np.lexsort((k0, hb))
-    hs, ks = hb[order], k0[order]
-    tie = (hs[1:] == hs[:-1]) & (ks[1:] == ks[:-1])
+    key = (hb.astype(np.uint64) << np.uint64(47)) | (k0 >> np.uint64(17))
+    order = np.argsort(key)
+    ks = key[order]
+    tie = ks[1:] == ks[:-1]
     if not tie.any():
-        return order
+        return order, ks
+    hs = hb[order]
     keys = np.concatenate([mag.reshape(R, -1).byteswap(), sneg.astype(np.uint64)], axis=1)
     tied = np.zeros(int(hb.max()) + 1, dtype=bool)
     tied[hs[1:][tie]] = True
@@ -451,7 +459,8 @@ def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> np.ndarray:
     sub = sub[np.lexsort([keys[sub, j] for j in range(keys.shape[1] - 1, -1, -1)] + [hb[sub]])]
     rest = order[~tied[hs]]
     both = np.concatenate([rest, sub])
-    return both[np.argsort(hb[both], kind="stable")]
+    order = both[np.argsort(hb[both], kind="stable")]
+    return order, (hb[order].astype(np.uint64) << np.uint64(47)) | (k0[order] >> np.uint64(17))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -505,11 +514,16 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         good = conv[0][1] & conv[1][1] & conv[2][1] & conv[3][1]
         V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
-        per = max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8))
+        per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
         for s0 in range(0, idx.shape[0], per):
             nets = idx[s0 : s0 + per]
-            Vb, Ab, bb = V64[nets], A64[nets], b64[nets]
-            pt, ok = _parts(Vb, Ab, bb, c64[nets])
+            Vb, Ab, bb, cb = V64[nets], A64[nets], b64[nets], c64[nets]
+            if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
+                with np.errstate(over="ignore"):
+                    b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
+                if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
+                    Vb, Ab, bb, cb = b32
+            pt, ok = _parts(Vb, Ab, bb, cb)
             sub = np.nonzero(ok)[0]
             if not sub.size:
                 continue
