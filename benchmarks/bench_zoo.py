@@ -8,6 +8,7 @@ and reports networks per second, the ratio, and the peak memory per network of t
 (tracemalloc over one stack).  Then it times the vectorized path alone on growing zoos (10^4, 10^5, ...
 networks, generated chunk by chunk as a job would read them, 4096 per chunk) to show how the time grows, wall
 clock and CPU time of this process.  The machine's load matters: compare the ratios, measured in one run.
+BLAS runs on one thread (set OPENBLAS_NUM_THREADS to override).
 
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000
@@ -16,12 +17,18 @@ clock and CPU time of this process.  The machine's load matters: compare the rat
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread for both sides: on a shared machine (and in a zoo job's worker processes) BLAS threads
+# competing for busy cores make the small batched matrix products of the digests up to 100 times slower
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
