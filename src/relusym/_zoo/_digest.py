@@ -55,7 +55,7 @@ _DIGIT = 16  # bits per digit of the exact sums
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _BIG = 1 << 40
-_MAX_ENTRIES = 1 << 21  # float64 entries of the largest temporary of one batch
+_MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
 
 
 @dataclass(frozen=True)
