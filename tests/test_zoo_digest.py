@@ -97,6 +97,7 @@ def structured_stack(
     c = rng.standard_normal((B, k))
     A[rng.random((B, n, m)) < 0.15] = 0.0
     b[rng.random((B, n)) < 0.1] = 0.0
+    V[rng.random((B, k, n)) < 0.1] = 0.0
     if dtype != np.float64:  # the structure below must be exact in dtype
         A, b, V, c = (x.astype(dtype).astype(np.float64) for x in (A, b, V, c))
     kinds = ["none", "tie", "opposite", "cancel", "flip", "dead", "constant", "null"]
@@ -230,6 +231,19 @@ def test_extreme_exponents_integers_rationals_and_errors():
     z = stack_digests(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)), np.array([[1.5], [-2.0]]))
     assert z.fast.all() and z.digest == _expected(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)),
                                                    np.array([[1.5], [-2.0]]))  # fmt: skip
+
+
+def test_batches_do_not_change_the_digests(monkeypatch):
+    # one batch of 300 networks, then batches of a few networks each (and so other digit counts per batch)
+    from relusym._zoo import _digest as zd
+
+    rng = np.random.default_rng(12)
+    V, A, b, c = structured_stack(rng, 300, 3, 8, 2, np.float32, 20)
+    whole = stack_digests(V, A, b, c)
+    monkeypatch.setattr(zd, "_MAX_ENTRIES", 1500)
+    pieces = stack_digests(V, A, b, c)
+    assert pieces.digest == whole.digest and (pieces.width == whole.width).all() and pieces.fast.all()
+    assert whole.digest[:40] == _expected(V[:40], A[:40], b[:40], c[:40])
 
 
 def test_widths_without_search_agree_with_minimal_width():
