@@ -2,10 +2,13 @@
 ``normal_form(net).digest()``, which is what a user would otherwise write.
 
 For every shape (m, n, k) it times both on the same random float32 networks (the loop on a subsample, since it
-is the slow side), checks that the digests agree on that subsample, and reports networks per second, the
-ratio, and the peak memory per network of the vectorized path (tracemalloc over one stack).  Then it times the
-vectorized path alone on growing zoos (10^4, 10^5, ... networks, generated chunk by chunk as a job would read
-them) to show how the time grows.  The machine's load matters: compare the ratios, measured in one run.
+is the slow side), checks that the digests agree on that subsample (with the digest's definition,
+``reference_digest`` of the exact normal form, where ``NormalForm.digest()`` still computes an older scheme),
+and reports networks per second, the ratio, and the peak memory per network of the vectorized path
+(tracemalloc over one stack).  Then it times the vectorized path alone on growing zoos (10^4, 10^5, ...
+networks, generated chunk by chunk as a job would read them, 4096 per chunk) to show how the time grows, wall
+clock and CPU time of this process.  The machine's load matters: compare the ratios, measured in one run.
+BLAS runs on one thread (set OPENBLAS_NUM_THREADS to override).
 
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000
@@ -14,16 +17,23 @@ them) to show how the time grows.  The machine's load matters: compare the ratio
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread for both sides: on a shared machine (and in a zoo job's worker processes) BLAS threads
+# competing for busy cores make the small batched matrix products of the digests up to 100 times slower
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from relusym import Network, normal_form  # noqa: E402
+from relusym._digest import DIGEST_MAGIC, reference_digest  # noqa: E402
 from relusym._zoo._digest import stack_digests  # noqa: E402
 
 SHAPES = ((2, 16, 1), (8, 64, 1), (64, 256, 10))
@@ -39,15 +49,28 @@ def stack(m: int, n: int, k: int, B: int, seed: int) -> tuple[np.ndarray, ...]:
     )
 
 
+def _vectorized(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[list[str | None], float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    digests = stack_digests(V, A, b, c).digest
+    return digests, time.perf_counter() - t0, time.process_time() - c0
+
+
 def compare(m: int, n: int, k: int, B: int, loop_count: int) -> dict[str, float]:
     V, A, b, c = stack(m, n, k, B, seed=m * 1000 + n)
-    t0 = time.perf_counter()
-    fast = stack_digests(V, A, b, c).digest
-    t_vec = time.perf_counter() - t0
+    fast, t1, c1 = _vectorized(V, A, b, c)
     L = min(loop_count, B)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
-    t_loop = time.perf_counter() - t0
+    t_loop, c_loop = time.perf_counter() - t0, time.process_time() - c0
+    _, t2, c2 = _vectorized(V, A, b, c)  # before and after the loop: the faster (the machine's load drifts)
+    t_vec, c_vec = min(t1, t2), min(c1, c2)
+    nf0 = normal_form(Network(V[0], A[0], b[0], c[0]))
+    if not next(iter(nf0.digest_bytes())).startswith(DIGEST_MAGIC):  # NormalForm.digest() of an older scheme
+        ref = []
+        for i in range(L):
+            nf = normal_form(Network(V[i], A[i], b[i], c[i]))
+            ref.append(reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e))
+        print(f"  ({m}-{n}-{k}: the loop computes an older digest scheme; checked against reference_digest)")
     if fast[:L] != ref:
         raise AssertionError(f"digests differ for {m}-{n}-{k}")
     per = min(B, 256)
@@ -55,22 +78,31 @@ def compare(m: int, n: int, k: int, B: int, loop_count: int) -> dict[str, float]
     stack_digests(V[:per], A[:per], b[:per], c[:per])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return {"vec": B / t_vec, "loop": L / t_loop, "mem": peak / per + V[0].nbytes + A[0].nbytes + 8 * (n + k)}
+    return {
+        "vec": B / t_vec,
+        "loop": L / t_loop,
+        "cpu_ratio": (c_loop / L) / (c_vec / B),
+        "mem": peak / per + V[0].nbytes + A[0].nbytes + 8 * (n + k),
+    }
 
 
-def growth(m: int, n: int, k: int, total: int, chunk: int) -> float:
-    t = 0.0
+def growth(m: int, n: int, k: int, total: int, chunk: int) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of the vectorized digests of ``total`` networks, chunk by chunk."""
+    t = cpu = 0.0
     done = 0
     seed = 0
     while done < total:
         B = min(chunk, total - done)
         V, A, b, c = stack(m, n, k, B, seed)
-        t0 = time.perf_counter()
-        stack_digests(V, A, b, c)
+        t0, c0 = time.perf_counter(), time.process_time()
+        sd = stack_digests(V, A, b, c)
         t += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+        if not sd.fast.all():
+            raise AssertionError("a random float32 network left the vectorized path")
         done += B
         seed += 1
-    return t
+    return t, cpu
 
 
 def main() -> None:
@@ -83,23 +115,29 @@ def main() -> None:
         sizes = {(2, 16, 1): (2000, 200), (8, 64, 1): (1000, 100), (64, 256, 10): (20, 4)}
     print(
         "| shape m-n-k | vectorized (networks/s) | loop over normal_form(net).digest() (networks/s) | ratio | "
-        "memory per network (vectorized, peak) |"
+        "ratio (CPU time) | memory per network (vectorized, peak) |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for shape in SHAPES:
         B, L = sizes[shape]
         r = compare(*shape, B, L)
         print(
             f"| {'-'.join(map(str, shape))} | {r['vec']:,.0f} | {r['loop']:,.0f} | {r['vec'] / r['loop']:.1f}× | "
-            f"{r['mem'] / 1024:.1f} KiB |"
+            f"{r['cpu_ratio']:.1f}× | {r['mem'] / 1024:.1f} KiB |"
         )
     sizes_g = args.growth if args.growth is not None else ([10_000] if args.quick else [10_000, 100_000])
     if sizes_g:
-        print("\n| networks (8-64-1) | vectorized digest time | µs per network |")
-        print("|---|---|---|")
+        print(
+            "\n| networks (8-64-1) | vectorized digest time (wall) | µs per network (wall) | networks/s | "
+            "CPU µs per network |"
+        )
+        print("|---|---|---|---|---|")
         for total in sizes_g:
-            t = growth(8, 64, 1, total, 4096)
-            print(f"| {total:,} | {t:.1f} s | {t / total * 1e6:.0f} |")
+            t, cpu = growth(8, 64, 1, total, 4096)
+            print(
+                f"| {total:,} | {t:.1f} s | {t / total * 1e6:.0f} | {total / t:,.0f} | {cpu / total * 1e6:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import gcd
 
+import numpy as np
+
 __all__ = [
     "DIGEST_SCHEME",
     "DIGEST_MAGIC",
@@ -157,3 +159,81 @@ def reference_digest(
 ) -> str:
     """SHA-256 (hex) of :func:`reference_digest_bytes`: the digest's definition, computed from Fractions."""
     return hashlib.sha256(reference_digest_bytes(m, k, K, M, e)).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# batched encoders (zoo)
+#
+# The same blocks for G byte layouts at once: every row of an input describes one digest's sequence of L
+# integers (all rows of a call have the same L and the same width w), so a block is a few columns of one uint8
+# matrix.  Magnitudes are given as their little-endian bytes (a uint8 axis, at least w long), which is what
+# ``x.astype("<u8").view(np.uint8)`` or ``digits.astype("<u2").view(np.uint8)`` gives for limbs or base-2¹⁶
+# digits.  The zoo's stack digests (relusym/_zoo/_digest.py) build their bytes from these.
+
+__all__ += ["byte_widths", "int_block_rows", "dyadic_block_rows", "odd_part_digits"]
+
+
+def byte_widths(mag: np.ndarray) -> np.ndarray:
+    """Bytes of each magnitude up to its last nonzero byte (0 for zero): ``mag`` is (..., nbytes) uint8,
+    little-endian; the result has shape ``mag.shape[:-1]``.  The width of a block is max(1, max of these)."""
+    nb = mag.shape[-1]
+    nz = mag != 0
+    last = nb - np.argmax(nz[..., ::-1], axis=-1)
+    return np.where(nz.any(axis=-1), last, 0).astype(np.int64)
+
+
+def int_block_rows(mag: np.ndarray, neg: np.ndarray, w: int) -> np.ndarray:
+    """G integer blocks at once: ``mag`` (G, L, ≥ w) uint8 little-endian magnitudes (each below 2^(8w)), ``neg``
+    (G, L) bool the signs; returns (G, 4 + L·w + ⌈L/8⌉) uint8, row g the bytes of :func:`int_block` of row g."""
+    G, L = neg.shape
+    head = np.broadcast_to(np.frombuffer(struct.pack("<I", w), dtype=np.uint8), (G, 4))
+    body = (mag if mag.shape[2] == w else mag[:, :, :w]).reshape(G, L * w)
+    signs = np.packbits(neg.astype(bool), axis=1, bitorder="little")
+    return np.concatenate([head, body, signs], axis=1)
+
+
+def dyadic_block_rows(t: np.ndarray, tneg: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
+    """G rational blocks of dyadic rationals x = 2^t · p (p odd, or x = 0 with t = 0 and p = 0, so q = 1): ``t``
+    (G, L, ≥ wt) and ``p`` (G, L, ≥ wp) uint8 the little-endian bytes of |t| and |p|, ``tneg`` and ``neg`` (G, L)
+    their signs; ``wt`` and ``wp`` the widths of the t and p blocks.  Row g is :func:`rational_block` of row g's
+    rationals."""
+    G, L = neg.shape
+    q = np.broadcast_to(
+        np.frombuffer(struct.pack("<I", 1) + b"\x01" * L + b"\x00" * ((L + 7) // 8), dtype=np.uint8),
+        (G, 4 + L + (L + 7) // 8),
+    )
+    return np.concatenate([int_block_rows(t, tneg, wt), int_block_rows(p, neg, wp), q], axis=1)
+
+
+def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 2-adic split of nonnegative integers given as base-2¹⁶ digits: ``D`` (J, X) int64, digit j of number
+    x in [0, 2¹⁶) with weight 2^(16 j) (one number per column).  Returns (s, P): s[x] the number of trailing
+    zero bits of number x (−1 for zero) and P (J, X) the digits of number x shifted right by s[x] bits (its odd
+    part; 0 for zero)."""
+    J, X = D.shape
+    s = np.full(X, -1, dtype=np.int64)
+    P = np.zeros((J, X), dtype=np.int64)
+    if X == 0 or J == 0:
+        return s, P
+    common = D[0] != 0  # the lowest digit is nonzero: shift by its trailing zeros only
+    rare = np.nonzero(~common)[0]
+    low = D[0] | ~common
+    tz = ((low & -low).astype(np.float64).view(np.int64) >> 52) - 1023
+    up = 16 - tz
+    for j in range(J - 1):
+        P[j] = (D[j] >> tz) | ((D[j + 1] << up) & 0xFFFF)
+    P[J - 1] = D[J - 1] >> tz
+    s[:] = tz
+    if rare.size:  # a zero lowest digit: shift whole digits first (or the number is 0)
+        Dr = D[:, rare]
+        nz = Dr != 0
+        j0 = np.argmax(nz, axis=0)
+        lo = Dr[j0, np.arange(rare.size)]
+        lo_bit = (lo & -lo) | (lo == 0)
+        tzr = (lo_bit.astype(np.float64).view(np.int64) >> 52) - 1023
+        idx = np.arange(J)[:, None] + j0[None, :]
+        cur = np.take_along_axis(Dr, np.minimum(idx, J - 1), axis=0) * (idx < J)
+        nxt = np.take_along_axis(Dr, np.minimum(idx + 1, J - 1), axis=0) * (idx + 1 < J)
+        P[:, rare] = (cur >> tzr) | ((nxt << (16 - tzr)) & 0xFFFF)
+        s[rare] = np.where(nz.any(axis=0), 16 * j0 + tzr, -1)
+    return s, P

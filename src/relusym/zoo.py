@@ -13,7 +13,7 @@ B×k×n, ``A`` B×n×m, ``b`` B×n and ``c`` B×k), a Parquet zoo table (one row
 or an iterable of :class:`relusym.Network` (or ``(name, Network)`` pairs).
 
 **Output**: one Parquet table, one row per network, with the columns of :data:`COLUMNS` (schema
-``relusym.zoo/1``, recorded in the file's metadata together with the tolerances), and a summary (a JSON-ready
+``relusym.zoo/2``, recorded in the file's metadata together with the tolerances), and a summary (a JSON-ready
 dict, also written beside the table as ``<name>.summary.json``): exact duplicate groups, near-duplicate groups
 with the tolerance used, counts by fibre type, generic/not/undecided, widths, and every error row.
 

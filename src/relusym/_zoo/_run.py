@@ -26,7 +26,7 @@ from ._sources import Chunk, Item, plan_chunks, read_chunk
 
 __all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
 
-SCHEMA = "relusym.zoo/1"
+SCHEMA = "relusym.zoo/2"
 _PROBE_SEED = 0x200_2026
 
 # (name, pyarrow type name, description): the public columns of the table, in order

@@ -1,0 +1,366 @@
+"""The zoo's batched normal-form digests (scheme relusym.nf/2) against the definition.
+
+Oracles: ``reference_digest`` of the exact normal form (the digest's definition, from Fractions), and a
+from-scratch computation of (K, M, e) neuron by neuron in Fractions that uses no relusym normal-form code.  The
+stacks are rich in what exactness hinges on: ties and split duplicates, opposite pairs, cancelling kinks,
+hidden flips, dead and constant neurons, float16/32/64 entries with wide exponent spreads, subnormals.  The
+batched encoders are compared with the single-sequence encoders on random integers."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import relusym
+from relusym import Network, normal_form
+from relusym._digest import (
+    byte_widths,
+    dyadic_block_rows,
+    int_block,
+    int_block_rows,
+    odd_part_digits,
+    rational_block,
+    reference_digest,
+)
+from relusym._zoo._digest import stack_digests
+
+
+def expected_digest(net: Network) -> str:
+    """The definition from the exact normal form (what ``normal_form(net).digest()`` returns under relusym.nf/2)."""
+    nf = normal_form(net)
+    return reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e)
+
+
+def _expected(V: Any, A: Any, b: Any, c: Any) -> list[str | None]:
+    out: list[str | None] = []
+    for i in range(A.shape[0]):
+        try:
+            out.append(expected_digest(Network(V[i], A[i], b[i], c[i])))
+        except relusym.InvalidNetworkError:
+            out.append(None)
+    return out
+
+
+def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
+    """(K, M, e) computed neuron by neuron in Fractions, then hashed by the definition: κ_û = Σ |λ_i| v_i over
+    the neurons of the class û = w_i/λ_i (λ_i the first nonzero entry of a_i), M = Σ_{λ_i<0} v_i a_iᵀ,
+    e = c + Σ_{a_i=0, b_i>0} b_i v_i + Σ_{λ_i<0} b_i v_i."""
+
+    def fr(x: Any) -> Fraction:
+        return x if isinstance(x, Fraction) else Fraction(float(x))
+
+    Vf = [[fr(x) for x in row] for row in np.asarray(V, dtype=object).tolist()]
+    Af = [[fr(x) for x in row] for row in np.asarray(A, dtype=object).tolist()]
+    bf = [fr(x) for x in np.asarray(b, dtype=object).tolist()]
+    cf = [fr(x) for x in np.asarray(c, dtype=object).tolist()]
+    k, n, m = len(Vf), len(bf), np.asarray(A).shape[1]
+    kinks: dict[tuple[Fraction, ...], list[Fraction]] = {}
+    M = [[Fraction(0)] * m for _ in range(k)]
+    e = list(cf)
+    for i in range(n):
+        v = [Vf[r][i] for r in range(k)]
+        a = Af[i]
+        if not any(a):
+            if bf[i] > 0:
+                e = [x + bf[i] * y for x, y in zip(e, v, strict=True)]
+            continue
+        lam = next(x for x in a if x != 0)
+        u = tuple(x / lam for x in [*a, bf[i]])
+        kap = kinks.setdefault(u, [Fraction(0)] * k)
+        for r in range(k):
+            kap[r] += abs(lam) * v[r]
+        if lam < 0:
+            for r in range(k):
+                for j in range(m):
+                    M[r][j] += v[r] * a[j]
+                e[r] += bf[i] * v[r]
+    K = [(u, kap) for u, kap in kinks.items() if any(kap)]
+    return reference_digest(m, k, K, M, e)
+
+
+def structured_stack(
+    rng: np.random.Generator, B: int, m: int, n: int, k: int, dtype: Any, spread: int
+) -> tuple[np.ndarray, ...]:
+    """B networks m-n-k of ``dtype`` with exponents spread over ±spread and, neuron by neuron, ties (a scaled
+    copy of an earlier neuron), opposite pairs, cancelling kinks, hidden-flip pairs (v_j a_j + v_i a_i = 0),
+    dead and constant neurons, zero entries; every fourth network is a permuted copy of another, each neuron
+    rescaled by a power of two (the same function unless rounding to ``dtype`` loses bits)."""
+    A = rng.standard_normal((B, n, m)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n, m))
+    b = rng.standard_normal((B, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n))
+    V = rng.standard_normal((B, k, n)) * 2.0 ** rng.integers(-(spread // 2), spread // 2 + 1, size=(B, k, n))
+    c = rng.standard_normal((B, k))
+    A[rng.random((B, n, m)) < 0.15] = 0.0
+    b[rng.random((B, n)) < 0.1] = 0.0
+    V[rng.random((B, k, n)) < 0.1] = 0.0
+    if dtype != np.float64:  # the structure below must be exact in dtype
+        A, b, V, c = (x.astype(dtype).astype(np.float64) for x in (A, b, V, c))
+    kinds = ["none", "tie", "opposite", "cancel", "flip", "dead", "constant", "null"]
+    for t in range(B):
+        for i in range(1, n):
+            how = kinds[int(rng.integers(0, len(kinds)))]
+            j = int(rng.integers(0, i))
+            s = 2.0 ** int(rng.integers(-3, 4))
+            if how == "tie":
+                A[t, i], b[t, i] = A[t, j] * s, b[t, j] * s
+            elif how == "opposite":
+                A[t, i], b[t, i] = -A[t, j] * s, -b[t, j] * s
+            elif how == "cancel":  # the same hyperplane, the opposite kink: the class's κ sums to 0
+                A[t, i], b[t, i], V[t, :, i] = A[t, j] * s, b[t, j] * s, -V[t, :, j] / s
+            elif how == "flip":  # v_i a_i = −v_j a_j on the opposite orientation
+                A[t, i], b[t, i], V[t, :, i] = -A[t, j] * s, -b[t, j] * s, -V[t, :, j] / s
+            elif how == "dead":
+                V[t, :, i] = 0.0
+            elif how == "constant":
+                A[t, i] = 0.0
+            elif how == "null":
+                A[t, i], b[t, i] = 0.0, -abs(b[t, i])
+    for t in range(3, B, 4):  # a copy of network t−3: neurons permuted, each rescaled by a power of two
+        perm = rng.permutation(n)
+        sc = 2.0 ** rng.integers(-4, 5, size=n)
+        A[t], b[t], V[t], c[t] = A[t - 3][perm] * sc[:, None], b[t - 3][perm] * sc, V[t - 3][:, perm] / sc, c[t - 3]
+    with np.errstate(over="ignore"):
+        return tuple(x.astype(dtype) for x in (V, A, b, c))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the digests
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 4),
+    n=st.integers(0, 8),
+    k=st.integers(1, 3),
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+    wide=st.booleans(),
+)
+def test_batched_digests_equal_the_definition(seed, m, n, k, dtype, wide):
+    rng = np.random.default_rng(seed)
+    spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
+    V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, spread)
+    sd = stack_digests(V, A, b, c)
+    expected = _expected(V, A, b, c)
+    assert sd.digest == expected
+    finite = [d is not None for d in expected]
+    assert sd.fast[finite].all()  # every finite float network of these spreads stays vectorized
+    for t in range(3, 8, 4):  # the permuted, rescaled copies: equal digests exactly when equal functions
+        if expected[t] is not None and expected[t - 3] is not None:
+            nets = [Network(V[i], A[i], b[i], c[i]) for i in (t, t - 3)]
+            assert (sd.digest[t] == sd.digest[t - 3]) == bool(relusym.equivalent(*nets))
+
+
+def test_batched_digests_equal_a_from_scratch_oracle():
+    rng = np.random.default_rng(2026)
+    for m, n, k, dtype, spread in (
+        (1, 4, 1, np.float32, 6),
+        (2, 6, 2, np.float32, 30),
+        (3, 5, 1, np.float64, 100),
+        (2, 7, 3, np.float16, 4),
+        (4, 3, 2, np.float64, 8),
+    ):
+        V, A, b, c = structured_stack(rng, 60, m, n, k, dtype, spread)
+        sd = stack_digests(V, A, b, c)
+        for i in range(60):
+            if np.isfinite(A[i]).all() and np.isfinite(b[i]).all() and np.isfinite(V[i]).all():
+                assert sd.digest[i] == scratch_digest(V[i], A[i], b[i], c[i])
+
+
+def test_thousands_of_random_networks():
+    rng = np.random.default_rng(7)
+    count = 0
+    for m, n, k, B, dtype, spread in (
+        (2, 16, 1, 800, np.float32, 4),
+        (1, 6, 1, 800, np.float32, 12),
+        (3, 9, 2, 500, np.float64, 30),
+        (8, 24, 1, 200, np.float32, 8),
+        (4, 10, 5, 300, np.float16, 3),
+        (6, 40, 12, 24, np.float32, 6),
+    ):
+        V, A, b, c = structured_stack(rng, B, m, n, k, dtype, spread)
+        assert stack_digests(V, A, b, c).digest == _expected(V, A, b, c)
+        count += B
+    assert count >= 2500
+
+
+def test_symmetries_give_equal_digests_and_other_functions_other_digests():
+    rng = np.random.default_rng(3)
+    base = Network(*(x[0] for x in structured_stack(rng, 1, 3, 6, 2, np.float32, 6)))
+    perm, sc = rng.permutation(6), (2.0 ** rng.integers(-3, 4, 6)).astype(np.float32)
+    V, A, b, c = (np.asarray(x) for x in base.to_float(np.float32))
+    permuted = Network(V[:, perm], A[perm], b[perm], c)
+    rescaled = Network(V / sc, A * sc[:, None], b * sc, c)
+    copies = [base, permuted, rescaled]
+    other = Network(base.V, base.A, base.b, np.asarray(base.c) + np.float32(1.0))
+    nets = [*copies, other]
+    Vs, As, bs, cs = (np.stack([np.asarray(net.to_float(np.float32)[i]) for net in nets]) for i in range(4))
+    sd = stack_digests(Vs, As, bs, cs)
+    assert sd.digest[0] == sd.digest[1] == sd.digest[2] == expected_digest(base)
+    assert sd.digest[3] != sd.digest[0] and sd.digest[3] == expected_digest(other)
+
+
+def test_extreme_exponents_integers_rationals_and_errors():
+    rng = np.random.default_rng(9)
+    V, A, b, c = (x.astype(np.float64) for x in structured_stack(rng, 8, 2, 4, 1, np.float32, 4))
+    A[0, 0, 0], A[0, 1, 1] = 2.0**-149, 2.0**127  # the whole float32 range in one network: vectorized
+    V[1, 0, 0], b[1, 2] = 2.0**-149, 2.0**120
+    A[2, 0, 0], A[2, 0, 1] = 1e-300, 1e300  # 2000 bits apart: the single-network path
+    A[3, 1, 0] = np.nan
+    c[4, 0] = -np.inf
+    A[5, 0, 0] = 0.1  # a float64 value that is not a float32 value: vectorized
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == _expected(V, A, b, c)
+    assert sd.fast.tolist() == [True, True, False, False, False, True, True, True]
+    assert sd.digest[3] is None and "nan" in (sd.error[3] or "").lower()
+    assert sd.digest[4] is None and sd.error[4]
+    # integer stacks are vectorized, exact rationals take the single-network path: the same digests
+    Vi, Ai, bi, ci = (rng.integers(-3, 4, size=s) for s in ((5, 2, 4), (5, 4, 3), (5, 4), (5, 2)))
+    Ai[:, 1] = 2 * Ai[:, 0]
+    sdi = stack_digests(Vi, Ai, bi, ci)
+    assert sdi.fast.all() and sdi.digest == _expected(Vi, Ai, bi, ci)
+    to_q = np.vectorize(lambda x: Fraction(int(x), 3), otypes=[object])
+    sdq = stack_digests(to_q(Vi), to_q(Ai), to_q(bi), to_q(ci))
+    assert not sdq.fast.any() and sdq.digest == _expected(to_q(Vi), to_q(Ai), to_q(bi), to_q(ci))
+    # a stack of one shape with n = 0 (affine networks) and one with no hyperplane at all
+    z = stack_digests(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)), np.array([[1.5], [-2.0]]))
+    assert z.fast.all() and z.digest == _expected(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)),
+                                                   np.array([[1.5], [-2.0]]))  # fmt: skip
+
+
+def test_batches_do_not_change_the_digests(monkeypatch):
+    # one batch of 300 networks, then batches of a few networks each (and so other digit counts per batch)
+    from relusym._zoo import _digest as zd
+
+    rng = np.random.default_rng(12)
+    V, A, b, c = structured_stack(rng, 300, 3, 8, 2, np.float32, 20)
+    whole = stack_digests(V, A, b, c)
+    monkeypatch.setattr(zd, "_MAX_ENTRIES", 1500)
+    pieces = stack_digests(V, A, b, c)
+    assert pieces.digest == whole.digest and (pieces.width == whole.width).all() and pieces.fast.all()
+    assert whole.digest[:40] == _expected(V[:40], A[:40], b[:40], c[:40])
+
+
+def test_widths_without_search_agree_with_minimal_width():
+    rng = np.random.default_rng(4)
+    V, A, b, c = structured_stack(rng, 40, 2, 5, 1, np.float32, 3)
+    sd = stack_digests(V, A, b, c)
+    checked = 0
+    for i in range(40):
+        if sd.width[i] >= 0:
+            assert sd.width[i] == relusym.minimal_width(Network(V[i], A[i], b[i], c[i]))
+            checked += 1
+    assert checked >= 5
+
+
+def test_stack_digest_equals_normal_form_digest():
+    # fails until NormalForm.digest() computes scheme relusym.nf/2 (the `digest` branch); passes after the merge
+    rng = np.random.default_rng(1)
+    V, A, b, c = structured_stack(rng, 12, 3, 7, 2, np.float32, 6)
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(12)]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the batched encoders
+
+
+def _le_bytes(values: list[int], w: int) -> np.ndarray:
+    return np.array([list(abs(x).to_bytes(w, "little")) for x in values], dtype=np.uint8).reshape(len(values), w)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(-(2**80), 2**80), min_size=0, max_size=20), st.integers(0, 3))
+def test_int_block_rows_equal_int_block(values, pad):
+    L = len(values)
+    w = max([1] + [(abs(x).bit_length() + 7) // 8 for x in values])
+    mag = _le_bytes(values, w + pad)[None] if L else np.zeros((1, 0, w + pad), dtype=np.uint8)
+    neg = np.array([[x < 0 for x in values]], dtype=bool).reshape(1, L)
+    assert int_block_rows(mag, neg, w)[0].tobytes() == int_block(values)
+    assert byte_widths(mag)[0].tolist() == [(abs(x).bit_length() + 7) // 8 for x in values]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-200, 200), st.integers(-(2**70), 2**70)), min_size=0, max_size=10))
+def test_dyadic_block_rows_equal_rational_block(pairs):
+    values = [Fraction(p) * Fraction(2) ** t for t, p in pairs]
+    splits = [(0, 0) if x == 0 else _dyadic_split(x) for x in values]
+    L = len(values)
+    ts, ps = [t for t, _ in splits], [p for _, p in splits]
+    wt = max([1] + [(abs(t).bit_length() + 7) // 8 for t in ts])
+    wp = max([1] + [(abs(p).bit_length() + 7) // 8 for p in ps])
+    tb = _le_bytes(ts, 8)[None] if L else np.zeros((1, 0, 8), dtype=np.uint8)
+    pb = _le_bytes(ps, wp)[None] if L else np.zeros((1, 0, wp), dtype=np.uint8)
+    tneg = np.array([[t < 0 for t in ts]], dtype=bool).reshape(1, L)
+    pneg = np.array([[p < 0 for p in ps]], dtype=bool).reshape(1, L)
+    out = dyadic_block_rows(tb, tneg, pb, pneg, wt, wp)
+    assert out[0].tobytes() == rational_block(values)
+
+
+def _dyadic_split(x: Fraction) -> tuple[int, int]:
+    p, q = x.numerator, x.denominator
+    tp = (p & -p).bit_length() - 1
+    return tp - (q.bit_length() - 1), p >> tp
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**100 - 1) | st.sampled_from([0, 1 << 16, 1 << 33, 3 << 64]), min_size=1, max_size=20))
+def test_odd_part_digits(values):
+    J = 8
+    D = np.array([[(x >> (16 * j)) & 0xFFFF for x in values] for j in range(J)], dtype=np.int64)
+    s, P = odd_part_digits(D)
+    for i, x in enumerate(values):
+        tz = (x & -x).bit_length() - 1 if x else -1
+        assert s[i] == tz
+        assert sum(int(P[j, i]) << (16 * j) for j in range(J)) == (x >> tz if x else 0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the table's schema
+
+
+def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
+    pq = pytest.importorskip("pyarrow.parquet")
+
+    from relusym._zoo import _run
+    from relusym.zoo import SCHEMA, read_zoo_table, scan_zoo
+
+    assert SCHEMA == "relusym.zoo/2"
+    rng = np.random.default_rng(0)
+    shard = tmp_path / "shard.npz"
+    V, A, b, c = structured_stack(rng, 12, 2, 4, 1, np.float32, 3)
+    np.savez(shard, V=V, A=A, b=b, c=c)
+    out = tmp_path / "z.parquet"
+
+    class Stop(Exception):
+        pass
+
+    def stop(index: int) -> None:
+        raise Stop
+
+    # a job of the old schema (digests of the old definition), interrupted after its first part
+    monkeypatch.setattr(_run, "SCHEMA", "relusym.zoo/1")
+    with pytest.raises(Stop):
+        _run.run_job(shard, out, options=_run.Options(fibre=False), chunk_size=4, on_part=stop, show_progress=False)
+    monkeypatch.undo()
+    parts = out.with_name(out.name + ".parts")
+    assert json.loads((parts / "job.json").read_text())["schema"] == "relusym.zoo/1"
+    assert len(list(parts.glob("part-*.parquet"))) == 1
+    with pytest.raises(relusym.InvalidNetworkError) as exc:
+        scan_zoo(shard, out, chunk_size=4, fibre=False, resume=True, progress=False)
+    msg = str(exc.value)
+    assert str(parts) in msg and "without --resume" in msg and msg.count(". ") == 0 and "\n" not in msg
+    # without --resume the old parts are discarded and the job starts over
+    res = scan_zoo(shard, out, chunk_size=4, fibre=False, progress=False)
+    assert res.table.num_rows == 12 and not parts.exists()
+    assert res.table.column("digest").to_pylist() == _expected(V, A, b, c)
+    # a table of the old schema is refused by read_zoo_table, one sentence naming it
+    old = tmp_path / "old.parquet"
+    pq.write_table(res.table.replace_schema_metadata({b"schema": b"relusym.zoo/1"}), old)
+    with pytest.raises(relusym.InvalidNetworkError, match=r"old\.parquet is not a relusym\.zoo/2 table"):
+        read_zoo_table(old)
