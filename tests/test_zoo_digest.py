@@ -355,6 +355,7 @@ def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
         scan_zoo(shard, out, chunk_size=4, fibre=False, resume=True, progress=False)
     msg = str(exc.value)
     assert str(parts) in msg and "without --resume" in msg and msg.count(". ") == 0 and "\n" not in msg
+    assert "relusym.zoo/1" in msg and "relusym.zoo/2" in msg
     # without --resume the old parts are discarded and the job starts over
     res = scan_zoo(shard, out, chunk_size=4, fibre=False, progress=False)
     assert res.table.num_rows == 12 and not parts.exists()

@@ -164,6 +164,11 @@ class PartsFolder:
                 old = json.loads(manifest.read_text())
             except (OSError, ValueError):
                 old = {}
+            if isinstance(old, dict) and old.get("schema") not in (None, schema):
+                raise InvalidNetworkError(
+                    f"{self.path} holds parts written under schema {old['schema']} (this relusym writes {schema}); "
+                    "run without --resume to start over"
+                )
             if not isinstance(old, dict) or old.get("fingerprint") != fingerprint:
                 raise InvalidNetworkError(
                     mismatch(old if isinstance(old, dict) else {})
