@@ -48,6 +48,10 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import gcd
 
+import numpy as np
+
+from ._numbers import float_parts
+
 __all__ = [
     "DIGEST_SCHEME",
     "DIGEST_MAGIC",
@@ -58,6 +62,13 @@ __all__ = [
     "primitive_vector",
     "reference_digest_bytes",
     "reference_digest",
+    "u64_block",
+    "i64_block",
+    "ones_block",
+    "dyadic_block",
+    "float_block",
+    "digits_block",
+    "hyperplane_block",
 ]
 
 DIGEST_SCHEME = "relusym.nf/2"
@@ -157,3 +168,174 @@ def reference_digest(
 ) -> str:
     """SHA-256 (hex) of :func:`reference_digest_bytes`: the digest's definition, computed from Fractions."""
     return hashlib.sha256(reference_digest_bytes(m, k, K, M, e)).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# single-network fast encoders
+#
+# The same bytes as above, from numpy arrays of integers: magnitudes as uint64 (or as base-2^16 digits when
+# they are wider), signs as booleans.  A float x is the dyadic rational p · 2^t with p its odd integer mantissa
+# (``relusym._numbers.float_parts``), so its 2-adic split is (t, p, 1) with no division at all.
+
+
+def _sign_bytes(neg: np.ndarray) -> bytes:
+    return np.packbits(np.ascontiguousarray(neg, dtype=bool).ravel(), bitorder="little").tobytes()
+
+
+def u64_block(mag: np.ndarray, neg: np.ndarray) -> bytes:
+    """The integer block of the integers with magnitudes ``mag`` (uint64) and signs ``neg`` (True: negative;
+    it must be False where the magnitude is 0)."""
+    mag = np.ascontiguousarray(mag, dtype="<u8").ravel()
+    w = max(1, (int(mag.max(initial=0)).bit_length() + 7) // 8)
+    raw = mag.view(np.uint8).reshape(-1, 8)[:, :w]
+    return struct.pack("<I", w) + raw.tobytes() + _sign_bytes(neg)
+
+
+def i64_block(x: np.ndarray) -> bytes:
+    """The integer block of an int64 array (flattened in C order)."""
+    x = np.asarray(x, dtype=np.int64)
+    return u64_block(np.abs(x).astype(np.uint64), x < 0)
+
+
+def ones_block(L: int) -> bytes:
+    """The integer block of L ones: the q's of L dyadic rationals."""
+    return struct.pack("<I", 1) + b"\x01" * L + bytes((L + 7) // 8)
+
+
+def dyadic_block(p: np.ndarray, t: np.ndarray) -> bytes:
+    """The rational block of p · 2^t (int64 arrays, p odd or 0, t = 0 where p = 0): their 2-adic splits are
+    (t, p, 1)."""
+    return i64_block(t) + i64_block(p) + ones_block(int(np.size(p)))
+
+
+def float_block(x: np.ndarray) -> bytes:
+    """The rational block of a float array at its exact binary value (flattened in C order)."""
+    p, t = float_parts(np.asarray(x))
+    return dyadic_block(p, t)
+
+
+def _ctz16(d: np.ndarray) -> np.ndarray:
+    """Trailing zeros of nonzero integers below 2^16 (int64), exact through float64."""
+    return np.asarray(np.frexp((d & -d).astype(np.float64))[1].astype(np.int64) - 1)
+
+
+def digits_block(neg: np.ndarray, D: np.ndarray, t0: np.ndarray) -> bytes:
+    """The rational block of the dyadic rationals ±(Σ_s D[s] · 2^(16 s)) · 2^t0, from normalized base-2^16
+    digits D (S × L, int64 in [0, 2^16), see ``relusym._numbers.normalize_digits``), signs ``neg`` and exponent
+    offsets t0 (L).  The 2-adic split takes out the trailing zeros z: t = t0 + z and p = magnitude / 2^z, a
+    shift of the digits by z (whole digits, then bits)."""
+    S, L = D.shape
+    nz = (D != 0).any(axis=0)
+    first = np.argmax(D != 0, axis=0)
+    cols = np.arange(L)
+    low = np.where(nz, D[first, cols], 1)
+    c = _ctz16(low)
+    t = np.where(nz, t0 + 16 * first + c, 0)
+    idx = np.minimum(first[None, :] + np.arange(S + 1)[:, None], S)
+    Dx = np.concatenate([D, np.zeros((1, L), dtype=D.dtype)])
+    sh = np.take_along_axis(Dx, idx, axis=0)  # the digits moved down by ``first`` (zeros above)
+    P = (sh[:-1] >> c) | ((sh[1:] << (16 - c)) & 0xFFFF)  # then by c bits
+    raw = np.ascontiguousarray(P.T.astype("<u2")).view(np.uint8)  # L × 2S little-endian bytes
+    top = int(np.nonzero(raw.any(axis=0))[0].max(initial=0)) + 1
+    p_block = struct.pack("<I", top) + raw[:, :top].tobytes() + _sign_bytes(neg & nz)
+    return i64_block(t) + p_block + ones_block(L)
+
+
+def _row_gcd(mag: np.ndarray) -> np.ndarray:
+    """The gcd of each row of a nonnegative integer matrix (no row all zero): column by column, only for the
+    rows whose gcd is still above 1 (for most rows two or three columns decide)."""
+    g = mag[:, 0].copy()
+    active = np.nonzero(g != 1)[0]
+    for c in range(1, mag.shape[1]):
+        if active.size == 0:
+            break
+        if c == 8 and active.size:  # the rest at once for the few rows left
+            g[active] = np.gcd.reduce(mag[active], axis=1)
+            break
+        ga = np.gcd(g[active], mag[active, c])
+        g[active] = ga
+        active = active[ga != 1]
+    return g
+
+
+def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The hyperplane block of the rows of a float matrix W (N × (m+1), rows w_i = (a_i, b_i), a_i ≠ 0), each
+    multiplied by −1 where ``flip`` (λ_i < 0), and the order of the rows in it (row keys ascending).
+
+    Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
+    When every entry fits in 64 bits the integers come from one exact power-of-two scaling per row, the 2-part
+    of the gcd from the bitwise or of the row and the odd part from :func:`_row_gcd`; wider rows go through
+    :func:`_wide_rows`.  The order is that of the magnitude bytes (for entries that fit in w bytes it does not
+    depend on w: the padding is zero) and, among rows with equal magnitudes, of the sign bytes."""
+    N, C = W.shape
+    if N == 0:
+        return struct.pack("<I", 1), np.zeros(0, dtype=np.int64)
+    prec = {2: 11, 4: 24, 8: 53}[W.dtype.itemsize]
+    ab = np.abs(W)
+    low = ab.min(axis=1, initial=np.inf, where=ab > 0).astype(np.float64)
+    e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
+    top = np.frexp(ab.max(axis=1).astype(np.float64))[1].astype(np.int64)
+    neg = ((W < 0) ^ flip[:, None]) & (W != 0)
+    if int((top - e0).max()) <= 64:
+        if int(-e0.min()) > 1000:  # 2^-e0 itself is beyond the float64 range
+            X = np.ldexp(ab.astype(np.float64), -e0[:, None])
+        else:
+            X = np.multiply(ab, np.ldexp(1.0, -e0)[:, None], dtype=np.float64)
+        vals = X.astype(np.uint64)  # exact: integers below 2^64
+        tz = np.bitwise_or.reduce(vals, axis=1)
+        tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
+        vals >>= (np.frexp(tz)[1] - 1).astype(np.uint64)[:, None]
+        g = _row_gcd(vals)
+        big = np.nonzero(g != 1)[0]
+        if big.size:
+            vals[big] //= g[big, None]
+        w = max(1, (int(vals.max()).bit_length() + 7) // 8)
+        return _ordered_block(vals.view(np.uint8).reshape(N, C * 8), C, 8, w, neg)
+    mag, w = _wide_rows(W)
+    return _ordered_block(mag, C, w, w, neg)
+
+
+def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
+    """Magnitude bytes (N × C·w, w bytes per entry little-endian) of the primitive vectors of rows too wide for
+    64 bits: entry = (odd mantissa / row gcd) · 2^s, written as one uint64 (the value shifted by s mod 8, below
+    2^61) at byte offset s div 8."""
+    N, C = W.shape
+    mant, ex = float_parts(W)
+    nz = mant != 0
+    emin = np.where(nz, ex, np.iinfo(np.int64).max).min(axis=1)
+    q = np.abs(mant)
+    g = _row_gcd(q)
+    q //= g[:, None]
+    s = np.where(nz, ex - emin[:, None], 0)
+    bits = np.frexp(q.astype(np.float64))[1].astype(np.int64) + s
+    w = max(1, (int(np.where(nz, bits, 0).max()) + 7) // 8)
+    v = (q << (s & 7)).astype(np.uint64).ravel()
+    base = np.arange(N * C, dtype=np.int64) * w + (s >> 3).ravel()
+    off = (s >> 3).ravel()
+    out = np.zeros(N * C * w, dtype=np.uint8)
+    for k in range(8):
+        ok = (off + k < w) & nz.ravel()
+        out[base[ok] + k] = ((v[ok] >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
+    return out.reshape(N, C * w), w
+
+
+def _ordered_block(mag: np.ndarray, C: int, width: int, w: int, neg: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Sort the rows (magnitude bytes ``mag``, N × C·width, then sign bytes) and write the hyperplane block with
+    the common width w ≤ width (the byte length of the largest entry)."""
+    N = mag.shape[0]
+    keys = np.ascontiguousarray(mag).view(np.dtype((np.void, C * width))).ravel()
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    tie = np.nonzero(sk[1:] == sk[:-1])[0]  # equal magnitudes (different signs): rare
+    if tie.size:
+        order = order.copy()
+        starts = tie[np.concatenate([[True], np.diff(tie) > 1])]
+        for s0 in starts.tolist():
+            e0 = s0 + 1
+            while e0 + 1 < N and sk[e0 + 1] == sk[s0]:
+                e0 += 1
+            grp = order[s0 : e0 + 1]
+            order[s0 : e0 + 1] = sorted(grp.tolist(), key=lambda i: neg[i].tobytes())
+    rows = mag.reshape(N, C, width)[order]
+    raw = rows[:, :, :w].tobytes() if w < width else rows.tobytes()
+    return struct.pack("<I", w) + raw + _sign_bytes(neg[order]), order

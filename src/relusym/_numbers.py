@@ -51,6 +51,9 @@ __all__ = [
     "integer_matrix",
     "exact_matmul",
     "exact_matmul_float",
+    "exact_matmul_digits",
+    "normalize_digits",
+    "digits_to_ints",
     "float_parts",
     "dyadic_str",
     "format_vector",
@@ -545,6 +548,12 @@ def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[
     P = np.zeros((R, C), dtype=object)
     if R == 0 or C == 0 or n == 0:
         return P, np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    digits = exact_matmul_digits(X, Y)  # the vectorized core; the limbs below remain for extreme spreads
+    if digits is not None:
+        D, ex, ey = digits
+        neg, D = normalize_digits(D)
+        P.ravel()[:] = digits_to_ints(neg, D)
+        return P, ex, ey
     block = max(1, min(block, 8192))
     if n >= 1 << 23:  # pragma: no cover - beyond the int64 accumulation bound
         raise ValueError("exact_matmul_float: inner dimension too large")
@@ -565,6 +574,135 @@ def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[
         if acc[t].any():
             P += acc[t].astype(object) * (1 << (_LIMB * t))
     return P, ex, ey
+
+
+# ----------------------------------------------------------------------------------------------------------
+# exact float matrix products as base-2^16 digit arrays (the vectorized core of exact_matmul_float)
+
+_PRECISION = {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}
+_DIGIT = 16
+_DIGIT_MASK = (1 << _DIGIT) - 1
+
+
+def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """X as integer-valued float64 over one power of two per line: X = S · 2^e along ``axis`` (axis 1: one e
+    per row, axis 0: one per column), exactly, with |S| < 2^width.  A float of precision p and frexp exponent
+    E is a multiple of 2^(E − p), so e is the smallest such exponent of a nonzero entry of the line.  None when
+    the widths exceed 960 bits (S would leave the float64 range)."""
+    p = _PRECISION[X.dtype]
+    ab = np.abs(X)
+    top = np.frexp(ab.max(axis=axis).astype(np.float64))[1].astype(np.int64)
+    low = ab.min(axis=axis, initial=np.inf, where=ab > 0).astype(np.float64)
+    zero = np.isinf(low)
+    e = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low))[1].astype(np.int64) - p)
+    width = int(np.where(zero, 0, top - e).max(initial=0))
+    if width > 960:
+        return None
+    scale = np.ldexp(1.0, -e)  # a power of two: the product below is exact
+    S = np.multiply(X, scale[None, :] if axis == 0 else scale[:, None], dtype=np.float64)
+    return S, e, max(width, 1)
+
+
+def _limbs(S: np.ndarray, L: int, bits: int) -> list[np.ndarray]:
+    """Integer-valued float64 S = Σ_l limbs[l] · 2^(bits·l) exactly: limbs[0 … L−2] in [0, 2^bits), the top
+    one signed (|S| < 2^(bits·L) gives |top| ≤ 2^bits).  Each step is exact in float64: a power-of-two scaling,
+    a floor, and a difference whose exact value is a small integer."""
+    out = []
+    for _ in range(L - 1):
+        Q = np.multiply(S, 2.0**-bits)
+        np.floor(Q, out=Q)
+        out.append(S - Q * 2.0**bits)
+        S = Q
+    out.append(S)
+    return out
+
+
+def _add_shifted(D: np.ndarray, a: np.ndarray, pos: int) -> None:
+    """D += a · 2^pos in base-2^16 digits (int64 a, |a| < 2^63; the digits stay unnormalized)."""
+    q, r = divmod(pos, _DIGIT)
+    for j in range(3):
+        D[q + j] += ((a >> (_DIGIT * j)) & _DIGIT_MASK) << r
+    D[q + 3] += (a >> (3 * _DIGIT)) << r
+
+
+def exact_matmul_digits(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """X @ Y exactly for float matrices, as digits: (X @ Y)[r, c] = Σ_t D[t, r, c] · 2^(16 t + ex[r] + ey[c])
+    with D an int64 array of unnormalized signed digits (see :func:`normalize_digits`); None when a row of X or
+    a column of Y spans more than 960 bits.
+
+    Rows of X and columns of Y are scaled to integers (:func:`_scaled_lines`) and split into limbs of xb and yb
+    bits with xb + yb + log2(block) ≤ 53, so a block dot product of limbs is an integer below 2^53, exact in
+    float64 BLAS; each one is added into int64 accumulators, which are combined into the digits.  Y (the wide
+    side: k×n times n×m) gets the fewer, wider limbs."""
+    R, n = X.shape
+    C = Y.shape[1]
+    if R == 0 or C == 0 or n == 0:
+        return np.zeros((1, R, C), dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    if X.dtype not in _PRECISION or Y.dtype not in _PRECISION:
+        return None
+    sx, sy = _scaled_lines(X, 1), _scaled_lines(Y, 0)
+    if sx is None or sy is None:
+        return None
+    (SX, ex, wx), (SY, ey, wy) = sx, sy
+    block = min(n, 512)
+    lb = (block - 1).bit_length()
+    Ly = -(-wy // (53 - lb - 16))
+    yb = -(-wy // Ly)
+    xb = 53 - lb - yb
+    Lx = -(-wx // xb)
+    XL = np.stack(_limbs(SX, Lx, xb)).reshape(Lx * R, n)
+    YL = _limbs(SY, Ly, yb)
+    T = -(-(xb * Lx + yb * Ly + n.bit_length() + 2) // _DIGIT) + 5
+    D = np.zeros((T, R, C), dtype=np.int64)
+    acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
+    flush = 0
+    for s in range(0, n, block):
+        for ly in range(Ly):
+            prod = XL[:, s : s + block] @ YL[ly][s : s + block]  # (Lx·R) × C, integers below 2^53
+            acc[:, ly] += prod.reshape(Lx, R, C).astype(np.int64)
+        flush += 1
+        if flush == 512 or s + block >= n:  # below 2^62 in every accumulator
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    _add_shifted(D, acc[lx, ly], xb * lx + yb * ly)
+            acc[:] = 0
+            flush = 0
+    return D, ex, ey
+
+
+def normalize_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unnormalized signed base-2^16 digits (T, …) of integers P → (negative, magnitude digits in [0, 2^16)).
+
+    Carries propagate upwards (arithmetic shifts: floor division); the integer is negative iff the final carry
+    is −1, and then its magnitude is the two's complement of the digits."""
+    D = D.copy()
+    carry = np.zeros(D.shape[1:], dtype=np.int64)
+    for t in range(D.shape[0]):
+        v = D[t] + carry
+        D[t] = v & _DIGIT_MASK
+        carry = v >> _DIGIT
+    if bool((carry > 0).any()) or bool((carry < -1).any()):  # pragma: no cover - T has room for every carry
+        raise AssertionError("digit array too short")
+    neg = carry < 0
+    if bool(neg.any()):
+        Dn = D[:, neg]
+        Dn ^= _DIGIT_MASK
+        c = np.ones(Dn.shape[1:], dtype=np.int64)
+        for t in range(Dn.shape[0]):
+            v = Dn[t] + c
+            Dn[t] = v & _DIGIT_MASK
+            c = v >> _DIGIT
+        D[:, neg] = Dn
+    return neg, D
+
+
+def digits_to_ints(neg: np.ndarray, D: np.ndarray) -> list[int]:
+    """The Python ints of normalized digits (flattened entries, C order)."""
+    T = D.shape[0]
+    raw = np.ascontiguousarray(D.reshape(T, -1).T.astype("<u2")).tobytes()
+    step = 2 * T
+    out = [int.from_bytes(raw[i * step : (i + 1) * step], "little") for i in range(len(raw) // step)]
+    return [-v if ng else v for v, ng in zip(out, neg.ravel().tolist(), strict=True)]
 
 
 def dyadic_str(p: int, e: int) -> str:
