@@ -241,21 +241,53 @@ def digits_block(neg: np.ndarray, D: np.ndarray, t0: np.ndarray) -> bytes:
     return i64_block(t) + p_block + ones_block(L)
 
 
+def _odd(x: np.ndarray) -> np.ndarray:
+    """The odd parts of nonnegative uint64 integers (0 stays 0): x shifted right by its trailing zeros."""
+    low = (x & (~x + np.uint64(1))).astype(np.float64)  # the lowest set bit, a power of two (exact)
+    return np.asarray(x >> np.maximum(np.frexp(low)[1] - 1, 0).astype(np.uint64))
+
+
 def _row_gcd(mag: np.ndarray) -> np.ndarray:
-    """The gcd of each row of a nonnegative integer matrix (no row all zero): column by column, only for the
-    rows whose gcd is still above 1 (for most rows two or three columns decide)."""
-    g = mag[:, 0].copy()
+    """The odd part of the gcd of each row of a nonnegative uint64 matrix (no row all zero): the gcd of the odd
+    parts of the entries, column by column and only for the rows where it is still above 1 (for most rows two
+    or three columns decide); the last few rows at once."""
+    g = _odd(mag[:, 0])
     active = np.nonzero(g != 1)[0]
     for c in range(1, mag.shape[1]):
         if active.size == 0:
             break
-        if c == 8 and active.size:  # the rest at once for the few rows left
-            g[active] = np.gcd.reduce(mag[active], axis=1)
+        if c == 8:
+            g[active] = np.gcd.reduce(_odd(mag[active]), axis=1)
             break
-        ga = np.gcd(g[active], mag[active, c])
+        ga = np.gcd(g[active], _odd(mag[active, c]))
         g[active] = ga
         active = active[ga != 1]
     return g
+
+
+def _pack(vals: np.ndarray, w: int) -> bytes:
+    """The uint64 values (each below 2^(8w)) written as w bytes each, little-endian, concatenated.
+
+    Groups of P = 8 / gcd(w, 8) values fill exactly w·P/8 words of 64 bits: each value is or-ed into one word,
+    or split across two, with shifts; this is one pass of word operations instead of a byte-strided copy."""
+    if w == 8:
+        return np.ascontiguousarray(vals, dtype="<u8").tobytes()
+    L = vals.size
+    P = 8 // gcd(w, 8)
+    G = -(-L // P)
+    v = np.zeros(G * P, dtype=np.uint64)
+    v[:L] = vals.ravel()
+    v = v.reshape(G, P)
+    words = np.zeros((G, w * P // 8), dtype="<u8")
+    for p in range(P):
+        q, r = divmod(p * w, 8)
+        if r == 0:
+            words[:, q] |= v[:, p]
+        else:
+            words[:, q] |= v[:, p] << np.uint64(8 * r)
+        if r + w > 8:
+            words[:, q + 1] |= v[:, p] >> np.uint64(64 - 8 * r)
+    return words.tobytes()[: L * w]
 
 
 def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -263,10 +295,10 @@ def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray
     multiplied by −1 where ``flip`` (λ_i < 0), and the order of the rows in it (row keys ascending).
 
     Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
-    When every entry fits in 64 bits the integers come from one exact power-of-two scaling per row, the 2-part
-    of the gcd from the bitwise or of the row and the odd part from :func:`_row_gcd`; wider rows go through
-    :func:`_wide_rows`.  The order is that of the magnitude bytes (for entries that fit in w bytes it does not
-    depend on w: the padding is zero) and, among rows with equal magnitudes, of the sign bytes."""
+    When every entry fits in 64 bits the integers come from one exact power-of-two scaling per row (in float32
+    when it holds them), the 2-part of the gcd from the bitwise or of the row and the odd part from
+    :func:`_row_gcd`; otherwise every row goes through :func:`_wide_rows`.  The order is that of the
+    magnitude bytes and, among rows with equal magnitudes, of the sign bytes."""
     N, C = W.shape
     if N == 0:
         return struct.pack("<I", 1), np.zeros(0, dtype=np.int64)
@@ -275,12 +307,14 @@ def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray
     low = ab.min(axis=1, initial=np.inf, where=ab > 0).astype(np.float64)
     e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
     top = np.frexp(ab.max(axis=1).astype(np.float64))[1].astype(np.int64)
-    neg = ((W < 0) ^ flip[:, None]) & (W != 0)
+    neg = (W * np.where(flip, -1, 1).astype(W.dtype)[:, None]) < 0  # -0.0 < 0 is False: zeros stay unsigned
     if int((top - e0).max()) <= 64:
-        if int(-e0.min()) > 1000:  # 2^-e0 itself is beyond the float64 range
+        if W.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
+            X = ab * np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None]
+        elif int(-e0.min()) > 1000:  # 2^-e0 itself is beyond the float64 range
             X = np.ldexp(ab.astype(np.float64), -e0[:, None])
         else:
-            X = np.multiply(ab, np.ldexp(1.0, -e0)[:, None], dtype=np.float64)
+            X = ab.astype(np.float64) * np.ldexp(1.0, -e0)[:, None]
         vals = X.astype(np.uint64)  # exact: integers below 2^64
         tz = np.bitwise_or.reduce(vals, axis=1)
         tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
@@ -290,9 +324,10 @@ def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray
         if big.size:
             vals[big] //= g[big, None]
         w = max(1, (int(vals.max()).bit_length() + 7) // 8)
-        return _ordered_block(vals.view(np.uint8).reshape(N, C * 8), C, 8, w, neg)
+        mag = np.frombuffer(_pack(vals, w), dtype=np.uint8).reshape(N, C * w)
+        return _ordered_block(mag, C, w, neg)
     mag, w = _wide_rows(W)
-    return _ordered_block(mag, C, w, w, neg)
+    return _ordered_block(mag, C, w, neg)
 
 
 def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
@@ -303,9 +338,9 @@ def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
     mant, ex = float_parts(W)
     nz = mant != 0
     emin = np.where(nz, ex, np.iinfo(np.int64).max).min(axis=1)
-    q = np.abs(mant)
-    g = _row_gcd(q)
-    q //= g[:, None]
+    q = np.abs(mant).astype(np.uint64)
+    q //= _row_gcd(q)[:, None]
+    q = q.astype(np.int64)
     s = np.where(nz, ex - emin[:, None], 0)
     bits = np.frexp(q.astype(np.float64))[1].astype(np.int64) + s
     w = max(1, (int(np.where(nz, bits, 0).max()) + 7) // 8)
@@ -319,11 +354,10 @@ def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
     return out.reshape(N, C * w), w
 
 
-def _ordered_block(mag: np.ndarray, C: int, width: int, w: int, neg: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """Sort the rows (magnitude bytes ``mag``, N × C·width, then sign bytes) and write the hyperplane block with
-    the common width w ≤ width (the byte length of the largest entry)."""
+def _ordered_block(mag: np.ndarray, C: int, w: int, neg: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Sort the rows (magnitude bytes ``mag``, N × C·w, then sign bytes) and write the hyperplane block."""
     N = mag.shape[0]
-    keys = np.ascontiguousarray(mag).view(np.dtype((np.void, C * width))).ravel()
+    keys = np.ascontiguousarray(mag).view(np.dtype((np.void, C * w))).ravel()
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     tie = np.nonzero(sk[1:] == sk[:-1])[0]  # equal magnitudes (different signs): rare
@@ -336,6 +370,4 @@ def _ordered_block(mag: np.ndarray, C: int, width: int, w: int, neg: np.ndarray)
                 e0 += 1
             grp = order[s0 : e0 + 1]
             order[s0 : e0 + 1] = sorted(grp.tolist(), key=lambda i: neg[i].tobytes())
-    rows = mag.reshape(N, C, width)[order]
-    raw = rows[:, :, :w].tobytes() if w < width else rows.tobytes()
-    return struct.pack("<I", w) + raw + _sign_bytes(neg[order]), order
+    return struct.pack("<I", w) + mag[order].tobytes() + _sign_bytes(neg[order]), order

@@ -585,10 +585,11 @@ _DIGIT_MASK = (1 << _DIGIT) - 1
 
 
 def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """X as integer-valued float64 over one power of two per line: X = S · 2^e along ``axis`` (axis 1: one e
+    """X as integer-valued floats over one power of two per line: X = S · 2^e along ``axis`` (axis 1: one e
     per row, axis 0: one per column), exactly, with |S| < 2^width.  A float of precision p and frexp exponent
-    E is a multiple of 2^(E − p), so e is the smallest such exponent of a nonzero entry of the line.  None when
-    the widths exceed 960 bits (S would leave the float64 range)."""
+    E is a multiple of 2^(E − p), so e is the smallest such exponent of a nonzero entry of the line.  S is
+    float32 when X is float16 or float32 and S stays in the float32 range (the scaling by a power of two is
+    exact), else float64; None when the widths exceed 960 bits (S would leave the float64 range)."""
     p = _PRECISION[X.dtype]
     ab = np.abs(X)
     top = np.frexp(ab.max(axis=axis).astype(np.float64))[1].astype(np.int64)
@@ -598,22 +599,28 @@ def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int
     width = int(np.where(zero, 0, top - e).max(initial=0))
     if width > 960:
         return None
-    scale = np.ldexp(1.0, -e)  # a power of two: the product below is exact
-    S = np.multiply(X, scale[None, :] if axis == 0 else scale[:, None], dtype=np.float64)
+    small = X.dtype.itemsize <= 4 and width <= 120 and int(np.abs(e).max(initial=0)) <= 120
+    dt = np.float32 if small else np.float64
+    scale = np.ldexp(1.0, -e).astype(dt)  # a power of two: the product below is exact
+    S = X.astype(dt, copy=False) * (scale[None, :] if axis == 0 else scale[:, None])
     return S, e, max(width, 1)
 
 
 def _limbs(S: np.ndarray, L: int, bits: int) -> list[np.ndarray]:
-    """Integer-valued float64 S = Σ_l limbs[l] · 2^(bits·l) exactly: limbs[0 … L−2] in [0, 2^bits), the top
-    one signed (|S| < 2^(bits·L) gives |top| ≤ 2^bits).  Each step is exact in float64: a power-of-two scaling,
-    a floor, and a difference whose exact value is a small integer."""
+    """Integer-valued floats S = Σ_l limbs[l] · 2^(bits·l) exactly, as float64 limbs: limbs[0 … L−2] in
+    [0, 2^bits), the top one signed (|S| < 2^(bits·L) gives |top| ≤ 2^bits).  Each step is exact in S's
+    dtype (bits ≤ 24 for float32): a power-of-two scaling, a floor, and a difference whose exact value is an
+    integer below 2^bits."""
     out = []
+    lo, hi = S.dtype.type(2.0**-bits), S.dtype.type(2.0**bits)
     for _ in range(L - 1):
-        Q = np.multiply(S, 2.0**-bits)
+        Q = S * lo
         np.floor(Q, out=Q)
-        out.append(S - Q * 2.0**bits)
+        D = Q * hi
+        np.subtract(S, D, out=D)
+        out.append(D.astype(np.float64, copy=False))
         S = Q
-    out.append(S)
+    out.append(S.astype(np.float64, copy=False))
     return out
 
 
@@ -644,9 +651,10 @@ def exact_matmul_digits(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.nd
     if sx is None or sy is None:
         return None
     (SX, ex, wx), (SY, ey, wy) = sx, sy
+    SX = SX.astype(np.float64, copy=False)  # the small side: its limbs may be wider than float32 holds
     block = min(n, 512)
     lb = (block - 1).bit_length()
-    Ly = -(-wy // (53 - lb - 16))
+    Ly = -(-wy // (min(24, 53 - lb - 16) if SY.dtype == np.float32 else 53 - lb - 16))
     yb = -(-wy // Ly)
     xb = 53 - lb - yb
     Lx = -(-wx // xb)
