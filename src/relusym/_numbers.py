@@ -599,11 +599,13 @@ def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int
     width = int(np.where(zero, 0, top - e).max(initial=0))
     if width > 960:
         return None
-    small = X.dtype.itemsize <= 4 and width <= 120 and int(np.abs(e).max(initial=0)) <= 120
-    dt = np.float32 if small else np.float64
+    big = int(np.abs(e).max(initial=0))
+    shape = (1, -1) if axis == 0 else (-1, 1)
+    if big > 1000:  # 2^-e itself is beyond the float64 range: scale entry by entry
+        return np.ldexp(X.astype(np.float64), -e.reshape(shape)), e, max(width, 1)
+    dt = np.float32 if X.dtype.itemsize <= 4 and width <= 120 and big <= 120 else np.float64
     scale = np.ldexp(1.0, -e).astype(dt)  # a power of two: the product below is exact
-    S = X.astype(dt, copy=False) * (scale[None, :] if axis == 0 else scale[:, None])
-    return S, e, max(width, 1)
+    return X.astype(dt, copy=False) * scale.reshape(shape), e, max(width, 1)
 
 
 def _limbs(S: np.ndarray, L: int, bits: int) -> list[np.ndarray]:
