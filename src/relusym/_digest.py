@@ -44,9 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from math import gcd
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ __all__ = [
     "float_block",
     "digits_block",
     "hyperplane_block",
+    "hyperplane_parts",
 ]
 
 DIGEST_SCHEME = "relusym.nf/2"
@@ -265,69 +267,105 @@ def _row_gcd(mag: np.ndarray) -> np.ndarray:
     return g
 
 
-def _pack(vals: np.ndarray, w: int) -> bytes:
-    """The uint64 values (each below 2^(8w)) written as w bytes each, little-endian, concatenated.
-
-    Groups of P = 8 / gcd(w, 8) values fill exactly w·P/8 words of 64 bits: each value is or-ed into one word,
-    or split across two, with shifts; this is one pass of word operations instead of a byte-strided copy."""
-    if w == 8:
-        return np.ascontiguousarray(vals, dtype="<u8").tobytes()
-    L = vals.size
-    P = 8 // gcd(w, 8)
-    G = -(-L // P)
-    v = np.zeros(G * P, dtype=np.uint64)
-    v[:L] = vals.ravel()
-    v = v.reshape(G, P)
-    words = np.zeros((G, w * P // 8), dtype="<u8")
-    for p in range(P):
-        q, r = divmod(p * w, 8)
-        if r == 0:
-            words[:, q] |= v[:, p]
-        else:
-            words[:, q] |= v[:, p] << np.uint64(8 * r)
-        if r + w > 8:
-            words[:, q + 1] |= v[:, p] >> np.uint64(64 - 8 * r)
-    return words.tobytes()[: L * w]
+def _le_bytes(vals: np.ndarray, w: int) -> np.ndarray:
+    """uint64 values (each below 2^(8w)) as their w low bytes, little-endian: an array of shape (…, w) bytes,
+    copied in the largest unit (4, 2 or 1 bytes) that divides w."""
+    unit = 4 if w % 4 == 0 else 2 if w % 2 == 0 else 1
+    v = np.ascontiguousarray(vals, dtype="<u8")
+    parts = v.view(np.dtype(f"<u{unit}")).reshape(v.shape + (8 // unit,))[..., : w // unit]
+    return np.ascontiguousarray(parts).view(np.uint8).reshape(v.shape[:-1] + (v.shape[-1] * w,))
 
 
-def hyperplane_block(W: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """The hyperplane block of the rows of a float matrix W (N × (m+1), rows w_i = (a_i, b_i), a_i ≠ 0), each
-    multiplied by −1 where ``flip`` (λ_i < 0), and the order of the rows in it (row keys ascending).
+_ROWS = 128  # rows per chunk of the hyperplane encoder: its working set stays in cache
+
+
+def hyperplane_block(A: np.ndarray, b: np.ndarray, rows: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The hyperplane block of the rows w_i = (A[i], b[i]), i in ``rows`` (float arrays, a_i ≠ 0), each
+    multiplied by −1 where ``flip`` (λ_i < 0), and the order of the rows in it (see :func:`hyperplane_parts`)."""
+    order, parts = hyperplane_parts(A, b, rows, flip)
+    return b"".join(bytes(p) for p in parts), order
+
+
+def hyperplane_parts(
+    A: np.ndarray, b: np.ndarray, rows: np.ndarray, flip: np.ndarray
+) -> tuple[np.ndarray, Iterator[Any]]:
+    """The hyperplane block of :func:`hyperplane_block` as the order of the rows (row keys ascending) and an
+    iterator over buffers whose concatenation is the block; the buffers are packed as the iterator runs (so a
+    consumer in another thread can hash them while the caller does other work).
 
     Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
-    When every entry fits in 64 bits the integers come from one exact power-of-two scaling per row (in float32
-    when it holds them), the 2-part of the gcd from the bitwise or of the row and the odd part from
-    :func:`_row_gcd`; otherwise every row goes through :func:`_wide_rows`.  The order is that of the
-    magnitude bytes and, among rows with equal magnitudes, of the sign bytes."""
-    N, C = W.shape
+    When every entry fits in 64 bits the integers come, chunk by chunk of rows, from one exact power-of-two
+    scaling per row (in float32 when it holds them), the 2-part of the gcd from the bitwise or of the row and
+    the odd part from :func:`_row_gcd`; otherwise every row goes through :func:`_wide_rows`.  The order is
+    that of the magnitude bytes and, among rows with equal magnitudes, of the sign bytes; for entries below
+    2^(8w) it is the same whether they are written in w or in 8 bytes (the padding bytes are zero), so it is
+    found on the uint64 rows."""
+    N, m = rows.shape[0], A.shape[1]
+    C = m + 1
     if N == 0:
-        return struct.pack("<I", 1), np.zeros(0, dtype=np.int64)
-    prec = {2: 11, 4: 24, 8: 53}[W.dtype.itemsize]
-    ab = np.abs(W)
-    low = ab.min(axis=1, initial=np.inf, where=ab > 0).astype(np.float64)
+        return np.zeros(0, dtype=np.int64), iter([struct.pack("<I", 1)])
+    vals = np.empty((N, C), dtype=np.uint64)
+    neg = np.empty((N, C), dtype=bool)
+    wide = False
+    for s0 in range(0, N, _ROWS):
+        sl = slice(s0, min(N, s0 + _ROWS))
+        if not _narrow_rows(A[rows[sl]], b[rows[sl]], flip[sl], vals[sl], neg[sl]):
+            wide = True
+            break
+    if wide:
+        W = np.concatenate([A[rows].astype(np.float64), b[rows].astype(np.float64)[:, None]], axis=1)
+        mag, w = _wide_rows(W)
+        neg = ((W < 0) ^ flip[:, None]) & (W != 0)
+        order = _row_order(mag.view(np.dtype((np.void, C * w))).ravel(), mag, neg)
+        return order, iter([struct.pack("<I", w), mag[order], _sign_bytes(neg[order])])
+    w = max(1, (int(vals.max()).bit_length() + 7) // 8)
+    order = _row_order(vals.view(np.dtype((np.void, 8 * C))).ravel(), vals, neg)
+
+    def parts() -> Iterator[Any]:
+        yield struct.pack("<I", w)
+        for s0 in range(0, N, _ROWS):
+            yield _le_bytes(vals[order[s0 : s0 + _ROWS]], w)
+        yield _sign_bytes(neg[order])
+
+    return order, parts()
+
+
+def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarray, neg: np.ndarray) -> bool:
+    """Fill ``vals`` (uint64) and ``neg`` with the magnitudes and signs of the primitive vectors of the rows
+    (A, b) flipped where ``flip``; False (nothing usable written) when an entry needs more than 64 bits."""
+    R, m = A.shape
+    prec = max({2: 11, 4: 24, 8: 53}[A.dtype.itemsize], {2: 11, 4: 24, 8: 53}[b.dtype.itemsize])
+    if A.dtype.itemsize == 2:
+        A = A.astype(np.float32)  # exact
+    sa, sb = np.signbit(A), np.signbit(b)
+    ab, bb = np.abs(A), np.abs(b).astype(np.float64)
+    pa, pb = ab > 0, bb > 0
+    low = np.minimum(ab.min(axis=1, initial=np.inf, where=pa).astype(np.float64), np.where(pb, bb, np.inf))
+    high = np.maximum(ab.max(axis=1).astype(np.float64), bb)
     e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
-    top = np.frexp(ab.max(axis=1).astype(np.float64))[1].astype(np.int64)
-    neg = (W * np.where(flip, -1, 1).astype(W.dtype)[:, None]) < 0  # -0.0 < 0 is False: zeros stay unsigned
-    if int((top - e0).max()) <= 64:
-        if W.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
-            X = ab * np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None]
-        elif int(-e0.min()) > 1000:  # 2^-e0 itself is beyond the float64 range
-            X = np.ldexp(ab.astype(np.float64), -e0[:, None])
-        else:
-            X = ab.astype(np.float64) * np.ldexp(1.0, -e0)[:, None]
-        vals = X.astype(np.uint64)  # exact: integers below 2^64
-        tz = np.bitwise_or.reduce(vals, axis=1)
-        tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
-        vals >>= (np.frexp(tz)[1] - 1).astype(np.uint64)[:, None]
-        g = _row_gcd(vals)
-        big = np.nonzero(g != 1)[0]
-        if big.size:
-            vals[big] //= g[big, None]
-        w = max(1, (int(vals.max()).bit_length() + 7) // 8)
-        mag = np.frombuffer(_pack(vals, w), dtype=np.uint8).reshape(N, C * w)
-        return _ordered_block(mag, C, w, neg)
-    mag, w = _wide_rows(W)
-    return _ordered_block(mag, C, w, neg)
+    if int((np.frexp(high)[1] - e0).max()) > 64:
+        return False
+    if A.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
+        np.multiply(ab, np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None], out=ab)
+    elif int(np.abs(e0).max()) > 1000:  # 2^-e0 itself is beyond the float64 range
+        ab = np.ldexp(ab.astype(np.float64), -e0[:, None])
+    else:
+        ab = ab.astype(np.float64) * np.ldexp(1.0, -e0)[:, None]
+    vals[:, :m] = ab  # exact: integers below 2^64
+    vals[:, m] = np.ldexp(bb, -e0)
+    neg[:, :m] = (sa ^ flip[:, None]) & pa
+    neg[:, m] = (sb ^ flip) & pb
+    tz = np.bitwise_or.reduce(vals, axis=1)
+    tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
+    shift = (np.frexp(tz)[1] - 1).astype(np.uint64)
+    even = np.nonzero(shift)[0]
+    if even.size:
+        vals[even] >>= shift[even, None]
+    g = _row_gcd(vals)
+    big = np.nonzero(g != 1)[0]
+    if big.size:
+        vals[big] //= g[big, None]
+    return True
 
 
 def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
@@ -354,20 +392,23 @@ def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
     return out.reshape(N, C * w), w
 
 
-def _ordered_block(mag: np.ndarray, C: int, w: int, neg: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """Sort the rows (magnitude bytes ``mag``, N × C·w, then sign bytes) and write the hyperplane block."""
-    N = mag.shape[0]
-    keys = np.ascontiguousarray(mag).view(np.dtype((np.void, C * w))).ravel()
+def _row_order(keys: np.ndarray, mag: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The order of the rows by their magnitude bytes ``keys`` (a void view of the rows of ``mag``) and, among
+    rows with equal magnitudes (rare: classes such as (1, 2) and (1, −2)), by their sign bytes."""
     order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    tie = np.nonzero(sk[1:] == sk[:-1])[0]  # equal magnitudes (different signs): rare
-    if tie.size:
-        order = order.copy()
-        starts = tie[np.concatenate([[True], np.diff(tie) > 1])]
-        for s0 in starts.tolist():
-            e0 = s0 + 1
-            while e0 + 1 < N and sk[e0 + 1] == sk[s0]:
-                e0 += 1
-            grp = order[s0 : e0 + 1]
-            order[s0 : e0 + 1] = sorted(grp.tolist(), key=lambda i: neg[i].tobytes())
-    return struct.pack("<I", w) + mag[order].tobytes() + _sign_bytes(neg[order]), order
+    first = mag[order, 0]
+    cand = np.nonzero(first[1:] == first[:-1])[0]
+    if cand.size:
+        same = [t for t in cand.tolist() if np.array_equal(mag[order[t]], mag[order[t + 1]])]
+        if same:
+            order = order.copy()
+            t = 0
+            while t < len(same):
+                s0 = e0 = same[t]
+                while t + 1 < len(same) and same[t + 1] == e0 + 1:
+                    t += 1
+                    e0 += 1
+                grp = order[s0 : e0 + 2].tolist()
+                order[s0 : e0 + 2] = sorted(grp, key=lambda i: neg[i].astype(np.uint8).tobytes())
+                t += 1
+    return order

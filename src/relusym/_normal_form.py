@@ -34,7 +34,7 @@ from ._digest import (
     digest_header,
     digits_block,
     float_block,
-    hyperplane_block,
+    hyperplane_parts,
     rational_block,
     reference_digest,
 )
@@ -845,7 +845,7 @@ def _nf2_digest(nf: NormalForm) -> str:
     """:meth:`NormalForm.digest`: the ``relusym.nf/2`` bytes from the hyperplane classes, hashed as they come.
 
     Float networks: the hyperplane block from the representative rows' mantissas
-    (:func:`relusym._digest.hyperplane_block`), hashed in a worker thread while the kinks (exact floats in
+    (:func:`relusym._digest.hyperplane_parts`), packed and hashed in a worker thread while the kinks (exact floats in
     ``classes.kappa`` when the network fits in float32, else Fractions) and the affine part (M from the exact
     digit product :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries) are encoded.
     Rational networks: :func:`relusym._digest.reference_digest_bytes` on the exact classes."""
@@ -857,13 +857,12 @@ def _nf2_digest(nf: NormalForm) -> str:
         K = [(h.u_exact(int(j)), h.kappa_exact(int(j))) for j in js.tolist()]
         return reference_digest(m, k, K, nf.M, nf.e)
     reps = h.rep[js]
-    W = np.empty((N, m + 1), dtype=np.result_type(h.A.dtype, h.b.dtype))
-    W[:, :m] = h.A[reps]
-    W[:, m] = h.b[reps]
-    hyper, order = hyperplane_block(W, h.lam[reps] < 0)
+    order, hyper = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
     sha = hashlib.sha256(digest_header(m, k, N))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        done = pool.submit(sha.update, hyper)  # hashlib releases the GIL: the rest is encoded meanwhile
+        # the hyperplane block is packed and hashed in a worker (numpy and hashlib release the GIL) while the
+        # kinks and the affine part are encoded here
+        done = pool.submit(lambda: [sha.update(part) for part in hyper])
         kap = h.kappa[js[order]]
         kinks = float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist())
         affine = _affine_blocks(nf)
