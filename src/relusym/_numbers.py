@@ -640,9 +640,10 @@ def exact_matmul_digits(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.nd
     a column of Y spans more than 960 bits.
 
     Rows of X and columns of Y are scaled to integers (:func:`_scaled_lines`) and split into limbs of xb and yb
-    bits with xb + yb + log2(block) ≤ 53, so a block dot product of limbs is an integer below 2^53, exact in
-    float64 BLAS; each one is added into int64 accumulators, which are combined into the digits.  Y (the wide
-    side: k×n times n×m) gets the fewer, wider limbs."""
+    bits with xb + yb + log2(block) ≤ 53, so a block dot product of limbs is an integer of at most 53 bits,
+    exact in float64 BLAS (the inner dimension is one block up to 8192 terms); each one is added into int64
+    accumulators, which are combined into the digits.  Y (the wide side: k×n times n×m) gets the fewer, wider
+    limbs (at most 24 bits when they are split in float32)."""
     R, n = X.shape
     C = Y.shape[1]
     if R == 0 or C == 0 or n == 0:
@@ -654,7 +655,7 @@ def exact_matmul_digits(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.nd
         return None
     (SX, ex, wx), (SY, ey, wy) = sx, sy
     SX = SX.astype(np.float64, copy=False)  # the small side: its limbs may be wider than float32 holds
-    block = min(n, 512)
+    block = n if n <= 8192 else 4096  # one BLAS call per limb of Y for up to 8192 terms
     lb = (block - 1).bit_length()
     Ly = -(-wy // (min(24, 53 - lb - 16) if SY.dtype == np.float32 else 53 - lb - 16))
     yb = -(-wy // Ly)
