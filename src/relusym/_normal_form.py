@@ -876,7 +876,7 @@ def _affine_blocks(nf: NormalForm) -> bytes:
     """The rational blocks of M and e of a float network (M through exact digits, e from Fractions)."""
     net = nf.classes.net
     neg = nf._negative()
-    digits = exact_matmul_digits(net.V[:, neg], net.A[neg, :]) if type(nf).M is NormalForm.M else None
+    digits = exact_matmul_digits(net.V[:, neg], net.A, neg) if type(nf).M is NormalForm.M else None
     if digits is not None:
         D, ex, ey = digits
         sign, D = normalize_digits(D)

@@ -590,13 +590,8 @@ def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int
     E is a multiple of 2^(E − p), so e is the smallest such exponent of a nonzero entry of the line.  S is
     float32 when X is float16 or float32 and S stays in the float32 range (the scaling by a power of two is
     exact), else float64; None when the widths exceed 960 bits (S would leave the float64 range)."""
-    p = _PRECISION[X.dtype]
-    ab = np.abs(X)
-    top = np.frexp(ab.max(axis=axis).astype(np.float64))[1].astype(np.int64)
-    low = ab.min(axis=axis, initial=np.inf, where=ab > 0).astype(np.float64)
-    zero = np.isinf(low)
-    e = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low))[1].astype(np.int64) - p)
-    width = int(np.where(zero, 0, top - e).max(initial=0))
+    e, widths = _line_scales(np.abs(X), axis, _PRECISION[X.dtype])
+    width = int(widths.max(initial=0))
     if width > 960:
         return None
     big = int(np.abs(e).max(initial=0))
@@ -634,50 +629,89 @@ def _add_shifted(D: np.ndarray, a: np.ndarray, pos: int) -> None:
     D[q + 3] += (a >> (3 * _DIGIT)) << r
 
 
-def exact_matmul_digits(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """X @ Y exactly for float matrices, as digits: (X @ Y)[r, c] = Σ_t D[t, r, c] · 2^(16 t + ex[r] + ey[c])
-    with D an int64 array of unnormalized signed digits (see :func:`normalize_digits`); None when a row of X or
-    a column of Y spans more than 960 bits.
+def _line_scales(ab: np.ndarray, axis: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """For |X| along ``axis``: (e, width) per line, X = S · 2^e with |S| < 2^width (see :func:`_scaled_lines`)."""
+    top = np.frexp(ab.max(axis=axis).astype(np.float64))[1].astype(np.int64)
+    low = ab.min(axis=axis, initial=np.inf, where=ab > 0).astype(np.float64)
+    zero = np.isinf(low)
+    e = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low))[1].astype(np.int64) - p)
+    return e, np.where(zero, 0, top - e)
 
-    Rows of X and columns of Y are scaled to integers (:func:`_scaled_lines`) and split into limbs of xb and yb
-    bits with xb + yb + log2(block) ≤ 53, so a block dot product of limbs is an integer of at most 53 bits,
-    exact in float64 BLAS (the inner dimension is one block up to 8192 terms); each one is added into int64
-    accumulators, which are combined into the digits.  Y (the wide side: k×n times n×m) gets the fewer, wider
-    limbs (at most 24 bits when they are split in float32)."""
+
+_BLOCK = 8192  # inner terms per block of exact_matmul_digits (few BLAS calls); 13 bits of headroom
+_HEADROOM = (_BLOCK - 1).bit_length()
+
+
+def exact_matmul_digits(
+    X: np.ndarray, Y: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """X @ Y[rows] exactly for float matrices (Y itself without ``rows``), as digits: the product's entry
+    (r, c) is Σ_t D[t, r, c] · 2^(16 t + ex[r] + ey[c]), D an int64 array of unnormalized signed digits (see
+    :func:`normalize_digits`); None when a row of X or a column of Y spans more than 960 bits.
+
+    Rows of X and columns of Y are scaled to integers over one power of two each (:func:`_scaled_lines`) and
+    split into limbs of xb and yb bits (:func:`_limbs`) with xb + yb + 13 ≤ 53, so the dot product of limbs over
+    a block of 8192 inner terms is an integer of at most 53 bits, exact in float64 BLAS; the block products are
+    added into int64 accumulators, which are combined into the digits.  Y (the wide side: k×n times n×m) gets
+    the fewer, wider limbs (at most 24 bits when they are split in float32), read block by block of rows."""
     R, n = X.shape
     C = Y.shape[1]
     if R == 0 or C == 0 or n == 0:
         return np.zeros((1, R, C), dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
     if X.dtype not in _PRECISION or Y.dtype not in _PRECISION:
         return None
-    sx, sy = _scaled_lines(X, 1), _scaled_lines(Y, 0)
-    if sx is None or sy is None:
+    sx = _scaled_lines(X, 1)
+    if sx is None:
         return None
-    (SX, ex, wx), (SY, ey, wy) = sx, sy
+    SX, ex, wx = sx
     SX = SX.astype(np.float64, copy=False)  # the small side: its limbs may be wider than float32 holds
-    block = n if n <= 8192 else 4096  # one BLAS call per limb of Y for up to 8192 terms
-    lb = (block - 1).bit_length()
-    Ly = -(-wy // (min(24, 53 - lb - 16) if SY.dtype == np.float32 else 53 - lb - 16))
+    py = _PRECISION[Y.dtype]
+    blocks = [(s0, min(n, s0 + _BLOCK)) for s0 in range(0, n, _BLOCK)]
+
+    def part(s0: int, s1: int) -> np.ndarray:
+        return Y[s0:s1] if rows is None else Y[rows[s0:s1]]
+
+    ey = np.zeros(C, dtype=np.int64)
+    top = np.full(C, np.iinfo(np.int64).min)
+    low = np.full(C, np.iinfo(np.int64).max)
+    for s0, s1 in blocks:  # the column scales, block by block
+        e_b, w_b = _line_scales(np.abs(part(s0, s1)), 0, py)
+        nz = w_b > 0
+        top = np.where(nz, np.maximum(top, e_b + w_b), top)
+        low = np.where(nz, np.minimum(low, e_b), low)
+    used = top > np.iinfo(np.int64).min
+    ey = np.where(used, low, 0)
+    wy = max(1, int(np.where(used, top - ey, 0).max()))
+    big = int(np.abs(ey).max())
+    if wy > 960:
+        return None
+    f32 = Y.dtype.itemsize <= 4 and wy <= 120 and big <= 120
+    Ly = -(-wy // (24 if f32 else 53 - _HEADROOM - 16))
     yb = -(-wy // Ly)
-    xb = 53 - lb - yb
+    xb = 53 - _HEADROOM - yb
     Lx = -(-wx // xb)
     XL = np.stack(_limbs(SX, Lx, xb)).reshape(Lx * R, n)
-    YL = _limbs(SY, Ly, yb)
+    scale = np.ldexp(1.0, -ey).astype(np.float32 if f32 else np.float64) if big <= 1000 else None
     T = -(-(xb * Lx + yb * Ly + n.bit_length() + 2) // _DIGIT) + 5
     D = np.zeros((T, R, C), dtype=np.int64)
     acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
-    flush = 0
-    for s in range(0, n, block):
-        for ly in range(Ly):
-            prod = XL[:, s : s + block] @ YL[ly][s : s + block]  # (Lx·R) × C, integers below 2^53
-            acc[:, ly] += prod.reshape(Lx, R, C).astype(np.int64)
-        flush += 1
-        if flush == 512 or s + block >= n:  # below 2^62 in every accumulator
+    YL = np.empty((_BLOCK, Ly, C))  # the limbs of one block side by side: one BLAS call per block
+    for t, (s0, s1) in enumerate(blocks):
+        Yb = part(s0, s1)
+        if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
+            S = np.ldexp(Yb.astype(np.float64), -ey[None, :])
+        else:
+            S = Yb.astype(scale.dtype, copy=False) * scale[None, :]
+        B = s1 - s0
+        for ly, limb in enumerate(_limbs(S, Ly, yb)):
+            YL[:B, ly] = limb
+        prod = XL[:, s0:s1] @ YL[:B].reshape(B, Ly * C)  # (Lx·R) × (Ly·C) integers of at most 53 bits
+        acc += prod.reshape(Lx, R, Ly, C).transpose(0, 2, 1, 3).astype(np.int64)
+        if t % 512 == 511 or s1 == n:  # below 2^62 in every accumulator
             for lx in range(Lx):
                 for ly in range(Ly):
                     _add_shifted(D, acc[lx, ly], xb * lx + yb * ly)
             acc[:] = 0
-            flush = 0
     return D, ex, ey
 
 
