@@ -862,7 +862,11 @@ def _nf2_digest(nf: NormalForm) -> str:
     with ThreadPoolExecutor(max_workers=1) as pool:
         # the hyperplane block is packed and hashed in a worker (numpy and hashlib release the GIL) while the
         # kinks and the affine part are encoded here
-        done = pool.submit(lambda: [sha.update(part) for part in hyper])
+        def consume() -> None:
+            for part in hyper:
+                sha.update(part)
+
+        done = pool.submit(consume)
         kap = h.kappa[js[order]]
         kinks = float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist())
         affine = _affine_blocks(nf)

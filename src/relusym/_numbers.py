@@ -695,7 +695,7 @@ def exact_matmul_digits(
     T = -(-(xb * Lx + yb * Ly + n.bit_length() + 2) // _DIGIT) + 5
     D = np.zeros((T, R, C), dtype=np.int64)
     acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
-    YL = np.empty((_BLOCK, Ly, C))  # the limbs of one block side by side: one BLAS call per block
+    YL = np.empty((min(n, _BLOCK), Ly, C))  # the limbs of one block side by side: one BLAS call per block
     for t, (s0, s1) in enumerate(blocks):
         Yb = part(s0, s1)
         if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
