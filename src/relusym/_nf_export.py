@@ -1,6 +1,6 @@
 """The normal form of a big network, for programs: streamed JSON, and exact compact files (npz, parquet).
 
-``relusym canon NET --json`` writes one JSON object with ``"schema": "relusym.canon/1"``:
+``relusym canon NET --json`` writes one JSON object with ``"schema": "relusym.canon/2"``:
 
 * always: ``m``, ``n``, ``k`` (the network's shape), ``N`` (kink classes), ``digest`` (see
   :meth:`relusym.NormalForm.digest`), ``full`` (whether ``kinks``, ``M`` and ``e`` are included) and
@@ -48,7 +48,7 @@ from .errors import InvalidNetworkError
 
 __all__ = ["SCHEMA", "FULL_BY_DEFAULT", "write_canon_json", "export_normal_form", "read_export", "summary"]
 
-SCHEMA = "relusym.canon/1"
+SCHEMA = "relusym.canon/2"  # /2: the digest is scheme relusym.nf/2 (was the SHA-256 of the JSON text)
 FULL_BY_DEFAULT = 100_000  # rational entries up to which --json includes kinks, M and e without --full
 
 
@@ -72,7 +72,7 @@ def summary(nf: NormalForm, n: int) -> dict[str, Any]:
 def write_canon_json(
     nf: NormalForm, out: IO[bytes], n: int, *, full: bool | None = None, extra: dict[str, Any] | None = None
 ) -> str:
-    """Stream the ``relusym.canon/1`` object to ``out`` (see the module docstring); returns the digest.
+    """Stream the ``relusym.canon/2`` object to ``out`` (see the module docstring); returns the digest.
 
     ``full=None`` includes kinks, M and e when the normal form is small (``FULL_BY_DEFAULT``); ``extra`` keys
     (e.g. the provenance of the input) are added to the object."""
