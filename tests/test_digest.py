@@ -207,9 +207,13 @@ def float_networks(draw):
 def test_vectorized_digest_equals_the_definition_on_float_networks(arrays):
     V, A, b, c = arrays
     net = Network(V, A, b, c, m=A.shape[1])
-    assert normal_form(net).digest() == definition_digest(V, A, b, c)
+    nf = normal_form(net)
+    assert nf.digest() == definition_digest(V, A, b, c)
+    # byte for byte, and the digest is the hash of those bytes (hashed while they are built, in another thread)
+    assert nf.digest_bytes() == definition_bytes(*exact_normal_form(V, A, b, c))
+    assert hashlib.sha256(nf.digest_bytes()).hexdigest() == nf.digest()
     # the same function stored as Fractions takes the other path and gives the same bytes
-    assert normal_form(net.to_fractions()).digest() == normal_form(net).digest()
+    assert normal_form(net.to_fractions()).digest() == nf.digest()
 
 
 @settings(max_examples=60, deadline=None)
@@ -330,3 +334,14 @@ def test_huge_rationals_always_get_an_answer(data, which):
     except BudgetExceededError:  # the documented answer when the width search does not finish
         return
     assert equivalent(net, small, certificate=False)
+
+
+def test_the_normal_form_on_a_domain_hashes_its_json_form():
+    # the documented exception: a normal form on a domain hashes the canonical JSON of (m, k, K, M, e, domain)
+    from relusym import Box
+
+    net = Network([[1, 2]], [[1], [-1]], [0, 1])
+    nf = normal_form(net, domain=Box([-1], [2]))
+    text = nf.digest_bytes()
+    assert json.loads(text)["domain"]["type"] == "box" and json.loads(text)["kinks"]
+    assert hashlib.sha256(text).hexdigest() == nf.digest() != normal_form(net).digest()

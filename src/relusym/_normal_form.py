@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,7 +36,7 @@ from ._digest import (
     float_block,
     hyperplane_parts,
     rational_block,
-    reference_digest,
+    reference_digest_bytes,
 )
 from ._network import Network, NeuronType
 from ._numbers import (
@@ -801,6 +801,16 @@ class NormalForm:
         """(m, k, K, M, e) as a JSON object (the JSON form, without the digest; see :func:`json_chunks`)."""
         return json.loads(b"".join(json_chunks(self)))  # type: ignore[no-any-return]
 
+    def digest_bytes(self) -> bytes:
+        """The bytes that :meth:`digest` hashes (scheme ``relusym.nf/2``; see there): SHA-256 of them is the
+        digest.  A subclass with its own scheme (the normal form on a domain) gives the canonical JSON text of
+        its payload."""
+        if type(self)._payload is not NormalForm._payload:
+            return json.dumps(self._payload(), sort_keys=True, separators=(",", ":")).encode()
+        parts: list[Any] = []
+        _nf2_bytes(self, parts.append)
+        return b"".join(bytes(p) for p in parts)
+
     def json_bytes(self) -> Iterator[bytes]:
         """The canonical JSON text of (m, k, K, M, e), in blocks (see :func:`json_chunks`): what
         ``relusym canon --json --full`` streams."""
@@ -842,12 +852,20 @@ class NormalForm:
 
 
 def _nf2_digest(nf: NormalForm) -> str:
-    """:meth:`NormalForm.digest`: the ``relusym.nf/2`` bytes from the hyperplane classes, hashed as they come.
+    """:meth:`NormalForm.digest`: SHA-256 of the ``relusym.nf/2`` bytes, hashed as they are produced."""
+    sha = hashlib.sha256()
+    _nf2_bytes(nf, sha.update)
+    return sha.hexdigest()
+
+
+def _nf2_bytes(nf: NormalForm, sink: Callable[[Any], None]) -> None:
+    """Pass the ``relusym.nf/2`` bytes of the normal form to ``sink`` in order, block by block.
 
     Float networks: the hyperplane block from the representative rows' mantissas
-    (:func:`relusym._digest.hyperplane_parts`), packed and hashed in a worker thread while the kinks (exact floats in
-    ``classes.kappa`` when the network fits in float32, else Fractions) and the affine part (M from the exact
-    digit product :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries) are encoded.
+    (:func:`relusym._digest.hyperplane_parts`), encoded and passed on in a worker thread (numpy and hashlib
+    release the GIL) while the affine part is computed (M from the exact digit product
+    :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries); then the kinks (exact floats in
+    ``classes.kappa`` when the network fits in float32, else Fractions) in the order of the hyperplane block.
     Rational networks: :func:`relusym._digest.reference_digest_bytes` on the exact classes."""
     h = nf.classes
     m, k = nf.m, nf.k
@@ -855,25 +873,24 @@ def _nf2_digest(nf: NormalForm) -> str:
     N = int(js.shape[0])
     if h.A.dtype == object:
         K = [(h.u_exact(int(j)), h.kappa_exact(int(j))) for j in js.tolist()]
-        return reference_digest(m, k, K, nf.M, nf.e)
+        sink(reference_digest_bytes(m, k, K, nf.M, nf.e))
+        return
     reps = h.rep[js]
-    order, hyper = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
-    sha = hashlib.sha256(digest_header(m, k, N))
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # the hyperplane block is packed and hashed in a worker (numpy and hashlib release the GIL) while the
-        # kinks and the affine part are encoded here
-        def consume() -> None:
-            for part in hyper:
-                sha.update(part)
+    sink(digest_header(m, k, N))
 
-        done = pool.submit(consume)
-        kap = h.kappa[js[order]]
-        kinks = float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist())
+    def hyperplanes() -> np.ndarray:
+        order, parts = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
+        for part in parts:
+            sink(part)
+        return order
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        done = pool.submit(hyperplanes)
         affine = _affine_blocks(nf)
-        done.result()
-    sha.update(kinks)
-    sha.update(affine)
-    return sha.hexdigest()
+        order = done.result()
+    kap = h.kappa[js[order]]
+    sink(float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist()))
+    sink(affine)
 
 
 def _affine_blocks(nf: NormalForm) -> bytes:
