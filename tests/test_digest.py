@@ -254,7 +254,10 @@ def test_many_rows_ties_and_opposites_across_chunks(dtype):
     A[np.all(A == 0, axis=1), 0] = 1.0
     V = rng.standard_normal((2, n))
     V[:, 100:110] = -V[:, 40:50] * 2  # some cancel: κ = 0 for those classes where the halves match
-    arrays = [x.astype(dtype) for x in (V, A, b, rng.standard_normal(2))]
+    tiny, huge = {np.float16: (6e-8, 6e4), np.float32: (1e-38, 1e38), np.float64: (5e-324, 1e300)}[dtype]
+    A[200:203, 0], b[200:203] = tiny, huge  # a few rows wider than 64 bits among the others
+    with np.errstate(under="ignore"):
+        arrays = [x.astype(dtype) for x in (V, A, b, rng.standard_normal(2))]
     net = Network(*arrays, m=m)
     assert normal_form(net).digest() == definition_digest(*arrays)
 

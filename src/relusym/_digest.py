@@ -294,9 +294,9 @@ def hyperplane_parts(
     consumer in another thread can hash them while the caller does other work).
 
     Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
-    When every entry fits in 64 bits the integers come, chunk by chunk of rows, from one exact power-of-two
+    For rows whose entries fit in 64 bits the integers come, chunk by chunk of rows, from one exact power-of-two
     scaling per row (in float32 when it holds them), the 2-part of the gcd from the bitwise or of the row and
-    the odd part from :func:`_row_gcd`; otherwise every row goes through :func:`_wide_rows`.  The order is
+    the odd part from :func:`_row_gcd`; only the other rows go through :func:`_wide_rows`.  The order is
     that of the magnitude bytes and, among rows with equal magnitudes, of the sign bytes; for entries below
     2^(8w) it is the same whether they are written in w or in 8 bytes (the padding bytes are zero), so it is
     found on the uint64 rows."""
@@ -306,19 +306,23 @@ def hyperplane_parts(
         return np.zeros(0, dtype=np.int64), iter([struct.pack("<I", 1)])
     vals = np.empty((N, C), dtype=np.uint64)
     neg = np.empty((N, C), dtype=bool)
-    wide = False
-    for s0 in range(0, N, _ROWS):
-        sl = slice(s0, min(N, s0 + _ROWS))
-        if not _narrow_rows(A[rows[sl]], b[rows[sl]], flip[sl], vals[sl], neg[sl]):
-            wide = True
-            break
-    if wide:
-        W = np.concatenate([A[rows].astype(np.float64), b[rows].astype(np.float64)[:, None]], axis=1)
-        mag, w = _wide_rows(W)
-        neg = ((W < 0) ^ flip[:, None]) & (W != 0)
+    wide = [s0 + _narrow_rows(A[rows[s0 : s0 + _ROWS]], b[rows[s0 : s0 + _ROWS]], flip[s0 : s0 + _ROWS],
+                              vals[s0 : s0 + _ROWS], neg[s0 : s0 + _ROWS]) for s0 in range(0, N, _ROWS)]  # fmt: skip
+    wide_rows = np.concatenate(wide)
+    w = max(1, (int(vals.max()).bit_length() + 7) // 8)
+    if wide_rows.size:  # rows beyond 64 bits: through _wide_rows, and every row written in the common width
+        wr = rows[wide_rows]
+        W = np.concatenate([A[wr].astype(np.float64), b[wr].astype(np.float64)[:, None]], axis=1)
+        magw, ww = _wide_rows(W)
+        neg[wide_rows] = ((W < 0) ^ flip[wide_rows, None]) & (W != 0)
+        w = max(w, ww)
+        mag = np.zeros((N, C, w), dtype=np.uint8)
+        mag[:, :, : min(w, 8)] = vals.view(np.uint8).reshape(N, C, 8)[:, :, : min(w, 8)]
+        mag[wide_rows] = 0
+        mag[wide_rows, :, :ww] = magw.reshape(-1, C, ww)
+        mag = mag.reshape(N, C * w)
         order = _row_order(mag.view(np.dtype((np.void, C * w))).ravel(), mag, neg)
         return order, iter([struct.pack("<I", w), mag[order], _sign_bytes(neg[order])])
-    w = max(1, (int(vals.max()).bit_length() + 7) // 8)
     order = _row_order(vals.view(np.dtype((np.void, 8 * C))).ravel(), vals, neg)
 
     def parts() -> Iterator[Any]:
@@ -330,9 +334,9 @@ def hyperplane_parts(
     return order, parts()
 
 
-def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarray, neg: np.ndarray) -> bool:
+def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Fill ``vals`` (uint64) and ``neg`` with the magnitudes and signs of the primitive vectors of the rows
-    (A, b) flipped where ``flip``; False (nothing usable written) when an entry needs more than 64 bits."""
+    (A, b) flipped where ``flip``; returns the rows with an entry beyond 64 bits, left as zeros."""
     R, m = A.shape
     prec = max({2: 11, 4: 24, 8: 53}[A.dtype.itemsize], {2: 11, 4: 24, 8: 53}[b.dtype.itemsize])
     if A.dtype.itemsize == 2:
@@ -343,8 +347,16 @@ def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarra
     low = np.minimum(ab.min(axis=1, initial=np.inf, where=pa).astype(np.float64), np.where(pb, bb, np.inf))
     high = np.maximum(ab.max(axis=1).astype(np.float64), bb)
     e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
-    if int((np.frexp(high)[1] - e0).max()) > 64:
-        return False
+    wide = np.nonzero(np.frexp(high)[1] - e0 > 64)[0]
+    if wide.size:
+        ok = np.ones(R, dtype=bool)
+        ok[wide] = False
+        vals[wide] = 0
+        if ok.any():
+            v, ng = np.empty((int(ok.sum()), m + 1), dtype=np.uint64), np.empty((int(ok.sum()), m + 1), dtype=bool)
+            _narrow_rows(A[ok], b[ok], flip[ok], v, ng)
+            vals[ok], neg[ok] = v, ng
+        return wide
     if A.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
         np.multiply(ab, np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None], out=ab)
     elif int(np.abs(e0).max()) > 1000:  # 2^-e0 itself is beyond the float64 range
@@ -365,7 +377,7 @@ def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarra
     big = np.nonzero(g != 1)[0]
     if big.size:
         vals[big] //= g[big, None]
-    return True
+    return np.zeros(0, dtype=np.int64)
 
 
 def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
