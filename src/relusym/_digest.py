@@ -268,12 +268,22 @@ def _row_gcd(mag: np.ndarray) -> np.ndarray:
 
 
 def _le_bytes(vals: np.ndarray, w: int) -> np.ndarray:
-    """uint64 values (each below 2^(8w)) as their w low bytes, little-endian: an array of shape (…, w) bytes,
-    copied in the largest unit (4, 2 or 1 bytes) that divides w."""
-    unit = 4 if w % 4 == 0 else 2 if w % 2 == 0 else 1
-    v = np.ascontiguousarray(vals, dtype="<u8")
-    parts = v.view(np.dtype(f"<u{unit}")).reshape(v.shape + (8 // unit,))[..., : w // unit]
-    return np.ascontiguousarray(parts).view(np.uint8).reshape(v.shape[:-1] + (v.shape[-1] * w,))
+    """uint64 values (each below 2^(8w)) as their w low bytes each, little-endian, in one contiguous array: a
+    record of fields of 4, 2 and 1 bytes at offsets 0, 4, 6 (those that w needs), each assigned the value
+    shifted down by its offset (the assignment keeps the low bytes)."""
+    v = np.ascontiguousarray(vals, dtype=np.uint64).ravel()
+    if w == 8:
+        return v.astype("<u8", copy=False)
+    fields, off = [], 0
+    for size in (4, 2, 1):
+        if w - off >= size:
+            fields.append((f"f{off}", f"<u{size}", off))
+            off += size
+    out = np.empty(v.shape, dtype=np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields],
+                                            "offsets": [f[2] for f in fields], "itemsize": w}))  # fmt: skip
+    for name, _, o in fields:
+        out[name] = v >> np.uint64(8 * o) if o else v
+    return out
 
 
 _ROWS = 128  # rows per chunk of the hyperplane encoder: its working set stays in cache
