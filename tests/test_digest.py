@@ -348,3 +348,28 @@ def test_the_normal_form_on_a_domain_hashes_its_json_form():
     text = nf.digest_bytes()
     assert json.loads(text)["domain"]["type"] == "box" and json.loads(text)["kinks"]
     assert hashlib.sha256(text).hexdigest() == nf.digest() != normal_form(net).digest()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_exact_digit_product_over_several_blocks(dtype):
+    # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions
+    from relusym._numbers import digits_to_ints, exact_matmul_digits, normalize_digits
+
+    rng = np.random.default_rng(3)
+    n = 9000
+    spread = {np.float16: 4, np.float32: 30, np.float64: 200}[dtype]
+    X = rng.standard_normal((2, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(2, n))
+    Y = rng.standard_normal((n, 3)) * 2.0 ** rng.integers(-spread, spread + 1, size=(n, 3))
+    X[:, ::7] = 0.0
+    with np.errstate(under="ignore", over="ignore"):
+        X, Y = X.astype(dtype), Y.astype(dtype)
+    X[~np.isfinite(X)], Y[~np.isfinite(Y)] = 1, -1
+    rows = rng.permutation(n)
+    D, ex, ey = exact_matmul_digits(X, Y, rows)
+    got = digits_to_ints(*normalize_digits(D))
+    Xf = [[Fraction(float(x)) for x in row] for row in X.tolist()]
+    Yf = [[Fraction(float(y)) for y in Y[i].tolist()] for i in rows.tolist()]
+    for r in range(2):
+        for c in range(3):
+            exact = sum(Xf[r][i] * Yf[i][c] for i in range(n))
+            assert Fraction(got[r * 3 + c]) * Fraction(2) ** int(ex[r] + ey[c]) == exact

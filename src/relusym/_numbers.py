@@ -603,21 +603,25 @@ def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int
     return X.astype(dt, copy=False) * scale.reshape(shape), e, max(width, 1)
 
 
-def _limbs(S: np.ndarray, L: int, bits: int) -> list[np.ndarray]:
+def _limbs(S: np.ndarray, L: int, bits: int, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """Integer-valued floats S = Σ_l limbs[l] · 2^(bits·l) exactly, as float64 limbs: limbs[0 … L−2] in
     [0, 2^bits), the top one signed (|S| < 2^(bits·L) gives |top| ≤ 2^bits).  Each step is exact in S's
     dtype (bits ≤ 24 for float32): a power-of-two scaling, a floor, and a difference whose exact value is an
-    integer below 2^bits."""
-    out = []
+    integer below 2^bits.  With ``out`` (L float64 arrays of S's shape) the limbs are written there."""
+    limbs = []
     lo, hi = S.dtype.type(2.0**-bits), S.dtype.type(2.0**bits)
     for _ in range(L - 1):
         Q = S * lo
         np.floor(Q, out=Q)
         D = Q * hi
         np.subtract(S, D, out=D)
-        out.append(D.astype(np.float64, copy=False))
+        limbs.append(D)
         S = Q
-    out.append(S.astype(np.float64, copy=False))
+    limbs.append(S)
+    if out is None:
+        return [x.astype(np.float64, copy=False) for x in limbs]
+    for dst, x in zip(out, limbs, strict=True):
+        dst[...] = x
     return out
 
 
@@ -671,11 +675,11 @@ def exact_matmul_digits(
     def part(s0: int, s1: int) -> np.ndarray:
         return Y[s0:s1] if rows is None else Y[rows[s0:s1]]
 
-    ey = np.zeros(C, dtype=np.int64)
     top = np.full(C, np.iinfo(np.int64).min)
     low = np.full(C, np.iinfo(np.int64).max)
+    kept = part(*blocks[0]) if len(blocks) == 1 else None  # one block: gathered once
     for s0, s1 in blocks:  # the column scales, block by block
-        e_b, w_b = _line_scales(np.abs(part(s0, s1)), 0, py)
+        e_b, w_b = _line_scales(np.abs(kept if kept is not None else part(s0, s1)), 0, py)
         nz = w_b > 0
         top = np.where(nz, np.maximum(top, e_b + w_b), top)
         low = np.where(nz, np.minimum(low, e_b), low)
@@ -697,14 +701,13 @@ def exact_matmul_digits(
     acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
     YL = np.empty((min(n, _BLOCK), Ly, C))  # the limbs of one block side by side: one BLAS call per block
     for t, (s0, s1) in enumerate(blocks):
-        Yb = part(s0, s1)
+        Yb = kept if kept is not None else part(s0, s1)
         if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
             S = np.ldexp(Yb.astype(np.float64), -ey[None, :])
         else:
             S = Yb.astype(scale.dtype, copy=False) * scale[None, :]
         B = s1 - s0
-        for ly, limb in enumerate(_limbs(S, Ly, yb)):
-            YL[:B, ly] = limb
+        _limbs(S, Ly, yb, out=[YL[:B, ly] for ly in range(Ly)])
         prod = XL[:, s0:s1] @ YL[:B].reshape(B, Ly * C)  # (Lx·R) × (Ly·C) integers of at most 53 bits
         acc += prod.reshape(Lx, R, Ly, C).transpose(0, 2, 1, 3).astype(np.int64)
         if t % 512 == 511 or s1 == n:  # below 2^62 in every accumulator
