@@ -819,7 +819,7 @@ class NormalForm:
     def digest(self) -> str:
         """A stable content hash of NF(θ): SHA-256 (hex) of the bytes of scheme ``relusym.nf/2``.
 
-        The bytes (defined in :mod:`relusym._digest`, see docs/math/normal-form.md) are built from integers
+        The bytes (defined on docs/math/normal-form.md, "The digest"; :meth:`digest_bytes`) are built from integers
         only: m, k and the number N of kink classes; the primitive integer vectors ŵ of the classes (the ray of
         û, gcd 1), in the order of their bytes; the kinks κ, M and e, each rational x = 2^t · p / q (p, q odd)
         written as its integers t, p and q.  Integers are written in fixed-width little-endian blocks.  The
