@@ -392,26 +392,30 @@ def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarra
 
 def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
     """Magnitude bytes (N × C·w, w bytes per entry little-endian) of the primitive vectors of rows too wide for
-    64 bits: entry = (odd mantissa / row gcd) · 2^s, written as one uint64 (the value shifted by s mod 8, below
-    2^61) at byte offset s div 8."""
+    64 bits: entry = q · 2^s with q = odd mantissa / row gcd (below 2^53), written, chunk by chunk of rows, as
+    the 64-bit words q · 2^(s mod 64) and its overflow at word s div 64 of a zeroed slot of ⌈w/8⌉ + 1 words,
+    whose first w bytes are the entry."""
     N, C = W.shape
     mant, ex = float_parts(W)
     nz = mant != 0
     emin = np.where(nz, ex, np.iinfo(np.int64).max).min(axis=1)
     q = np.abs(mant).astype(np.uint64)
     q //= _row_gcd(q)[:, None]
-    q = q.astype(np.int64)
     s = np.where(nz, ex - emin[:, None], 0)
     bits = np.frexp(q.astype(np.float64))[1].astype(np.int64) + s
     w = max(1, (int(np.where(nz, bits, 0).max()) + 7) // 8)
-    v = (q << (s & 7)).astype(np.uint64).ravel()
-    base = np.arange(N * C, dtype=np.int64) * w + (s >> 3).ravel()
-    off = (s >> 3).ravel()
-    out = np.zeros(N * C * w, dtype=np.uint8)
-    for k in range(8):
-        ok = (off + k < w) & nz.ravel()
-        out[base[ok] + k] = ((v[ok] >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    return out.reshape(N, C * w), w
+    slots = -(-w // 8) + 1
+    out = np.empty((N, C * w), dtype=np.uint8)
+    rows = max(1, 2**20 // (C * slots))  # about 8 MB of words per chunk
+    for r0 in range(0, N, rows):
+        qc, sc = q[r0 : r0 + rows].ravel(), s[r0 : r0 + rows].ravel()
+        words = np.zeros((qc.size, slots), dtype="<u8")
+        at, sh = sc >> 6, (sc & 63).astype(np.uint64)
+        idx = np.arange(qc.size)
+        words[idx, at] = qc << sh
+        words[idx, at + 1] = np.where(sh > 0, qc >> ((np.uint64(64) - sh) & np.uint64(63)), np.uint64(0))
+        out[r0 : r0 + rows] = words.view(np.uint8)[:, :w].reshape(-1, C * w)
+    return out, w
 
 
 def _row_order(keys: np.ndarray, mag: np.ndarray, neg: np.ndarray) -> np.ndarray:
