@@ -1,14 +1,12 @@
 """Normal-form digests of a model zoo: the vectorized stack path of relusym.zoo against a loop over
 ``normal_form(net).digest()``, which is what a user would otherwise write.
 
-For every shape (m, n, k) it times both on the same random float32 networks (the loop on a subsample, since it
-is the slow side), checks that the digests agree on that subsample (with the digest's definition,
-``reference_digest`` of the exact normal form, where ``NormalForm.digest()`` still computes an older scheme),
-and reports networks per second, the ratio, and the peak memory per network of the vectorized path
-(tracemalloc over one stack).  Then it times the vectorized path alone on growing zoos (10^4, 10^5, ...
-networks, generated chunk by chunk as a job would read them, 4096 per chunk) to show how the time grows, wall
-clock and CPU time of this process.  The machine's load matters: compare the ratios, measured in one run.
-BLAS runs on one thread (set OPENBLAS_NUM_THREADS to override).
+For every shape (m, n, k) it times both on the same random float32 networks (the loop on a subsample, since it is
+the slow side), checks that the digests agree on that subsample, and reports networks per second, the ratio, and the
+peak memory per network of the vectorized path (tracemalloc over one stack). Then it times the vectorized path alone
+on growing zoos (10^4, 10^5, ... networks, generated chunk by chunk as a job would read them, 4096 per chunk) to
+show how the time grows, wall clock and CPU time of this process. The machine's load matters: compare the ratios,
+measured in one run. BLAS runs on one thread (set OPENBLAS_NUM_THREADS to override).
 
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000
@@ -33,7 +31,6 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from relusym import Network, normal_form  # noqa: E402
-from relusym._digest import DIGEST_MAGIC, reference_digest  # noqa: E402
 from relusym._zoo._digest import stack_digests  # noqa: E402
 
 SHAPES = ((2, 16, 1), (8, 64, 1), (64, 256, 10))
@@ -64,13 +61,6 @@ def compare(m: int, n: int, k: int, B: int, loop_count: int) -> dict[str, float]
     t_loop, c_loop = time.perf_counter() - t0, time.process_time() - c0
     _, t2, c2 = _vectorized(V, A, b, c)  # before and after the loop: the faster (the machine's load drifts)
     t_vec, c_vec = min(t1, t2), min(c1, c2)
-    nf0 = normal_form(Network(V[0], A[0], b[0], c[0]))
-    if not next(iter(nf0.digest_bytes())).startswith(DIGEST_MAGIC):  # NormalForm.digest() of an older scheme
-        ref = []
-        for i in range(L):
-            nf = normal_form(Network(V[i], A[i], b[i], c[i]))
-            ref.append(reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e))
-        print(f"  ({m}-{n}-{k}: the loop computes an older digest scheme; checked against reference_digest)")
     if fast[:L] != ref:
         raise AssertionError(f"digests differ for {m}-{n}-{k}")
     per = min(B, 256)

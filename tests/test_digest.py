@@ -1,10 +1,13 @@
-"""The normal-form digest: fixed values that must never change, and the vectorized integer computation
-against the definition (SHA-256 of the canonical JSON of (m, k, K, M, e), built here from Fractions)."""
+"""The normal-form digest (scheme relusym.nf/2): recorded values that must never change, and the vectorized
+integer computation against the definition, rebuilt here from scratch in Fractions (the normal form neuron by
+neuron, and the bytes from the definition's text), and against relusym._digest.reference_digest."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import struct
 from fractions import Fraction
 from typing import Any
 
@@ -14,7 +17,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from relusym import Network, equivalent, flip, normal_form, prune
+from relusym import Network, Symmetry, equivalent, flip, normal_form, prune
+from relusym._digest import reference_digest
 from relusym.errors import BudgetExceededError
 
 RECORDED = json.loads((DATA / "digests.json").read_text())["networks"]
@@ -36,8 +40,11 @@ def recorded_network(rec: dict[str, Any]) -> Network:
 @pytest.mark.parametrize("rec", RECORDED, ids=[r["name"] for r in RECORDED])
 def test_recorded_digests_never_change(rec):
     # E1–E16 and seeded float16/32/64 and rational networks (ties, opposite pairs, cancelling kinks, wide
-    # exponent spreads, 30-digit rationals), digests recorded before the integer rewrite
-    assert normal_form(recorded_network(rec)).digest() == rec["digest"]
+    # exponent spreads, 30-digit rationals): the values recorded for scheme relusym.nf/2, and the definition
+    net = recorded_network(rec)
+    assert normal_form(net).digest() == rec["digest"]
+    assert definition_digest(net.V, net.A, net.b, net.c) == rec["digest"]
+    assert normal_form(net.to_fractions()).digest() == rec["digest"]
 
 
 def test_e1_to_e16_are_all_recorded(spec):
@@ -49,15 +56,11 @@ def test_e1_to_e16_are_all_recorded(spec):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the definition, from scratch in Fractions (independent of relusym's normal-form code)
+# the definition, from scratch in Fractions (independent of relusym's normal-form and digest code)
 
 
-def _fs(q: Fraction) -> str:
-    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
-
-
-def definition_digest(V: Any, A: Any, b: Any, c: Any) -> str:
-    """SHA-256 of json.dumps({m, k, kinks, M, e}, sort_keys, compact) computed neuron by neuron in Fractions."""
+def exact_normal_form(V: Any, A: Any, b: Any, c: Any) -> tuple[int, int, dict, list, list]:
+    """(m, k, {û: κ_û}, M, e) computed neuron by neuron in Fractions."""
     Vf = [[Fraction(x) for x in row] for row in np.asarray(V, dtype=object).tolist()]
     Af = [[Fraction(x) for x in row] for row in np.asarray(A, dtype=object).tolist()]
     bf = [Fraction(x) for x in np.asarray(b, dtype=object).tolist()]
@@ -85,18 +88,78 @@ def definition_digest(V: Any, A: Any, b: Any, c: Any) -> str:
                 for j in range(m):
                     M[r][j] += v[r] * a[j]
                 e[r] += bf[i] * v[r]
-    payload = {
-        "m": m,
-        "k": k,
-        "kinks": [
-            {"hyperplane": [_fs(x) for x in u], "kink": [_fs(x) for x in kap]}
-            for u, kap in sorted(kinks.items())
-            if any(kap)
-        ],
-        "M": [[_fs(x) for x in row] for row in M],
-        "e": [_fs(x) for x in e],
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return m, k, {u: kap for u, kap in kinks.items() if any(kap)}, M, e
+
+
+def _int_block(xs: list[int]) -> bytes:
+    # u32(w) ‖ |x_i| in w bytes little-endian ‖ signs packed eight to a byte, least significant bit first
+    w = max([1] + [(abs(x).bit_length() + 7) // 8 for x in xs])
+    signs = bytearray((len(xs) + 7) // 8)
+    for i, x in enumerate(xs):
+        if x < 0:
+            signs[i // 8] |= 1 << (i % 8)
+    return struct.pack("<I", w) + b"".join(abs(x).to_bytes(w, "little") for x in xs) + bytes(signs)
+
+
+def _split(q: Fraction) -> tuple[int, int, int]:
+    # q = 2^t · p / r with p, r odd
+    p, r, t = q.numerator, q.denominator, 0
+    if p == 0:
+        return 0, 0, 1
+    while p % 2 == 0:
+        p, t = p // 2, t + 1
+    while r % 2 == 0:
+        r, t = r // 2, t - 1
+    return t, p, r
+
+
+def _rational_block(qs: list[Fraction]) -> bytes:
+    parts = [_split(q) for q in qs]
+    return b"".join(_int_block([s[i] for s in parts]) for i in range(3))
+
+
+def definition_bytes(m: int, k: int, kinks: dict, M: list, e: list) -> bytes:
+    rows = []
+    for u, kap in kinks.items():
+        d = math.lcm(*[x.denominator for x in u])
+        ints = [int(x * d) for x in u]
+        g = math.gcd(*ints)
+        rows.append(([x // g for x in ints], list(kap)))
+    w = max([1] + [(abs(x).bit_length() + 7) // 8 for r, _ in rows for x in r])
+    rows.sort(key=lambda r: b"".join(abs(x).to_bytes(w, "little") for x in r[0]) + bytes(int(x < 0) for x in r[0]))
+    return (
+        b"relusym.nf/2\n"
+        + struct.pack("<QQQ", m, k, len(rows))
+        + _int_block([x for r, _ in rows for x in r])
+        + _rational_block([x for _, kap in rows for x in kap])
+        + _rational_block([x for row in M for x in row])
+        + _rational_block(list(e))
+    )
+
+
+def definition_digest(V: Any, A: Any, b: Any, c: Any) -> str:
+    """The digest of the network (V, A, b, c) by the definition, and the same through reference_digest."""
+    m, k, kinks, M, e = exact_normal_form(V, A, b, c)
+    d = hashlib.sha256(definition_bytes(m, k, kinks, M, e)).hexdigest()
+    assert reference_digest(m, k, list(kinks.items()), M, e) == d
+    return d
+
+
+def test_definition_by_hand():
+    # E1: σ(x) + 2σ(1 − x): classes û = (1, 0) with κ = 1 and û = (1, −1) with κ = 2; M = (−2), e = 2
+    net = Network([[1, 2]], [[1], [-1]], [0, 1])
+    blk = struct.pack("<I", 1)
+    expected = (
+        b"relusym.nf/2\n"
+        + struct.pack("<QQQ", 1, 1, 2)
+        + blk + bytes([1, 0, 1, 1]) + bytes([0b1000])  # ŵ rows (1, 0) and (1, −1), ordered by their bytes
+        + blk + bytes([0, 1]) + b"\0" + blk + bytes([1, 1]) + b"\0" + blk + bytes([1, 1]) + b"\0"  # κ = 1, 2
+        + blk + bytes([1]) + b"\0" + blk + bytes([1]) + b"\1" + blk + bytes([1]) + b"\0"  # M = −2 = 2^1 · (−1)
+        + blk + bytes([1]) + b"\0" + blk + bytes([1]) + b"\0" + blk + bytes([1]) + b"\0"  # e = 2 = 2^1 · 1
+    )  # fmt: skip
+    nf = normal_form(net)
+    assert nf.M == ((Fraction(-2),),) and nf.e == (Fraction(2),)
+    assert nf.digest() == hashlib.sha256(expected).hexdigest() == definition_digest(net.V, net.A, net.b, net.c)
 
 
 @st.composite
@@ -110,11 +173,20 @@ def float_networks(draw):
     V = rng.standard_normal((k, n)) * 2.0 ** rng.integers(-spread // 2, spread // 2 + 1, size=(k, n))
     c = rng.standard_normal(k)
     A[rng.random((n, m)) < 0.2] = 0.0
+    tiny, huge = {np.float16: (6e-8, 6e4), np.float32: (1e-38, 1e38), np.float64: (5e-324, 1e300)}[dtype]
     for i in range(1, n):
-        how = draw(st.sampled_from(["none", "tie", "opposite", "cancel", "dead", "constant"]))
+        how = draw(
+            st.sampled_from(["none", "tie", "opposite", "cancel", "dead", "constant", "zero", "spread", "integers"])
+        )
         j = int(rng.integers(0, i))
         s = 2.0 ** int(rng.integers(-3, 4))
-        if how == "tie":
+        if how == "spread":  # the smallest and the largest magnitudes side by side (subnormals included)
+            A[i, 0], b[i] = tiny * int(rng.integers(1, 9)) * rng.choice([-1, 1]), huge * rng.choice([-1, 1])
+        elif how == "integers":  # a common odd factor: the primitive vector divides it out
+            A[i], b[i] = 3.0 * rng.integers(-4, 5, size=m), 9.0
+        elif how == "zero":
+            A[i], b[i] = 0.0, 0.0
+        elif how == "tie":
             A[i], b[i] = A[j] * s, b[j] * s
         elif how == "opposite":
             A[i], b[i] = -A[j] * s, -b[j] * s
@@ -124,7 +196,7 @@ def float_networks(draw):
             V[:, i] = 0.0
         elif how == "constant":
             A[i] = 0.0
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         arrays = [x.astype(dtype) for x in (V, A, b, c)]
     assume(all(np.isfinite(x).all() for x in arrays))
     return arrays
@@ -135,18 +207,71 @@ def float_networks(draw):
 def test_vectorized_digest_equals_the_definition_on_float_networks(arrays):
     V, A, b, c = arrays
     net = Network(V, A, b, c, m=A.shape[1])
-    assert normal_form(net).digest() == definition_digest(V, A, b, c)
+    nf = normal_form(net)
+    assert nf.digest() == definition_digest(V, A, b, c)
+    # byte for byte, and the digest is the hash of those bytes (hashed while they are built, in another thread)
+    assert nf.digest_bytes() == definition_bytes(*exact_normal_form(V, A, b, c))
+    assert hashlib.sha256(nf.digest_bytes()).hexdigest() == nf.digest()
     # the same function stored as Fractions takes the other path and gives the same bytes
-    assert normal_form(net.to_fractions()).digest() == normal_form(net).digest()
+    assert normal_form(net.to_fractions()).digest() == nf.digest()
+
+
+@settings(max_examples=60, deadline=None)
+@given(float_networks(), st.integers(0, 2**31 - 1))
+def test_digest_is_invariant_under_the_symmetries_and_flips(arrays, seed):
+    V, A, b, c = arrays
+    net = Network(V, A, b, c, m=A.shape[1])
+    d = normal_form(net).digest()
+    h = Symmetry.random(net.n, seed, dyadic=True, spread=3)  # permutation and power-of-two scales
+    with np.errstate(over="ignore"):  # a scaled entry beyond the dtype's range is kept exactly
+        moved = h.act(net)
+    assert normal_form(moved).digest() == d
+    # a pair of neurons on one hyperplane with opposite outputs adds Σ_T v_i a_iᵀ = 0: flipping it keeps ρ
+    if net.n and np.any(A[0] != 0) and np.any(V[:, 0] != 0):
+        pair = Network(
+            np.concatenate([V, V[:, :1], -V[:, :1]], axis=1),
+            np.concatenate([A, A[:1], A[:1]]),
+            np.concatenate([b, b[:1], b[:1]]),
+            c,
+            m=A.shape[1],
+        )
+        assert normal_form(pair).digest() == d
+        flipped = flip(pair, [net.n, net.n + 1])
+        assert equivalent(pair, flipped) and normal_form(flipped).digest() == d
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_many_rows_ties_and_opposites_across_chunks(dtype):
+    # several hundred classes (the encoder works in chunks of rows), ties, opposite neurons and equal magnitude
+    # rows with different signs ((1, 2) and (1, −2)), against the definition
+    rng = np.random.default_rng(7)
+    n, m = 300, 3
+    A = rng.standard_normal((n, m))
+    b = rng.standard_normal(n)
+    A[:40], b[:40] = rng.integers(-3, 4, size=(40, m)), rng.integers(-3, 4, size=40)
+    A[40:80], b[40:80] = -A[:40] * 2, -b[:40] * 2
+    A[80:100], b[80:100] = A[:20] * np.array([1, -1, 1]), -b[:20]
+    A[np.all(A == 0, axis=1), 0] = 1.0
+    V = rng.standard_normal((2, n))
+    V[:, 100:110] = -V[:, 40:50] * 2  # some cancel: κ = 0 for those classes where the halves match
+    tiny, huge = {np.float16: (6e-8, 6e4), np.float32: (1e-38, 1e38), np.float64: (5e-324, 1e300)}[dtype]
+    A[200:203, 0], b[200:203] = tiny, huge  # a few rows wider than 64 bits among the others
+    with np.errstate(under="ignore"):
+        arrays = [x.astype(dtype) for x in (V, A, b, rng.standard_normal(2))]
+    net = Network(*arrays, m=m)
+    assert normal_form(net).digest() == definition_digest(*arrays)
 
 
 rationals = st.fractions(max_denominator=10**6).filter(lambda q: abs(q) < 10**6) | st.integers(-4, 4).map(Fraction)
+digits30 = st.builds(Fraction, st.integers(-(10**30), 10**30), st.integers(1, 10**30))
 
 
 @st.composite
-def rational_networks(draw, big=False):
+def rational_networks(draw, big=False, digits30=False):
     m, n, k = draw(st.integers(1, 3)), draw(st.integers(0, 5)), draw(st.integers(1, 2))
-    if big:  # hundreds of digits, and magnitudes far outside the float range (10^±400)
+    if digits30:  # 30-digit numerators and denominators
+        q = globals()["digits30"] | rationals
+    elif big:  # hundreds of digits, and magnitudes far outside the float range (10^±400)
         digits = draw(st.integers(20, 300))
         q = st.builds(
             lambda p, r, e: Fraction(p, r) * Fraction(10) ** e,
@@ -169,7 +294,7 @@ def rational_networks(draw, big=False):
 
 
 @settings(max_examples=100, deadline=None)
-@given(rational_networks())
+@given(rational_networks() | rational_networks(digits30=True))
 def test_digest_equals_the_definition_on_rational_networks(data):
     V, A, b, c, m = data
     net = Network(V, A, b, c, m=m)
@@ -212,3 +337,39 @@ def test_huge_rationals_always_get_an_answer(data, which):
     except BudgetExceededError:  # the documented answer when the width search does not finish
         return
     assert equivalent(net, small, certificate=False)
+
+
+def test_the_normal_form_on_a_domain_hashes_its_json_form():
+    # the documented exception: a normal form on a domain hashes the canonical JSON of (m, k, K, M, e, domain)
+    from relusym import Box
+
+    net = Network([[1, 2]], [[1], [-1]], [0, 1])
+    nf = normal_form(net, domain=Box([-1], [2]))
+    text = nf.digest_bytes()
+    assert json.loads(text)["domain"]["type"] == "box" and json.loads(text)["kinks"]
+    assert hashlib.sha256(text).hexdigest() == nf.digest() != normal_form(net).digest()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_exact_digit_product_over_several_blocks(dtype):
+    # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions
+    from relusym._numbers import digits_to_ints, exact_matmul_digits, normalize_digits
+
+    rng = np.random.default_rng(3)
+    n = 9000
+    spread = {np.float16: 4, np.float32: 30, np.float64: 200}[dtype]
+    X = rng.standard_normal((2, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(2, n))
+    Y = rng.standard_normal((n, 3)) * 2.0 ** rng.integers(-spread, spread + 1, size=(n, 3))
+    X[:, ::7] = 0.0
+    with np.errstate(under="ignore", over="ignore"):
+        X, Y = X.astype(dtype), Y.astype(dtype)
+    X[~np.isfinite(X)], Y[~np.isfinite(Y)] = 1, -1
+    rows = rng.permutation(n)
+    D, ex, ey = exact_matmul_digits(X, Y, rows)
+    got = digits_to_ints(*normalize_digits(D))
+    Xf = [[Fraction(float(x)) for x in row] for row in X.tolist()]
+    Yf = [[Fraction(float(y)) for y in Y[i].tolist()] for i in rows.tolist()]
+    for r in range(2):
+        for c in range(3):
+            exact = sum(Xf[r][i] * Yf[i][c] for i in range(n))
+            assert Fraction(got[r * 3 + c]) * Fraction(2) ** int(ex[r] + ey[c]) == exact

@@ -259,7 +259,6 @@ def test_widths_without_search_agree_with_minimal_width():
 
 
 def test_stack_digest_equals_normal_form_digest():
-    # fails until NormalForm.digest() computes scheme relusym.nf/2 (the `digest` branch); passes after the merge
     rng = np.random.default_rng(1)
     V, A, b, c = structured_stack(rng, 12, 3, 7, 2, np.float32, 6)
     sd = stack_digests(V, A, b, c)

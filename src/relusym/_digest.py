@@ -44,11 +44,14 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from math import gcd
+from typing import Any
 
 import numpy as np
+
+from ._numbers import float_parts
 
 __all__ = [
     "DIGEST_SCHEME",
@@ -60,6 +63,18 @@ __all__ = [
     "primitive_vector",
     "reference_digest_bytes",
     "reference_digest",
+    "u64_block",
+    "i64_block",
+    "ones_block",
+    "dyadic_block",
+    "float_block",
+    "digits_block",
+    "hyperplane_block",
+    "hyperplane_parts",
+    "byte_widths",
+    "int_block_rows",
+    "dyadic_block_rows",
+    "odd_part_digits",
 ]
 
 DIGEST_SCHEME = "relusym.nf/2"
@@ -162,6 +177,274 @@ def reference_digest(
 
 
 # ----------------------------------------------------------------------------------------------------------
+# single-network fast encoders
+#
+# The same bytes as above, from numpy arrays of integers: magnitudes as uint64 (or as base-2^16 digits when
+# they are wider), signs as booleans.  A float x is the dyadic rational p · 2^t with p its odd integer mantissa
+# (``relusym._numbers.float_parts``), so its 2-adic split is (t, p, 1) with no division at all.
+
+
+def _sign_bytes(neg: np.ndarray) -> bytes:
+    return np.packbits(np.ascontiguousarray(neg, dtype=bool).ravel(), bitorder="little").tobytes()
+
+
+def u64_block(mag: np.ndarray, neg: np.ndarray) -> bytes:
+    """The integer block of the integers with magnitudes ``mag`` (uint64) and signs ``neg`` (True: negative;
+    it must be False where the magnitude is 0)."""
+    mag = np.ascontiguousarray(mag, dtype="<u8").ravel()
+    w = max(1, (int(mag.max(initial=0)).bit_length() + 7) // 8)
+    raw = mag.view(np.uint8).reshape(-1, 8)[:, :w]
+    return struct.pack("<I", w) + raw.tobytes() + _sign_bytes(neg)
+
+
+def i64_block(x: np.ndarray) -> bytes:
+    """The integer block of an int64 array (flattened in C order)."""
+    x = np.asarray(x, dtype=np.int64)
+    return u64_block(np.abs(x).astype(np.uint64), x < 0)
+
+
+def ones_block(L: int) -> bytes:
+    """The integer block of L ones: the q's of L dyadic rationals."""
+    return struct.pack("<I", 1) + b"\x01" * L + bytes((L + 7) // 8)
+
+
+def dyadic_block(p: np.ndarray, t: np.ndarray) -> bytes:
+    """The rational block of p · 2^t (int64 arrays, p odd or 0, t = 0 where p = 0): their 2-adic splits are
+    (t, p, 1)."""
+    return i64_block(t) + i64_block(p) + ones_block(int(np.size(p)))
+
+
+def float_block(x: np.ndarray) -> bytes:
+    """The rational block of a float array at its exact binary value (flattened in C order)."""
+    p, t = float_parts(np.asarray(x))
+    return dyadic_block(p, t)
+
+
+def _ctz16(d: np.ndarray) -> np.ndarray:
+    """Trailing zeros of nonzero integers below 2^16 (int64), exact through float64."""
+    return np.asarray(np.frexp((d & -d).astype(np.float64))[1].astype(np.int64) - 1)
+
+
+def digits_block(neg: np.ndarray, D: np.ndarray, t0: np.ndarray) -> bytes:
+    """The rational block of the dyadic rationals ±(Σ_s D[s] · 2^(16 s)) · 2^t0, from normalized base-2^16
+    digits D (S × L, int64 in [0, 2^16), see ``relusym._numbers.normalize_digits``), signs ``neg`` and exponent
+    offsets t0 (L).  The 2-adic split takes out the trailing zeros z: t = t0 + z and p = magnitude / 2^z, a
+    shift of the digits by z (whole digits, then bits)."""
+    S, L = D.shape
+    nz = (D != 0).any(axis=0)
+    first = np.argmax(D != 0, axis=0)
+    cols = np.arange(L)
+    low = np.where(nz, D[first, cols], 1)
+    c = _ctz16(low)
+    t = np.where(nz, t0 + 16 * first + c, 0)
+    idx = np.minimum(first[None, :] + np.arange(S + 1)[:, None], S)
+    Dx = np.concatenate([D, np.zeros((1, L), dtype=D.dtype)])
+    sh = np.take_along_axis(Dx, idx, axis=0)  # the digits moved down by ``first`` (zeros above)
+    P = (sh[:-1] >> c) | ((sh[1:] << (16 - c)) & 0xFFFF)  # then by c bits
+    raw = np.ascontiguousarray(P.T.astype("<u2")).view(np.uint8)  # L × 2S little-endian bytes
+    top = int(np.nonzero(raw.any(axis=0))[0].max(initial=0)) + 1
+    p_block = struct.pack("<I", top) + raw[:, :top].tobytes() + _sign_bytes(neg & nz)
+    return i64_block(t) + p_block + ones_block(L)
+
+
+def _odd(x: np.ndarray) -> np.ndarray:
+    """The odd parts of nonnegative uint64 integers (0 stays 0): x shifted right by its trailing zeros."""
+    low = (x & (~x + np.uint64(1))).astype(np.float64)  # the lowest set bit, a power of two (exact)
+    return np.asarray(x >> np.maximum(np.frexp(low)[1] - 1, 0).astype(np.uint64))
+
+
+def _row_gcd(mag: np.ndarray) -> np.ndarray:
+    """The odd part of the gcd of each row of a nonnegative uint64 matrix (no row all zero): the gcd of the odd
+    parts of the entries, column by column and only for the rows where it is still above 1 (for most rows two
+    or three columns decide); the last few rows at once."""
+    g = _odd(mag[:, 0])
+    active = np.nonzero(g != 1)[0]
+    for c in range(1, mag.shape[1]):
+        if active.size == 0:
+            break
+        if c == 8:
+            g[active] = np.gcd.reduce(_odd(mag[active]), axis=1)
+            break
+        ga = np.gcd(g[active], _odd(mag[active, c]))
+        g[active] = ga
+        active = active[ga != 1]
+    return g
+
+
+def _le_bytes(vals: np.ndarray, w: int) -> np.ndarray:
+    """uint64 values (each below 2^(8w)) as their w low bytes each, little-endian, in one contiguous array: a
+    record of fields of 4, 2 and 1 bytes at offsets 0, 4, 6 (those that w needs), each assigned the value
+    shifted down by its offset (the assignment keeps the low bytes)."""
+    v = np.ascontiguousarray(vals, dtype=np.uint64).ravel()
+    if w == 8:
+        return v.astype("<u8", copy=False)
+    fields, off = [], 0
+    for size in (4, 2, 1):
+        if w - off >= size:
+            fields.append((f"f{off}", f"<u{size}", off))
+            off += size
+    out = np.empty(v.shape, dtype=np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields],
+                                            "offsets": [f[2] for f in fields], "itemsize": w}))  # fmt: skip
+    for name, _, o in fields:
+        out[name] = v >> np.uint64(8 * o) if o else v
+    return out
+
+
+_ROWS = 128  # rows per chunk of the hyperplane encoder: its working set stays in cache
+
+
+def hyperplane_block(A: np.ndarray, b: np.ndarray, rows: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The hyperplane block of the rows w_i = (A[i], b[i]), i in ``rows`` (float arrays, a_i ≠ 0), each
+    multiplied by −1 where ``flip`` (λ_i < 0), and the order of the rows in it (see :func:`hyperplane_parts`)."""
+    order, parts = hyperplane_parts(A, b, rows, flip)
+    return b"".join(bytes(p) for p in parts), order
+
+
+def hyperplane_parts(
+    A: np.ndarray, b: np.ndarray, rows: np.ndarray, flip: np.ndarray
+) -> tuple[np.ndarray, Iterator[Any]]:
+    """The hyperplane block of :func:`hyperplane_block` as the order of the rows (row keys ascending) and an
+    iterator over buffers whose concatenation is the block; the buffers are packed as the iterator runs (so a
+    consumer in another thread can hash them while the caller does other work).
+
+    Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
+    For rows whose entries fit in 64 bits the integers come, chunk by chunk of rows, from one exact power-of-two
+    scaling per row (in float32 when it holds them), the 2-part of the gcd from the bitwise or of the row and
+    the odd part from :func:`_row_gcd`; only the other rows go through :func:`_wide_rows`.  The order is
+    that of the magnitude bytes and, among rows with equal magnitudes, of the sign bytes; for entries below
+    2^(8w) it is the same whether they are written in w or in 8 bytes (the padding bytes are zero), so it is
+    found on the uint64 rows."""
+    N, m = rows.shape[0], A.shape[1]
+    C = m + 1
+    if N == 0:
+        return np.zeros(0, dtype=np.int64), iter([struct.pack("<I", 1)])
+    vals = np.empty((N, C), dtype=np.uint64)
+    neg = np.empty((N, C), dtype=bool)
+    wide = [s0 + _narrow_rows(A[rows[s0 : s0 + _ROWS]], b[rows[s0 : s0 + _ROWS]], flip[s0 : s0 + _ROWS],
+                              vals[s0 : s0 + _ROWS], neg[s0 : s0 + _ROWS]) for s0 in range(0, N, _ROWS)]  # fmt: skip
+    wide_rows = np.concatenate(wide)
+    w = max(1, (int(vals.max()).bit_length() + 7) // 8)
+    if wide_rows.size:  # rows beyond 64 bits: through _wide_rows, and every row written in the common width
+        wr = rows[wide_rows]
+        W = np.concatenate([A[wr].astype(np.float64), b[wr].astype(np.float64)[:, None]], axis=1)
+        magw, ww = _wide_rows(W)
+        neg[wide_rows] = ((W < 0) ^ flip[wide_rows, None]) & (W != 0)
+        w = max(w, ww)
+        mag = np.zeros((N, C, w), dtype=np.uint8)
+        mag[:, :, : min(w, 8)] = vals.view(np.uint8).reshape(N, C, 8)[:, :, : min(w, 8)]
+        mag[wide_rows] = 0
+        mag[wide_rows, :, :ww] = magw.reshape(-1, C, ww)
+        mag = mag.reshape(N, C * w)
+        order = _row_order(mag.view(np.dtype((np.void, C * w))).ravel(), mag, neg)
+        return order, iter([struct.pack("<I", w), mag[order], _sign_bytes(neg[order])])
+    order = _row_order(vals.view(np.dtype((np.void, 8 * C))).ravel(), vals, neg)
+
+    def parts() -> Iterator[Any]:
+        yield struct.pack("<I", w)
+        for s0 in range(0, N, _ROWS):
+            yield _le_bytes(vals[order[s0 : s0 + _ROWS]], w)
+        yield _sign_bytes(neg[order])
+
+    return order, parts()
+
+
+def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Fill ``vals`` (uint64) and ``neg`` with the magnitudes and signs of the primitive vectors of the rows
+    (A, b) flipped where ``flip``; returns the rows with an entry beyond 64 bits, left as zeros."""
+    R, m = A.shape
+    prec = max({2: 11, 4: 24, 8: 53}[A.dtype.itemsize], {2: 11, 4: 24, 8: 53}[b.dtype.itemsize])
+    if A.dtype.itemsize == 2:
+        A = A.astype(np.float32)  # exact
+    sa, sb = np.signbit(A), np.signbit(b)
+    ab, bb = np.abs(A), np.abs(b).astype(np.float64)
+    pa, pb = ab > 0, bb > 0
+    low = np.minimum(ab.min(axis=1, initial=np.inf, where=pa).astype(np.float64), np.where(pb, bb, np.inf))
+    high = np.maximum(ab.max(axis=1).astype(np.float64), bb)
+    e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
+    wide = np.nonzero(np.frexp(high)[1] - e0 > 64)[0]
+    if wide.size:
+        ok = np.ones(R, dtype=bool)
+        ok[wide] = False
+        vals[wide] = 0
+        if ok.any():
+            v, ng = np.empty((int(ok.sum()), m + 1), dtype=np.uint64), np.empty((int(ok.sum()), m + 1), dtype=bool)
+            _narrow_rows(A[ok], b[ok], flip[ok], v, ng)
+            vals[ok], neg[ok] = v, ng
+        return wide
+    if A.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
+        np.multiply(ab, np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None], out=ab)
+    elif int(np.abs(e0).max()) > 1000:  # 2^-e0 itself is beyond the float64 range
+        ab = np.ldexp(ab.astype(np.float64), -e0[:, None])
+    else:
+        ab = ab.astype(np.float64) * np.ldexp(1.0, -e0)[:, None]
+    vals[:, :m] = ab  # exact: integers below 2^64
+    vals[:, m] = np.ldexp(bb, -e0)
+    neg[:, :m] = (sa ^ flip[:, None]) & pa
+    neg[:, m] = (sb ^ flip) & pb
+    tz = np.bitwise_or.reduce(vals, axis=1)
+    tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
+    shift = (np.frexp(tz)[1] - 1).astype(np.uint64)
+    even = np.nonzero(shift)[0]
+    if even.size:
+        vals[even] >>= shift[even, None]
+    g = _row_gcd(vals)
+    big = np.nonzero(g != 1)[0]
+    if big.size:
+        vals[big] //= g[big, None]
+    return np.zeros(0, dtype=np.int64)
+
+
+def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
+    """Magnitude bytes (N × C·w, w bytes per entry little-endian) of the primitive vectors of rows too wide for
+    64 bits: entry = q · 2^s with q = odd mantissa / row gcd (below 2^53), written, chunk by chunk of rows, as
+    the 64-bit words q · 2^(s mod 64) and its overflow at word s div 64 of a zeroed slot of ⌈w/8⌉ + 1 words,
+    whose first w bytes are the entry."""
+    N, C = W.shape
+    mant, ex = float_parts(W)
+    nz = mant != 0
+    emin = np.where(nz, ex, np.iinfo(np.int64).max).min(axis=1)
+    q = np.abs(mant).astype(np.uint64)
+    q //= _row_gcd(q)[:, None]
+    s = np.where(nz, ex - emin[:, None], 0)
+    bits = np.frexp(q.astype(np.float64))[1].astype(np.int64) + s
+    w = max(1, (int(np.where(nz, bits, 0).max()) + 7) // 8)
+    slots = -(-w // 8) + 1
+    out = np.empty((N, C * w), dtype=np.uint8)
+    rows = max(1, 2**20 // (C * slots))  # about 8 MB of words per chunk
+    for r0 in range(0, N, rows):
+        qc, sc = q[r0 : r0 + rows].ravel(), s[r0 : r0 + rows].ravel()
+        words = np.zeros((qc.size, slots), dtype="<u8")
+        at, sh = sc >> 6, (sc & 63).astype(np.uint64)
+        idx = np.arange(qc.size)
+        words[idx, at] = qc << sh
+        words[idx, at + 1] = np.where(sh > 0, qc >> ((np.uint64(64) - sh) & np.uint64(63)), np.uint64(0))
+        out[r0 : r0 + rows] = words.view(np.uint8)[:, :w].reshape(-1, C * w)
+    return out, w
+
+
+def _row_order(keys: np.ndarray, mag: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The order of the rows by their magnitude bytes ``keys`` (a void view of the rows of ``mag``) and, among
+    rows with equal magnitudes (rare: classes such as (1, 2) and (1, −2)), by their sign bytes."""
+    order = np.argsort(keys, kind="stable")
+    first = mag[order, 0]
+    cand = np.nonzero(first[1:] == first[:-1])[0]
+    if cand.size:
+        same = [t for t in cand.tolist() if np.array_equal(mag[order[t]], mag[order[t + 1]])]
+        if same:
+            order = order.copy()
+            t = 0
+            while t < len(same):
+                s0 = e0 = same[t]
+                while t + 1 < len(same) and same[t + 1] == e0 + 1:
+                    t += 1
+                    e0 += 1
+                grp = order[s0 : e0 + 2].tolist()
+                order[s0 : e0 + 2] = sorted(grp, key=lambda i: neg[i].astype(np.uint8).tobytes())
+                t += 1
+    return order
+
+
+# ----------------------------------------------------------------------------------------------------------
 # batched encoders (zoo)
 #
 # The same blocks for G byte layouts at once: every row of an input describes one digest's sequence of L
@@ -169,8 +452,6 @@ def reference_digest(
 # matrix.  Magnitudes are given as their little-endian bytes (a uint8 axis, at least w long), which is what
 # ``x.astype("<u8").view(np.uint8)`` or ``digits.astype("<u2").view(np.uint8)`` gives for limbs or base-2¹⁶
 # digits.  The zoo's stack digests (relusym/_zoo/_digest.py) build their bytes from these.
-
-__all__ += ["byte_widths", "int_block_rows", "dyadic_block_rows", "odd_part_digits"]
 
 
 def byte_widths(mag: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,11 +30,20 @@ from typing import Any
 import numpy as np
 
 from ._decimal import bit_length, quotient_parts, render_cells
+from ._digest import (
+    digest_header,
+    digits_block,
+    float_block,
+    hyperplane_parts,
+    rational_block,
+    reference_digest_bytes,
+)
 from ._network import Network, NeuronType
 from ._numbers import (
     dyadic_str,
     exact_float,
     exact_matmul,
+    exact_matmul_digits,
     exact_matmul_float,
     exact_products,
     exact_view,
@@ -44,6 +53,7 @@ from ._numbers import (
     fraction_str,
     fractions_of,
     is_float_array,
+    normalize_digits,
     row_hash,
     row_integers,
     rows_proportional,
@@ -62,8 +72,8 @@ __all__ = [
     "hyperplane_classes",
     "HyperplaneClasses",
     "kink_order",
-    "kinks_bytes",
-    "digest_chunks",
+    "kinks_json",
+    "json_chunks",
     "float_key_scalar",
 ]
 
@@ -431,7 +441,7 @@ def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, lazy_affine: bool =
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the kink classes in exact order, and the digest's bytes
+# the kink classes in exact order, and the canonical JSON text of the normal form
 
 
 _CHUNK_ENTRIES = 32768  # entries per rendered block: small working sets
@@ -507,7 +517,7 @@ def _py_row(h: HyperplaneClasses, j: int, head: bytes) -> bytes:
     )
 
 
-def kinks_bytes(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
+def kinks_json(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
     """The bytes of the canonical JSON list of the kink classes ``order`` without its brackets:
     ``{"hyperplane":["û_0",…],"kink":["κ_0",…]}`` joined by commas, in blocks.
 
@@ -599,11 +609,16 @@ def _vector_json(values: Iterable[str]) -> bytes:
     return ("[" + ",".join(f'"{v}"' for v in values) + "]").encode()
 
 
-def digest_chunks(nf: NormalForm) -> Iterator[bytes]:
-    """The exact bytes whose SHA-256 is :meth:`NormalForm.digest` (see there), in blocks."""
+def json_chunks(nf: NormalForm) -> Iterator[bytes]:
+    """The canonical JSON text of (m, k, K, M, e), in blocks: ``json.dumps(payload, sort_keys=True,
+    separators=(",", ":"))`` in ASCII for the payload of :meth:`NormalForm.to_dict` (without the digest), so
+    the text begins ``{"M":[[`` and ends ``],"m":<m>}``.  Every rational is the string ``"p/q"`` in lowest terms
+    with q > 0, or ``"p"`` when q = 1; the kink classes are in the exact lexicographic order of û.  This is
+    the JSON form that ``canon --json --full`` and ``-o nf.json`` stream (relusym 0.x hashed this text as the
+    digest; the digest is now :mod:`relusym._digest`'s scheme)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         head = pool.submit(lambda: (nf.M_strings(), nf.e_strings()))  # the affine part beside the kinks
-        kinks = kinks_bytes(nf.classes, nf.kink_order)
+        kinks = kinks_json(nf.classes, nf.kink_order)
         first = next(kinks, None)
         M, e = head.result()
         yield b'{"M":[' + b",".join(_vector_json(row) for row in M) + b'],"e":' + _vector_json(e)
@@ -626,7 +641,8 @@ class NormalForm:
     A NormalForm is immutable (no attribute can be set or deleted), hashable, equal by value (``==`` decides
     ρ(θ1) = ρ(θ2) exactly) and totally ordered: by (m, k, K, M, e) compared lexicographically in exact
     rationals, K as its sorted list of (û, κ_û).  Equality and hashing are cheap (no per-entry Fractions);
-    ``K``, ``M``, ``e`` and ``to_dict()`` compute exact rationals on first use; ``digest()`` works on integers.
+    ``K``, ``M``, ``e`` and ``to_dict()`` compute exact rationals on first use; ``digest()`` works on integers
+    (scheme ``relusym.nf/2``, see :mod:`relusym._digest`).
     """
 
     __slots__ = ("_h", "__dict__")
@@ -799,27 +815,42 @@ class NormalForm:
         return d
 
     def _payload(self) -> dict[str, Any]:
-        """(m, k, K, M, e) as the JSON object whose canonical text the digest hashes (see :meth:`digest`)."""
-        return json.loads(b"".join(digest_chunks(self)))  # type: ignore[no-any-return]
+        """(m, k, K, M, e) as a JSON object (the JSON form, without the digest; see :func:`json_chunks`)."""
+        return json.loads(b"".join(json_chunks(self)))  # type: ignore[no-any-return]
 
-    def digest_bytes(self) -> Iterator[bytes]:
-        """The bytes that :meth:`digest` hashes, in blocks (see there)."""
-        return digest_chunks(self)
+    def digest_bytes(self) -> bytes:
+        """The bytes that :meth:`digest` hashes (scheme ``relusym.nf/2``; see there): SHA-256 of them is the
+        digest.  A subclass with its own scheme (the normal form on a domain) gives the canonical JSON text of
+        its payload."""
+        if type(self)._payload is not NormalForm._payload:
+            return json.dumps(self._payload(), sort_keys=True, separators=(",", ":")).encode()
+        parts: list[Any] = []
+        _nf2_bytes(self, parts.append)
+        return b"".join(bytes(p) for p in parts)
+
+    def json_bytes(self) -> Iterator[bytes]:
+        """The canonical JSON text of (m, k, K, M, e), in blocks (see :func:`json_chunks`): what
+        ``relusym canon --json --full`` streams."""
+        return json_chunks(self)
 
     def digest(self) -> str:
-        """A stable content hash of NF(θ): the SHA-256 (hex) of the canonical JSON of (m, k, K, M, e).
+        """A stable content hash of NF(θ): SHA-256 (hex) of the bytes of scheme ``relusym.nf/2``.
 
-        The hashed bytes are exactly ``json.dumps(payload, sort_keys=True, separators=(",", ":"))`` in ASCII for
-        ``payload = {"m": m, "k": k, "kinks": [{"hyperplane": [û_0, …, û_m], "kink": [κ_1, …, κ_k]}, …],
-        "M": [[M_11, …], …], "e": [e_1, …]}``: the kink classes in the exact lexicographic order of û, every
-        rational written as the string ``"p/q"`` in lowest terms with q > 0, or ``"p"`` when q = 1 (``"0"``,
-        ``"-3/4"``).  So the text begins ``{"M":[[`` and ends ``],"m":<m>}``.  The value depends only on the
-        function ρ(θ): it is the same for every network realizing it, on every machine and Python version, and
-        whichever path computes it (float networks are rendered from integer mantissas in numpy, rational ones
-        from Fractions; both give the same bytes).  Digests of relusym 0.x normal forms are unchanged."""
+        The bytes (defined on docs/math/normal-form.md, "The digest"; :meth:`digest_bytes`) are built from integers
+        only: m, k and the number N of kink classes; the primitive integer vectors ŵ of the classes (the ray of
+        û, gcd 1), in the order of their bytes; the kinks κ, M and e, each rational x = 2^t · p / q (p, q odd)
+        written as its integers t, p and q.  Integers are written in fixed-width little-endian blocks.  The
+        value depends only on the function ρ(θ): it is the same for every network realizing it, on every
+        machine and Python version, and whichever path computes it (float networks from their integer
+        mantissas in numpy, rational ones from Fractions; both give the same bytes, which
+        :func:`relusym._digest.reference_digest` defines from exact rationals).  Digests of relusym 0.x (the
+        SHA-256 of the canonical JSON text) differ from these.
+
+        A subclass that hashes more than (m, k, K, M, e) (the normal form on a domain) keeps the older scheme:
+        the SHA-256 of ``json.dumps(payload, sort_keys=True, separators=(",", ":"))`` of its ``_payload()``."""
         if "_digest" not in self.__dict__:
             if type(self)._payload is NormalForm._payload:
-                self.__dict__["_digest"] = _sha256_stream(digest_chunks(self))
+                self.__dict__["_digest"] = _nf2_digest(self)
             else:  # a subclass that hashes more (e.g. a domain): the canonical JSON of its payload
                 text = json.dumps(self._payload(), sort_keys=True, separators=(",", ":"))
                 self.__dict__["_digest"] = hashlib.sha256(text.encode()).hexdigest()
@@ -837,22 +868,64 @@ class NormalForm:
         return f"NormalForm(m={self.m}, k={self.k}, N={self.N})"
 
 
+def _nf2_digest(nf: NormalForm) -> str:
+    """:meth:`NormalForm.digest`: SHA-256 of the ``relusym.nf/2`` bytes, hashed as they are produced."""
+    sha = hashlib.sha256()
+    _nf2_bytes(nf, sha.update)
+    return sha.hexdigest()
+
+
+def _nf2_bytes(nf: NormalForm, sink: Callable[[Any], None]) -> None:
+    """Pass the ``relusym.nf/2`` bytes of the normal form to ``sink`` in order, block by block.
+
+    Float networks: the hyperplane block from the representative rows' mantissas
+    (:func:`relusym._digest.hyperplane_parts`), encoded and passed on in a worker thread (numpy and hashlib
+    release the GIL) while the affine part is computed (M from the exact digit product
+    :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries); then the kinks (exact floats in
+    ``classes.kappa`` when the network fits in float32, else Fractions) in the order of the hyperplane block.
+    Rational networks: :func:`relusym._digest.reference_digest_bytes` on the exact classes."""
+    h = nf.classes
+    m, k = nf.m, nf.k
+    js = np.nonzero(h.kink_mask)[0]
+    N = int(js.shape[0])
+    if h.A.dtype == object:
+        K = [(h.u_exact(int(j)), h.kappa_exact(int(j))) for j in js.tolist()]
+        sink(reference_digest_bytes(m, k, K, nf.M, nf.e))
+        return
+    reps = h.rep[js]
+    sink(digest_header(m, k, N))
+
+    def hyperplanes() -> np.ndarray:
+        order, parts = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
+        for part in parts:
+            sink(part)
+        return order
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        done = pool.submit(hyperplanes)
+        affine = _affine_blocks(nf)
+        order = done.result()
+    kap = h.kappa[js[order]]
+    sink(float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist()))
+    sink(affine)
+
+
+def _affine_blocks(nf: NormalForm) -> bytes:
+    """The rational blocks of M and e of a float network (M through exact digits, e from Fractions)."""
+    net = nf.classes.net
+    neg = nf._negative()
+    digits = exact_matmul_digits(net.V[:, neg], net.A, neg) if type(nf).M is NormalForm.M else None
+    if digits is not None:
+        D, ex, ey = digits
+        sign, D = normalize_digits(D)
+        M_block = digits_block(sign.ravel(), D.reshape(D.shape[0], -1), (ex[:, None] + ey[None, :]).ravel())
+    else:
+        M_block = rational_block([x for row in nf.M for x in row])
+    return M_block + rational_block(nf.e)
+
+
 def _dyadic_fraction(p: int, e: int) -> Fraction:
     return Fraction(p << e) if e >= 0 else Fraction(p, 1 << -e)
-
-
-def _sha256_stream(chunks: Iterable[bytes]) -> str:
-    """SHA-256 of the concatenated chunks, hashing each block in a worker thread while the next is built."""
-    h = hashlib.sha256()
-    pending = None
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for chunk in chunks:
-            if pending is not None:
-                pending.result()
-            pending = pool.submit(h.update, chunk)
-        if pending is not None:
-            pending.result()
-    return h.hexdigest()
 
 
 def realize(d: dict[str, Any]) -> Network:

@@ -51,6 +51,9 @@ __all__ = [
     "integer_matrix",
     "exact_matmul",
     "exact_matmul_float",
+    "exact_matmul_digits",
+    "normalize_digits",
+    "digits_to_ints",
     "float_parts",
     "dyadic_str",
     "format_vector",
@@ -545,6 +548,12 @@ def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[
     P = np.zeros((R, C), dtype=object)
     if R == 0 or C == 0 or n == 0:
         return P, np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    digits = exact_matmul_digits(X, Y)  # the vectorized core; the limbs below remain for extreme spreads
+    if digits is not None:
+        D, ex, ey = digits
+        neg, D = normalize_digits(D)
+        P.ravel()[:] = digits_to_ints(neg, D)
+        return P, ex, ey
     block = max(1, min(block, 8192))
     if n >= 1 << 23:  # pragma: no cover - beyond the int64 accumulation bound
         raise ValueError("exact_matmul_float: inner dimension too large")
@@ -565,6 +574,183 @@ def exact_matmul_float(X: np.ndarray, Y: np.ndarray, block: int = 512) -> tuple[
         if acc[t].any():
             P += acc[t].astype(object) * (1 << (_LIMB * t))
     return P, ex, ey
+
+
+# ----------------------------------------------------------------------------------------------------------
+# exact float matrix products as base-2^16 digit arrays (the vectorized core of exact_matmul_float)
+
+_PRECISION = {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}
+_DIGIT = 16
+_DIGIT_MASK = (1 << _DIGIT) - 1
+
+
+def _scaled_lines(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """X as integer-valued floats over one power of two per line: X = S · 2^e along ``axis`` (axis 1: one e
+    per row, axis 0: one per column), exactly, with |S| < 2^width.  A float of precision p and frexp exponent
+    E is a multiple of 2^(E − p), so e is the smallest such exponent of a nonzero entry of the line.  S is
+    float32 when X is float16 or float32 and S stays in the float32 range (the scaling by a power of two is
+    exact), else float64; None when the widths exceed 960 bits (S would leave the float64 range)."""
+    e, widths = _line_scales(np.abs(X), axis, _PRECISION[X.dtype])
+    width = int(widths.max(initial=0))
+    if width > 960:
+        return None
+    big = int(np.abs(e).max(initial=0))
+    shape = (1, -1) if axis == 0 else (-1, 1)
+    if big > 1000:  # 2^-e itself is beyond the float64 range: scale entry by entry
+        return np.ldexp(X.astype(np.float64), -e.reshape(shape)), e, max(width, 1)
+    dt = np.float32 if X.dtype.itemsize <= 4 and width <= 120 and big <= 120 else np.float64
+    scale = np.ldexp(1.0, -e).astype(dt)  # a power of two: the product below is exact
+    return X.astype(dt, copy=False) * scale.reshape(shape), e, max(width, 1)
+
+
+def _limbs(S: np.ndarray, L: int, bits: int, out: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Integer-valued floats S = Σ_l limbs[l] · 2^(bits·l) exactly, as float64 limbs: limbs[0 … L−2] in
+    [0, 2^bits), the top one signed (|S| < 2^(bits·L) gives |top| ≤ 2^bits).  Each step is exact in S's
+    dtype (bits ≤ 24 for float32): a power-of-two scaling, a floor, and a difference whose exact value is an
+    integer below 2^bits.  With ``out`` (L float64 arrays of S's shape) the limbs are written there."""
+    limbs = []
+    lo, hi = S.dtype.type(2.0**-bits), S.dtype.type(2.0**bits)
+    for _ in range(L - 1):
+        Q = S * lo
+        np.floor(Q, out=Q)
+        D = Q * hi
+        np.subtract(S, D, out=D)
+        limbs.append(D)
+        S = Q
+    limbs.append(S)
+    if out is None:
+        return [x.astype(np.float64, copy=False) for x in limbs]
+    for dst, x in zip(out, limbs, strict=True):
+        dst[...] = x
+    return out
+
+
+def _add_shifted(D: np.ndarray, a: np.ndarray, pos: int) -> None:
+    """D += a · 2^pos in base-2^16 digits (int64 a, |a| < 2^63; the digits stay unnormalized)."""
+    q, r = divmod(pos, _DIGIT)
+    for j in range(3):
+        D[q + j] += ((a >> (_DIGIT * j)) & _DIGIT_MASK) << r
+    D[q + 3] += (a >> (3 * _DIGIT)) << r
+
+
+def _line_scales(ab: np.ndarray, axis: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """For |X| along ``axis``: (e, width) per line, X = S · 2^e with |S| < 2^width (see :func:`_scaled_lines`)."""
+    top = np.frexp(ab.max(axis=axis).astype(np.float64))[1].astype(np.int64)
+    low = ab.min(axis=axis, initial=np.inf, where=ab > 0).astype(np.float64)
+    zero = np.isinf(low)
+    e = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low))[1].astype(np.int64) - p)
+    return e, np.where(zero, 0, top - e)
+
+
+_BLOCK = 8192  # inner terms per block of exact_matmul_digits (few BLAS calls); 13 bits of headroom
+_HEADROOM = (_BLOCK - 1).bit_length()
+
+
+def exact_matmul_digits(
+    X: np.ndarray, Y: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """X @ Y[rows] exactly for float matrices (Y itself without ``rows``), as digits: the product's entry
+    (r, c) is Σ_t D[t, r, c] · 2^(16 t + ex[r] + ey[c]), D an int64 array of unnormalized signed digits (see
+    :func:`normalize_digits`); None when a row of X or a column of Y spans more than 960 bits.
+
+    Rows of X and columns of Y are scaled to integers over one power of two each (:func:`_scaled_lines`) and
+    split into limbs of xb and yb bits (:func:`_limbs`) with xb + yb + 13 ≤ 53, so the dot product of limbs over
+    a block of 8192 inner terms is an integer of at most 53 bits, exact in float64 BLAS; the block products are
+    added into int64 accumulators, which are combined into the digits.  Y (the wide side: k×n times n×m) gets
+    the fewer, wider limbs (at most 24 bits when they are split in float32), read block by block of rows."""
+    R, n = X.shape
+    C = Y.shape[1]
+    if R == 0 or C == 0 or n == 0:
+        return np.zeros((1, R, C), dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(C, dtype=np.int64)
+    if X.dtype not in _PRECISION or Y.dtype not in _PRECISION:
+        return None
+    sx = _scaled_lines(X, 1)
+    if sx is None:
+        return None
+    SX, ex, wx = sx
+    SX = SX.astype(np.float64, copy=False)  # the small side: its limbs may be wider than float32 holds
+    py = _PRECISION[Y.dtype]
+    blocks = [(s0, min(n, s0 + _BLOCK)) for s0 in range(0, n, _BLOCK)]
+
+    def part(s0: int, s1: int) -> np.ndarray:
+        return Y[s0:s1] if rows is None else Y[rows[s0:s1]]
+
+    top = np.full(C, np.iinfo(np.int64).min)
+    low = np.full(C, np.iinfo(np.int64).max)
+    kept = part(*blocks[0]) if len(blocks) == 1 else None  # one block: gathered once
+    for s0, s1 in blocks:  # the column scales, block by block
+        e_b, w_b = _line_scales(np.abs(kept if kept is not None else part(s0, s1)), 0, py)
+        nz = w_b > 0
+        top = np.where(nz, np.maximum(top, e_b + w_b), top)
+        low = np.where(nz, np.minimum(low, e_b), low)
+    used = top > np.iinfo(np.int64).min
+    ey = np.where(used, low, 0)
+    wy = max(1, int(np.where(used, top - ey, 0).max()))
+    big = int(np.abs(ey).max())
+    if wy > 960:
+        return None
+    f32 = Y.dtype.itemsize <= 4 and wy <= 120 and big <= 120
+    Ly = -(-wy // (24 if f32 else 53 - _HEADROOM - 16))
+    yb = -(-wy // Ly)
+    xb = 53 - _HEADROOM - yb
+    Lx = -(-wx // xb)
+    XL = np.stack(_limbs(SX, Lx, xb)).reshape(Lx * R, n)
+    scale = np.ldexp(1.0, -ey).astype(np.float32 if f32 else np.float64) if big <= 1000 else None
+    T = -(-(xb * Lx + yb * Ly + n.bit_length() + 2) // _DIGIT) + 5
+    D = np.zeros((T, R, C), dtype=np.int64)
+    acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
+    YL = np.empty((min(n, _BLOCK), Ly, C))  # the limbs of one block side by side: one BLAS call per block
+    for t, (s0, s1) in enumerate(blocks):
+        Yb = kept if kept is not None else part(s0, s1)
+        if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
+            S = np.ldexp(Yb.astype(np.float64), -ey[None, :])
+        else:
+            S = Yb.astype(scale.dtype, copy=False) * scale[None, :]
+        B = s1 - s0
+        _limbs(S, Ly, yb, out=[YL[:B, ly] for ly in range(Ly)])
+        prod = XL[:, s0:s1] @ YL[:B].reshape(B, Ly * C)  # (Lx·R) × (Ly·C) integers of at most 53 bits
+        acc += prod.reshape(Lx, R, Ly, C).transpose(0, 2, 1, 3).astype(np.int64)
+        if t % 512 == 511 or s1 == n:  # below 2^62 in every accumulator
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    _add_shifted(D, acc[lx, ly], xb * lx + yb * ly)
+            acc[:] = 0
+    return D, ex, ey
+
+
+def normalize_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unnormalized signed base-2^16 digits (T, …) of integers P → (negative, magnitude digits in [0, 2^16)).
+
+    Carries propagate upwards (arithmetic shifts: floor division); the integer is negative iff the final carry
+    is −1, and then its magnitude is the two's complement of the digits."""
+    D = D.copy()
+    carry = np.zeros(D.shape[1:], dtype=np.int64)
+    for t in range(D.shape[0]):
+        v = D[t] + carry
+        D[t] = v & _DIGIT_MASK
+        carry = v >> _DIGIT
+    if bool((carry > 0).any()) or bool((carry < -1).any()):  # pragma: no cover - T has room for every carry
+        raise AssertionError("digit array too short")
+    neg = carry < 0
+    if bool(neg.any()):
+        Dn = D[:, neg]
+        Dn ^= _DIGIT_MASK
+        c = np.ones(Dn.shape[1:], dtype=np.int64)
+        for t in range(Dn.shape[0]):
+            v = Dn[t] + c
+            Dn[t] = v & _DIGIT_MASK
+            c = v >> _DIGIT
+        D[:, neg] = Dn
+    return neg, D
+
+
+def digits_to_ints(neg: np.ndarray, D: np.ndarray) -> list[int]:
+    """The Python ints of normalized digits (flattened entries, C order)."""
+    T = D.shape[0]
+    raw = np.ascontiguousarray(D.reshape(T, -1).T.astype("<u2")).tobytes()
+    step = 2 * T
+    out = [int.from_bytes(raw[i * step : (i + 1) * step], "little") for i in range(len(raw) // step)]
+    return [-v if ng else v for v, ng in zip(out, neg.ravel().tolist(), strict=True)]
 
 
 def dyadic_str(p: int, e: int) -> str:

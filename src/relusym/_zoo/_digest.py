@@ -43,7 +43,6 @@ from .._digest import (
     dyadic_block_rows,
     int_block_rows,
     odd_part_digits,
-    reference_digest,
 )
 from .._network import Network
 from .._normal_form import normal_form
@@ -74,11 +73,8 @@ class StackDigests:
 
 
 def network_digest(net: Network) -> str:
-    """The single-network path: the digest of ``normal_form(net)`` by its definition (scheme relusym.nf/2)."""
-    nf = normal_form(net)
-    # NormalForm.digest() computes scheme relusym.nf/2 once the `digest` branch is merged; until then the
-    # definition itself, from the normal form's exact rationals (the same value, slower)
-    return reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e)
+    """The single-network path: ``normal_form(net).digest()`` (scheme relusym.nf/2)."""
+    return normal_form(net).digest()
 
 
 # ----------------------------------------------------------------------------------------------------------
