@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import time
-from fractions import Fraction
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -22,7 +22,6 @@ from relusym._flipsearch._limbs import (
     PackedLimbs,
     PackedWords,
     bits_key,
-    join_equal,
     limb_subset_sums,
     limbs_add,
     limbs_neg,
@@ -48,12 +47,12 @@ class _KTreeConfig:
 
     levels: int
     group: int
-    logsize: int
+    logsize: float
     windows: tuple[tuple[int, int], ...]
     bits: int
     log2_expected: float
     cost: float
-    sizes: tuple[int, ...] = ()  # planned log2 list sizes per level, leaves first
+    sizes: tuple[float, ...] = ()  # planned log2 list sizes per level, leaves first
 
     @property
     def size(self) -> int:
@@ -84,9 +83,9 @@ def _window(prof: _Profile, lo: int, need: float) -> int:
     return min(hi - lo, 56)
 
 
-def _merge_plan(prof: _Profile, levels: int, group: int, b: int) -> tuple[list[tuple[int, int]], list[int], float]:
+def _merge_plan(prof: _Profile, levels: int, group: int, b: float) -> tuple[list[tuple[int, int]], list[float], float]:
     """Windows, log2 list sizes per level (leaves first) and log2 expected solutions of one tree."""
-    a = group
+    a = float(group)
     lo = 0
     windows: list[tuple[int, int]] = []
     sizes = [a]
@@ -101,13 +100,13 @@ def _merge_plan(prof: _Profile, levels: int, group: int, b: int) -> tuple[list[t
     return windows, sizes, 2 * a - rest
 
 
-def _tree_cost(levels: int, sizes: list[int]) -> float:
+def _tree_cost(levels: int, sizes: list[float]) -> float:
     """Work of one round, in list entries: the leaves' subset sums (cheap, one add each), every
     merge (its two inputs sorted, its output built) and the root join."""
-    cost = 0.25 * (1 << levels) * (1 << sizes[0])
+    cost = 0.25 * (1 << levels) * 2.0 ** sizes[0]
     for t in range(1, levels):
-        cost += (1 << (levels - t)) * (2 * (1 << sizes[t - 1]) + (1 << sizes[t]))
-    return cost + 2 * (1 << sizes[-1])
+        cost += (1 << (levels - t)) * (2 * 2.0 ** sizes[t - 1] + 2.0 ** sizes[t])
+    return cost + 2 * 2.0 ** sizes[-1]
 
 
 def _log2_success(log2e: float) -> float:
@@ -119,30 +118,38 @@ def _log2_success(log2e: float) -> float:
 
 def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) -> _KTreeConfig | None:
     """The tree with the least expected work until a first solution: the cost of a round divided
-    by the chance 1 - exp(-E) that a round finds one (E its expected number of solutions)."""
+    by the chance 1 - exp(-E) that a round finds one (E its expected number of solutions).
+
+    List sizes are whole powers of two: a merge cancels whole bits, and a list thinned by sampling
+    loses as much as a bit not cancelled."""
     s_max = max(profiles)
-    best: tuple[float, _KTreeConfig] | None = None
+
+    def plan(levels: int, group: int, b: float) -> tuple[float, _KTreeConfig] | None:
+        if ((1 << levels) - 1) * 2.0**b > mem_entries:
+            return None
+        prof = profiles[group << levels]
+        windows, sizes, log2e = _merge_plan(prof, levels, group, b)
+        cost = _tree_cost(levels, sizes)
+        cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
+        return math.log2(cost) - _log2_success(log2e - _MARGIN), cfg
+
+    found: list[tuple[float, _KTreeConfig]] = []
     for levels in range(1, 16):
         if 1 << levels > s_max:
             break
         for group in range(1, bmax + 1):
-            size = group << levels
-            if size > s_max:
+            if group << levels > s_max:
                 break
-            prof = profiles.get(size)
-            if prof is None:
+            if (group << levels) not in profiles:
                 continue
             for b in range(max(group, 8), bmax + 1):
-                nodes = (1 << levels) - 1
-                if nodes * (1 << b) > mem_entries:
+                got = plan(levels, group, b)
+                if got is None:
                     break
-                windows, sizes, log2e = _merge_plan(prof, levels, group, b)
-                cost = _tree_cost(levels, sizes)
-                cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
-                score = math.log2(cost) - _log2_success(log2e - _MARGIN)
-                if best is None or score < best[0]:
-                    best = (score, cfg)
-    return None if best is None else best[1]
+                found.append(got)
+    if not found:
+        return None
+    return min(found, key=lambda sc: sc[0])[1]
 
 
 def _sorted_join(
@@ -155,7 +162,7 @@ def _sorted_join(
     log2 len(ku), the pairs of equal hashes are listed, and those whose keys differ are dropped.
     """
     nu, nv = len(ku), len(kv)
-    h = max(nu, nv).bit_length() + 3
+    h = max(nu, nv).bit_length() + 2
     if width <= h:
         return _narrow_join(ku, kv, width, limit)
     mult = np.uint64(0x9E3779B97F4A7C15)
@@ -172,9 +179,7 @@ def _sorted_join(
     return np.take(iu, same), np.take(iv, same)
 
 
-def _narrow_join(
-    ku: np.ndarray, kv: np.ndarray, width: int, limit: int | None
-) -> tuple[np.ndarray, np.ndarray] | None:
+def _narrow_join(ku: np.ndarray, kv: np.ndarray, width: int, limit: int | None) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_sorted_join` for keys below 2**width with 2**width at most a few times len(ku).
 
     ``ku`` is sorted together with its indices (one int64 sort of key and index side by side, much
@@ -247,10 +252,12 @@ class _WordValues:
         return words_key(a, self.pw, lo, width, negate)
 
     def combine(self, u: np.ndarray, iu: np.ndarray, v: np.ndarray, iv: np.ndarray) -> np.ndarray:
-        return np.take(u, iu, axis=0) + np.take(v, iv, axis=0)
+        out: np.ndarray = np.take(u, iu, axis=0)
+        out += np.take(v, iv, axis=0)  # wraps modulo 2**64
+        return out
 
     def root(self, u: np.ndarray, v: np.ndarray, max_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-        return _root_join(u, np.uint64(0) - v, max_pairs)
+        return _root_join(u, np.negative(v), max_pairs)
 
 
 class _LimbValues:
@@ -290,27 +297,31 @@ class _KTree:
         self.leaf_elems: dict[int, np.ndarray] = {}
         self.ptrs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def merge(self, node: int, u: np.ndarray, lo_u: int, v: np.ndarray, lo_v: int, log2_target: int) -> tuple[np.ndarray, int]:
+    def merge(
+        self, node: int, u: np.ndarray, lo_u: int, v: np.ndarray, lo_v: int, log2_target: float
+    ) -> tuple[np.ndarray, int]:
         lo = min(lo_u, lo_v)
-        target = 1 << log2_target
-        cap = 2 * target
+        target = round(2.0**log2_target)
         nu, nv = len(u), len(v)
         span = max(0, min(56, self.cfg.bits - lo))
+        # the narrowest window that leaves at most the target (if its bits are uniform): a bit more
+        # cancelled is worth as much as twice the entries, so lists are never thinned by sampling
+        # while a wider window can do it
         w = min(span, max(0, math.ceil(math.log2(max(1, nu * nv) / target))))
         joined: tuple[np.ndarray, np.ndarray] | None = None
         if w > 0:
             vals = self.values
             while joined is None:
                 ku, kv = vals.key(u, lo, w, False), vals.key(v, lo, w, True)
-                joined = _sorted_join(ku, kv, w, None if w >= span else 4 * target)
+                joined = _sorted_join(ku, kv, w, None if w >= span else 2 * target)
                 if joined is None:
-                    w = min(span, w + 2)
+                    w += 1
             iu, iv = joined
         else:
             iu = np.repeat(np.arange(nu, dtype=np.int64), nv)
             iv = np.tile(np.arange(nv, dtype=np.int64), nu)
-        if len(iu) > cap:  # keep a random sample of about cap pairs
-            keep = np.flatnonzero(self.rng.random(len(iu)) < cap / len(iu))
+        if len(iu) > 2 * target:  # keep a random sample of about 2 target pairs
+            keep = np.flatnonzero(self.rng.random(len(iu)) < 2 * target / len(iu))
             iu, iv = np.take(iu, keep), np.take(iv, keep)
         self.ptrs[node] = (iu.astype(np.int32), iv.astype(np.int32))
         return self.values.combine(u, iu, v, iv), lo + w
@@ -443,7 +454,7 @@ def ktree_search(
     if cfg.log2_expected < min_log2_expected:
         return [], (
             f"k-tree: out of reach, {cfg.bits} bits to cancel with {cfg.size} of {s} elements; the best tree"
-            f" (2^{cfg.levels} lists of <= 2^{cfg.logsize}) expects 2^{cfg.log2_expected:.0f} solutions"
+            f" (2^{cfg.levels} lists of <= 2^{cfg.logsize:g}) expects 2^{cfg.log2_expected:.0f} solutions"
             " per round; not run"
         )
     sub = order[: cfg.size]
@@ -473,7 +484,7 @@ def ktree_search(
             break
     info = (
         f"k-tree: {cfg.size} of {s} elements, {bits} bits ({kind}-packed), 2^{cfg.levels} lists of 2^{cfg.group}"
-        f" subsets capped at 2^{cfg.logsize}, expected 2^{cfg.log2_expected:.0f} solutions per round,"
+        f" subsets, lists of 2^{cfg.logsize:g}, expected 2^{cfg.log2_expected:.0f} solutions per round,"
         f" {rounds} round(s)"
     )
     return sorted(found, key=lambda t: (len(t), t)), info
