@@ -106,7 +106,7 @@ def _tree_cost(levels: int, sizes: list[float]) -> float:
     cost = 0.25 * (1 << levels) * 2.0 ** sizes[0]
     for t in range(1, levels):
         cost += (1 << (levels - t)) * (2 * 2.0 ** sizes[t - 1] + 2.0 ** sizes[t])
-    return cost + 2 * 2.0 ** sizes[-1]
+    return float(cost + 2 * 2.0 ** sizes[-1])
 
 
 def _log2_success(log2e: float) -> float:
