@@ -156,10 +156,12 @@ def _sorted_join(
     ku: np.ndarray, kv: np.ndarray, width: int = 63, limit: int | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """All pairs (i, j) with ku[i] == kv[j], for nonnegative int64 keys below 2**width; None when
-    there are more than about ``limit`` of them (they are counted before they are listed).
+    there are more than ``limit`` of them (counted before they are listed), or, for wide keys, more
+    than ``limit + len(kv)`` pairs of equal hashes.
 
-    Keys wider than needed to tell the entries apart are first hashed to a few bits more than
-    log2 len(ku), the pairs of equal hashes are listed, and those whose keys differ are dropped.
+    Keys wider than needed to tell the entries apart are first hashed to two bits more than
+    log2 max(len(ku), len(kv)), the pairs of equal hashes are listed, and those whose keys differ are
+    dropped.
     """
     nu, nv = len(ku), len(kv)
     h = max(nu, nv).bit_length() + 2
