@@ -186,7 +186,7 @@ def _narrow_join(ku: np.ndarray, kv: np.ndarray, width: int, limit: int | None) 
 
     ``ku`` is sorted together with its indices (one int64 sort of key and index side by side, much
     faster than an argsort); the run of equal keys that each ``kv[j]`` meets is read from a table of
-    run ends and lengths.  The pairs come out in the order of ``kv``.
+    run starts and lengths indexed by the key.  The pairs come out in the order of ``kv``.
     """
     nu, nv = len(ku), len(kv)
     e = np.zeros(0, dtype=np.int64)
@@ -199,12 +199,16 @@ def _narrow_join(ku: np.ndarray, kv: np.ndarray, width: int, limit: int | None) 
     su.sort()
     ou = su & imask
     su >>= np.int64(ib)
-    cnt_u = np.bincount(su, minlength=1 << width)
-    table = np.cumsum(cnt_u) << np.int64(ib + 1)
-    table |= cnt_u
+    # one table entry per key present: where its run starts in the sorted ``ku``, and its length
+    starts = np.flatnonzero(su[1:] != su[:-1])
+    starts += 1
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), starts])
+    lens = np.diff(starts, append=nu)
+    table = np.zeros(1 << width, dtype=np.int64)
+    table[np.take(su, starts)] = (starts << np.int64(ib + 1)) | lens
     packed = np.take(table, kv)
     cnt = packed & np.int64((1 << (ib + 1)) - 1)
-    left = (packed >> np.int64(ib + 1)) - cnt
+    left = packed >> np.int64(ib + 1)
     tot = int(cnt.sum())
     if tot == 0:
         return e, e
@@ -246,6 +250,14 @@ class _WordValues:
         self.pw = pw
         self.rows = pw.words
 
+    def low_zeros(self, elems: np.ndarray) -> int:
+        """How many low bits of the virtual bit string vanish in every element (so in every sum)."""
+        if not self.pw.widths or not len(elems):
+            return 0
+        bits = int(np.bitwise_or.reduce(np.take(self.rows[:, 0], elems)))
+        width = self.pw.widths[0]
+        return width if bits == 0 else min(width, (bits & -bits).bit_length() - 1)
+
     def sums(self, elems: np.ndarray) -> np.ndarray:
         start = np.zeros((1, self.rows.shape[1]), dtype=np.uint64)
         return subset_sums_by_doubling(start, np.take(self.rows, elems, axis=0), lambda t, y: t + y[None, :])
@@ -267,6 +279,11 @@ class _LimbValues:
 
     def __init__(self, pk: PackedLimbs) -> None:
         self.rows = pk.limbs
+
+    def low_zeros(self, elems: np.ndarray) -> int:
+        """How many low bits of the packed integers vanish in every element (so in every sum)."""
+        bits = int(np.bitwise_or.reduce(np.take(self.rows[:, 0], elems))) if len(elems) else 0
+        return 0 if bits == 0 else (bits & -bits).bit_length() - 1
 
     def sums(self, elems: np.ndarray) -> np.ndarray:
         return limb_subset_sums(np.take(self.rows, elems, axis=0))
@@ -338,7 +355,7 @@ class _KTree:
             if level == 0:
                 elems = perm[leaf0 * g : (leaf0 + 1) * g]
                 self.leaf_elems[node] = elems
-                return self.values.sums(elems), 0
+                return self.values.sums(elems), self.values.low_zeros(elems)
             half = 1 << (level - 1)
             u = build(2 * node, level - 1, leaf0)
             if u is None:
