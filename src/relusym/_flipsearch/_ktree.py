@@ -83,14 +83,17 @@ def _window(prof: _Profile, lo: int, need: float) -> int:
     return min(hi - lo, 56)
 
 
-def _merge_plan(prof: _Profile, levels: int, group: int, b: float) -> tuple[list[tuple[int, int]], list[float], float]:
-    """Windows, log2 list sizes per level (leaves first) and log2 expected solutions of one tree."""
+def _merge_plan(
+    prof: _Profile, levels: int, group: int, b: float, slope: int = 0
+) -> tuple[list[tuple[int, int]], list[float], float]:
+    """Windows, log2 list sizes per level (leaves first) and log2 expected solutions of one tree
+    whose lists at level t hold at most 2**(b + slope·(t-1)) entries."""
     a = float(group)
     lo = 0
     windows: list[tuple[int, int]] = []
     sizes = [a]
-    for _ in range(1, levels):
-        a2 = min(2 * a, b)
+    for t in range(1, levels):
+        a2 = min(2 * a, b + slope * (t - 1))
         width = _window(prof, lo, 2 * a - a2) if 2 * a > a2 else 0
         windows.append((lo, width))
         lo += width
@@ -102,11 +105,17 @@ def _merge_plan(prof: _Profile, levels: int, group: int, b: float) -> tuple[list
 
 def _tree_cost(levels: int, sizes: list[float]) -> float:
     """Work of one round, in list entries: the leaves' subset sums (cheap, one add each), every
-    merge (its two inputs sorted, its output built) and the root join."""
-    cost = 0.25 * (1 << levels) * 2.0 ** sizes[0]
+    merge (its two inputs sorted, its output built) and the root join.  An entry of a list of more
+    than 2**16 entries counts a little more per doubling (measured: the gathers of a join leave the
+    processor's caches)."""
+
+    def entries(log2size: float) -> float:
+        return float(2.0 ** (log2size + 0.3 * max(0.0, log2size - 16)))
+
+    cost = 0.25 * (1 << levels) * entries(sizes[0])
     for t in range(1, levels):
-        cost += (1 << (levels - t)) * (2 * 2.0 ** sizes[t - 1] + 2.0 ** sizes[t])
-    return float(cost + 2 * 2.0 ** sizes[-1])
+        cost += (1 << (levels - t)) * (2 * entries(sizes[t - 1]) + entries(sizes[t]))
+    return cost + 2 * entries(sizes[-1])
 
 
 def _log2_success(log2e: float) -> float:
@@ -121,14 +130,17 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
     by the chance 1 - exp(-E) that a round finds one (E its expected number of solutions).
 
     List sizes are whole powers of two: a merge cancels whole bits, and a list thinned by sampling
-    loses as much as a bit not cancelled."""
+    loses as much as a bit not cancelled.  Every level's list size adds as much to the expected number
+    of solutions (log2 E = 2·group + Σ_t log2 |list at level t| - bits), but a level costs its number
+    of nodes times its list size, so besides trees with one list size throughout, trees whose lists
+    double from level to level (each level then costs the same) are considered."""
     s_max = max(profiles)
 
-    def plan(levels: int, group: int, b: float) -> tuple[float, _KTreeConfig] | None:
-        if ((1 << levels) - 1) * 2.0**b > mem_entries:
-            return None
+    def plan(levels: int, group: int, b: float, slope: int) -> tuple[float, _KTreeConfig] | None:
         prof = profiles[group << levels]
-        windows, sizes, log2e = _merge_plan(prof, levels, group, b)
+        windows, sizes, log2e = _merge_plan(prof, levels, group, b, slope)
+        if sum((1 << (levels - t)) * 2.0 ** sizes[t] for t in range(1, levels)) > mem_entries:
+            return None
         cost = _tree_cost(levels, sizes)
         cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
         return math.log2(cost) - _log2_success(log2e - _MARGIN), cfg
@@ -142,11 +154,12 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
                 break
             if (group << levels) not in profiles:
                 continue
-            for b in range(max(group, 8), bmax + 1):
-                got = plan(levels, group, b)
-                if got is None:
-                    break
-                found.append(got)
+            for slope in (0, 1):
+                for b in range(max(group, 8), bmax + 1):
+                    got = plan(levels, group, b, slope)
+                    if got is None:
+                        break
+                    found.append(got)
     if not found:
         return None
     return min(found, key=lambda sc: sc[0])[1]
@@ -503,7 +516,8 @@ def ktree_search(
             break
     info = (
         f"k-tree: {cfg.size} of {s} elements, {bits} bits ({kind}-packed), 2^{cfg.levels} lists of 2^{cfg.group}"
-        f" subsets, lists of 2^{cfg.logsize:g}, expected 2^{cfg.log2_expected:.0f} solutions per round,"
+        f" subsets, lists of 2^{cfg.sizes[1] if len(cfg.sizes) > 1 else cfg.logsize:g}"
+        f"..2^{cfg.sizes[-1]:g}, expected 2^{cfg.log2_expected:.0f} solutions per round,"
         f" {rounds} round(s)"
     )
     return sorted(found, key=lambda t: (len(t), t)), info
