@@ -5,6 +5,12 @@ are merged pairwise, cancelling a window of packed bits per level and all bits a
 finds flip sets when there are many and proves nothing otherwise; every found set is verified
 exactly.  :func:`log2_count_estimate` estimates the number of zero subset sums (local central
 limit theorem).
+
+The rows are packed as one 64-bit word per coordinate when every coordinate fits (float32 and
+float16 weights), else as multi-limb integers; the tree (depth, group size, list sizes) is the one
+with the least expected work until a first solution under an entropy model of the packed bits, and
+the windows themselves are chosen from the data as the tree is built.  The search stops at the
+first round that finds a verified set: one flip set already decides genericity.
 """
 
 from __future__ import annotations
@@ -476,6 +482,10 @@ def ktree_search(
     """Generalized-birthday (Wagner k-tree) search for zero sums among the block's rows.
 
     A randomized search: it finds flip sets when there are many, and proves nothing otherwise.
+    Rounds (fresh random groups) repeat until one yields a verified set, ``max_sets`` are found, or
+    the deadline passes; the sets of that first successful round are returned, so a caller that only
+    needs one (genericity) is not kept waiting for more.  Returns the sets and a line describing the
+    tree.
     """
     s = len(gidx)
     order = _valuation_order(rows_exact)
