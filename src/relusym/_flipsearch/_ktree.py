@@ -90,16 +90,17 @@ def _window(prof: _Profile, lo: int, need: float) -> int:
 
 
 def _merge_plan(
-    prof: _Profile, levels: int, group: int, b: float, slope: int = 0
+    prof: _Profile, levels: int, group: int, b: float, top: float | None = None
 ) -> tuple[list[tuple[int, int]], list[float], float]:
     """Windows, log2 list sizes per level (leaves first) and log2 expected solutions of one tree
-    whose lists at level t hold at most 2**(b + slope·(t-1)) entries."""
+    whose lists at level t hold at most 2**min(b + t - 1, top) entries (``top`` defaults to b: one
+    size throughout)."""
     a = float(group)
     lo = 0
     windows: list[tuple[int, int]] = []
     sizes = [a]
     for t in range(1, levels):
-        a2 = min(2 * a, b + slope * (t - 1))
+        a2 = min(2 * a, b + t - 1, b if top is None else top)
         width = _window(prof, lo, 2 * a - a2) if 2 * a > a2 else 0
         windows.append((lo, width))
         lo += width
@@ -138,18 +139,18 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
     List sizes are whole powers of two: a merge cancels whole bits, and a list thinned by sampling
     loses as much as a bit not cancelled.  Every level's list size adds as much to the expected number
     of solutions (log2 E = 2·group + Σ_t log2 |list at level t| - bits), but a level costs its number
-    of nodes times its list size, so besides trees with one list size throughout, trees whose lists
-    double from level to level (each level then costs the same) are considered."""
+    of nodes times its list size, so the lists may double from level to level (each level then costs
+    the same) up to a top size, which tunes E by single bits at the price of the few top nodes."""
     s_max = max(profiles)
 
-    def plan(levels: int, group: int, b: float, slope: int) -> tuple[float, _KTreeConfig] | None:
+    def plan(levels: int, group: int, b: float, top: float) -> tuple[float, float, _KTreeConfig] | None:
         prof = profiles[group << levels]
-        windows, sizes, log2e = _merge_plan(prof, levels, group, b, slope)
+        windows, sizes, log2e = _merge_plan(prof, levels, group, b, top)
         if sum((1 << (levels - t)) * 2.0 ** sizes[t] for t in range(1, levels)) > mem_entries:
             return None
         cost = _tree_cost(levels, sizes)
         cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
-        return math.log2(cost) - _log2_success(log2e - _MARGIN), cfg
+        return math.log2(cost) - _log2_success(log2e - _MARGIN), log2e, cfg
 
     found: list[tuple[float, _KTreeConfig]] = []
     for levels in range(1, 16):
@@ -160,12 +161,20 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
                 break
             if (group << levels) not in profiles:
                 continue
-            for slope in (0, 1):
-                for b in range(max(group, 8), bmax + 1):
-                    got = plan(levels, group, b, slope)
+            for b in range(max(group, 8), bmax + 1):
+                first = plan(levels, group, b, b)
+                if first is None:  # out of memory: bigger lists too
+                    break
+                found.append((first[0], first[2]))
+                if first[1] - _MARGIN > 8:  # plenty expected: bigger lists only cost more
+                    break
+                for top in range(b + 1, min(bmax, b + levels - 2) + 1):
+                    got = plan(levels, group, b, top)
                     if got is None:
                         break
-                    found.append(got)
+                    found.append((got[0], got[2]))
+                    if got[1] - _MARGIN > 8:
+                        break
     if not found:
         return None
     return min(found, key=lambda sc: sc[0])[1]
