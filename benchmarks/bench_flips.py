@@ -115,7 +115,10 @@ def frontier(widths: list[int], budget: float, seeds: int, dmax: int) -> None:
                 if "k-tree: " in und:
                     info = und.split("k-tree: ")[-1]
                     bits = info.split(" bits")[0].split()[-1] if " bits" in info else bits
-                    tree = info.split("), ")[-1].split(", expected")[0] if "), " in info else info[:60]
+                    if "out of reach" in info:  # the plan expects too little to be worth a round
+                        tree = "not run: " + info.split("elements; ")[-1].split("; not run")[0]
+                    else:
+                        tree = info.split("), ")[-1].split(" round(s)")[0] + " round(s)"
             print(f"| {n} | {d} | {hits}/{seeds} | {', '.join(f'{x:.2f}' for x in secs)} | {bits} | {tree} |",
                   flush=True)  # fmt: skip
             if hits:
