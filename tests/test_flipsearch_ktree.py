@@ -223,3 +223,19 @@ def test_planted_flip_in_a_wide_float_network() -> None:
     assert res.sets and not res.complete
     for T in res.sets:
         assert exact_zero(V, A, T)
+
+
+def test_tree_whose_windows_cancel_every_bit_early() -> None:
+    """Rows ±1: the first merges already cancel every bit, so the next ones have nothing left to match and draw
+    random pairs (without listing all of them); every solution at the root is still a zero sum."""
+    s = 64
+    X = np.array([[1 if i % 2 else -1] for i in range(s)], dtype=object)
+    pw = pack_words(X)
+    assert pw is not None
+    cfg = _KTreeConfig(levels=3, group=8, logsize=5, windows=(), bits=pw.bits, log2_expected=0.0, cost=0.0,
+                       sizes=(8, 5, 4))  # fmt: skip
+    tree = _KTree(_WordValues(pw), cfg, np.random.default_rng(0))
+    out = tree.run(np.random.default_rng(1).permutation(s), time.monotonic() + 5, 1000)
+    assert out
+    for T in out:
+        assert len(T) and sum(int(X[i, 0]) for i in T) == 0

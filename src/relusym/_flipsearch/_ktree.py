@@ -364,9 +364,12 @@ class _KTree:
                 if joined is None:
                     w += 1
             iu, iv = joined
-        else:
+        elif nu * nv <= 2 * target:  # every pair
             iu = np.repeat(np.arange(nu, dtype=np.int64), nv)
             iv = np.tile(np.arange(nv, dtype=np.int64), nu)
+        else:  # no bit left to cancel (every sum already vanishes): random pairs, without listing all
+            pick = np.unique(self.rng.integers(0, nu * nv, size=2 * target))
+            iu, iv = pick // nv, pick % nv
         if len(iu) > 2 * target:  # keep a random sample of about 2 target pairs
             keep = np.flatnonzero(self.rng.random(len(iu)) < 2 * target / len(iu))
             iu, iv = np.take(iu, keep), np.take(iv, keep)
