@@ -143,12 +143,22 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
     the same) up to a top size, which tunes E by single bits at the price of the few top nodes."""
     s_max = max(profiles)
 
+    best = math.inf
+
     def plan(levels: int, group: int, b: float, top: float) -> tuple[float, float, _KTreeConfig] | None:
-        prof = profiles[group << levels]
-        windows, sizes, log2e = _merge_plan(prof, levels, group, b, top)
+        """The tree's score, log2 E and config; None when it needs too much memory or costs more than
+        the best score so far (a round's cost alone bounds the score from below), as every bigger
+        tree of the same depth and group does too."""
+        sizes = [float(group)]
+        for t in range(1, levels):
+            sizes.append(min(2 * sizes[-1], b + t - 1, top))
         if sum((1 << (levels - t)) * 2.0 ** sizes[t] for t in range(1, levels)) > mem_entries:
             return None
         cost = _tree_cost(levels, sizes)
+        if math.log2(cost) >= best:
+            return None
+        prof = profiles[group << levels]
+        windows, sizes, log2e = _merge_plan(prof, levels, group, b, top)
         cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
         return math.log2(cost) - _log2_success(log2e - _MARGIN), log2e, cfg
 
@@ -163,9 +173,10 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
                 continue
             for b in range(max(group, 8), bmax + 1):
                 first = plan(levels, group, b, b)
-                if first is None:  # out of memory: bigger lists too
+                if first is None:  # bigger lists cost more
                     break
                 found.append((first[0], first[2]))
+                best = min(best, first[0])
                 if first[1] - _MARGIN > 8:  # plenty expected: bigger lists only cost more
                     break
                 for top in range(b + 1, min(bmax, b + levels - 2) + 1):
@@ -173,6 +184,7 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
                     if got is None:
                         break
                     found.append((got[0], got[2]))
+                    best = min(best, got[0])
                     if got[1] - _MARGIN > 8:
                         break
     if not found:
