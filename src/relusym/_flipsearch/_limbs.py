@@ -1,10 +1,16 @@
-"""Multi-limb exact integers (values modulo 2**(56 L)) and Kronecker packing of integer rows.
+"""Multi-limb exact integers (values modulo 2**(56 L)), Kronecker packing of integer rows, and word packing.
 
 A row of an exact integer matrix is packed into one integer (its coordinates, made primitive and
 shifted into disjoint bit ranges), stored as limbs of 56 bits in int64 arrays, so that a subset
 of rows sums to zero iff its packed sum is zero modulo 2**(56 L).  Vectorised addition, negation,
 bit windows, hashing, exact equi-joins and all subset sums of such values serve the
 meet-in-the-middle and the generalized-birthday searches.
+
+When every coordinate, made primitive, is narrow (the sum of its absolute values below 2**62, as for
+float32 weights), the rows are packed as *words* instead: one unsigned 64-bit word per coordinate,
+added with wrap-around.  A subset sum is then known modulo 2**64 in each coordinate, and since its
+absolute value is below 2**63 that residue determines it: it is zero iff the word is zero.  No carry
+crosses words, so addition is one machine add per coordinate.
 """
 
 from __future__ import annotations
@@ -154,16 +160,8 @@ class PackedLimbs:
 
 
 def pack(rows_exact: np.ndarray) -> PackedLimbs:
-    s, r = rows_exact.shape
-    cols: list[list[int]] = []
-    for j in range(r):
-        col = [int(x) for x in rows_exact[:, j]]
-        nzv = [v for v in col if v]
-        if not nzv:
-            continue
-        val = min(two_adic(v) for v in nzv)
-        cols.append([v >> val for v in col])
-    widths = [sum(abs(v) for v in c).bit_length() + 1 for c in cols]
+    s = rows_exact.shape[0]
+    cols, widths = _primitive_columns(rows_exact)
     total = sum(widths) + 1
     L = max(1, -(-total // _LB))
     packed = [0] * s
@@ -174,3 +172,74 @@ def pack(rows_exact: np.ndarray) -> PackedLimbs:
         off += w
     scaled = [[c[i] for c in cols] for i in range(s)]
     return PackedLimbs(_to_limbs(packed, L), total, scaled)
+
+
+def _primitive_columns(rows_exact: np.ndarray) -> tuple[list[list[int]], list[int]]:
+    """The nonzero columns divided by their largest common power of two, and their widths
+    (bit length of the sum of absolute values, plus a sign bit): the layout of :func:`pack`."""
+    s, r = rows_exact.shape
+    cols: list[list[int]] = []
+    for j in range(r):
+        col = [int(x) for x in rows_exact[:, j]]
+        nzv = [v for v in col if v]
+        if not nzv:
+            continue
+        val = min(two_adic(v) for v in nzv)
+        cols.append([v >> val for v in col])
+    widths = [sum(abs(v) for v in c).bit_length() + 1 for c in cols]
+    return cols, widths
+
+
+@dataclass
+class PackedWords:
+    """Rows of an exact integer matrix as one uint64 word per (primitive) coordinate.
+
+    Coordinate ``c`` of every subset sum has absolute value below 2**(widths[c] - 1) <= 2**62, so
+    its residue modulo 2**64 (the wrapped word) is zero iff the coordinate is.  ``offsets`` place
+    the coordinates in the same virtual bit string as :func:`pack` (coordinate ``c`` holds bits
+    [offsets[c], offsets[c] + widths[c]), and one last vacuous bit), so that a bit window means the
+    same thing in both packings.
+    """
+
+    words: np.ndarray  # (s, d) uint64
+    widths: list[int]
+    offsets: list[int]
+    bits: int
+
+
+def pack_words(rows_exact: np.ndarray) -> PackedWords | None:
+    """The word packing of the rows, or None when some coordinate is too wide for one word."""
+    cols, widths = _primitive_columns(rows_exact)
+    if any(w > 63 for w in widths):
+        return None
+    s = rows_exact.shape[0]
+    mod = 1 << 64
+    words = np.zeros((s, len(cols)), dtype=np.uint64)
+    for j, c in enumerate(cols):
+        words[:, j] = np.array([v % mod for v in c], dtype=np.uint64)
+    offsets = [sum(widths[:j]) for j in range(len(widths))]
+    return PackedWords(words, widths, offsets, sum(widths) + 1)
+
+
+def words_key(a: np.ndarray, pw: PackedWords, lo: int, width: int, negate: bool = False) -> np.ndarray:
+    """Bits [lo, lo + width) of the virtual bit string of word-packed values (width <= 62), of their
+    negatives when ``negate``."""
+    out: np.ndarray | None = None
+    shift = 0
+    hi = lo + width
+    for c, (off, w) in enumerate(zip(pw.offsets, pw.widths, strict=True)):
+        a0, a1 = max(lo, off), min(hi, off + w)
+        if a0 >= a1:
+            continue
+        col = np.negative(a[:, c]) if negate else a[:, c]  # wraps modulo 2**64
+        piece = col >> np.uint64(a0 - off)
+        piece &= np.uint64((1 << (a1 - a0)) - 1)
+        if out is None:
+            out = piece
+        else:
+            piece <<= np.uint64(shift)
+            out |= piece
+        shift += a1 - a0
+    if out is None:
+        return np.zeros(a.shape[0], dtype=np.int64)
+    return out.view(np.int64)

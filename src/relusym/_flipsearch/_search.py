@@ -34,7 +34,7 @@ from relusym._flipsearch._ktree import ktree_search, log2_count_estimate
 from relusym._flipsearch._limbs import pack
 from relusym._rng import RNGLike, as_generator
 
-__all__ = ["FlipSearch", "find_flip_sets", "network_flip_sets"]
+__all__ = ["FlipSearch", "components", "find_flip_sets", "network_flip_sets"]
 
 # ============================================================================================
 # the result
@@ -135,10 +135,36 @@ class _Block:
     p: int = FLIP_PRIME
 
 
-def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Connected components of the undirected graph on ``n`` nodes with edges ``src[e] -- dst[e]``:
+    each node labelled by the smallest node of its component.
 
+    Minimum-label propagation along the edges with pointer jumping, in numpy (the block split of a
+    float network's flip matrix needs no sparse-graph library, whose import alone costs a good part
+    of a second).  At the fixed point the two ends of every edge carry one label, and every label is
+    a node of its own component, so the labels are exactly the components.
+    """
+    lab = np.arange(n, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if len(src) == 0:
+        return lab
+    while True:
+        low = np.minimum(lab[src], lab[dst])
+        new = lab.copy()
+        np.minimum.at(new, src, low)
+        np.minimum.at(new, dst, low)
+        while True:  # pointer jumping: new[new[i]] lies in the component of i too
+            hop = new[new]
+            if np.array_equal(hop, new):
+                break
+            new = hop
+        if np.array_equal(new, lab):
+            return lab
+        lab = new
+
+
+def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
     n1 = lu.lu.shape[0]
     rk = lu.rank
     perm = lu.perm
@@ -151,8 +177,7 @@ def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
     in_support = np.zeros(n1, dtype=bool)
     in_support[perm[rk:]] = True
     in_support[dst] = True
-    graph = coo_matrix((np.ones(len(src)), (src, dst)), shape=(n1, n1))
-    _, labels = connected_components(graph, directed=False)
+    labels = components(n1, src, dst)
     nonpiv_row = {int(perm[rk + q]): q for q in range(w)}
     piv_col = {int(perm[t]): t for t in range(rk)}
     groups: dict[int, list[int]] = {}
