@@ -1,4 +1,6 @@
-"""Benchmarks of relusym.flipsearch (flip sets = hidden symmetries O4 of spec §3 / genericity (G-c) §5.3).
+"""Benchmarks of relusym._flipsearch: flip sets, the hidden symmetries behind genericity condition (G-c).
+
+See docs/math/hidden-symmetries.md for the mathematics.
 
 Shapes are written m-n-k (inputs, hidden neurons, outputs); weights are float32 draws from N(0, 1), read at
 their exact binary values.  Rows:

@@ -20,12 +20,12 @@ DPI = 85
 
 
 def example(name: str) -> Network:
-    """A network of spec §9, from examples/*.json."""
+    """A worked example network (docs/math/examples.md), from examples/*.json."""
     return Network.from_dict(json.loads((EXAMPLES / f"{name}.json").read_text()))
 
 
 def spec_network(name: str) -> Network:
-    """A network of spec §9 (E1–E16) from the test data."""
+    """A worked example network (E1–E16, docs/math/examples.md) from the test data."""
     data = json.loads((ROOT / "tests" / "data" / "spec_examples.json").read_text())
     return Network.from_dict(data["networks"][name]["network"])
 
@@ -40,15 +40,15 @@ def main(out: Path) -> list[Path]:
         written.append(path)
 
     e2 = example("e2")
-    # E2 and its flip T = {1, 2} (spec §9 E2): the same function, not in the same H_n-orbit
+    # E2 and its flip T = {1, 2}: the same function, not in the same H_n-orbit
     assert example("e2_flipped") == flip(e2, [0, 1])
     draw([e2, example("e2_flipped")], "e2_flip", ["E2 (examples/e2.json)", "examples/e2_flipped.json"])
     # E3: |x| = σ(x) + σ(−x)
     draw([example("e3")], "e3_abs", ["E3: |x| = σ(x) + σ(−x)"])
-    # E4: σ(x) − σ(−x) = x, and the offset-shifted pair of spec §9 E4 (O6)
+    # E4: σ(x) − σ(−x) = x, and the offset-shifted pair of E4 (O6)
     e4b = Network([[2, "-1/2"]], [["1/2"], [-2]], [3, -12], [-6])
     draw([example("e4"), e4b], "e4_affine_pair", ["E4: σ(x) − σ(−x) = x", "shifted pair (O6), c = −6"])
-    # E12: the four orbits of the fibre (spec §9 E12)
+    # E12: the four orbits of the fibre
     e12 = [
         example("e12"),
         Network([[4, -2, 3]], [[1], [-1], [-1]], [0, 0, 1], [-3]),
@@ -56,7 +56,7 @@ def main(out: Path) -> list[Path]:
         Network([[2, 4, -1]], [[-1], [1], [-1]], [0, -1, 1], [1]),
     ]
     draw(e12, "e12_four_orbits", ["E12", "second orbit", "third orbit", "fourth orbit"])
-    # m = 2: E13 and the equivalent network with a cancelling pair (spec §9 E13)
+    # m = 2: E13 and the equivalent network with a cancelling pair
     e13b = Network([[2, 3, -1, 1]], [[1, 0], [0, 1], [1, 2], [-1, -2]], [0, 0, 1, -1], [1])
     draw([example("e13"), e13b], "e13_arrangement", ["E13", "two singles + a cancelling pair, c = 1"])
     # m = 3: a slice through a random network with integer weights
