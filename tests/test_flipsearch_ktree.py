@@ -93,7 +93,19 @@ def test_word_packing_matches_python_integers(s: int, d: int, bits: int, seed: i
     rows = rng.integers(-(2**bits), 2**bits, size=(s, d)).astype(object) * int(rng.integers(1, 8))
     rows[:, 0] += 1  # keep the first coordinate odd somewhere, so the layout is not trivially shifted
     pw = pack_words(rows)
-    assert pw is not None
+    # one word per coordinate exactly when every column's sum of absolute values (after its common power of
+    # two) has at most 62 bits; otherwise the packing must refuse
+    fits = all(
+        sum(
+            abs(int(x)) >> min((int(y) & -int(y)).bit_length() - 1 for y in rows[:, j] if int(y)) for x in rows[:, j]
+        ).bit_length()
+        <= 62
+        for j in range(d)
+        if any(int(x) for x in rows[:, j])
+    )
+    assert (pw is not None) == fits
+    if pw is None:
+        return
     # the layout of the limb packing, coordinate by coordinate
     assert pw.bits == pack(rows).bits
     cols = [j for j in range(d) if any(int(x) for x in rows[:, j])]
