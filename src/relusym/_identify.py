@@ -67,6 +67,8 @@ _EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on ea
 _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
 _FLOAT_STEP = 1.0 / 32  # Jacobian step, relative to the half-width of the region on the line
+_POOR = 2.0**-16  # float mode: a recovered hyperplane with a larger estimated error is not used for steps
+_BASIS_STEP = 2.0  # float mode: second-pass steps along the dual basis, relative to max(scale, |x|)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -106,6 +108,7 @@ class _Session:
         self.refine = True  # float mode: re-measure the worst hyperplanes off their line
         self.refine_bits = 44.0  # ... unless their estimated error is already below 2^-refine_bits
         self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line
+        self.relocated: set[tuple[int, int]] = set()  # float mode: hyperplanes whose offset was measured again
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -563,10 +566,54 @@ class _Region:
     h: list[Any]
     Fj: np.ndarray  # (m, k)
     verified: bool = False  # passed the random-direction check
+    basis: _Basis | None = None  # float mode: steps x + h_i r_i along the columns r_i of a basis, not e_j
+    corr: np.ndarray | None = None  # (m, k): G₀·(rounding of x + h_i r_i), removed from the differences
+    _G: np.ndarray | None = None
+    _err: np.ndarray | None = None
 
     def jacobian(self) -> np.ndarray:  # k × m
+        if isinstance(self.F, np.ndarray) and self.F.dtype == np.float64 and self.basis is None:
+            return np.asarray((self.Fj - self.F[None, :]) / np.asarray(self.h, dtype=np.float64)[:, None]).T
+        if self.basis is not None:
+            if self._G is None:
+                assert self.corr is not None
+                g = (self.Fj - self.F[None, :] - self.corr) / np.asarray(self.h)[:, None]  # (m, k): G r_i
+                self._G = g.T @ self.basis.Rinv
+            return self._G
         cols = [(self.Fj[j] - self.F) / self.h[j] for j in range(len(self.h))]
         return np.stack(cols, axis=1)
+
+    def step_errors(self, S: _Session) -> np.ndarray:
+        """Float mode: the error of each measured directional derivative (the noise of the two values over the
+        step); the rows of the basis's inverse are unit vectors, so these add in quadrature into the error
+        of the Jacobian."""
+        h = np.abs(np.asarray(self.h, dtype=np.float64))
+        if self.basis is None:
+            return 2.0 * S.noise(self.F) / h
+        if self._err is None:
+            # far out, the oracle rounds the larger query point too: its noise grows with |x + s r|
+            xn = float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))
+            mag = S.y0 + np.max(np.abs(np.asarray(self.Fj, dtype=np.float64)), axis=1)
+            far = S.eps * mag * (1.0 + (xn + h * self.basis.norms) / S.scale)
+            self._err = (S.noise(self.F, xn) + far) / h
+        return self._err
+
+
+@dataclass
+class _Basis:
+    """Float mode: step directions for Jacobians far longer than the coordinate steps a region allows.  With
+    the recovered unit normals â_w (w = 1..n ≤ m) as the rows of Â, the columns of R are the dual directions
+    D = Â⁺ (moving along d_w changes a_w·x by the step and leaves every other a_w'·x alone) followed by an
+    orthonormal basis Q of the common orthogonal complement (moving there changes no a_w·x).  A step along
+    d_w away from hyperplane w, or along any column of Q, therefore crosses no hyperplane however long it is,
+    up to the error of the recovered normals.  Rinv = [Â; Qᵀ] is R's inverse; its rows are unit vectors, so
+    the Jacobian G = g·Rinv (g_i = G r_i) has error √(Σ δg_i²)."""
+
+    R: np.ndarray  # m × m
+    Rinv: np.ndarray  # m × m
+    q: int  # the first q columns are the dual directions of the hyperplanes ``hyps``, in order
+    norms: np.ndarray  # |r_i|
+    hyps: list[_Hyper]
 
 
 @dataclass
@@ -579,6 +626,8 @@ class _Hyper:
     err_w: float = 0.0  # float mode: estimated relative error of (a, b)
     err_v: float = 0.0  # and of v
     rank_gap: float = 0.0
+    da: float = 0.0  # float mode, before the safety factor: the error of the unit normal a
+    db: float = 0.0  # and of b
 
 
 def _regions(S: _Session, L: _LineResult, T0: Any, which: Sequence[int] | None = None) -> dict[int, _Region]:
@@ -777,8 +826,10 @@ def _affine(S: _Session, H: list[_Hyper], R0: _Region) -> tuple[np.ndarray, np.n
 
 
 def _unsafe_steps(S: _Session, H: list[_Hyper], R: _Region) -> dict[int, Any]:
-    """Coordinates j whose step x + h_j e_j crosses a recovered hyperplane, with a safe replacement step."""
-    if not H:
+    """Coordinates j whose step x + h_j e_j crosses a recovered hyperplane, with a safe replacement step.  A
+    region measured along a basis of long steps chose them against the recovered hyperplanes and their
+    errors, and passed its own check: it has none."""
+    if not H or R.basis is not None:
         return {}
     Z = _pre(S, H, [R.x])[:, 0]
     out: dict[int, Any] = {}
@@ -826,6 +877,8 @@ def _enlarge_steps(S: _Session, H: list[_Hyper], regs: list[_Region], cap: float
     hyperplanes allow, where that is at least twice the step used: the Jacobian error is noise / step."""
     count = 0
     for R in regs:
+        if R.basis is not None:
+            continue
         x = np.asarray(R.x, dtype=np.float64)
         plus, minus = _safe_steps(H, x)
         best = np.minimum(np.maximum(plus, minus), cap) * 0.45
@@ -837,6 +890,139 @@ def _enlarge_steps(S: _Session, H: list[_Hyper], regs: list[_Region], cap: float
             R.verified = False
             count += int(js.size)
     return count
+
+
+def _step_basis(H: list[_Hyper]) -> _Basis | None:
+    """Float mode: the basis of long steps (see :class:`_Basis`) for the recovered hyperplanes, or None when
+    there are more of them than inputs or their normals are nearly dependent (then every direction moves
+    several a_w·x at once and the coordinate steps are kept).  A hyperplane whose estimated error exceeds
+    2^-16 (a kink too small for the coordinate steps to measure) is left out: its normal would only mislead
+    the steps, which may therefore cross it; the check of each region then fails and it keeps its
+    coordinate steps."""
+    H = [h for h in H if h.err_w <= _POOR]
+    if not H:
+        return None
+    A = np.array([h.a for h in H], dtype=np.float64)
+    n, m = A.shape
+    if n > m:
+        return None
+    A = A / np.linalg.norm(A, axis=1)[:, None]
+    U, sv, Vt = np.linalg.svd(A, full_matrices=True)
+    if not sv[-1] > 1e-4 * sv[0]:
+        return None
+    D = Vt[:n].T @ (U.T / sv[:, None])  # Â⁺: Â D = I
+    Q = Vt[n:].T  # Â Q = 0, QᵀQ = I, QᵀD = 0
+    R = np.hstack([D, Q])
+    return _Basis(R, np.vstack([A, Q.T]), n, np.linalg.norm(R, axis=0), H)
+
+
+def _basis_steps(S: _Session, B: _Basis, x: np.ndarray, factor: float) -> np.ndarray:
+    """The signed step along each column of the basis at x: ``factor``·max(scale, |x|), away from its
+    hyperplane for a dual direction, and short enough that the estimated error of every other recovered
+    normal cannot make it cross that hyperplane (a step s r_i moves a_w'·x, w' ≠ i, by at most
+    s·err_w'·|r_i| away from its recovered value)."""
+    m, q, H = S.m, B.q, B.hyps
+    z = B.Rinv[:q] @ x + np.array([float(h.b) for h in H]) / np.array([float(np.linalg.norm(h.a)) for h in H])
+    err = np.array([max(float(h.err_w), 2.0**-52) for h in H])
+    sg = np.ones(m)
+    sg[:q] = np.where(z >= 0, 1.0, -1.0)
+    sg[q:] = np.where(S.rng.random(m - q) < 0.5, 1.0, -1.0)
+    lim = np.abs(z) / (8.0 * err)
+    order = np.argsort(lim)
+    mins = np.full(m, lim[order[0]])
+    mins[order[0]] = lim[order[1]] if q > 1 else np.inf  # d_w need not avoid hyperplane w
+    hmax = factor * max(S.scale, float(np.linalg.norm(x)))
+    return np.asarray(sg * np.minimum(hmax, 0.5 * mins / B.norms))
+
+
+def _measure_basis(
+    S: _Session, B: _Basis, base: list[tuple[np.ndarray, np.ndarray | None]], factor: float
+) -> list[_Region | None]:
+    """Float mode: the Jacobian at each base point x (with its value F, queried when None) along the basis of
+    long steps: m queries (m + 1 without F) and one check each.  The check is one query at x + Σ c_i s_i r_i
+    with 0 < c_i ≤ 1/m, which moves away from every recovered hyperplane: a step that crossed a hyperplane
+    corrupts the Jacobian and fails it with probability one.  A point whose check fails is measured again
+    with steps 16 times shorter, twice; then it gets None."""
+    m = S.m
+    out: list[_Region | None] = [None] * len(base)
+    todo = list(range(len(base)))
+    Fs = [F for _x, F in base]
+    missing = [i for i in todo if Fs[i] is None]
+    if missing:
+        Y0 = S.query(np.array([base[i][0] for i in missing]))
+        for r, i in enumerate(missing):
+            Fs[i] = Y0[r]
+    shrink = 1.0
+    chunk = max(1, 8192 // (m + 1))
+    for _round in range(3):
+        failed = []
+        for s0 in range(0, len(todo), chunk):
+            part = todo[s0 : s0 + chunk]
+            pts, metas = [], []
+            for i in part:
+                x = np.asarray(base[i][0], dtype=np.float64)
+                st = _basis_steps(S, B, x, factor * shrink)
+                D = (B.R * st[None, :]).T  # row i: the step s_i r_i
+                X = x[None, :] + D
+                pts.append(X)
+                metas.append((i, x, st, (X - x[None, :]) - D))  # what the rounding of x + s_i r_i added
+            Y = S.query(np.concatenate(pts, axis=0))
+            regs = []
+            for r, (i, x, st, E) in enumerate(metas):
+                F = Fs[i]
+                assert F is not None
+                R = _Region(x, F, st.tolist(), Y[r * m : (r + 1) * m].copy(), basis=B, corr=np.zeros((m, S.k)))
+                R.corr = E @ np.asarray(R.jacobian()).T  # G·(rounding), with G from the uncorrected steps
+                R._G = None
+                regs.append(R)
+            cs = [S.rng.uniform(0.1, 1.0, m) / m for _ in metas]
+            xs = [R.x + B.R @ (c * np.asarray(R.h)) for R, c in zip(regs, cs, strict=True)]
+            Yc = S.query(np.array(xs))
+            for (i, _x, _st, _E), R, c, xc, y in zip(metas, regs, cs, xs, Yc, strict=True):
+                pred = R.F + R.jacobian() @ (xc - R.x)
+                e_dir = float(c @ (R.step_errors(S) * np.abs(np.asarray(R.h))))
+                tol = 2.0 * S.tol(np.maximum(np.abs(y), np.abs(R.F)), float(np.linalg.norm(xc))) + _TOL_FACTOR * e_dir
+                if float(np.max(np.abs(pred - y))) <= tol:
+                    R.verified = True
+                    out[i] = R
+                else:
+                    failed.append(i)
+        todo = failed
+        if not todo:
+            break
+        shrink /= 16.0
+    return out
+
+
+def _basis_regions(S: _Session, H: list[_Hyper], line_regs: list[dict[int, _Region]]) -> bool:
+    """Float mode: measure the Jacobian of every region of the lines (not yet so measured) again along the
+    basis of long steps of the recovered hyperplanes, reusing the value at its point.  The Jacobian error is
+    noise / step, so this gains the ratio of these steps to the coordinate steps the region allowed (often
+    2^6 or more).  A region whose check keeps failing keeps its coordinate steps.  Returns whether the basis
+    exists (False: more hyperplanes than inputs, or nearly dependent normals)."""
+    B = _step_basis(H)
+    if B is None:
+        return False
+    # a region measured before some hyperplane was found may have stepped across it: measure it again
+    A = np.array([h.a for h in B.hyps], dtype=np.float64)
+    bv = np.array([float(h.b) for h in B.hyps])
+    AR: dict[int, np.ndarray] = {}
+    todo = []
+    for rg in line_regs:
+        for key, R in rg.items():
+            if R.basis is not None:
+                if id(R.basis) not in AR:
+                    AR[id(R.basis)] = A @ R.basis.R
+                z = A @ np.asarray(R.x) + bv
+                zs = z[:, None] + AR[id(R.basis)] * np.asarray(R.h)[None, :]
+                if not bool(np.any((zs > 0) != (z > 0)[:, None])):
+                    continue
+            todo.append((rg, key))
+    regs = _measure_basis(S, B, [(np.asarray(rg[key].x), rg[key].F) for rg, key in todo], _BASIS_STEP)
+    for (rg, key), R in zip(todo, regs, strict=True):
+        if R is not None:
+            rg[key] = R
+    return True
 
 
 def _redo_steps(S: _Session, R: _Region, fix: dict[int, Any]) -> None:
@@ -1000,8 +1186,7 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     """Estimated relative errors of a float hyperplane and kink from the noise and the steps."""
     dG = np.zeros(S.m)
     for R in (Rm, Rp):
-        nz = 2.0 * S.noise(R.F)
-        dG += nz / np.abs(np.asarray(R.h, dtype=np.float64))
+        dG += R.step_errors(S)
     dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
     nv = float(np.linalg.norm(hy.v))
     if nv == 0:
@@ -1014,9 +1199,15 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     se = math.hypot(_pred_error(S, Pa, tk), _pred_error(S, Pb, tk))
     dt = 3.0 * se / max(ds, 1e-300)
     db = da * float(np.linalg.norm(xk)) + abs(float(hy.a @ L.d)) * dt
+    hy.da, hy.db = da, db
+    _set_errors(hy, dJ / nv)
+
+
+def _set_errors(hy: _Hyper, dv: float) -> None:
+    """err_w and err_v from the raw errors of a, b and the relative error dv of the kink vector."""
     nw = math.hypot(1.0, float(hy.b))
-    hy.err_w = _ERR_SAFETY * math.hypot(da, db) / nw
-    hy.err_v = _ERR_SAFETY * (dJ / nv + da)
+    hy.err_w = _ERR_SAFETY * math.hypot(hy.da, hy.db) / nw
+    hy.err_v = _ERR_SAFETY * (dv + hy.da)
 
 
 def _pred_error(S: _Session, P: _Piece, t: float) -> float:
@@ -1093,6 +1284,7 @@ def identify(
         failures: list[str] = []
         for _attempt in range(1 + retries):
             S.overrides = {}
+            S.relocated = set()
             try:
                 res = _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
             except IdentificationError as exc:
@@ -1130,15 +1322,24 @@ def _identify(
     # a step that crossed a hyperplane corrupts the Jacobian of its region: redo such steps shorter
     H = _repair(S, lines, line_regs, origin, H)
     H = _verify_regions(S, lines, line_regs, origin, H)
+    based = False
     if not S.exact and S.enlarge:
-        # second pass: the hyperplanes are known, so every step can be as long as the region allows
-        cap = 4.0 * float(T0)
-        if _enlarge_steps(S, H, list(regs.values()), cap):
+        # second pass: the hyperplanes are known, so every Jacobian can be measured again with long steps,
+        # along the dual basis of the recovered normals (or, when that does not exist, with the longest
+        # coordinate steps the region allows)
+        H = _refine_poor(S, H, float(T0), origin)
+        if _basis_regions(S, H, line_regs):
+            based = True
             H = _rebuild(S, lines, line_regs, origin)
             H = _verify_regions(S, lines, line_regs, origin, H)
-    refined: dict[int, _Hyper] = {}
-    if not S.exact and S.refine and H:
-        H, refined = _refine_worst(S, H, float(T0), origin)
+        elif _enlarge_steps(S, H, list(regs.values()), 4.0 * float(T0)):
+            H = _rebuild(S, lines, line_regs, origin)
+            H = _verify_regions(S, lines, line_regs, origin, H)
+    if not S.exact and S.refine and H and not based:
+        H, _ = _refine_worst(S, H, float(T0), origin)
+    if based and S.refine:
+        _refine_basis(S, H, origin, max(1, len(H) // 8))
+        _relocate(S, H, origin)
     M, e = _affine(S, H, regs[0])
     # consistency on further lines
     checked = 0
@@ -1171,7 +1372,12 @@ def _identify(
         H = _rebuild(S, lines, line_regs, origin)
         H = _repair(S, lines, line_regs, origin, H)
         H = _verify_regions(S, lines, line_regs, origin, H)
-        if not S.exact and S.refine and H:
+        if not S.exact and S.enlarge and based and _basis_regions(S, H, line_regs):
+            H = _rebuild(S, lines, line_regs, origin)
+            H = _verify_regions(S, lines, line_regs, origin, H)
+            if S.refine:
+                _relocate(S, H, origin)
+        elif not S.exact and S.refine and H:
             H, _ = _refine_worst(S, H, float(T0), origin)
         M, e = _affine(S, H, regs[0])
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
@@ -1356,8 +1562,8 @@ def _refine(S: _Session, H: list[_Hyper], u: int, cap: float, tries: int = 24) -
     da = dJ / max(nv, 1e-300)
     dtau = 4.0 * S.noise(Rp.F) / max(float(np.linalg.norm(Jn)), 1e-300) + da * s
     db = da * float(np.linalg.norm(xk)) + dtau
-    new.err_w = _ERR_SAFETY * math.hypot(da, db) / math.hypot(1.0, new.b)
-    new.err_v = _ERR_SAFETY * (dJ / max(nv, 1e-300) + da)
+    new.da, new.db = da, db
+    _set_errors(new, dJ / max(nv, 1e-300))
     return new
 
 
@@ -1381,6 +1587,150 @@ def _refine_worst(
             done[u] = new
             S.overrides[origin[u]] = new
     return out, done
+
+
+def _refine_basis(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]], limit: int) -> int:
+    """Float mode, with the basis of long steps: measure the worst hyperplanes (estimated error above twice
+    the median, at most ``limit`` of them, worst first) a second time, at the point of the hyperplane nearest
+    the origin, where the oracle rounds least: two Jacobians at x± = x₀ ± s n along the basis (2(m + 2)
+    queries), whose jump gives (a, v) again.  The two measurements are averaged with weights 1/error².
+    Returns the number re-measured."""
+    B = _step_basis(H)
+    if B is None or limit <= 0:
+        return 0
+    err = np.array([max(h.err_w, h.err_v) for h in H])
+    med = float(np.median(err))
+    todo = [u for u in np.argsort(-err).tolist() if err[u] > 2.0 * med and H[u].err_w <= _POOR][:limit]
+    if not todo:
+        return 0
+    A = np.array([h.a for h in H], dtype=np.float64)
+    bv = np.array([float(h.b) for h in H])
+    base: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for u in todo:
+        n = A[u] / np.linalg.norm(A[u])
+        x0 = -bv[u] * n / float(np.linalg.norm(A[u]))
+        z = A @ x0 + bv
+        an = A @ n
+        z[u], an[u] = np.inf, 1.0
+        s_max = float(np.min(np.abs(z) / np.maximum(np.abs(an), 1e-300)))
+        s = min(0.5 * s_max, 2.0**-4 * S.scale)
+        base += [(x0 + s * n, None), (x0 - s * n, None)]
+    regs = _measure_basis(S, B, base, _BASIS_STEP)
+    count = 0
+    for q, u in enumerate(todo):
+        Rp, Rm = regs[2 * q], regs[2 * q + 1]
+        if Rp is None or Rm is None:
+            continue
+        old = H[u]
+        J = np.asarray(Rp.jacobian() - Rm.jacobian(), dtype=np.float64)
+        _U, _sv, Vt = np.linalg.svd(J, full_matrices=False)
+        a2 = Vt[0] if float(Vt[0] @ old.a) > 0 else -Vt[0]
+        v2 = J @ a2
+        nv = float(np.linalg.norm(v2))
+        if nv == 0:
+            continue
+        dJ = float(np.sqrt(S.k) * np.linalg.norm(Rp.step_errors(S) + Rm.step_errors(S)))
+        da2 = dJ / nv
+        da1 = max(old.da, 1e-300)
+        dv1 = old.err_v / _ERR_SAFETY - old.da
+        w1, w2 = 1.0 / da1**2, 1.0 / da2**2
+        a = (w1 * np.asarray(old.a, dtype=np.float64) + w2 * a2) / (w1 + w2)
+        a /= np.linalg.norm(a)
+        wv1, wv2 = 1.0 / max(dv1, 1e-300) ** 2, 1.0 / da2**2
+        v = (wv1 * np.asarray(old.v, dtype=np.float64) + wv2 * v2) / (wv1 + wv2)
+        # b: the old hyperplane's point nearest the origin stays on the new one
+        x0 = -float(old.b) * np.asarray(old.a, dtype=np.float64)
+        new = _Hyper(a, -float(a @ x0), v, rank_gap=old.rank_gap)
+        new.da = 1.0 / math.sqrt(w1 + w2)
+        new.db = old.db + abs(old.da - new.da) * float(np.linalg.norm(x0))
+        _set_errors(new, 1.0 / math.sqrt(wv1 + wv2))
+        H[u] = new
+        S.overrides[origin[u]] = new
+        count += 1
+    return count
+
+
+def _relocate(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]]) -> int:
+    """Float mode: the offset b of every hyperplane (not yet relocated) again, from a short line along its
+    normal through its point nearest the origin: three values on each side of the crossing (no other
+    recovered hyperplane crosses that segment) give two linear pieces, which meet at the crossing t*, and one
+    query at t* confirms it.  On the line through the far point where a search line crossed it, the error of
+    the normal times that distance would enter b; here the point is nearest the origin and the slope jump is
+    the largest any line sees (‖κ‖).  7 queries each.  Returns the number relocated."""
+    todo = [u for u in range(len(H)) if origin[u] not in S.relocated]
+    if not todo:
+        return 0
+    A = np.array([h.a for h in H], dtype=np.float64)
+    bv = np.array([float(h.b) for h in H])
+    frac = np.array([-1.0, -2.0 / 3, -1.0 / 3, 1.0 / 3, 2.0 / 3, 1.0])
+    plan = []
+    for u in todo:
+        na = float(np.linalg.norm(A[u]))
+        n = A[u] / na
+        x0 = -bv[u] * n / na
+        z = A @ x0 + bv
+        an = A @ n
+        z[u], an[u] = np.inf, 1.0
+        delta = min(S.scale, 0.45 * float(np.min(np.abs(z) / np.maximum(np.abs(an), 1e-300))))
+        if delta > 1e-6 * S.scale:
+            plan.append((u, x0, n, na, delta))
+    if not plan:
+        return 0
+    Y = S.query(np.concatenate([x0[None, :] + (delta * frac)[:, None] * n[None, :] for _u, x0, n, _na, delta in plan]))
+    fits = []
+    for q, (u, x0, n, na, delta) in enumerate(plan):
+        ys = Y[6 * q : 6 * q + 6]
+        ts = delta * frac
+        sides = []
+        ok = True
+        for sl in (slice(0, 3), slice(3, 6)):
+            t3, y3 = ts[sl], ys[sl]
+            tm = float(t3.mean())
+            sl_ = ((t3 - tm) @ (y3 - y3.mean(axis=0))) / float(((t3 - tm) ** 2).sum())
+            c = y3.mean(axis=0) - sl_ * tm
+            res = float(np.max(np.abs(y3 - (c + np.outer(t3, sl_)))))
+            ok = ok and res <= S.tol(y3[1], float(np.linalg.norm(x0)) + delta)
+            sides.append((c, sl_))
+        (c1, s1), (c2, s2) = sides
+        ds = s2 - s1
+        den = float(ds @ ds)
+        tstar = float((c1 - c2) @ ds) / den if den > 0 else math.inf
+        if ok and abs(tstar) < delta / 3:
+            fits.append((u, x0, n, na, delta, c1, s1, c2, s2, tstar))
+    if not fits:
+        return 0
+    Yc = S.query(np.array([x0 + t * n for _u, x0, n, _na, _d, _c1, _s1, _c2, _s2, t in fits]))
+    count = 0
+    for (u, x0, n, na, delta, c1, s1, c2, s2, tstar), y in zip(fits, Yc, strict=True):
+        S.relocated.add(origin[u])
+        xn = float(np.linalg.norm(x0))
+        tol = S.tol(y, xn + delta)
+        if max(float(np.max(np.abs(y - (c1 + s1 * tstar)))), float(np.max(np.abs(y - (c2 + s2 * tstar))))) > tol:
+            continue
+        old = H[u]
+        # the fitted value at t* errs by about 1.5 noise levels on each side (three points, extrapolated)
+        dt = 3.0 * 1.5 * S.noise(y, xn + delta) / math.sqrt(float((s2 - s1) @ (s2 - s1)))
+        new = dataclasses.replace(old, b=float(old.b) - tstar * na)
+        new.db = (old.da * xn + dt) * na
+        _set_errors(new, old.err_v / _ERR_SAFETY - old.da)
+        H[u] = new
+        S.overrides[origin[u]] = new
+        count += 1
+    return count
+
+
+def _refine_poor(S: _Session, H: list[_Hyper], T0: float, origin: list[tuple[int, int]]) -> list[_Hyper]:
+    """Float mode: re-measure (see :func:`_refine`) the hyperplanes too imprecise to take part in the basis of
+    long steps (estimated error above 2^-16: a small kink between two close ones on its line), at most a
+    quarter of them."""
+    out = list(H)
+    poor = sorted((u for u in range(len(H)) if H[u].err_w > _POOR), key=lambda u: -H[u].err_w)
+    for u in poor[: max(1, len(H) // 4)]:
+        new = _refine(S, out, u, 4.0 * T0)
+        if new is not None and max(new.err_w, new.err_v) < max(out[u].err_w, out[u].err_v):
+            out[u] = new
+            S.overrides[origin[u]] = new
+    return out
 
 
 def _rebuild(
