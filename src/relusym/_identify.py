@@ -63,6 +63,7 @@ _ERR_SAFETY = 4.0  # float mode: the error estimates model rounding as independe
 _TOL_FACTOR = 16.0  # float mode: a value is "on a line" within this many noise levels
 _EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
 _FLOAT_PROBE = 2.0**-3
+_QUANT = 16.0  # float mode: the shortest step along a line, in units of the oracle's input rounding
 _EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on each side (relative)
 _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
@@ -101,6 +102,7 @@ class _Session:
         self.calls = 0
         self.eps = 2.0**-52  # float mode: relative noise level of the oracle (measured)
         self.floor = 2.0**-52
+        self.u_in = 2.0**-53  # float mode: the relative rounding unit of the inputs as the oracle sees them
         self.y0 = 1.0  # float mode: typical output magnitude
         self.residuals: list[float] = []
         self.reach = 64 if exact else 8  # bits the windows grow past the farthest kink found
@@ -160,7 +162,9 @@ class _Session:
             out = out.detach().cpu().numpy()
         arr = np.asarray(out)
         if arr.dtype == np.float32 or arr.dtype == np.float16:
+            # an oracle that answers in float32 most likely computes in float32 and rounds its inputs so
             self.floor = max(self.floor, float(np.finfo(arr.dtype).eps))
+            self.u_in = max(self.u_in, float(np.finfo(arr.dtype).eps) / 2)
         Y = np.asarray(arr, dtype=np.float64)
         if Y.ndim == 1 and self.k == 1:
             Y = Y[:, None]
@@ -297,6 +301,7 @@ class _LineSearch:
         self.p, self.d = p, d
         self.anchors: list[_Anchor] = []
         self.samples: list[tuple[Any, np.ndarray]] = []
+        self.pn = 0.0 if S.exact else float(np.linalg.norm(np.asarray(p, dtype=np.float64)))
 
     # -- evaluation --------------------------------------------------------------------------------------
     def point(self, t: Any) -> Any:
@@ -326,7 +331,16 @@ class _LineSearch:
         if self.S.exact:
             return bool(np.all(Pa.s == Pb.s) and np.all(Pa.c == Pb.c))
         lo, hi = min(Pa.lo, Pb.lo), max(Pa.hi, Pb.hi)
-        return all(self.on(Pb.at(t), Pa, t) and self.on(Pa.at(t), Pb, t) for t in (lo, hi))
+        S = self.S
+        for t in (lo, hi):
+            ya, yb = Pa.at(t), Pb.at(t)
+            # both fits are uncertain away from their samples (a short piece's slope most of all)
+            sd = math.sqrt(
+                S.noise(ya, float(t)) ** 2 + _pred_error(S, Pa, float(t)) ** 2 + _pred_error(S, Pb, float(t)) ** 2
+            )
+            if float(np.max(np.abs(ya - yb))) > _TOL_FACTOR * sd:
+                return False
+        return True
 
     def intersect(self, Pa: _Piece, Pb: _Piece) -> Any:
         ds = Pa.s - Pb.s
@@ -363,6 +377,8 @@ class _LineSearch:
                 yc = None
             rel = (_EXACT_PROBE if S.exact else _FLOAT_PROBE) / (4**attempt if S.exact else 2**attempt)
             dlt = width * rel
+            if not S.exact:
+                dlt = max(dlt, self.quantum(c))  # closer points are one point to an oracle that rounds its input
             ts = [c - dlt, c + dlt] + ([c] if yc is None else [])
             ys = self.g(ts)
             if yc is None:
@@ -386,12 +402,23 @@ class _LineSearch:
             + ("" if S.exact else f" within its measured noise level (relative {S.eps:.2g})")
         )
 
+    def quantum(self, t: Any) -> float:
+        """Float mode: the shortest step along the line at t that the oracle surely sees, _QUANT times its
+        input rounding unit (of |p + t d|)."""
+        return _QUANT * self.S.u_in * (self.pn + abs(float(t)))
+
     def resolution(self, a: Any, b: Any) -> bool:
         """Whether the gap (a, b) may still be split: exact mode always (up to 2^-400); float mode while it is
-        wider than √ε of the scale, below which the oracle's noise hides the slopes."""
+        wider than √ε of the scale, below which the oracle's noise hides the slopes, and than the input
+        rounding of the oracle allows."""
         if self.S.exact:
             return bool(b - a > Fraction(1, 2**400))
-        return float(b - a) > math.sqrt(self.S.eps) * 1e-2 * (self.S.scale + abs(float(a)) + abs(float(b)))
+        return float(b - a) > self.res_width(a, b)
+
+    def res_width(self, a: Any, b: Any) -> float:
+        S = self.S
+        w = math.sqrt(S.eps) * 1e-2 * (S.scale + abs(float(a)) + abs(float(b)))
+        return max(w, 4.0 * self.quantum(max(abs(float(a)), abs(float(b)))))
 
     def resolve(self) -> None:
         """Refine until every gap between consecutive anchors is closed (same piece or a confirmed kink)."""
@@ -425,6 +452,27 @@ class _LineSearch:
             Pa, Pb = a.piece, b.piece
             # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
             ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
+            if not S.exact and not self.resolution(ga, gb):
+                # float mode: the gap is as narrow as the oracle's precision resolves, so whatever lies in it is
+                # one kink where the two pieces meet (or none, when they agree within noise)
+                if self.same(a, b):
+                    for t, yy in zip(Pb.ts, Pb.ys, strict=True):
+                        Pa.add(t, yy, False)
+                    for anc in self.anchors:
+                        if anc.piece is Pb:
+                            anc.piece = Pa
+                    continue
+                t_meet = self.intersect(Pa, Pb)
+                w = self.res_width(ga, gb)
+                if t_meet is not None and ga - w <= t_meet <= gb + w:
+                    a.kink_to = b
+                    continue
+                raise IdentificationError(
+                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
+                    f"(relative {S.eps:.2g}) near t = {float(a.t):.6g}: two pieces differ across a gap narrower "
+                    "than its precision resolves but do not meet there (added noise, rounded outputs, a smooth "
+                    "activation, or kinks closer together than its precision separates)"
+                )
             if self.same(a, b):
                 u = S.rand_between(ga, gb)
                 (y,) = self.g([u])
@@ -456,7 +504,7 @@ class _LineSearch:
                     # as close as the noise allows: the two pieces must differ there by many noise levels
                     ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
                     need = 64.0 * S.tol(Pa.at(ts), float(ts)) / max(ds, 1e-300)
-                    dl = min(room * _FLOAT_NEAR, max(room * 2.0**-12, need))
+                    dl = min(room * _FLOAT_NEAR, max(room * 2.0**-12, need, self.quantum(ts)))
                 ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
                 # a single kink at ts: the value there is on both pieces, and so are values just beside it
                 ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
@@ -1166,6 +1214,8 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     # the third largest of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
     # not Gaussian, and an underestimate would make the search see kinks everywhere)
     S.eps = max(S.floor, rel[-3] * 2)
+    # an oracle as noisy as float32 may round its inputs as coarsely: the shortest steps must see that
+    S.u_in = max(S.u_in, S.eps / 2)
 
 
 def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
@@ -1780,7 +1830,12 @@ def _compare_line(
         jump = L.pieces[u + 1].s - L.pieces[u].s
         hit = None
         best = math.inf
-        for q, (tq, _jq, tol_t, _tj) in enumerate(pred):
+        tol_meas = 0.0
+        if not S.exact:
+            Pa, Pb = L.pieces[u], L.pieces[u + 1]
+            span = max(min(float(Pa.hi - Pa.lo), float(Pb.hi - Pb.lo)), 1e-300)
+            tol_meas = 2.0 * _TOL_FACTOR * S.noise(Pa.at(t), float(t)) / span  # slope error of the line pieces
+        for q, (tq, jq, tol_t, tj) in enumerate(pred):
             if q in used:
                 continue
             if S.exact:
@@ -1788,9 +1843,13 @@ def _compare_line(
                     hit = q
                     break
             else:
+                # the nearest predicted crossing, in units of its tolerance, among those whose slope jump fits
+                # (an imprecise hyperplane's wide tolerance must not take the kink of a precise one nearby)
                 dist = abs(float(tq) - float(t))
-                if dist <= tol_t and dist / tol_t < best:
-                    hit, best = q, dist / tol_t
+                dj = float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) / (tj + tol_meas)
+                score = max(dist / tol_t, dj) if dj <= 1.0 else 2.0 + dist / tol_t
+                if dist <= tol_t and score < best:
+                    hit, best = q, score
         if hit is None:
             new.append(u)
             continue
@@ -1799,12 +1858,8 @@ def _compare_line(
         if S.exact:
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
-        else:
-            Pa, Pb = L.pieces[u], L.pieces[u + 1]
-            span = max(min(float(Pa.hi - Pa.lo), float(Pb.hi - Pb.lo)), 1e-300)
-            tol_meas = 2.0 * _TOL_FACTOR * S.noise(Pa.at(t), float(t)) / span  # slope error of the line pieces
-            if float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
-                ok = False
+        elif float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
+            ok = False
     lo, hi = L.lo, L.hi
     stale: set[int] = set()
     if not S.exact:
@@ -1924,11 +1979,12 @@ def _build_network(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray) -
         S_set = np.round(coef)
         resid = Mf.ravel() + rows @ S_set
         scale_m = max(float(np.abs(rows).max()), 1e-300)
+        worst = max(max(float(h.err_w), float(h.err_v)) for h in H)  # the residual the estimated errors allow
         if (
             len(H) <= k * m
             and bool(np.all((S_set == 0) | (S_set == 1)))
             and float(np.max(np.abs(coef - S_set))) < 0.25
-            and float(np.max(np.abs(resid))) <= 1e-6 * scale_m
+            and float(np.max(np.abs(resid))) <= max(1e-6, 64.0 * len(H) * worst) * scale_m
         ):
             flipped = S_set == 1
             c = c + V[:, flipped] @ b[flipped]
