@@ -330,15 +330,14 @@ class _LineSearch:
         Pa, Pb = a.piece, b.piece
         if self.S.exact:
             return bool(np.all(Pa.s == Pb.s) and np.all(Pa.c == Pb.c))
-        lo, hi = min(Pa.lo, Pb.lo), max(Pa.hi, Pb.hi)
-        S = self.S
-        for t in (lo, hi):
-            ya, yb = Pa.at(t), Pb.at(t)
-            # both fits are uncertain away from their samples (a short piece's slope most of all)
-            sd = math.sqrt(
-                S.noise(ya, float(t)) ** 2 + _pred_error(S, Pa, float(t)) ** 2 + _pred_error(S, Pb, float(t)) ** 2
-            )
-            if float(np.max(np.abs(ya - yb))) > _TOL_FACTOR * sd:
+        return self.consistent(Pa.ts + Pb.ts, Pa.ys + Pb.ys)
+
+    def consistent(self, ts: list[Any], ys: list[np.ndarray]) -> bool:
+        """Float mode: whether the samples lie on one line within the noise of each (the fit of a short piece
+        alone is compatible with anything far from it, so two pieces are compared through all their samples)."""
+        P = _Piece(ts, ys, False)
+        for t, y in zip(ts, ys, strict=True):
+            if float(np.max(np.abs(y - P.at(t)))) > _TOL_FACTOR * self.S.noise(y, float(t)):
                 return False
         return True
 
@@ -438,21 +437,14 @@ class _LineSearch:
                     + (" (an exact oracle must return exact values)" if S.exact else " within its measured noise")
                 )
             a, b = gap
-            if not self.resolution(a.t, b.t):
-                if S.exact:
-                    raise IdentificationError(
-                        f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
-                    )
+            if S.exact and not self.resolution(a.t, b.t):
                 raise IdentificationError(
-                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
-                    f"(relative {S.eps:.2g}) near t = {float(a.t):.6g}: it has kinks closer together than its "
-                    "precision can separate, or it is not a ReLU network (added noise, rounded outputs, a smooth "
-                    "activation)"
+                    f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
                 )
             Pa, Pb = a.piece, b.piece
             # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
             ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
-            if not S.exact and not self.resolution(ga, gb):
+            if not S.exact and not (self.resolution(ga, gb) and self.resolution(a.t, b.t)):
                 # float mode: the gap is as narrow as the oracle's precision resolves, so whatever lies in it is
                 # one kink where the two pieces meet (or none, when they agree within noise)
                 if self.same(a, b):
@@ -464,6 +456,12 @@ class _LineSearch:
                     continue
                 t_meet = self.intersect(Pa, Pb)
                 w = self.res_width(ga, gb)
+                # where two noisy pieces meet is itself uncertain: their values' errors over the slope difference
+                tg = float(ga + gb) / 2
+                yg = Pa.at(tg)
+                sd = math.sqrt(S.noise(yg, tg) ** 2 + _pred_error(S, Pa, tg) ** 2 + _pred_error(S, Pb, tg) ** 2)
+                dsl = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+                w += _TOL_FACTOR * sd / max(dsl, 1e-300)
                 if t_meet is not None and ga - w <= t_meet <= gb + w:
                     a.kink_to = b
                     continue
@@ -476,7 +474,7 @@ class _LineSearch:
             if self.same(a, b):
                 u = S.rand_between(ga, gb)
                 (y,) = self.g([u])
-                if self.on(y, Pa, u):
+                if self.on(y, Pa, u) and (S.exact or self.consistent(Pa.ts + Pb.ts + [u], Pa.ys + Pb.ys + [y])):
                     for t, yy in zip(Pb.ts, Pb.ys, strict=True):
                         Pa.add(t, yy, S.exact)
                     Pa.add(u, y, S.exact)
@@ -1826,6 +1824,7 @@ def _compare_line(
     new: list[int] = []
     used = set()
     ok = True
+    merged: list[tuple[int, int, float]] = []
     for u, t in enumerate(L.kinks):
         jump = L.pieces[u + 1].s - L.pieces[u].s
         hit = None
@@ -1859,7 +1858,26 @@ def _compare_line(
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
         elif float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
-            ok = False
+            merged.append((u, hit, tol_meas))
+    if merged:
+        # float mode: two hyperplanes that cross the line closer together than the oracle's precision resolves
+        # make one kink there, with the sum of their slope jumps
+        for u, hit, tol_meas in merged:
+            t = float(L.kinks[u])
+            jump = np.asarray(L.pieces[u + 1].s - L.pieces[u].s, dtype=np.float64)
+            jq, tj, tt = np.asarray(pred[hit][1], dtype=np.float64), pred[hit][3], pred[hit][2]
+            pair = None
+            for q, (tq2, jq2, tol_t2, tj2) in enumerate(pred):
+                if q in used or abs(float(tq2) - t) > tol_t2 + tt:
+                    continue
+                both = jq + np.asarray(jq2, dtype=np.float64)
+                if float(np.linalg.norm(both - jump)) <= tj + tj2 + tol_meas:
+                    pair = q
+                    break
+            if pair is None:
+                ok = False
+            else:
+                used.add(pair)
     lo, hi = L.lo, L.hi
     stale: set[int] = set()
     if not S.exact:
