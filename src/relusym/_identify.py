@@ -104,6 +104,7 @@ class _Session:
         self.floor = 2.0**-52
         self.u_in = 2.0**-53  # float mode: the relative rounding unit of the inputs as the oracle sees them
         self.y0 = 1.0  # float mode: typical output magnitude
+        self.g0 = 0.0  # float mode: typical Σ_j |∂f/∂x_j| (the noise of a value grows with g0·|x|)
         self.residuals: list[float] = []
         self.reach = 64 if exact else 8  # bits the windows grow past the farthest kink found
         self.enlarge = True  # float mode: second Jacobian pass with the longest safe steps
@@ -184,7 +185,7 @@ class _Session:
     def noise(self, y: Any, t: float = 0.0) -> float:
         """Float mode: the noise level of an oracle value of size |y| at line parameter t (the rounding of the
         query point p + t d grows with |t|)."""
-        return self.eps * (self.y0 + float(np.max(np.abs(y)))) * (1.0 + abs(t) / self.scale)
+        return self.eps * (self.y0 + float(np.max(np.abs(y))) + self.g0 * (0.5 * self.scale + abs(t)))
 
     def tol(self, y: Any, t: float = 0.0) -> float:
         return _TOL_FACTOR * self.noise(y, t)
@@ -206,7 +207,7 @@ def _is_seq(x: Any) -> bool:
 # one line: exact breakpoint search
 
 
-_Y0_HINT = [1.0, 1.0]  # float mode: typical output magnitude and input scale, for the weights of piece fits
+_Y0_HINT = [1.0, 1.0, 0.0]  # float mode: y0, scale and g0 of the session, for the weights of piece fits
 
 
 class _Piece:
@@ -236,7 +237,7 @@ class _Piece:
             # weighted least squares: the noise of a value grows with its size (far samples are noisier)
             t = np.array(self.ts, dtype=np.float64)
             Y = np.array(self.ys, dtype=np.float64)
-            w = 1.0 / ((_Y0_HINT[0] + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(t) / _Y0_HINT[1]))
+            w = 1.0 / (_Y0_HINT[0] + np.max(np.abs(Y), axis=1) + _Y0_HINT[2] * (0.5 * _Y0_HINT[1] + np.abs(t)))
             tm = float((w * t).sum() / w.sum())
             X = np.stack([np.ones_like(t), t - tm], axis=1) * w[:, None]
             coef, *_ = np.linalg.lstsq(X, Y * w[:, None], rcond=None)
@@ -640,7 +641,7 @@ class _Region:
             # far out, the oracle rounds the larger query point too: its noise grows with |x + s r|
             xn = float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))
             mag = S.y0 + np.max(np.abs(np.asarray(self.Fj, dtype=np.float64)), axis=1)
-            far = S.eps * mag * (1.0 + (xn + h * self.basis.norms) / S.scale)
+            far = S.eps * (mag + S.g0 * (0.5 * S.scale + xn + h * self.basis.norms))
             self._err = (S.noise(self.F, xn) + far) / h
         return self._err
 
@@ -1199,16 +1200,23 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     """Float mode: the oracle's relative noise from collinear triples on a short segment at several places."""
     res = []
     mags = []
+    slopes = []
+    tts = []
     for _ in range(16):
         t = float(S.rng.uniform(-T0, T0))
         dl = T0 * 2.0**-10
         Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
         res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
         mags.append(float(np.max(np.abs(Y))))
+        slopes.append(float(np.max(np.abs(Y[2] - Y[0]))) / (2 * dl))
+        tts.append(abs(t))
     S.y0 = max(float(np.median(mags)), 1e-300)
-    _Y0_HINT[0] = S.y0
-    _Y0_HINT[1] = S.scale
-    rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
+    # the rounding of the oracle's inner products grows with Σ_j |G_j x_j| ≈ √m |G·d| |x| for a random unit d
+    S.g0 = float(np.median(slopes)) * math.sqrt(S.m)
+    _Y0_HINT[:] = [S.y0, S.scale, S.g0]
+    rel = sorted(
+        r / (S.y0 + mg + S.g0 * (0.5 * S.scale + t)) for r, mg, t in zip(res, mags, tts, strict=True)
+    )
     # the third largest of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
     # not Gaussian, and an underestimate would make the search see kinks everywhere)
     S.eps = max(S.floor, rel[-3] * 2)
@@ -1262,7 +1270,7 @@ def _pred_error(S: _Session, P: _Piece, t: float) -> float:
     """Float mode: the standard error of a weighted least-squares piece's value at t (sample noise ∝ y0 + |y|)."""
     ts = np.array(P.ts, dtype=np.float64)
     Y = np.array(P.ys, dtype=np.float64)
-    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(ts) / S.scale)
+    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1) + S.g0 * (0.5 * S.scale + np.abs(ts)))
     w = 1.0 / sig**2
     if len(ts) < 2:
         return math.inf
