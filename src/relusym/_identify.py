@@ -636,7 +636,7 @@ class _Region:
         of the Jacobian."""
         h = np.abs(np.asarray(self.h, dtype=np.float64))
         if self.basis is None:
-            return 2.0 * S.noise(self.F) / h
+            return 2.0 * S.noise(self.F, float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))) / h
         if self._err is None:
             # far out, the oracle rounds the larger query point too: its noise grows with |x + s r|
             xn = float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))
@@ -770,7 +770,7 @@ def _check_regions(S: _Session, regs: list[_Region]) -> None:
             else:
                 pred = R.F + np.asarray(G, dtype=np.float64) @ r
                 rn = np.abs(r) / np.asarray(R.h, dtype=np.float64)
-                tol = S.tol(y) * (2.0 + 2.0 * float(rn.sum()))
+                tol = S.tol(y, float(np.linalg.norm(np.asarray(R.x, dtype=np.float64)))) * (2.0 + 2.0 * float(rn.sum()))
                 ok = float(np.max(np.abs(pred - y))) <= tol
             if not ok:
                 bad.append(R)
@@ -1612,7 +1612,7 @@ def _refine(S: _Session, H: list[_Hyper], u: int, cap: float, tries: int = 24) -
     # errors: the Jacobian errors from the noise and steps, and the kink point from the two values
     dG = np.zeros(S.m)
     for R in regs:
-        dG += 2.0 * S.noise(R.F) / np.abs(np.asarray(R.h))
+        dG += 2.0 * S.noise(R.F, float(np.linalg.norm(R.x))) / np.abs(np.asarray(R.h))
     dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
     nv = float(np.linalg.norm(v_new))
     da = dJ / max(nv, 1e-300)
