@@ -59,7 +59,7 @@ __all__ = ["Identification", "identify"]
 _MAX_STEPS = 200  # window growth steps per side, at most
 _GROW_EXACT = 8  # each growth step multiplies the window by 2^8 (exact mode) or 2^4 (float mode)
 _GROW_FLOAT = 4
-_ERR_SAFETY = 1.0  # float mode: no further factor; the noise level used is a bound on each rounding (≈4× its typical size)
+_ERR_SAFETY = 4.0  # float mode: the error estimates model rounding as independent noise; real rounding is not
 _TOL_FACTOR = 16.0  # float mode: a value is "on a line" within this many noise levels
 _EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
 _FLOAT_PROBE = 2.0**-3
@@ -1435,6 +1435,11 @@ def _identify(
                 _relocate(S, H, origin)
         elif not S.exact and S.refine and H:
             H, _ = _refine_worst(S, H, float(T0), origin)
+        if not S.exact:
+            keep = _distinct(H)
+            if len(keep) < len(H):
+                origin = [origin[q] for q in keep]
+                H = [H[q] for q in keep]
         M, e = _affine(S, H, regs[0])
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
     else:
@@ -1787,6 +1792,32 @@ def _refine_poor(S: _Session, H: list[_Hyper], T0: float, origin: list[tuple[int
             out[u] = new
             S.overrides[origin[u]] = new
     return out
+
+
+def _distinct(H: list[_Hyper]) -> list[int]:
+    """Float mode: the hyperplanes to keep when one kink class was recovered twice (on two lines, the first
+    copy too imprecise for its predicted crossing to explain the kink on the second): two recovered neurons
+    whose unit hyperplanes (a, b)/‖(a, b)‖ and kinks v·‖(a, b)‖ agree, up to sign, within twice the sum of
+    their estimated errors are one class; the more precise copy stays."""
+    if len(H) < 2:
+        return list(range(len(H)))
+    W = np.array([np.concatenate([np.asarray(h.a, dtype=np.float64), [float(h.b)]]) for h in H])
+    nw = np.linalg.norm(W, axis=1)
+    W /= nw[:, None]
+    K = np.array([np.asarray(h.v, dtype=np.float64) for h in H]) * nw[:, None]  # the kinks v·‖(a, b)‖
+    err = np.array([max(h.err_w, h.err_v) for h in H])
+    drop: set[int] = set()
+    for i in range(len(H)):
+        for j in range(i + 1, len(H)):
+            if i in drop or j in drop:
+                continue
+            for sg in (1.0, -1.0):
+                dist = float(np.linalg.norm(W[i] - sg * W[j]))
+                kv = float(np.linalg.norm(K[i] - sg * K[j])) / max(float(np.linalg.norm(K[i])), 1e-300)
+                if dist <= 2.0 * (H[i].err_w + H[j].err_w) and kv <= 2.0 * (H[i].err_v + H[j].err_v):
+                    drop.add(j if err[j] >= err[i] else i)
+                    break
+    return [q for q in range(len(H)) if q not in drop]
 
 
 def _rebuild(
