@@ -1066,9 +1066,9 @@ def _basis_regions(S: _Session, H: list[_Hyper], line_regs: list[dict[int, _Regi
                     continue
             todo.append((rg, key))
     regs = _measure_basis(S, B, [(np.asarray(rg[key].x), rg[key].F) for rg, key in todo], _BASIS_STEP)
-    for (rg, key), R in zip(todo, regs, strict=True):
-        if R is not None:
-            rg[key] = R
+    for (rg, key), Rb in zip(todo, regs, strict=True):
+        if Rb is not None:
+            rg[key] = Rb
     return True
 
 
@@ -1214,9 +1214,7 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     # the rounding of the oracle's inner products grows with Σ_j |G_j x_j| ≈ √m |G·d| |x| for a random unit d
     S.g0 = float(np.median(slopes)) * math.sqrt(S.m)
     _Y0_HINT[:] = [S.y0, S.scale, S.g0]
-    rel = sorted(
-        r / (S.y0 + mg + S.g0 * (0.5 * S.scale + t)) for r, mg, t in zip(res, mags, tts, strict=True)
-    )
+    rel = sorted(r / (S.y0 + mg + S.g0 * (0.5 * S.scale + t)) for r, mg, t in zip(res, mags, tts, strict=True))
     # the third largest of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
     # not Gaussian, and an underestimate would make the search see kinks everywhere)
     S.eps = max(S.floor, rel[-3] * 2)
@@ -1762,7 +1760,7 @@ def _relocate(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]]) -> in
         return 0
     Yc = S.query(np.array([x0 + t * n for _u, x0, n, _na, _d, _c1, _s1, _c2, _s2, t in fits]))
     count = 0
-    for (u, x0, n, na, delta, c1, s1, c2, s2, tstar), y in zip(fits, Yc, strict=True):
+    for (u, x0, _n, na, delta, c1, s1, c2, s2, tstar), y in zip(fits, Yc, strict=True):
         S.relocated.add(origin[u])
         xn = float(np.linalg.norm(x0))
         tol = S.tol(y, xn + delta)
