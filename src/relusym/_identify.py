@@ -112,6 +112,7 @@ class _Session:
         self.refine_bits = 44.0  # ... unless their estimated error is already below 2^-refine_bits
         self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line
         self.relocated: set[tuple[int, int]] = set()  # float mode: hyperplanes whose offset was measured again
+        self.observed: dict[int, tuple[Any, float]] = {}  # float mode: id(h) -> (h, its largest miss on a line)
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -1339,6 +1340,7 @@ def identify(
         for _attempt in range(1 + retries):
             S.overrides = {}
             S.relocated = set()
+            S.observed = {}
             try:
                 res = _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
             except IdentificationError as exc:
@@ -1458,6 +1460,9 @@ def _identify(
     precision = None
     if not S.exact:
         worst = max([max(h.err_w, h.err_v) for h in H], default=S.eps)
+        # never state more than the check lines showed: twice the largest observed miss of a hyperplane
+        seen = [S.observed[id(h)][1] for h in H if id(h) in S.observed and S.observed[id(h)][0] is h]
+        worst = max(worst, 2.0 * max(seen, default=0.0))
         worst = max(worst, S.eps)
         precision = -math.log2(worst)
         if not bool(np.all(diff <= np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y)))):
@@ -1891,6 +1896,15 @@ def _compare_line(
             continue
         used.add(hit)
         jq, tol_j = pred[hit][1], pred[hit][3]
+        if not S.exact:
+            # the true hyperplane passes through the kink found (up to its location error, far smaller): how far
+            # the recovered one misses it is an observed lower bound on its error
+            h = H[pred_index[hit]]
+            xk = np.asarray(p, dtype=np.float64) + float(t) * np.asarray(d, dtype=np.float64)
+            miss = abs(float(h.a @ xk) + float(h.b)) / math.hypot(float(np.linalg.norm(h.a)), float(h.b))
+            prev = S.observed.get(id(h))
+            if prev is None or prev[0] is not h or prev[1] < miss:
+                S.observed[id(h)] = (h, miss)
         if S.exact:
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
