@@ -17,6 +17,12 @@ The mathematics (see docs/math/identification.md).  Write f = ρ(θ) as its deco
   with N kinks costs about (N + 1)(m + 1) queries: near the information limit n(m + k + 1) + k.
 * Left of every crossing (with the normals oriented along d) no kink term is active, so that region's
   Jacobian and value give the affine part M, e.
+* Float mode, precision: the Jacobian error is noise / step, and coordinate steps must stay inside a region.
+  Once the normals â_w are known (n ≤ m), every Jacobian is measured again along the dual basis [Â⁺ | Q]
+  (Q spans the common orthogonal complement): a step along d_w away from hyperplane w, or along Q, crosses no
+  hyperplane however long it is, so the steps are of the size of the input region.  Offsets are measured
+  again on a short line along each normal through its point nearest the origin, and the worst hyperplanes a
+  second time near the origin (see docs/math/identification.md).
 * Safety of the steps: a step x + h e_j must not leave the region of x.  Once the hyperplanes are known the
   condition is checked for every step (exactly in exact mode), and offending steps are redone shorter.
 * Consistency: the recovered function is compared with the oracle on further random lines (every kink found
@@ -31,8 +37,10 @@ Exact mode returns a normal form that is exactly the oracle's (for every paramet
 every kink class crosses the searched window on some line and no two kinks of a line lie closer together
 than the probes resolve; the final checks compare exact values, so a wrong answer needs a coincidence of
 random rationals.  Float mode states the precision reached, estimated from the oracle's own rounding noise
-(measured on collinear triples) and the step sizes used; an oracle that is not piecewise linear within that
-noise (added noise, rounded outputs, tanh) ends in :class:`~relusym.errors.IdentificationError`.
+(measured on collinear triples, modelled as ε(y0 + |y| + g0·|x|)), the step sizes used and the misses of the
+recovered hyperplanes at the kinks of the check lines; an oracle that answers in float32 is taken to round its
+inputs too.  An oracle that is not piecewise linear within that noise (added noise, rounded outputs, tanh) ends
+in :class:`~relusym.errors.IdentificationError`.
 """
 
 from __future__ import annotations
