@@ -1112,7 +1112,8 @@ class Identification:
     network of the recovered normal form when it can be certified); ``normal_form``: its normal form;
     ``queries``: oracle evaluations used (points; each returns k numbers) and ``calls`` (batches);
     ``exact``: the mode; ``precision_bits`` (float mode): −log2 of the estimated worst-case relative error of the
-    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used;
+    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used, and
+    never more than twice the largest miss of a recovered hyperplane at a kink found on a check line;
     ``noise``: that measured relative noise level; ``heldout_error``: the largest relative disagreement on held-out
     queries; ``window``: the largest |t| searched on the lines (unit directions in float mode); ``lines``:
     lines searched; ``fiber``: the fibre of the recovered network (what queries cannot distinguish), None when
