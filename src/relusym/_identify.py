@@ -120,7 +120,7 @@ class _Session:
         self.refine_bits = 44.0  # ... unless their estimated error is already below 2^-refine_bits
         self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line
         self.relocated: set[tuple[int, int]] = set()  # float mode: hyperplanes whose offset was measured again
-        self.observed: dict[int, tuple[Any, float]] = {}  # float mode: id(h) -> (h, its largest miss on a line)
+        self.kink_points: list[np.ndarray] = []  # float mode: kinks found on check lines (on true hyperplanes)
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -1349,7 +1349,7 @@ def identify(
         for _attempt in range(1 + retries):
             S.overrides = {}
             S.relocated = set()
-            S.observed = {}
+            S.kink_points = []
             try:
                 res = _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
             except IdentificationError as exc:
@@ -1390,21 +1390,17 @@ def _identify(
     based = False
     if not S.exact and S.enlarge:
         # second pass: the hyperplanes are known, so every Jacobian can be measured again with long steps,
-        # along the dual basis of the recovered normals (or, when that does not exist, with the longest
-        # coordinate steps the region allows)
+        # along the dual basis of the recovered normals (after the check lines, which may find hyperplanes
+        # the long steps would cross), or, when that basis does not exist, with the longest coordinate steps
+        # the region allows (now)
         H = _refine_poor(S, H, float(T0), origin)
-        if _basis_regions(S, H, line_regs):
+        if _step_basis(H) is not None:
             based = True
-            H = _rebuild(S, lines, line_regs, origin)
-            H = _verify_regions(S, lines, line_regs, origin, H)
         elif _enlarge_steps(S, H, list(regs.values()), 4.0 * float(T0)):
             H = _rebuild(S, lines, line_regs, origin)
             H = _verify_regions(S, lines, line_regs, origin, H)
     if not S.exact and S.refine and H and not based:
         H, _ = _refine_worst(S, H, float(T0), origin)
-    if based and S.refine:
-        _refine_basis(S, H, origin, max(1, len(H) // 8))
-        _relocate(S, H, origin)
     M, e = _affine(S, H, regs[0])
     # consistency on further lines
     checked = 0
@@ -1437,12 +1433,7 @@ def _identify(
         H = _rebuild(S, lines, line_regs, origin)
         H = _repair(S, lines, line_regs, origin, H)
         H = _verify_regions(S, lines, line_regs, origin, H)
-        if not S.exact and S.enlarge and based and _basis_regions(S, H, line_regs):
-            H = _rebuild(S, lines, line_regs, origin)
-            H = _verify_regions(S, lines, line_regs, origin, H)
-            if S.refine:
-                _relocate(S, H, origin)
-        elif not S.exact and S.refine and H:
+        if not S.exact and S.refine and H and not based:
             H, _ = _refine_worst(S, H, float(T0), origin)
         if not S.exact:
             keep = _distinct(H)
@@ -1453,6 +1444,15 @@ def _identify(
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
     else:
         raise IdentificationError("no check line could be explained by the recovered network")
+    if based:
+        H = _refine_poor(S, H, float(T0), origin)
+        if _basis_regions(S, H, line_regs):
+            H = _rebuild(S, lines, line_regs, origin)
+            H = _verify_regions(S, lines, line_regs, origin, H)
+            if S.refine:
+                _refine_basis(S, H, origin, max(1, len(H) // 8))
+                _relocate(S, H, origin)
+        M, e = _affine(S, H, regs[0])
     # held-out points
     X = _heldout_points(S, heldout, float(window))
     Y = S.query(X)
@@ -1469,9 +1469,15 @@ def _identify(
     precision = None
     if not S.exact:
         worst = max([max(h.err_w, h.err_v) for h in H], default=S.eps)
-        # never state more than the check lines showed: twice the largest observed miss of a hyperplane
-        seen = [S.observed[id(h)][1] for h in H if id(h) in S.observed and S.observed[id(h)][0] is h]
-        worst = max(worst, 2.0 * max(seen, default=0.0))
+        # never state more than the check lines showed: each kink found there lies on a true hyperplane, which
+        # the nearest recovered one misses by at least its error there (twice the largest such miss)
+        if S.kink_points and H:
+            Xk = np.array(S.kink_points)
+            Ah = np.array([np.asarray(h.a, dtype=np.float64) for h in H])
+            bh = np.array([float(h.b) for h in H])
+            nrm = np.hypot(np.linalg.norm(Ah, axis=1), bh)
+            miss = np.abs(Xk @ Ah.T + bh[None, :]) / nrm[None, :]
+            worst = max(worst, 2.0 * float(np.max(np.min(miss, axis=1))))
         worst = max(worst, S.eps)
         precision = -math.log2(worst)
         if not bool(np.all(diff <= np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y)))):
@@ -1906,14 +1912,8 @@ def _compare_line(
         used.add(hit)
         jq, tol_j = pred[hit][1], pred[hit][3]
         if not S.exact:
-            # the true hyperplane passes through the kink found (up to its location error, far smaller): how far
-            # the recovered one misses it is an observed lower bound on its error
-            h = H[pred_index[hit]]
-            xk = np.asarray(p, dtype=np.float64) + float(t) * np.asarray(d, dtype=np.float64)
-            miss = abs(float(h.a @ xk) + float(h.b)) / math.hypot(float(np.linalg.norm(h.a)), float(h.b))
-            prev = S.observed.get(id(h))
-            if prev is None or prev[0] is not h or prev[1] < miss:
-                S.observed[id(h)] = (h, miss)
+            # a true hyperplane passes through the kink found (up to its location error, far smaller)
+            S.kink_points.append(np.asarray(p, dtype=np.float64) + float(t) * np.asarray(d, dtype=np.float64))
         if S.exact:
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
