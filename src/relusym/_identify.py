@@ -1721,7 +1721,7 @@ def _refine_basis(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]], l
         x0 = -float(old.b) * np.asarray(old.a, dtype=np.float64)
         new = _Hyper(a, -float(a @ x0), v, rank_gap=old.rank_gap)
         new.da = 1.0 / math.sqrt(w1 + w2)
-        new.db = old.db + abs(old.da - new.da) * float(np.linalg.norm(x0))
+        new.db = old.db + new.da * float(np.linalg.norm(x0))  # b = −a·x₀ inherits the error of a
         _set_errors(new, 1.0 / math.sqrt(wv1 + wv2))
         H[u] = new
         S.overrides[origin[u]] = new
