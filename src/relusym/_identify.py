@@ -17,6 +17,12 @@ The mathematics (see docs/math/identification.md).  Write f = ρ(θ) as its deco
   with N kinks costs about (N + 1)(m + 1) queries: near the information limit n(m + k + 1) + k.
 * Left of every crossing (with the normals oriented along d) no kink term is active, so that region's
   Jacobian and value give the affine part M, e.
+* Float mode, precision: the Jacobian error is noise / step, and coordinate steps must stay inside a region.
+  Once the normals â_w are known (n ≤ m), every Jacobian is measured again along the dual basis [Â⁺ | Q]
+  (Q spans the common orthogonal complement): a step along d_w away from hyperplane w, or along Q, crosses no
+  hyperplane however long it is, so the steps are of the size of the input region.  Offsets are measured
+  again on a short line along each normal through its point nearest the origin, and the worst hyperplanes a
+  second time near the origin (see docs/math/identification.md).
 * Safety of the steps: a step x + h e_j must not leave the region of x.  Once the hyperplanes are known the
   condition is checked for every step (exactly in exact mode), and offending steps are redone shorter.
 * Consistency: the recovered function is compared with the oracle on further random lines (every kink found
@@ -31,8 +37,10 @@ Exact mode returns a normal form that is exactly the oracle's (for every paramet
 every kink class crosses the searched window on some line and no two kinks of a line lie closer together
 than the probes resolve; the final checks compare exact values, so a wrong answer needs a coincidence of
 random rationals.  Float mode states the precision reached, estimated from the oracle's own rounding noise
-(measured on collinear triples) and the step sizes used; an oracle that is not piecewise linear within that
-noise (added noise, rounded outputs, tanh) ends in :class:`~relusym.errors.IdentificationError`.
+(measured on collinear triples, modelled as ε(y0 + |y| + g0·|x|)), the step sizes used and the misses of the
+recovered hyperplanes at the kinks of the check lines; an oracle that answers in float32 is taken to round its
+inputs too.  An oracle that is not piecewise linear within that noise (added noise, rounded outputs, tanh) ends
+in :class:`~relusym.errors.IdentificationError`.
 """
 
 from __future__ import annotations
@@ -63,10 +71,13 @@ _ERR_SAFETY = 4.0  # float mode: the error estimates model rounding as independe
 _TOL_FACTOR = 16.0  # float mode: a value is "on a line" within this many noise levels
 _EXACT_PROBE = Fraction(1, 2**12)  # exact mode: probe half-width, relative to the gap explored
 _FLOAT_PROBE = 2.0**-3
+_QUANT = 16.0  # float mode: the shortest step along a line, in units of the oracle's input rounding
 _EXACT_NEAR = Fraction(1, 2**10)  # a confirmed kink is checked this close on each side (relative)
 _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
 _FLOAT_STEP = 1.0 / 32  # Jacobian step, relative to the half-width of the region on the line
+_POOR = 2.0**-16  # float mode: a recovered hyperplane with a larger estimated error is not used for steps
+_BASIS_STEP = 2.0  # float mode: second-pass steps along the dual basis, relative to max(scale, |x|)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -99,13 +110,17 @@ class _Session:
         self.calls = 0
         self.eps = 2.0**-52  # float mode: relative noise level of the oracle (measured)
         self.floor = 2.0**-52
+        self.u_in = 2.0**-53  # float mode: the relative rounding unit of the inputs as the oracle sees them
         self.y0 = 1.0  # float mode: typical output magnitude
+        self.g0 = 0.0  # float mode: typical Σ_j |∂f/∂x_j| (the noise of a value grows with g0·|x|)
         self.residuals: list[float] = []
         self.reach = 64 if exact else 8  # bits the windows grow past the farthest kink found
         self.enlarge = True  # float mode: second Jacobian pass with the longest safe steps
         self.refine = True  # float mode: re-measure the worst hyperplanes off their line
         self.refine_bits = 44.0  # ... unless their estimated error is already below 2^-refine_bits
         self.overrides: dict[tuple[int, int], Any] = {}  # float mode: hyperplanes re-measured off their line
+        self.relocated: set[tuple[int, int]] = set()  # float mode: hyperplanes whose offset was measured again
+        self.kink_points: list[np.ndarray] = []  # float mode: kinks found on check lines (on true hyperplanes)
 
     # -- queries ---------------------------------------------------------------------------------------
     def _charge(self, b: int) -> None:
@@ -157,7 +172,9 @@ class _Session:
             out = out.detach().cpu().numpy()
         arr = np.asarray(out)
         if arr.dtype == np.float32 or arr.dtype == np.float16:
+            # an oracle that answers in float32 most likely computes in float32 and rounds its inputs so
             self.floor = max(self.floor, float(np.finfo(arr.dtype).eps))
+            self.u_in = max(self.u_in, float(np.finfo(arr.dtype).eps) / 2)
         Y = np.asarray(arr, dtype=np.float64)
         if Y.ndim == 1 and self.k == 1:
             Y = Y[:, None]
@@ -177,7 +194,7 @@ class _Session:
     def noise(self, y: Any, t: float = 0.0) -> float:
         """Float mode: the noise level of an oracle value of size |y| at line parameter t (the rounding of the
         query point p + t d grows with |t|)."""
-        return self.eps * (self.y0 + float(np.max(np.abs(y)))) * (1.0 + abs(t) / self.scale)
+        return self.eps * (self.y0 + float(np.max(np.abs(y))) + self.g0 * (0.5 * self.scale + abs(t)))
 
     def tol(self, y: Any, t: float = 0.0) -> float:
         return _TOL_FACTOR * self.noise(y, t)
@@ -199,7 +216,7 @@ def _is_seq(x: Any) -> bool:
 # one line: exact breakpoint search
 
 
-_Y0_HINT = [1.0, 1.0]  # float mode: typical output magnitude and input scale, for the weights of piece fits
+_Y0_HINT = [1.0, 1.0, 0.0]  # float mode: y0, scale and g0 of the session, for the weights of piece fits
 
 
 class _Piece:
@@ -229,7 +246,7 @@ class _Piece:
             # weighted least squares: the noise of a value grows with its size (far samples are noisier)
             t = np.array(self.ts, dtype=np.float64)
             Y = np.array(self.ys, dtype=np.float64)
-            w = 1.0 / ((_Y0_HINT[0] + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(t) / _Y0_HINT[1]))
+            w = 1.0 / (_Y0_HINT[0] + np.max(np.abs(Y), axis=1) + _Y0_HINT[2] * (0.5 * _Y0_HINT[1] + np.abs(t)))
             tm = float((w * t).sum() / w.sum())
             X = np.stack([np.ones_like(t), t - tm], axis=1) * w[:, None]
             coef, *_ = np.linalg.lstsq(X, Y * w[:, None], rcond=None)
@@ -294,6 +311,7 @@ class _LineSearch:
         self.p, self.d = p, d
         self.anchors: list[_Anchor] = []
         self.samples: list[tuple[Any, np.ndarray]] = []
+        self.pn = 0.0 if S.exact else float(np.linalg.norm(np.asarray(p, dtype=np.float64)))
 
     # -- evaluation --------------------------------------------------------------------------------------
     def point(self, t: Any) -> Any:
@@ -322,8 +340,16 @@ class _LineSearch:
         Pa, Pb = a.piece, b.piece
         if self.S.exact:
             return bool(np.all(Pa.s == Pb.s) and np.all(Pa.c == Pb.c))
-        lo, hi = min(Pa.lo, Pb.lo), max(Pa.hi, Pb.hi)
-        return all(self.on(Pb.at(t), Pa, t) and self.on(Pa.at(t), Pb, t) for t in (lo, hi))
+        return self.consistent(Pa.ts + Pb.ts, Pa.ys + Pb.ys)
+
+    def consistent(self, ts: list[Any], ys: list[np.ndarray]) -> bool:
+        """Float mode: whether the samples lie on one line within the noise of each (the fit of a short piece
+        alone is compatible with anything far from it, so two pieces are compared through all their samples)."""
+        P = _Piece(ts, ys, False)
+        for t, y in zip(ts, ys, strict=True):
+            if float(np.max(np.abs(y - P.at(t)))) > _TOL_FACTOR * self.S.noise(y, float(t)):
+                return False
+        return True
 
     def intersect(self, Pa: _Piece, Pb: _Piece) -> Any:
         ds = Pa.s - Pb.s
@@ -360,6 +386,8 @@ class _LineSearch:
                 yc = None
             rel = (_EXACT_PROBE if S.exact else _FLOAT_PROBE) / (4**attempt if S.exact else 2**attempt)
             dlt = width * rel
+            if not S.exact:
+                dlt = max(dlt, self.quantum(c))  # closer points are one point to an oracle that rounds its input
             ts = [c - dlt, c + dlt] + ([c] if yc is None else [])
             ys = self.g(ts)
             if yc is None:
@@ -383,12 +411,23 @@ class _LineSearch:
             + ("" if S.exact else f" within its measured noise level (relative {S.eps:.2g})")
         )
 
+    def quantum(self, t: Any) -> float:
+        """Float mode: the shortest step along the line at t that the oracle surely sees, _QUANT times its
+        input rounding unit (of |p + t d|)."""
+        return _QUANT * self.S.u_in * (self.pn + abs(float(t)))
+
     def resolution(self, a: Any, b: Any) -> bool:
         """Whether the gap (a, b) may still be split: exact mode always (up to 2^-400); float mode while it is
-        wider than √ε of the scale, below which the oracle's noise hides the slopes."""
+        wider than √ε of the scale, below which the oracle's noise hides the slopes, and than the input
+        rounding of the oracle allows."""
         if self.S.exact:
             return bool(b - a > Fraction(1, 2**400))
-        return float(b - a) > math.sqrt(self.S.eps) * 1e-2 * (self.S.scale + abs(float(a)) + abs(float(b)))
+        return float(b - a) > self.res_width(a, b)
+
+    def res_width(self, a: Any, b: Any) -> float:
+        S = self.S
+        w = math.sqrt(S.eps) * 1e-2 * (S.scale + abs(float(a)) + abs(float(b)))
+        return max(w, 4.0 * self.quantum(max(abs(float(a)), abs(float(b)))))
 
     def resolve(self) -> None:
         """Refine until every gap between consecutive anchors is closed (same piece or a confirmed kink)."""
@@ -408,24 +447,44 @@ class _LineSearch:
                     + (" (an exact oracle must return exact values)" if S.exact else " within its measured noise")
                 )
             a, b = gap
-            if not self.resolution(a.t, b.t):
-                if S.exact:
-                    raise IdentificationError(
-                        f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
-                    )
+            if S.exact and not self.resolution(a.t, b.t):
                 raise IdentificationError(
-                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
-                    f"(relative {S.eps:.2g}) near t = {float(a.t):.6g}: it has kinks closer together than its "
-                    "precision can separate, or it is not a ReLU network (added noise, rounded outputs, a smooth "
-                    "activation)"
+                    f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
                 )
             Pa, Pb = a.piece, b.piece
             # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
             ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
+            if not S.exact and not (self.resolution(ga, gb) and self.resolution(a.t, b.t)):
+                # float mode: the gap is as narrow as the oracle's precision resolves, so whatever lies in it is
+                # one kink where the two pieces meet (or none, when they agree within noise)
+                if self.same(a, b):
+                    for t, yy in zip(Pb.ts, Pb.ys, strict=True):
+                        Pa.add(t, yy, False)
+                    for anc in self.anchors:
+                        if anc.piece is Pb:
+                            anc.piece = Pa
+                    continue
+                t_meet = self.intersect(Pa, Pb)
+                w = self.res_width(ga, gb)
+                # where two noisy pieces meet is itself uncertain: their values' errors over the slope difference
+                tg = float(ga + gb) / 2
+                yg = Pa.at(tg)
+                sd = math.sqrt(S.noise(yg, tg) ** 2 + _pred_error(S, Pa, tg) ** 2 + _pred_error(S, Pb, tg) ** 2)
+                dsl = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+                w += _TOL_FACTOR * sd / max(dsl, 1e-300)
+                if t_meet is not None and ga - w <= t_meet <= gb + w:
+                    a.kink_to = b
+                    continue
+                raise IdentificationError(
+                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
+                    f"(relative {S.eps:.2g}) near t = {float(a.t):.6g}: two pieces differ across a gap narrower "
+                    "than its precision resolves but do not meet there (added noise, rounded outputs, a smooth "
+                    "activation, or kinks closer together than its precision separates)"
+                )
             if self.same(a, b):
                 u = S.rand_between(ga, gb)
                 (y,) = self.g([u])
-                if self.on(y, Pa, u):
+                if self.on(y, Pa, u) and (S.exact or self.consistent(Pa.ts + Pb.ts + [u], Pa.ys + Pb.ys + [y])):
                     for t, yy in zip(Pb.ts, Pb.ys, strict=True):
                         Pa.add(t, yy, S.exact)
                     Pa.add(u, y, S.exact)
@@ -453,7 +512,7 @@ class _LineSearch:
                     # as close as the noise allows: the two pieces must differ there by many noise levels
                     ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
                     need = 64.0 * S.tol(Pa.at(ts), float(ts)) / max(ds, 1e-300)
-                    dl = min(room * _FLOAT_NEAR, max(room * 2.0**-12, need))
+                    dl = min(room * _FLOAT_NEAR, max(room * 2.0**-12, need, self.quantum(ts)))
                 ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
                 # a single kink at ts: the value there is on both pieces, and so are values just beside it
                 ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
@@ -563,10 +622,54 @@ class _Region:
     h: list[Any]
     Fj: np.ndarray  # (m, k)
     verified: bool = False  # passed the random-direction check
+    basis: _Basis | None = None  # float mode: steps x + h_i r_i along the columns r_i of a basis, not e_j
+    corr: np.ndarray | None = None  # (m, k): G₀·(rounding of x + h_i r_i), removed from the differences
+    _G: np.ndarray | None = None
+    _err: np.ndarray | None = None
 
     def jacobian(self) -> np.ndarray:  # k × m
+        if isinstance(self.F, np.ndarray) and self.F.dtype == np.float64 and self.basis is None:
+            return np.asarray((self.Fj - self.F[None, :]) / np.asarray(self.h, dtype=np.float64)[:, None]).T
+        if self.basis is not None:
+            if self._G is None:
+                assert self.corr is not None
+                g = (self.Fj - self.F[None, :] - self.corr) / np.asarray(self.h)[:, None]  # (m, k): G r_i
+                self._G = g.T @ self.basis.Rinv
+            return self._G
         cols = [(self.Fj[j] - self.F) / self.h[j] for j in range(len(self.h))]
         return np.stack(cols, axis=1)
+
+    def step_errors(self, S: _Session) -> np.ndarray:
+        """Float mode: the error of each measured directional derivative (the noise of the two values over the
+        step); the rows of the basis's inverse are unit vectors, so these add in quadrature into the error
+        of the Jacobian."""
+        h = np.abs(np.asarray(self.h, dtype=np.float64))
+        if self.basis is None:
+            return 2.0 * S.noise(self.F, float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))) / h
+        if self._err is None:
+            # far out, the oracle rounds the larger query point too: its noise grows with |x + s r|
+            xn = float(np.linalg.norm(np.asarray(self.x, dtype=np.float64)))
+            mag = S.y0 + np.max(np.abs(np.asarray(self.Fj, dtype=np.float64)), axis=1)
+            far = S.eps * (mag + S.g0 * (0.5 * S.scale + xn + h * self.basis.norms))
+            self._err = (S.noise(self.F, xn) + far) / h
+        return self._err
+
+
+@dataclass
+class _Basis:
+    """Float mode: step directions for Jacobians far longer than the coordinate steps a region allows.  With
+    the recovered unit normals â_w (w = 1..n ≤ m) as the rows of Â, the columns of R are the dual directions
+    D = Â⁺ (moving along d_w changes a_w·x by the step and leaves every other a_w'·x alone) followed by an
+    orthonormal basis Q of the common orthogonal complement (moving there changes no a_w·x).  A step along
+    d_w away from hyperplane w, or along any column of Q, therefore crosses no hyperplane however long it is,
+    up to the error of the recovered normals.  Rinv = [Â; Qᵀ] is R's inverse; its rows are unit vectors, so
+    the Jacobian G = g·Rinv (g_i = G r_i) has error √(Σ δg_i²)."""
+
+    R: np.ndarray  # m × m
+    Rinv: np.ndarray  # m × m
+    q: int  # the first q columns are the dual directions of the hyperplanes ``hyps``, in order
+    norms: np.ndarray  # |r_i|
+    hyps: list[_Hyper]
 
 
 @dataclass
@@ -579,6 +682,8 @@ class _Hyper:
     err_w: float = 0.0  # float mode: estimated relative error of (a, b)
     err_v: float = 0.0  # and of v
     rank_gap: float = 0.0
+    da: float = 0.0  # float mode, before the safety factor: the error of the unit normal a
+    db: float = 0.0  # and of b
 
 
 def _regions(S: _Session, L: _LineResult, T0: Any, which: Sequence[int] | None = None) -> dict[int, _Region]:
@@ -674,7 +779,7 @@ def _check_regions(S: _Session, regs: list[_Region]) -> None:
             else:
                 pred = R.F + np.asarray(G, dtype=np.float64) @ r
                 rn = np.abs(r) / np.asarray(R.h, dtype=np.float64)
-                tol = S.tol(y) * (2.0 + 2.0 * float(rn.sum()))
+                tol = S.tol(y, float(np.linalg.norm(np.asarray(R.x, dtype=np.float64)))) * (2.0 + 2.0 * float(rn.sum()))
                 ok = float(np.max(np.abs(pred - y))) <= tol
             if not ok:
                 bad.append(R)
@@ -777,8 +882,10 @@ def _affine(S: _Session, H: list[_Hyper], R0: _Region) -> tuple[np.ndarray, np.n
 
 
 def _unsafe_steps(S: _Session, H: list[_Hyper], R: _Region) -> dict[int, Any]:
-    """Coordinates j whose step x + h_j e_j crosses a recovered hyperplane, with a safe replacement step."""
-    if not H:
+    """Coordinates j whose step x + h_j e_j crosses a recovered hyperplane, with a safe replacement step.  A
+    region measured along a basis of long steps chose them against the recovered hyperplanes and their
+    errors, and passed its own check: it has none."""
+    if not H or R.basis is not None:
         return {}
     Z = _pre(S, H, [R.x])[:, 0]
     out: dict[int, Any] = {}
@@ -826,6 +933,8 @@ def _enlarge_steps(S: _Session, H: list[_Hyper], regs: list[_Region], cap: float
     hyperplanes allow, where that is at least twice the step used: the Jacobian error is noise / step."""
     count = 0
     for R in regs:
+        if R.basis is not None:
+            continue
         x = np.asarray(R.x, dtype=np.float64)
         plus, minus = _safe_steps(H, x)
         best = np.minimum(np.maximum(plus, minus), cap) * 0.45
@@ -837,6 +946,139 @@ def _enlarge_steps(S: _Session, H: list[_Hyper], regs: list[_Region], cap: float
             R.verified = False
             count += int(js.size)
     return count
+
+
+def _step_basis(H: list[_Hyper]) -> _Basis | None:
+    """Float mode: the basis of long steps (see :class:`_Basis`) for the recovered hyperplanes, or None when
+    there are more of them than inputs or their normals are nearly dependent (then every direction moves
+    several a_w·x at once and the coordinate steps are kept).  A hyperplane whose estimated error exceeds
+    2^-16 (a kink too small for the coordinate steps to measure) is left out: its normal would only mislead
+    the steps, which may therefore cross it; the check of each region then fails and it keeps its
+    coordinate steps."""
+    H = [h for h in H if h.err_w <= _POOR]
+    if not H:
+        return None
+    A = np.array([h.a for h in H], dtype=np.float64)
+    n, m = A.shape
+    if n > m:
+        return None
+    A = A / np.linalg.norm(A, axis=1)[:, None]
+    U, sv, Vt = np.linalg.svd(A, full_matrices=True)
+    if not sv[-1] > 1e-4 * sv[0]:
+        return None
+    D = Vt[:n].T @ (U.T / sv[:, None])  # Â⁺: Â D = I
+    Q = Vt[n:].T  # Â Q = 0, QᵀQ = I, QᵀD = 0
+    R = np.hstack([D, Q])
+    return _Basis(R, np.vstack([A, Q.T]), n, np.linalg.norm(R, axis=0), H)
+
+
+def _basis_steps(S: _Session, B: _Basis, x: np.ndarray, factor: float) -> np.ndarray:
+    """The signed step along each column of the basis at x: ``factor``·max(scale, |x|), away from its
+    hyperplane for a dual direction, and short enough that the estimated error of every other recovered
+    normal cannot make it cross that hyperplane (a step s r_i moves a_w'·x, w' ≠ i, by at most
+    s·err_w'·|r_i| away from its recovered value)."""
+    m, q, H = S.m, B.q, B.hyps
+    z = B.Rinv[:q] @ x + np.array([float(h.b) for h in H]) / np.array([float(np.linalg.norm(h.a)) for h in H])
+    err = np.array([max(float(h.err_w), 2.0**-52) for h in H])
+    sg = np.ones(m)
+    sg[:q] = np.where(z >= 0, 1.0, -1.0)
+    sg[q:] = np.where(S.rng.random(m - q) < 0.5, 1.0, -1.0)
+    lim = np.abs(z) / (8.0 * err)
+    order = np.argsort(lim)
+    mins = np.full(m, lim[order[0]])
+    mins[order[0]] = lim[order[1]] if q > 1 else np.inf  # d_w need not avoid hyperplane w
+    hmax = factor * max(S.scale, float(np.linalg.norm(x)))
+    return np.asarray(sg * np.minimum(hmax, 0.5 * mins / B.norms))
+
+
+def _measure_basis(
+    S: _Session, B: _Basis, base: list[tuple[np.ndarray, np.ndarray | None]], factor: float
+) -> list[_Region | None]:
+    """Float mode: the Jacobian at each base point x (with its value F, queried when None) along the basis of
+    long steps: m queries (m + 1 without F) and one check each.  The check is one query at x + Σ c_i s_i r_i
+    with 0 < c_i ≤ 1/m, which moves away from every recovered hyperplane: a step that crossed a hyperplane
+    corrupts the Jacobian and fails it with probability one.  A point whose check fails is measured again
+    with steps 16 times shorter, twice; then it gets None."""
+    m = S.m
+    out: list[_Region | None] = [None] * len(base)
+    todo = list(range(len(base)))
+    Fs = [F for _x, F in base]
+    missing = [i for i in todo if Fs[i] is None]
+    if missing:
+        Y0 = S.query(np.array([base[i][0] for i in missing]))
+        for r, i in enumerate(missing):
+            Fs[i] = Y0[r]
+    shrink = 1.0
+    chunk = max(1, 8192 // (m + 1))
+    for _round in range(3):
+        failed = []
+        for s0 in range(0, len(todo), chunk):
+            part = todo[s0 : s0 + chunk]
+            pts, metas = [], []
+            for i in part:
+                x = np.asarray(base[i][0], dtype=np.float64)
+                st = _basis_steps(S, B, x, factor * shrink)
+                D = (B.R * st[None, :]).T  # row i: the step s_i r_i
+                X = x[None, :] + D
+                pts.append(X)
+                metas.append((i, x, st, (X - x[None, :]) - D))  # what the rounding of x + s_i r_i added
+            Y = S.query(np.concatenate(pts, axis=0))
+            regs = []
+            for r, (i, x, st, E) in enumerate(metas):
+                F = Fs[i]
+                assert F is not None
+                R = _Region(x, F, st.tolist(), Y[r * m : (r + 1) * m].copy(), basis=B, corr=np.zeros((m, S.k)))
+                R.corr = E @ np.asarray(R.jacobian()).T  # G·(rounding), with G from the uncorrected steps
+                R._G = None
+                regs.append(R)
+            cs = [S.rng.uniform(0.1, 1.0, m) / m for _ in metas]
+            xs = [R.x + B.R @ (c * np.asarray(R.h)) for R, c in zip(regs, cs, strict=True)]
+            Yc = S.query(np.array(xs))
+            for (i, _x, _st, _E), R, c, xc, y in zip(metas, regs, cs, xs, Yc, strict=True):
+                pred = R.F + R.jacobian() @ (xc - R.x)
+                e_dir = float(c @ (R.step_errors(S) * np.abs(np.asarray(R.h))))
+                tol = 2.0 * S.tol(np.maximum(np.abs(y), np.abs(R.F)), float(np.linalg.norm(xc))) + _TOL_FACTOR * e_dir
+                if float(np.max(np.abs(pred - y))) <= tol:
+                    R.verified = True
+                    out[i] = R
+                else:
+                    failed.append(i)
+        todo = failed
+        if not todo:
+            break
+        shrink /= 16.0
+    return out
+
+
+def _basis_regions(S: _Session, H: list[_Hyper], line_regs: list[dict[int, _Region]]) -> bool:
+    """Float mode: measure the Jacobian of every region of the lines (not yet so measured) again along the
+    basis of long steps of the recovered hyperplanes, reusing the value at its point.  The Jacobian error is
+    noise / step, so this gains the ratio of these steps to the coordinate steps the region allowed (often
+    2^6 or more).  A region whose check keeps failing keeps its coordinate steps.  Returns whether the basis
+    exists (False: more hyperplanes than inputs, or nearly dependent normals)."""
+    B = _step_basis(H)
+    if B is None:
+        return False
+    # a region measured before some hyperplane was found may have stepped across it: measure it again
+    A = np.array([h.a for h in B.hyps], dtype=np.float64)
+    bv = np.array([float(h.b) for h in B.hyps])
+    AR: dict[int, np.ndarray] = {}
+    todo = []
+    for rg in line_regs:
+        for key, R in rg.items():
+            if R.basis is not None:
+                if id(R.basis) not in AR:
+                    AR[id(R.basis)] = A @ R.basis.R
+                z = A @ np.asarray(R.x) + bv
+                zs = z[:, None] + AR[id(R.basis)] * np.asarray(R.h)[None, :]
+                if not bool(np.any((zs > 0) != (z > 0)[:, None])):
+                    continue
+            todo.append((rg, key))
+    regs = _measure_basis(S, B, [(np.asarray(rg[key].x), rg[key].F) for rg, key in todo], _BASIS_STEP)
+    for (rg, key), Rb in zip(todo, regs, strict=True):
+        if Rb is not None:
+            rg[key] = Rb
+    return True
 
 
 def _redo_steps(S: _Session, R: _Region, fix: dict[int, Any]) -> None:
@@ -870,7 +1112,8 @@ class Identification:
     network of the recovered normal form when it can be certified); ``normal_form``: its normal form;
     ``queries``: oracle evaluations used (points; each returns k numbers) and ``calls`` (batches);
     ``exact``: the mode; ``precision_bits`` (float mode): −log2 of the estimated worst-case relative error of the
-    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used;
+    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used, and
+    never more than twice the largest miss of a recovered hyperplane at a kink found on a check line;
     ``noise``: that measured relative noise level; ``heldout_error``: the largest relative disagreement on held-out
     queries; ``window``: the largest |t| searched on the lines (unit directions in float mode); ``lines``:
     lines searched; ``fiber``: the fibre of the recovered network (what queries cannot distinguish), None when
@@ -967,19 +1210,26 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
     """Float mode: the oracle's relative noise from collinear triples on a short segment at several places."""
     res = []
     mags = []
+    slopes = []
+    tts = []
     for _ in range(16):
         t = float(S.rng.uniform(-T0, T0))
         dl = T0 * 2.0**-10
         Y = S.query(np.array([p + (t - dl) * d, p + t * d, p + (t + dl) * d]))
         res.append(float(np.max(np.abs((Y[0] + Y[2]) / 2 - Y[1]))))
         mags.append(float(np.max(np.abs(Y))))
+        slopes.append(float(np.max(np.abs(Y[2] - Y[0]))) / (2 * dl))
+        tts.append(abs(t))
     S.y0 = max(float(np.median(mags)), 1e-300)
-    _Y0_HINT[0] = S.y0
-    _Y0_HINT[1] = S.scale
-    rel = sorted(r / (S.y0 + mg) for r, mg in zip(res, mags, strict=True))
+    # the rounding of the oracle's inner products grows with Σ_j |G_j x_j| ≈ √m |G·d| |x| for a random unit d
+    S.g0 = float(np.median(slopes)) * math.sqrt(S.m)
+    _Y0_HINT[:] = [S.y0, S.scale, S.g0]
+    rel = sorted(r / (S.y0 + mg + S.g0 * (0.5 * S.scale + t)) for r, mg, t in zip(res, mags, tts, strict=True))
     # the third largest of sixteen, doubled (a triple that straddles a kink is an outlier; rounding noise is
     # not Gaussian, and an underestimate would make the search see kinks everywhere)
     S.eps = max(S.floor, rel[-3] * 2)
+    # an oracle as noisy as float32 may round its inputs as coarsely: the shortest steps must see that
+    S.u_in = max(S.u_in, S.eps / 2)
 
 
 def _line_hypers(S: _Session, L: _LineResult, regs: dict[int, _Region], idx: Sequence[int]) -> list[_Hyper]:
@@ -1000,8 +1250,7 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     """Estimated relative errors of a float hyperplane and kink from the noise and the steps."""
     dG = np.zeros(S.m)
     for R in (Rm, Rp):
-        nz = 2.0 * S.noise(R.F)
-        dG += nz / np.abs(np.asarray(R.h, dtype=np.float64))
+        dG += R.step_errors(S)
     dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
     nv = float(np.linalg.norm(hy.v))
     if nv == 0:
@@ -1014,16 +1263,22 @@ def _float_errors(S: _Session, hy: _Hyper, Rm: _Region, Rp: _Region, L: _LineRes
     se = math.hypot(_pred_error(S, Pa, tk), _pred_error(S, Pb, tk))
     dt = 3.0 * se / max(ds, 1e-300)
     db = da * float(np.linalg.norm(xk)) + abs(float(hy.a @ L.d)) * dt
+    hy.da, hy.db = da, db
+    _set_errors(hy, dJ / nv)
+
+
+def _set_errors(hy: _Hyper, dv: float) -> None:
+    """err_w and err_v from the raw errors of a, b and the relative error dv of the kink vector."""
     nw = math.hypot(1.0, float(hy.b))
-    hy.err_w = _ERR_SAFETY * math.hypot(da, db) / nw
-    hy.err_v = _ERR_SAFETY * (dJ / nv + da)
+    hy.err_w = _ERR_SAFETY * math.hypot(hy.da, hy.db) / nw
+    hy.err_v = _ERR_SAFETY * (dv + hy.da)
 
 
 def _pred_error(S: _Session, P: _Piece, t: float) -> float:
     """Float mode: the standard error of a weighted least-squares piece's value at t (sample noise ∝ y0 + |y|)."""
     ts = np.array(P.ts, dtype=np.float64)
     Y = np.array(P.ys, dtype=np.float64)
-    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1)) * (1.0 + np.abs(ts) / S.scale)
+    sig = S.eps * (S.y0 + np.max(np.abs(Y), axis=1) + S.g0 * (0.5 * S.scale + np.abs(ts)))
     w = 1.0 / sig**2
     if len(ts) < 2:
         return math.inf
@@ -1093,6 +1348,8 @@ def identify(
         failures: list[str] = []
         for _attempt in range(1 + retries):
             S.overrides = {}
+            S.relocated = set()
+            S.kink_points = []
             try:
                 res = _identify(S, t_start, check_lines, heldout, min_bits, fiber_budget)
             except IdentificationError as exc:
@@ -1130,15 +1387,20 @@ def _identify(
     # a step that crossed a hyperplane corrupts the Jacobian of its region: redo such steps shorter
     H = _repair(S, lines, line_regs, origin, H)
     H = _verify_regions(S, lines, line_regs, origin, H)
+    based = False
     if not S.exact and S.enlarge:
-        # second pass: the hyperplanes are known, so every step can be as long as the region allows
-        cap = 4.0 * float(T0)
-        if _enlarge_steps(S, H, list(regs.values()), cap):
+        # second pass: the hyperplanes are known, so every Jacobian can be measured again with long steps,
+        # along the dual basis of the recovered normals (after the check lines, which may find hyperplanes
+        # the long steps would cross), or, when that basis does not exist, with the longest coordinate steps
+        # the region allows (now)
+        H = _refine_poor(S, H, float(T0), origin)
+        if _step_basis(H) is not None:
+            based = True
+        elif _enlarge_steps(S, H, list(regs.values()), 4.0 * float(T0)):
             H = _rebuild(S, lines, line_regs, origin)
             H = _verify_regions(S, lines, line_regs, origin, H)
-    refined: dict[int, _Hyper] = {}
-    if not S.exact and S.refine and H:
-        H, refined = _refine_worst(S, H, float(T0), origin)
+    if not S.exact and S.refine and H and not based:
+        H, _ = _refine_worst(S, H, float(T0), origin)
     M, e = _affine(S, H, regs[0])
     # consistency on further lines
     checked = 0
@@ -1171,12 +1433,26 @@ def _identify(
         H = _rebuild(S, lines, line_regs, origin)
         H = _repair(S, lines, line_regs, origin, H)
         H = _verify_regions(S, lines, line_regs, origin, H)
-        if not S.exact and S.refine and H:
+        if not S.exact and S.refine and H and not based:
             H, _ = _refine_worst(S, H, float(T0), origin)
+        if not S.exact:
+            keep = _distinct(H)
+            if len(keep) < len(H):
+                origin = [origin[q] for q in keep]
+                H = [H[q] for q in keep]
         M, e = _affine(S, H, regs[0])
         notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
     else:
         raise IdentificationError("no check line could be explained by the recovered network")
+    if based:
+        H = _refine_poor(S, H, float(T0), origin)
+        if _basis_regions(S, H, line_regs):
+            H = _rebuild(S, lines, line_regs, origin)
+            H = _verify_regions(S, lines, line_regs, origin, H)
+            if S.refine:
+                _refine_basis(S, H, origin, max(1, len(H) // 8))
+                _relocate(S, H, origin)
+        M, e = _affine(S, H, regs[0])
     # held-out points
     X = _heldout_points(S, heldout, float(window))
     Y = S.query(X)
@@ -1193,6 +1469,15 @@ def _identify(
     precision = None
     if not S.exact:
         worst = max([max(h.err_w, h.err_v) for h in H], default=S.eps)
+        # never state more than the check lines showed: each kink found there lies on a true hyperplane, which
+        # the nearest recovered one misses by at least its error there (twice the largest such miss)
+        if S.kink_points and H:
+            Xk = np.array(S.kink_points)
+            Ah = np.array([np.asarray(h.a, dtype=np.float64) for h in H])
+            bh = np.array([float(h.b) for h in H])
+            nrm = np.hypot(np.linalg.norm(Ah, axis=1), bh)
+            miss = np.abs(Xk @ Ah.T + bh[None, :]) / nrm[None, :]
+            worst = max(worst, 2.0 * float(np.max(np.min(miss, axis=1))))
         worst = max(worst, S.eps)
         precision = -math.log2(worst)
         if not bool(np.all(diff <= np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y)))):
@@ -1350,14 +1635,14 @@ def _refine(S: _Session, H: list[_Hyper], u: int, cap: float, tries: int = 24) -
     # errors: the Jacobian errors from the noise and steps, and the kink point from the two values
     dG = np.zeros(S.m)
     for R in regs:
-        dG += 2.0 * S.noise(R.F) / np.abs(np.asarray(R.h))
+        dG += 2.0 * S.noise(R.F, float(np.linalg.norm(R.x))) / np.abs(np.asarray(R.h))
     dJ = float(np.sqrt(S.k) * np.linalg.norm(dG))
     nv = float(np.linalg.norm(v_new))
     da = dJ / max(nv, 1e-300)
     dtau = 4.0 * S.noise(Rp.F) / max(float(np.linalg.norm(Jn)), 1e-300) + da * s
     db = da * float(np.linalg.norm(xk)) + dtau
-    new.err_w = _ERR_SAFETY * math.hypot(da, db) / math.hypot(1.0, new.b)
-    new.err_v = _ERR_SAFETY * (dJ / max(nv, 1e-300) + da)
+    new.da, new.db = da, db
+    _set_errors(new, dJ / max(nv, 1e-300))
     return new
 
 
@@ -1381,6 +1666,176 @@ def _refine_worst(
             done[u] = new
             S.overrides[origin[u]] = new
     return out, done
+
+
+def _refine_basis(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]], limit: int) -> int:
+    """Float mode, with the basis of long steps: measure the worst hyperplanes (estimated error above twice
+    the median, at most ``limit`` of them, worst first) a second time, at the point of the hyperplane nearest
+    the origin, where the oracle rounds least: two Jacobians at x± = x₀ ± s n along the basis (2(m + 2)
+    queries), whose jump gives (a, v) again.  The two measurements are averaged with weights 1/error².
+    Returns the number re-measured."""
+    B = _step_basis(H)
+    if B is None or limit <= 0:
+        return 0
+    err = np.array([max(h.err_w, h.err_v) for h in H])
+    med = float(np.median(err))
+    todo = [u for u in np.argsort(-err).tolist() if err[u] > 2.0 * med and H[u].err_w <= _POOR][:limit]
+    if not todo:
+        return 0
+    A = np.array([h.a for h in H], dtype=np.float64)
+    bv = np.array([float(h.b) for h in H])
+    base: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for u in todo:
+        n = A[u] / np.linalg.norm(A[u])
+        x0 = -bv[u] * n / float(np.linalg.norm(A[u]))
+        z = A @ x0 + bv
+        an = A @ n
+        z[u], an[u] = np.inf, 1.0
+        s_max = float(np.min(np.abs(z) / np.maximum(np.abs(an), 1e-300)))
+        s = min(0.5 * s_max, 2.0**-4 * S.scale)
+        base += [(x0 + s * n, None), (x0 - s * n, None)]
+    regs = _measure_basis(S, B, base, _BASIS_STEP)
+    count = 0
+    for q, u in enumerate(todo):
+        Rp, Rm = regs[2 * q], regs[2 * q + 1]
+        if Rp is None or Rm is None:
+            continue
+        old = H[u]
+        J = np.asarray(Rp.jacobian() - Rm.jacobian(), dtype=np.float64)
+        _U, _sv, Vt = np.linalg.svd(J, full_matrices=False)
+        a2 = Vt[0] if float(Vt[0] @ old.a) > 0 else -Vt[0]
+        v2 = J @ a2
+        nv = float(np.linalg.norm(v2))
+        if nv == 0:
+            continue
+        dJ = float(np.sqrt(S.k) * np.linalg.norm(Rp.step_errors(S) + Rm.step_errors(S)))
+        da2 = dJ / nv
+        da1 = max(old.da, 1e-300)
+        dv1 = old.err_v / _ERR_SAFETY - old.da
+        w1, w2 = 1.0 / da1**2, 1.0 / da2**2
+        a = (w1 * np.asarray(old.a, dtype=np.float64) + w2 * a2) / (w1 + w2)
+        a /= np.linalg.norm(a)
+        wv1, wv2 = 1.0 / max(dv1, 1e-300) ** 2, 1.0 / da2**2
+        v = (wv1 * np.asarray(old.v, dtype=np.float64) + wv2 * v2) / (wv1 + wv2)
+        # b: the old hyperplane's point nearest the origin stays on the new one
+        x0 = -float(old.b) * np.asarray(old.a, dtype=np.float64)
+        new = _Hyper(a, -float(a @ x0), v, rank_gap=old.rank_gap)
+        new.da = 1.0 / math.sqrt(w1 + w2)
+        new.db = old.db + new.da * float(np.linalg.norm(x0))  # b = −a·x₀ inherits the error of a
+        _set_errors(new, 1.0 / math.sqrt(wv1 + wv2))
+        H[u] = new
+        S.overrides[origin[u]] = new
+        count += 1
+    return count
+
+
+def _relocate(S: _Session, H: list[_Hyper], origin: list[tuple[int, int]]) -> int:
+    """Float mode: the offset b of every hyperplane (not yet relocated) again, from a short line along its
+    normal through its point nearest the origin: three values on each side of the crossing (no other
+    recovered hyperplane crosses that segment) give two linear pieces, which meet at the crossing t*, and one
+    query at t* confirms it.  On the line through the far point where a search line crossed it, the error of
+    the normal times that distance would enter b; here the point is nearest the origin and the slope jump is
+    the largest any line sees (‖κ‖).  7 queries each.  Returns the number relocated."""
+    todo = [u for u in range(len(H)) if origin[u] not in S.relocated]
+    if not todo:
+        return 0
+    A = np.array([h.a for h in H], dtype=np.float64)
+    bv = np.array([float(h.b) for h in H])
+    frac = np.array([-1.0, -2.0 / 3, -1.0 / 3, 1.0 / 3, 2.0 / 3, 1.0])
+    plan = []
+    for u in todo:
+        na = float(np.linalg.norm(A[u]))
+        n = A[u] / na
+        x0 = -bv[u] * n / na
+        z = A @ x0 + bv
+        an = A @ n
+        z[u], an[u] = np.inf, 1.0
+        delta = min(S.scale, 0.45 * float(np.min(np.abs(z) / np.maximum(np.abs(an), 1e-300))))
+        if delta > 1e-6 * S.scale:
+            plan.append((u, x0, n, na, delta))
+    if not plan:
+        return 0
+    Y = S.query(np.concatenate([x0[None, :] + (delta * frac)[:, None] * n[None, :] for _u, x0, n, _na, delta in plan]))
+    fits = []
+    for q, (u, x0, n, na, delta) in enumerate(plan):
+        ys = Y[6 * q : 6 * q + 6]
+        ts = delta * frac
+        sides = []
+        ok = True
+        for sl in (slice(0, 3), slice(3, 6)):
+            t3, y3 = ts[sl], ys[sl]
+            tm = float(t3.mean())
+            sl_ = ((t3 - tm) @ (y3 - y3.mean(axis=0))) / float(((t3 - tm) ** 2).sum())
+            c = y3.mean(axis=0) - sl_ * tm
+            res = float(np.max(np.abs(y3 - (c + np.outer(t3, sl_)))))
+            ok = ok and res <= S.tol(y3[1], float(np.linalg.norm(x0)) + delta)
+            sides.append((c, sl_))
+        (c1, s1), (c2, s2) = sides
+        ds = s2 - s1
+        den = float(ds @ ds)
+        tstar = float((c1 - c2) @ ds) / den if den > 0 else math.inf
+        if ok and abs(tstar) < delta / 3:
+            fits.append((u, x0, n, na, delta, c1, s1, c2, s2, tstar))
+    if not fits:
+        return 0
+    Yc = S.query(np.array([x0 + t * n for _u, x0, n, _na, _d, _c1, _s1, _c2, _s2, t in fits]))
+    count = 0
+    for (u, x0, _n, na, delta, c1, s1, c2, s2, tstar), y in zip(fits, Yc, strict=True):
+        S.relocated.add(origin[u])
+        xn = float(np.linalg.norm(x0))
+        tol = S.tol(y, xn + delta)
+        if max(float(np.max(np.abs(y - (c1 + s1 * tstar)))), float(np.max(np.abs(y - (c2 + s2 * tstar))))) > tol:
+            continue
+        old = H[u]
+        # the fitted value at t* errs by about 1.5 noise levels on each side (three points, extrapolated)
+        dt = 3.0 * 1.5 * S.noise(y, xn + delta) / math.sqrt(float((s2 - s1) @ (s2 - s1)))
+        new = dataclasses.replace(old, b=float(old.b) - tstar * na)
+        new.db = (old.da * xn + dt) * na
+        _set_errors(new, old.err_v / _ERR_SAFETY - old.da)
+        H[u] = new
+        S.overrides[origin[u]] = new
+        count += 1
+    return count
+
+
+def _refine_poor(S: _Session, H: list[_Hyper], T0: float, origin: list[tuple[int, int]]) -> list[_Hyper]:
+    """Float mode: re-measure (see :func:`_refine`) the hyperplanes too imprecise to take part in the basis of
+    long steps (estimated error above 2^-16: a small kink between two close ones on its line), at most a
+    quarter of them."""
+    out = list(H)
+    poor = sorted((u for u in range(len(H)) if H[u].err_w > _POOR), key=lambda u: -H[u].err_w)
+    for u in poor[: max(1, len(H) // 4)]:
+        new = _refine(S, out, u, 4.0 * T0)
+        if new is not None and max(new.err_w, new.err_v) < max(out[u].err_w, out[u].err_v):
+            out[u] = new
+            S.overrides[origin[u]] = new
+    return out
+
+
+def _distinct(H: list[_Hyper]) -> list[int]:
+    """Float mode: the hyperplanes to keep when one kink class was recovered twice (on two lines, the first
+    copy too imprecise for its predicted crossing to explain the kink on the second): two recovered neurons
+    whose unit hyperplanes (a, b)/‖(a, b)‖ and kinks v·‖(a, b)‖ agree, up to sign, within twice the sum of
+    their estimated errors are one class; the more precise copy stays."""
+    if len(H) < 2:
+        return list(range(len(H)))
+    W = np.array([np.concatenate([np.asarray(h.a, dtype=np.float64), [float(h.b)]]) for h in H])
+    nw = np.linalg.norm(W, axis=1)
+    W /= nw[:, None]
+    K = np.array([np.asarray(h.v, dtype=np.float64) for h in H]) * nw[:, None]  # the kinks v·‖(a, b)‖
+    err = np.array([max(h.err_w, h.err_v) for h in H])
+    drop: set[int] = set()
+    for i in range(len(H)):
+        for j in range(i + 1, len(H)):
+            if i in drop or j in drop:
+                continue
+            for sg in (1.0, -1.0):
+                dist = float(np.linalg.norm(W[i] - sg * W[j]))
+                kv = float(np.linalg.norm(K[i] - sg * K[j])) / max(float(np.linalg.norm(K[i])), 1e-300)
+                if dist <= 2.0 * (H[i].err_w + H[j].err_w) and kv <= 2.0 * (H[i].err_v + H[j].err_v):
+                    drop.add(j if err[j] >= err[i] else i)
+                    break
+    return [q for q in range(len(H)) if q not in drop]
 
 
 def _rebuild(
@@ -1426,11 +1881,17 @@ def _compare_line(
     new: list[int] = []
     used = set()
     ok = True
+    merged: list[tuple[int, int, float]] = []
     for u, t in enumerate(L.kinks):
         jump = L.pieces[u + 1].s - L.pieces[u].s
         hit = None
         best = math.inf
-        for q, (tq, _jq, tol_t, _tj) in enumerate(pred):
+        tol_meas = 0.0
+        if not S.exact:
+            Pa, Pb = L.pieces[u], L.pieces[u + 1]
+            span = max(min(float(Pa.hi - Pa.lo), float(Pb.hi - Pb.lo)), 1e-300)
+            tol_meas = 2.0 * _TOL_FACTOR * S.noise(Pa.at(t), float(t)) / span  # slope error of the line pieces
+        for q, (tq, jq, tol_t, tj) in enumerate(pred):
             if q in used:
                 continue
             if S.exact:
@@ -1438,23 +1899,45 @@ def _compare_line(
                     hit = q
                     break
             else:
+                # the nearest predicted crossing, in units of its tolerance, among those whose slope jump fits
+                # (an imprecise hyperplane's wide tolerance must not take the kink of a precise one nearby)
                 dist = abs(float(tq) - float(t))
-                if dist <= tol_t and dist / tol_t < best:
-                    hit, best = q, dist / tol_t
+                dj = float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) / (tj + tol_meas)
+                score = max(dist / tol_t, dj) if dj <= 1.0 else 2.0 + dist / tol_t
+                if dist <= tol_t and score < best:
+                    hit, best = q, score
         if hit is None:
             new.append(u)
             continue
         used.add(hit)
         jq, tol_j = pred[hit][1], pred[hit][3]
+        if not S.exact:
+            # a true hyperplane passes through the kink found (up to its location error, far smaller)
+            S.kink_points.append(np.asarray(p, dtype=np.float64) + float(t) * np.asarray(d, dtype=np.float64))
         if S.exact:
             if not all(x == y for x, y in zip(jq.tolist(), jump.tolist(), strict=True)):
                 ok = False
-        else:
-            Pa, Pb = L.pieces[u], L.pieces[u + 1]
-            span = max(min(float(Pa.hi - Pa.lo), float(Pb.hi - Pb.lo)), 1e-300)
-            tol_meas = 2.0 * _TOL_FACTOR * S.noise(Pa.at(t), float(t)) / span  # slope error of the line pieces
-            if float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
+        elif float(np.linalg.norm(np.asarray(jq - jump, dtype=np.float64))) > tol_j + tol_meas:
+            merged.append((u, hit, tol_meas))
+    if merged:
+        # float mode: two hyperplanes that cross the line closer together than the oracle's precision resolves
+        # make one kink there, with the sum of their slope jumps
+        for u, hit, tol_meas in merged:
+            t = float(L.kinks[u])
+            jump = np.asarray(L.pieces[u + 1].s - L.pieces[u].s, dtype=np.float64)
+            jq, tj, tt = np.asarray(pred[hit][1], dtype=np.float64), pred[hit][3], pred[hit][2]
+            pair = None
+            for q, (tq2, jq2, tol_t2, tj2) in enumerate(pred):
+                if q in used or abs(float(tq2) - t) > tol_t2 + tt:
+                    continue
+                both = jq + np.asarray(jq2, dtype=np.float64)
+                if float(np.linalg.norm(both - jump)) <= tj + tj2 + tol_meas:
+                    pair = q
+                    break
+            if pair is None:
                 ok = False
+            else:
+                used.add(pair)
     lo, hi = L.lo, L.hi
     stale: set[int] = set()
     if not S.exact:
@@ -1574,11 +2057,12 @@ def _build_network(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray) -
         S_set = np.round(coef)
         resid = Mf.ravel() + rows @ S_set
         scale_m = max(float(np.abs(rows).max()), 1e-300)
+        worst = max(max(float(h.err_w), float(h.err_v)) for h in H)  # the residual the estimated errors allow
         if (
             len(H) <= k * m
             and bool(np.all((S_set == 0) | (S_set == 1)))
             and float(np.max(np.abs(coef - S_set))) < 0.25
-            and float(np.max(np.abs(resid))) <= 1e-6 * scale_m
+            and float(np.max(np.abs(resid))) <= max(1e-6, 64.0 * len(H) * worst) * scale_m
         ):
             flipped = S_set == 1
             c = c + V[:, flipped] @ b[flipped]
