@@ -405,7 +405,8 @@ def _class_key(h: HyperplaneClasses, j: int) -> np.ndarray:
     if row.dtype == object:
         lam = to_fraction(h.lam[i])
         return float_key(np.array([to_fraction(x) / lam for x in row.tolist()], dtype=object))
-    return row.astype(np.float64) / float(h.lam[i]) + 0.0
+    with np.errstate(over="ignore"):  # subnormal λ: an infinite key, which the caller screens out
+        return row.astype(np.float64) / float(h.lam[i]) + 0.0
 
 
 def _sparse_differs(net1: Network, net2: Network, x: dict[int, Fraction]) -> Counterexample | None:
