@@ -1033,7 +1033,7 @@ def run_census_table(
 
     import pyarrow as pa
 
-    from ._zoo._jobs import PartsFolder, execute, write_parquet
+    from ._zoo._jobs import PartsFolder, execute, write_outputs
     from .errors import InvalidNetworkError
 
     description = spec.describe()
@@ -1084,16 +1084,7 @@ def run_census_table(
     summary = _census_summary(spec, raw)
     meta = {"schema": TABLE_SCHEMA, "job": json.dumps(description, sort_keys=True)}
     table = raw.drop_columns(["_key"]).cast(_table_schema(private=False, metadata=meta))
-    summary_path = None
-    if out is not None:
-        from ._fileio import atomic_write
-
-        write_parquet(table, out)
-        summary_path = out.with_name(out.stem + ".summary.json")
-        text = (json.dumps(summary, indent=1) + "\n").encode()
-        atomic_write(summary_path, lambda fh: fh.write(text))
-        if parts is not None:
-            parts.remove()
+    summary_path = write_outputs(table, summary, out, parts) if out is not None else None
     return CensusTable(spec, table, summary, out, summary_path)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from .._fileio import atomic_path, atomic_write
 from ..errors import InvalidNetworkError
 
-__all__ = ["PartsFolder", "execute", "part_name", "write_parquet"]
+__all__ = ["PartsFolder", "execute", "part_name", "write_outputs", "write_parquet"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -136,6 +136,18 @@ def write_parquet(table: Any, path: Path) -> None:
 
     with atomic_path(path) as tmp:
         pq.write_table(table, str(tmp))
+
+
+def write_outputs(table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None) -> Path:
+    """The end of a job: the table written atomically to ``out``, its summary as ``OUT.summary.json`` beside it
+    (atomically too), then the parts folder removed.  Returns the summary's path."""
+    write_parquet(table, out)
+    summary_path = out.with_name(out.stem + ".summary.json")
+    text = (json.dumps(summary, indent=1) + "\n").encode()
+    atomic_write(summary_path, lambda fh: fh.write(text))
+    if parts is not None:
+        parts.remove()
+    return summary_path
 
 
 class PartsFolder:

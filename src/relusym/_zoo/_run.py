@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .._fileio import atomic_write
 from .._network import Network
 from .._progress import progress
 from .._rng import as_generator
 from ..errors import BudgetExceededError, InvalidNetworkError
 from ._digest import network_digest, stack_digests
-from ._jobs import PartsFolder, execute, write_parquet
+from ._jobs import PartsFolder, execute, write_outputs
 from ._sources import Chunk, Item, plan_chunks, read_chunk
 
 __all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
@@ -323,14 +322,7 @@ def run_job(
     schema = _schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = _finish(raw, chunks, options)
-    summary_path = None
-    if out is not None:
-        write_parquet(table, out)
-        summary_path = out.with_name(out.stem + ".summary.json")
-        text = (json.dumps(summary, indent=1) + "\n").encode()
-        atomic_write(summary_path, lambda fh: fh.write(text))
-        if parts is not None:
-            parts.remove()
+    summary_path = write_outputs(table, summary, out, parts) if out is not None else None
     return ZooResult(table, summary, out, summary_path)
 
 
