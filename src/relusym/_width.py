@@ -20,7 +20,6 @@ the network's own configuration are used, and the answer may be "undecided withi
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ import numpy as np
 from . import _linalg as linalg
 from ._analysis import Analysis, KinkData, Vec
 from ._configurations import Configuration, configurations, kink_neurons, own_configuration
-from ._group import Symmetry
 from ._network import Network, NeuronType
 from ._normal_form import HyperplaneClasses, normal_form
 from ._numbers import common_denominator, exactly_in_dtype, to_fraction
@@ -433,48 +431,6 @@ def _merged_float_columns(
 def _as_dtype(values: list[Fraction], like: Network) -> Any:
     fit = exactly_in_dtype(values, like.c.dtype)
     return values if fit is None else fit
-
-
-def _class_a_minimal(net: Network, hc: HyperplaneClasses, keep_scales: bool) -> MinimalNetwork:
-    """CMN of a large class-A network whose flip sets are certified trivial (so S_θ is the only minimizer):
-    each neuron rescaled by 1/|λ_i| (its kink κ = |λ_i| v_i, its row ±û) and the neurons sorted by exact û;
-    the output bias is θ's.  With ``keep_scales`` only the sorting (θ's own float weights)."""
-    order = _exact_class_order(hc)
-    n = net.n
-    perm = [0] * n
-    for slot, i in enumerate(order):
-        perm[i] = slot
-    if keep_scales:
-        out = Symmetry(perm).act(net)
-    else:
-        lam = [abs(to_fraction(x)) for x in hc.lam.tolist()]
-        out = Symmetry(perm, [1 / x for x in lam]).act(net)
-    S = tuple(sorted(slot for slot, i in enumerate(order) if hc.lam[i] < 0))
-    return MinimalNetwork(out, n, not keep_scales, Configuration(S, (), 0, 0), None)
-
-
-def _exact_class_order(hc: HyperplaneClasses) -> list[int]:
-    """The neurons of a class-A network sorted by their exact û (lexicographically): float keys first
-    (correctly rounded, so monotone), then every adjacent pair compared exactly; a full exact sort if any pair
-    is out of order."""
-    keys = hc.keys[hc.label]
-    order = [int(i) for i in (np.lexsort(keys.T[::-1]) if len(keys) else [])]
-
-    def u(i: int) -> tuple[Fraction, ...]:
-        lam = to_fraction(hc.lam[i])
-        return tuple(to_fraction(x) / lam for x in hc.row(i).tolist())
-
-    def less(i: int, j: int) -> bool:
-        lam_i, lam_j = to_fraction(hc.lam[i]), to_fraction(hc.lam[j])
-        for x, y in zip(hc.row(i).tolist(), hc.row(j).tolist(), strict=True):
-            xi, yj = to_fraction(x) / lam_i, to_fraction(y) / lam_j
-            if xi != yj:
-                return xi < yj
-        return False
-
-    if all(less(i, j) for i, j in itertools.pairwise(order)):
-        return order
-    return sorted(range(len(hc.lam)), key=u)  # pragma: no cover - float keys misordered (ties)
 
 
 def _rescale_like(neurons: list[tuple[Vec, Vec, Fraction]], hc: HyperplaneClasses) -> list[tuple[Vec, Vec, Fraction]]:
