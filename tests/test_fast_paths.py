@@ -73,6 +73,43 @@ def test_counterexamples_are_verified_by_the_oracle(seed, how):
             assert eval_oracle(*lists(net), x) == eval_oracle(*lists(other), x)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_one_ulp_off_the_pivot_is_shown_on_the_fast_path(monkeypatch_module, seed):
+    """A one-ulp change of a non-pivot weight a_ij moves û only in coordinate j: the two kinks coincide on
+    {x_j = 0}, so the line through the crossing must move x_j.  The counterexample must come from the three
+    dyadic points around the crossing, never from the general fallback, and be verified by the oracle."""
+    rng = np.random.default_rng(seed)
+    m, n, k = int(rng.integers(2, 40)), int(rng.integers(1, 60)), int(rng.integers(1, 4))
+    net = random_f32(rng, m, n, k)
+    A = np.array(net.A, copy=True)
+    i, j = int(rng.integers(n)), int(rng.integers(1, m))  # column 0 is the pivot of a nonzero row
+    A[i, j] = np.nextafter(A[i, j], np.float32(np.inf))
+    other = Network(net.V, A, net.b, net.c)
+    v = equivalent(net, other)
+    if bool(v):  # the neuron carries no kink (v_i = 0 to float32): nothing to show
+        assert not net.V[:, i].any()
+        return
+    x = v.counterexample.x
+    assert eval_oracle(*lists(net), x) != eval_oracle(*lists(other), x)
+    assert x[j] != 0
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """The general counterexample search made to fail, for the tests that must never reach it."""
+    from relusym import _equivalence
+
+    mp = pytest.MonkeyPatch()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("reached the general counterexample search")
+
+    mp.setattr(_equivalence, "_counterexample_general", refuse)
+    yield mp
+    mp.undo()
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([np.float16, np.float32, np.float64, object]))
 def test_sparse_evaluation_is_exact(seed, dtype):

@@ -339,13 +339,40 @@ def counterexample(
             raise AssertionError("affine difference not confirmed by exact evaluation")
         return ce
     rng = _random.Random(seed)
+    by_side: dict[int, list[int]] = {1: [], 2: []}
+    for side, j in diff.kink_classes:
+        by_side[side].append(j)
     for side, j in diff.kink_classes[:8]:
-        h = h1 if side == 1 else h2
+        h, other = (h1, h2) if side == 1 else (h2, h1)
+        hint = _differing_coordinates(h, j, other, by_side[3 - side][:64])
         for attempt in range(12):
-            ce = _around_crossing(net1, net2, h, j, rng, attempt)
+            ce = _around_crossing(net1, net2, h, j, rng, attempt, hint)
             if ce is not None:
                 return ce
     return _counterexample_general(net1, net2, h1, h2, diff, seed=seed)  # pragma: no cover - degenerate
+
+
+def _differing_coordinates(h: HyperplaneClasses, j: int, other: HyperplaneClasses, candidates: list[int]) -> list[int]:
+    """The input coordinates in which û_j differs from the nearest (in float keys) of the other network's
+    classes ``candidates``.  When two classes differ only in coordinates c ∈ C, their kinks coincide on the
+    subspace {x_c = 0 for c ∈ C}, so a line that keeps those coordinates 0 cannot show the difference: the
+    line must move them (a one-ulp change of one weight is the common case)."""
+    if not candidates:
+        return []
+    kj = _class_key(h, j)
+    if not np.all(np.isfinite(kj)):
+        return []
+    best: np.ndarray | None = None
+    best_d = math.inf
+    for j2 in candidates:
+        k2 = _class_key(other, j2)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = float(np.abs(kj - k2).sum())
+        if d < best_d:
+            best, best_d = k2, d
+    if best is None:
+        return []
+    return [int(c) for c in np.nonzero(kj[: h.m] != best[: h.m])[0]]
 
 
 def _float_col(x: np.ndarray) -> np.ndarray:
@@ -353,9 +380,16 @@ def _float_col(x: np.ndarray) -> np.ndarray:
 
 
 def _around_crossing(
-    net1: Network, net2: Network, h: HyperplaneClasses, j: int, rng: _random.Random, attempt: int
+    net1: Network,
+    net2: Network,
+    h: HyperplaneClasses,
+    j: int,
+    rng: _random.Random,
+    attempt: int,
+    hint: list[int] | None = None,
 ) -> Counterexample | None:
-    """Three dyadic points on a line along e_p crossing the hyperplane of class j (see counterexample)."""
+    """Three dyadic points on a line along e_p crossing the hyperplane of class j (see counterexample); the base
+    point is nonzero in up to three of the ``hint`` coordinates (see :func:`_differing_coordinates`)."""
     m = h.m
     key = h.keys[j] if "keys" in h.__dict__ else _class_key(h, j)  # û_j correctly rounded; α̂_p = 1 exactly
     if not np.all(np.isfinite(key)):
@@ -365,9 +399,12 @@ def _around_crossing(
         return None
     others = [c for c in range(m) if c != p]
     x0: dict[int, Fraction] = {}
+    moved = [c for c in (hint or []) if c != p]
+    for c in rng.sample(moved, min(len(moved), 1 + attempt % 3)):
+        x0[c] = Fraction(rng.choice((-1, 1)) * rng.randint(1, 8), 1 << rng.randint(0, 3))
     if attempt and others:
         for c in rng.sample(others, min(len(others), 1 + attempt % 3)):
-            x0[c] = Fraction(rng.randint(-8, 8), 1 << rng.randint(0, 3))
+            x0.setdefault(c, Fraction(rng.randint(-8, 8), 1 << rng.randint(0, 3)))
     # the crossing t* = −(β̂ + Σ α̂_c x0_c) and every neuron's crossing along the line, in float64 (screen only)
     t_star = -(key[m] + sum(key[c] * float(v) for c, v in x0.items()))
     if not np.isfinite(t_star):
