@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import numpy as np
+
 
 def relu(t: Fraction) -> Fraction:
     return t if t > 0 else Fraction(0)
@@ -91,9 +93,27 @@ def _canon(vec):
     return tuple(Fraction(x) / lead for x in vec)
 
 
-def nf_data(V, A, b, c):
-    """NF = (K, M, e) of a network given as plain lists, by the definition: K a dict û → κ (κ ≠ 0)."""
-    k, n, m = len(V), len(b), len(A[0]) if A else 0
+def exact_lists(V, A, b, c):
+    """(V, A, b, c) of any dtype (float16/32/64, ints, Fractions) as plain nested lists of exact Fractions."""
+
+    def fr(x):  # numpy floats (float16 included) at their exact binary value; ints, Fractions, strings as given
+        return Fraction(float(x)) if isinstance(x, (float, np.floating)) else Fraction(x)
+
+    def rows(x):
+        return [[fr(y) for y in row] for row in x]
+
+    return rows(_tolist(V)), rows(_tolist(A)), [fr(y) for y in _tolist(b)], [fr(y) for y in _tolist(c)]
+
+
+def _tolist(x):
+    return x.tolist() if hasattr(x, "tolist") else list(x)
+
+
+def nf_data(V, A, b, c, m=None):
+    """NF = (K, M, e) of a network given as plain lists, by the definition: K a dict û → κ (κ ≠ 0); ``m`` is
+    needed when there is no neuron (n = 0)."""
+    k, n = len(V), len(b)
+    m = m if m is not None else len(A[0]) if A else 0
     kink, M, e = {}, [[Fraction(0)] * m for _ in range(k)], [Fraction(x) for x in c]
     for i in range(n):
         v = [Fraction(V[r][i]) for r in range(k)]

@@ -21,6 +21,8 @@ from relusym import Network, Symmetry, equivalent, flip, normal_form, prune
 from relusym._digest import reference_digest
 from relusym.errors import BudgetExceededError
 
+from oracles import exact_lists, nf_data
+
 RECORDED = json.loads((DATA / "digests.json").read_text())["networks"]
 
 
@@ -60,35 +62,9 @@ def test_e1_to_e16_are_all_recorded(spec):
 
 
 def exact_normal_form(V: Any, A: Any, b: Any, c: Any) -> tuple[int, int, dict, list, list]:
-    """(m, k, {û: κ_û}, M, e) computed neuron by neuron in Fractions."""
-    Vf = [[Fraction(x) for x in row] for row in np.asarray(V, dtype=object).tolist()]
-    Af = [[Fraction(x) for x in row] for row in np.asarray(A, dtype=object).tolist()]
-    bf = [Fraction(x) for x in np.asarray(b, dtype=object).tolist()]
-    cf = [Fraction(x) for x in np.asarray(c, dtype=object).tolist()]
-    k, n, m = len(Vf), len(bf), np.asarray(A).shape[1]
-    kinks: dict[tuple[Fraction, ...], list[Fraction]] = {}
-    M = [[Fraction(0)] * m for _ in range(k)]
-    e = list(cf)
-    for i in range(n):
-        v = [Vf[r][i] for r in range(k)]
-        if not any(v):
-            continue
-        a = Af[i]
-        if not any(a):
-            if bf[i] > 0:
-                e = [x + bf[i] * y for x, y in zip(e, v, strict=True)]
-            continue
-        lam = next(x for x in a if x != 0)
-        u = tuple(x / lam for x in [*a, bf[i]])
-        kap = kinks.setdefault(u, [Fraction(0)] * k)
-        for r in range(k):
-            kap[r] += abs(lam) * v[r]
-        if lam < 0:
-            for r in range(k):
-                for j in range(m):
-                    M[r][j] += v[r] * a[j]
-                e[r] += bf[i] * v[r]
-    return m, k, {u: kap for u, kap in kinks.items() if any(kap)}, M, e
+    """(m, k, {û: κ_û}, M, e) by the definition, neuron by neuron in Fractions (the oracle ``nf_data``)."""
+    K, M, e = nf_data(*exact_lists(V, A, b, c), m=np.asarray(A).shape[1])
+    return np.asarray(A).shape[1], np.asarray(V).shape[0], K, M, e
 
 
 def _int_block(xs: list[int]) -> bytes:

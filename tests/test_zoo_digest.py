@@ -30,6 +30,8 @@ from relusym._digest import (
 )
 from relusym._zoo._digest import stack_digests
 
+from oracles import exact_lists, nf_data
+
 
 def expected_digest(net: Network) -> str:
     """The definition from the exact normal form (what ``normal_form(net).digest()`` returns under relusym.nf/2)."""
@@ -48,40 +50,10 @@ def _expected(V: Any, A: Any, b: Any, c: Any) -> list[str | None]:
 
 
 def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
-    """(K, M, e) computed neuron by neuron in Fractions, then hashed by the definition: κ_û = Σ |λ_i| v_i over
-    the neurons of the class û = w_i/λ_i (λ_i the first nonzero entry of a_i), M = Σ_{λ_i<0} v_i a_iᵀ,
-    e = c + Σ_{a_i=0, b_i>0} b_i v_i + Σ_{λ_i<0} b_i v_i."""
-
-    def fr(x: Any) -> Fraction:
-        return x if isinstance(x, Fraction) else Fraction(float(x))
-
-    Vf = [[fr(x) for x in row] for row in np.asarray(V, dtype=object).tolist()]
-    Af = [[fr(x) for x in row] for row in np.asarray(A, dtype=object).tolist()]
-    bf = [fr(x) for x in np.asarray(b, dtype=object).tolist()]
-    cf = [fr(x) for x in np.asarray(c, dtype=object).tolist()]
-    k, n, m = len(Vf), len(bf), np.asarray(A).shape[1]
-    kinks: dict[tuple[Fraction, ...], list[Fraction]] = {}
-    M = [[Fraction(0)] * m for _ in range(k)]
-    e = list(cf)
-    for i in range(n):
-        v = [Vf[r][i] for r in range(k)]
-        a = Af[i]
-        if not any(a):
-            if bf[i] > 0:
-                e = [x + bf[i] * y for x, y in zip(e, v, strict=True)]
-            continue
-        lam = next(x for x in a if x != 0)
-        u = tuple(x / lam for x in [*a, bf[i]])
-        kap = kinks.setdefault(u, [Fraction(0)] * k)
-        for r in range(k):
-            kap[r] += abs(lam) * v[r]
-        if lam < 0:
-            for r in range(k):
-                for j in range(m):
-                    M[r][j] += v[r] * a[j]
-                e[r] += bf[i] * v[r]
-    K = [(u, kap) for u, kap in kinks.items() if any(kap)]
-    return reference_digest(m, k, K, M, e)
+    """(K, M, e) computed neuron by neuron in Fractions by the definition (the oracle ``nf_data``), then hashed by
+    the definition of the digest."""
+    K, M, e = nf_data(*exact_lists(V, A, b, c), m=np.asarray(A).shape[1])
+    return reference_digest(np.asarray(A).shape[1], np.asarray(V).shape[0], list(K.items()), M, e)
 
 
 def structured_stack(
