@@ -17,7 +17,10 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 # bottom to top; a module may import modules of its own layer or of layers below (never above)
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations", {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits", "_display"}),
+    (
+        "foundations",
+        {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits", "_display", "_threads"},
+    ),
     ("exact arithmetic", {"_numbers", "_linalg", "_decimal"}),
     ("the parameter", {"_network"}),
     ("group and normal form", {"_group", "_normal_form", "_nf_export", "_digest", "_analysis"}),

@@ -10,6 +10,7 @@ import math
 import struct
 from fractions import Fraction
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from relusym import Network, Symmetry, equivalent, flip, normal_form, prune
+from relusym import Network, Symmetry, _normal_form, equivalent, flip, normal_form, prune
 from relusym._digest import reference_digest
 from relusym.errors import BudgetExceededError
 
@@ -179,12 +180,15 @@ def float_networks(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(float_networks())
-def test_vectorized_digest_equals_the_definition_on_float_networks(arrays):
+@given(float_networks(), st.booleans())
+def test_vectorized_digest_equals_the_definition_on_float_networks(arrays, threaded):
     V, A, b, c = arrays
     net = Network(V, A, b, c, m=A.shape[1])
     nf = normal_form(net)
-    assert nf.digest() == definition_digest(V, A, b, c)
+    # large networks are encoded by two threads (the affine part in a worker, which then hashes the hyperplane
+    # block as the caller packs it): forced here on the small ones too
+    with mock.patch.object(_normal_form, "_THREADED_ENTRIES", 0 if threaded else 2**62):
+        assert nf.digest() == definition_digest(V, A, b, c)
     # byte for byte, and the digest is the hash of those bytes (hashed while they are built, in another thread)
     assert nf.digest_bytes() == definition_bytes(*exact_normal_form(V, A, b, c))
     assert hashlib.sha256(nf.digest_bytes()).hexdigest() == nf.digest()
@@ -214,6 +218,31 @@ def test_digest_is_invariant_under_the_symmetries_and_flips(arrays, seed):
         assert normal_form(pair).digest() == d
         flipped = flip(pair, [net.n, net.n + 1])
         assert equivalent(pair, flipped) and normal_form(flipped).digest() == d
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_rows_that_tie_on_their_leading_entries(dtype):
+    # the encoder orders the rows by their first two entries and computes whole only the rows that tie on
+    # them: many rows across chunks whose leading entries are 0 or equal, equal magnitudes with other signs,
+    # and (float64) rows of 57 to 63 bits, written in 8 bytes an entry; threaded and not, against the definition
+    rng = np.random.default_rng(11)
+    n, m = 420, 4
+    A = rng.integers(-6, 7, size=(n, m)).astype(np.float64)
+    A[:150, :2] = 0.0  # ties on both keys
+    A[150:220, 0] = 3.0  # ties on the first key
+    A[220:260] = A[160:200] * np.array([1.0, 1.0, -1.0, 1.0])  # equal magnitudes, other signs
+    A[260:300] = A[160:200] * 4.0  # the same classes again (classes are merged before the encoder)
+    if dtype == np.float64:  # odd 53-bit mantissas spread over 10 bits: rows of up to 63 bits
+        A[300:] = (rng.integers(2**52, 2**53, size=(n - 300, m)) | 1) * 2.0 ** rng.integers(-5, 6, size=(n - 300, m))
+    A[np.all(A == 0, axis=1), m - 1] = 1.0
+    b = rng.integers(-3, 4, size=n).astype(np.float64)
+    V = rng.standard_normal((2, n))
+    arrays = [x.astype(dtype) for x in (V, A, b, rng.standard_normal(2))]
+    net = Network(*arrays, m=m)
+    want = definition_digest(*arrays)
+    for entries in (0, 2**62):
+        with mock.patch.object(_normal_form, "_THREADED_ENTRIES", entries):
+            assert normal_form(net).digest() == want
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -326,10 +355,16 @@ def test_the_normal_form_on_a_domain_hashes_its_json_form():
     assert hashlib.sha256(text).hexdigest() == nf.digest() != normal_form(net).digest()
 
 
+@pytest.mark.parametrize("sub_entries", [None, 64])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_exact_digit_product_over_several_blocks(dtype):
-    # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions
+def test_exact_digit_product_over_several_blocks(dtype, sub_entries, monkeypatch):
+    # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions; and
+    # with BLAS calls on a few rows at a time (sub-blocks summed in float64: exact below 2^53)
+    from relusym import _numbers
     from relusym._numbers import digits_to_ints, exact_matmul_digits, normalize_digits
+
+    if sub_entries:
+        monkeypatch.setattr(_numbers, "_SUB_ENTRIES", sub_entries)
 
     rng = np.random.default_rng(3)
     n = 9000

@@ -272,12 +272,13 @@ def _row_gcd(mag: np.ndarray) -> np.ndarray:
 
 
 def _le_bytes(vals: np.ndarray, w: int) -> np.ndarray:
-    """uint64 values (each below 2^(8w)) as their w low bytes each, little-endian, in one contiguous array: a
+    """uint64 values (each below 2^(8w)) as their w low bytes each, little-endian, in one new contiguous array
+    (never a view of ``vals``, which the caller may overwrite while a consumer still reads the result): a
     record of fields of 4, 2 and 1 bytes at offsets 0, 4, 6 (those that w needs), each assigned the value
     shifted down by its offset (the assignment keeps the low bytes)."""
     v = np.ascontiguousarray(vals, dtype=np.uint64).ravel()
     if w == 8:
-        return v.astype("<u8", copy=False)
+        return v.astype("<u8", copy=True)
     fields, off = [], 0
     for size in (4, 2, 1):
         if w - off >= size:
@@ -291,6 +292,8 @@ def _le_bytes(vals: np.ndarray, w: int) -> np.ndarray:
 
 
 _ROWS = 128  # rows per chunk of the hyperplane encoder: its working set stays in cache
+_PRECISION = {2: 11, 4: 24, 8: 53}  # significand bits of float16, float32, float64
+_KEYS = 2  # leading entries of each row kept by the encoder's first pass (its sort keys)
 
 
 def hyperplane_block(A: np.ndarray, b: np.ndarray, rows: np.ndarray, flip: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -305,93 +308,172 @@ def hyperplane_parts(
 ) -> tuple[np.ndarray, Iterator[Any]]:
     """The hyperplane block of :func:`hyperplane_block` as the order of the rows (row keys ascending) and an
     iterator over buffers whose concatenation is the block; the buffers are packed as the iterator runs (so a
-    consumer in another thread can hash them while the caller does other work).
+    consumer in another thread can hash them while the caller does other work), each a new object.
 
-    Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.
-    For rows whose entries fit in 64 bits the integers come, chunk by chunk of rows, from one exact power-of-two
-    scaling per row (in float32 when it holds them), the 2-part of the gcd from the bitwise or of the row and
-    the odd part from :func:`_row_gcd`; only the other rows go through :func:`_wide_rows`.  The order is
-    that of the magnitude bytes and, among rows with equal magnitudes, of the sign bytes; for entries below
-    2^(8w) it is the same whether they are written in w or in 8 bytes (the padding bytes are zero), so it is
-    found on the uint64 rows."""
+    Row i's primitive vector is its integer vector over one power of two divided by the gcd of its entries.  A
+    first pass reads the rows a chunk at a time (in cache, in memory order): each row's integers over 2^e0
+    (:func:`_row_range`), the 2-part of their gcd from their bitwise or, the odd part from :func:`_row_gcd`.  It
+    keeps only the exponent E of the primitive vector's unit (e0 plus the 2-part), the odd gcd G, the largest
+    entry (for the block's width w) and the first two entries, byte-swapped so that comparing them as integers
+    compares their little-endian bytes: the order of the block is the order of the rows' magnitude bytes and,
+    among rows with equal magnitudes, of their sign bytes, and for entries below 2^(8w) it is the same in w or
+    in 8 bytes an entry (the padding bytes are zero).  The keys decide it almost always; rows that tie on them
+    are computed whole and ordered by :func:`_row_order`, in the places their keys give them.  A second pass
+    recomputes the rows in block order, |w_i| / 2^E / G exactly, and packs them in w bytes an entry: the matrix
+    of all rows is never written.  Rows whose integers need 64 bits or more (float64 rows with a wide spread of
+    exponents, subnormals beside huge entries) go through :func:`_wide_rows`, and then the block is built
+    whole (:func:`_block_with_wide_rows`)."""
     N, m = rows.shape[0], A.shape[1]
     C = m + 1
     if N == 0:
         return np.zeros(0, dtype=np.int64), iter([struct.pack("<I", 1)])
-    vals = np.empty((N, C), dtype=np.uint64)
-    neg = np.empty((N, C), dtype=bool)
-    wide = [s0 + _narrow_rows(A[rows[s0 : s0 + _ROWS]], b[rows[s0 : s0 + _ROWS]], flip[s0 : s0 + _ROWS],
-                              vals[s0 : s0 + _ROWS], neg[s0 : s0 + _ROWS]) for s0 in range(0, N, _ROWS)]  # fmt: skip
-    wide_rows = np.concatenate(wide)
-    w = max(1, (int(vals.max()).bit_length() + 7) // 8)
-    if wide_rows.size:  # rows beyond 64 bits: through _wide_rows, and every row written in the common width
-        wr = rows[wide_rows]
-        W = np.concatenate([A[wr].astype(np.float64), b[wr].astype(np.float64)[:, None]], axis=1)
-        magw, ww = _wide_rows(W)
-        neg[wide_rows] = ((W < 0) ^ flip[wide_rows, None]) & (W != 0)
-        w = max(w, ww)
-        mag = np.zeros((N, C, w), dtype=np.uint8)
-        mag[:, :, : min(w, 8)] = vals.view(np.uint8).reshape(N, C, 8)[:, :, : min(w, 8)]
-        mag[wide_rows] = 0
-        mag[wide_rows, :, :ww] = magw.reshape(-1, C, ww)
-        mag = mag.reshape(N, C * w)
-        order = _row_order(mag.view(np.dtype((np.void, C * w))).ravel(), mag, neg)
-        return order, iter([struct.pack("<I", w), mag[order], _sign_bytes(neg[order])])
-    order = _row_order(vals.view(np.dtype((np.void, 8 * C))).ravel(), vals, neg)
+    prec = max(_PRECISION[A.dtype.itemsize], _PRECISION[b.dtype.itemsize])
+    if A.dtype.itemsize == 2:
+        A = A.astype(np.float32)  # exact
+    perm = np.argsort(rows, kind="stable")  # the first pass reads the rows in memory order
+    R = rows[perm]
+    E = np.zeros(N, dtype=np.int64)
+    G = np.ones(N, dtype=np.uint64)
+    top = np.zeros(N, dtype=np.uint64)
+    keys = np.zeros((N, _KEYS), dtype=np.uint64)
+    wide = np.zeros(N, dtype=bool)
+    buf = np.empty((min(N, _ROWS), C), dtype=np.uint64)
+    for s0 in range(0, N, _ROWS):
+        s1 = min(N, s0 + _ROWS)
+        F, bb, e0, high = _row_range(A[R[s0:s1]], b[R[s0:s1]], prec)
+        at = np.arange(s0, s1)
+        over = np.frexp(high)[1] - e0 > 63
+        if over.any():
+            wide[s0:s1] = over
+            ok = ~over
+            F, bb, e0, high, at = F[ok], bb[ok], e0[ok], high[ok], at[ok]
+        V = buf[: at.shape[0]]
+        _row_integers(F, bb, e0, V)
+        low_bit = np.bitwise_or.reduce(V, axis=1)
+        low_bit &= ~low_bit + np.uint64(1)
+        shift = np.frexp(low_bit.astype(np.float64))[1] - 1
+        g = _row_gcd(V)
+        E[at], G[at] = e0 + shift, g
+        su = shift.astype(np.uint64)
+        top[at] = (np.ldexp(high, -e0).astype(np.uint64) >> su) // g
+        keys[at] = ((V[:, :_KEYS] >> su[:, None]) // g[:, None]).byteswap()
+    w = max(1, (int(top.max()).bit_length() + 7) // 8)
+    if wide.any():
+        return _block_with_wide_rows(A, b, R, perm, flip, E, G, wide, w)
+    pos = np.lexsort(keys.T[::-1])  # positions in R, in block order (the first key most significant)
+    k = keys[pos]
+    tie = np.zeros(N, dtype=bool)
+    tie[1:] = (k[1:] == k[:-1]).all(axis=1)
+    tie[:-1] |= tie[1:]
+    if tie.any():  # rows equal on their keys: ordered by their whole bytes, in the places of their keys
+        slots = np.nonzero(tie)[0]
+        vals, neg = _primitive_rows(A, b, R[pos[slots]], E[pos[slots]], G[pos[slots]], flip[perm[pos[slots]]])
+        sub = _row_order(vals.view(np.dtype((np.void, 8 * C))).ravel(), vals, neg)
+        pos = pos.copy()
+        pos[slots] = pos[slots][sub]
+    order = perm[pos]
+    neg_all = np.empty((N, C), dtype=bool)
 
     def parts() -> Iterator[Any]:
         yield struct.pack("<I", w)
+        out = np.empty((min(N, _ROWS), C), dtype=np.uint64)
         for s0 in range(0, N, _ROWS):
-            yield _le_bytes(vals[order[s0 : s0 + _ROWS]], w)
-        yield _sign_bytes(neg[order])
+            s1 = min(N, s0 + _ROWS)
+            at = pos[s0:s1]
+            V = out[: s1 - s0]
+            _primitive_rows(A, b, R[at], E[at], G[at], flip[order[s0:s1]], V, neg_all[s0:s1])
+            yield _le_bytes(V, w)
+        yield _sign_bytes(neg_all)
 
     return order, parts()
 
 
-def _narrow_rows(A: np.ndarray, b: np.ndarray, flip: np.ndarray, vals: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """Fill ``vals`` (uint64) and ``neg`` with the magnitudes and signs of the primitive vectors of the rows
-    (A, b) flipped where ``flip``; returns the rows with an entry beyond 64 bits, left as zeros."""
-    R, m = A.shape
-    prec = max({2: 11, 4: 24, 8: 53}[A.dtype.itemsize], {2: 11, 4: 24, 8: 53}[b.dtype.itemsize])
-    if A.dtype.itemsize == 2:
-        A = A.astype(np.float32)  # exact
-    sa, sb = np.signbit(A), np.signbit(b)
-    ab, bb = np.abs(A), np.abs(b).astype(np.float64)
-    pa, pb = ab > 0, bb > 0
-    low = np.minimum(ab.min(axis=1, initial=np.inf, where=pa).astype(np.float64), np.where(pb, bb, np.inf))
-    high = np.maximum(ab.max(axis=1).astype(np.float64), bb)
-    e0 = np.frexp(low)[1].astype(np.int64) - prec  # every entry of the row is a multiple of 2^e0
-    wide = np.nonzero(np.frexp(high)[1] - e0 > 64)[0]
-    if wide.size:
-        ok = np.ones(R, dtype=bool)
-        ok[wide] = False
-        vals[wide] = 0
-        if ok.any():
-            v, ng = np.empty((int(ok.sum()), m + 1), dtype=np.uint64), np.empty((int(ok.sum()), m + 1), dtype=bool)
-            _narrow_rows(A[ok], b[ok], flip[ok], v, ng)
-            vals[ok], neg[ok] = v, ng
-        return wide
-    if A.dtype.itemsize <= 4 and int(np.abs(e0).max()) <= 120:  # 2^-e0 and the integers are float32
-        np.multiply(ab, np.ldexp(np.float32(1), -e0).astype(np.float32)[:, None], out=ab)
-    elif int(np.abs(e0).max()) > 1000:  # 2^-e0 itself is beyond the float64 range
-        ab = np.ldexp(ab.astype(np.float64), -e0[:, None])
+def _row_range(A: np.ndarray, b: np.ndarray, prec: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For the rows (A, b): (|A|, |b| in float64, e0, high): every entry of row i is a multiple of 2^e0[i] (the
+    exponent of its smallest nonzero magnitude less the precision), and high[i] is its largest magnitude."""
+    F = np.abs(A)
+    bb = np.abs(b).astype(np.float64)
+    low = F.min(axis=1)
+    gaps = np.nonzero(low == 0)[0]
+    if gaps.size:  # rows with a zero entry: their smallest nonzero magnitude
+        low[gaps] = F[gaps].min(axis=1, initial=np.inf, where=F[gaps] > 0)
+    low = np.minimum(low.astype(np.float64), np.where(bb > 0, bb, np.inf))
+    high = np.maximum(F.max(axis=1).astype(np.float64), bb)
+    return F, bb, np.frexp(low)[1].astype(np.int64) - prec, high
+
+
+def _row_integers(F: np.ndarray, bb: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
+    """out (uint64, R × (m+1)) = the magnitudes (F, bb) over 2^e[i] row by row, integers below 2^63 (F may be
+    overwritten).  The scaling by a power of two is exact, in float32 when F is float32 and 2^-e is one."""
+    m = F.shape[1]
+    big = int(np.abs(e).max(initial=0))
+    if F.dtype.itemsize <= 4 and big <= 120:
+        np.multiply(F, np.ldexp(np.float32(1), -e).astype(np.float32)[:, None], out=F)
+    elif big > 1000:  # 2^-e itself is beyond the float64 range
+        F = np.ldexp(F.astype(np.float64), -e[:, None])
     else:
-        ab = ab.astype(np.float64) * np.ldexp(1.0, -e0)[:, None]
-    vals[:, :m] = ab  # exact: integers below 2^64
-    vals[:, m] = np.ldexp(bb, -e0)
-    neg[:, :m] = (sa ^ flip[:, None]) & pa
-    neg[:, m] = (sb ^ flip) & pb
-    tz = np.bitwise_or.reduce(vals, axis=1)
-    tz = (tz & (~tz + np.uint64(1))).astype(np.float64)  # lowest set bit: the 2-part of the gcd
-    shift = (np.frexp(tz)[1] - 1).astype(np.uint64)
-    even = np.nonzero(shift)[0]
-    if even.size:
-        vals[even] >>= shift[even, None]
-    g = _row_gcd(vals)
-    big = np.nonzero(g != 1)[0]
-    if big.size:
-        vals[big] //= g[big, None]
-    return np.zeros(0, dtype=np.int64)
+        F = np.multiply(F, np.ldexp(1.0, -e)[:, None], dtype=np.float64)
+    out.view(np.int64)[:, :m] = F
+    out[:, m] = np.ldexp(bb, -e)
+
+
+def _primitive_rows(
+    A: np.ndarray,
+    b: np.ndarray,
+    rows: np.ndarray,
+    E: np.ndarray,
+    G: np.ndarray,
+    flip: np.ndarray,
+    vals: np.ndarray | None = None,
+    neg: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The primitive vectors of the rows (A[rows], b[rows]) flipped where ``flip``, given the exponent E of
+    their unit and their odd gcd G (from the first pass of :func:`hyperplane_parts`): magnitudes (uint64, into
+    ``vals``) and signs (into ``neg``)."""
+    m = A.shape[1]
+    if vals is None or neg is None:
+        vals = np.empty((rows.shape[0], m + 1), dtype=np.uint64)
+        neg = np.empty((rows.shape[0], m + 1), dtype=bool)
+    Ar, br = A[rows], b[rows].astype(np.float64)
+    sgn = np.where(flip, -1.0, 1.0)
+    np.less(Ar * sgn.astype(Ar.dtype)[:, None], 0, out=neg[:, :m])  # a zero of either sign is not negative
+    np.less(br * sgn, 0, out=neg[:, m])
+    _row_integers(np.abs(Ar), np.abs(br), E, vals)
+    odd = np.nonzero(G != 1)[0]
+    if odd.size:
+        vals[odd] //= G[odd, None]
+    return vals, neg
+
+
+def _block_with_wide_rows(
+    A: np.ndarray,
+    b: np.ndarray,
+    R: np.ndarray,
+    perm: np.ndarray,
+    flip: np.ndarray,
+    E: np.ndarray,
+    G: np.ndarray,
+    wide: np.ndarray,
+    w: int,
+) -> tuple[np.ndarray, Iterator[Any]]:
+    """:func:`hyperplane_parts` when some rows (``wide``, positions in R) need 64 bits or more: every row is
+    computed whole, the others by :func:`_primitive_rows`, those by :func:`_wide_rows`, all written in the
+    common width, and ordered by :func:`_row_order`."""
+    N, C = R.shape[0], A.shape[1] + 1
+    narrow, wr = np.nonzero(~wide)[0], np.nonzero(wide)[0]
+    vals, neg_n = _primitive_rows(A, b, R[narrow], E[narrow], G[narrow], flip[perm[narrow]])
+    W = np.concatenate([A[R[wr]].astype(np.float64), b[R[wr]].astype(np.float64)[:, None]], axis=1)
+    magw, ww = _wide_rows(W)
+    w = max(w, ww)
+    mag = np.zeros((N, C, w), dtype=np.uint8)
+    mag[narrow, :, : min(w, 8)] = vals.view(np.uint8).reshape(-1, C, 8)[:, :, : min(w, 8)]
+    mag[wr, :, :ww] = magw.reshape(-1, C, ww)
+    mag = mag.reshape(N, C * w)
+    neg = np.empty((N, C), dtype=bool)
+    neg[narrow] = neg_n
+    neg[wr] = ((W < 0) ^ flip[perm[wr], None]) & (W != 0)
+    pos = _row_order(mag.view(np.dtype((np.void, C * w))).ravel(), mag, neg)
+    return perm[pos], iter([struct.pack("<I", w), mag[pos], _sign_bytes(neg[pos])])
 
 
 def _wide_rows(W: np.ndarray) -> tuple[np.ndarray, int]:

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from queue import SimpleQueue
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ from ._numbers import (
 from ._numbers import (
     float_or_inf as float_key_scalar,
 )
+from ._threads import single_blas_thread
 from .errors import InvalidNetworkError
 
 _ZERO: Any = Fraction(0)
@@ -189,16 +191,23 @@ def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray
     if idx.shape[0] == 0:
         return np.zeros(0, dtype=np.uint64)
     all_rows = idx.shape[0] == A.shape[0]
-    Ah = A if all_rows else A[idx]
     lh = lam[idx]
+    Fb = float_key((b if all_rows else b[idx]) / lh)
+    tail = row_hash(Fb[:, None], offset=A.shape[1])
     if A.dtype == object:
-        Fa = float_key(Ah / lh[:, None])
-        Fb = float_key((b if all_rows else b[idx]) / lh)
-    else:
-        Fa = Ah / lh[:, None]  # float64 division of exact operands: correctly rounded
+        return np.asarray(row_hash(float_key((A if all_rows else A[idx]) / lh[:, None])) + tail)
+    # float64 division of exact operands (correctly rounded), a block of rows at a time (in cache)
+    out = np.empty(idx.shape[0], dtype=np.uint64)
+    buf = np.empty((min(_HASH_ROWS, idx.shape[0]), A.shape[1]))
+    for s0 in range(0, idx.shape[0], _HASH_ROWS):
+        s1 = min(s0 + _HASH_ROWS, idx.shape[0])
+        Fa = np.divide(A[s0:s1] if all_rows else A[idx[s0:s1]], lh[s0:s1, None], out=buf[: s1 - s0])
         Fa += 0.0
-        Fb = float_key((b if all_rows else b[idx]) / lh)
-    return np.asarray(row_hash(Fa) + row_hash(Fb[:, None], offset=A.shape[1]))
+        out[s0:s1] = row_hash(Fa)
+    return np.asarray(out + tail)
+
+
+_HASH_ROWS = 128  # rows per block of the class hashes
 
 
 def _group_exact(
@@ -868,6 +877,9 @@ class NormalForm:
         return f"NormalForm(m={self.m}, k={self.k}, N={self.N})"
 
 
+_THREADED_ENTRIES = 2**16  # hyperplane entries from which the digest uses a worker thread
+
+
 def _nf2_digest(nf: NormalForm) -> str:
     """:meth:`NormalForm.digest`: SHA-256 of the ``relusym.nf/2`` bytes, hashed as they are produced."""
     sha = hashlib.sha256()
@@ -879,10 +891,11 @@ def _nf2_bytes(nf: NormalForm, sink: Callable[[Any], None]) -> None:
     """Pass the ``relusym.nf/2`` bytes of the normal form to ``sink`` in order, block by block.
 
     Float networks: the hyperplane block from the representative rows' mantissas
-    (:func:`relusym._digest.hyperplane_parts`), encoded and passed on in a worker thread (numpy and hashlib
-    release the GIL) while the affine part is computed (M from the exact digit product
-    :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries); then the kinks (exact floats in
-    ``classes.kappa`` when the network fits in float32, else Fractions) in the order of the hyperplane block.
+    (:func:`relusym._digest.hyperplane_parts`); then the kinks (exact floats in ``classes.kappa`` when the
+    network fits in float32, else Fractions) in the order of the hyperplane block, and the affine part (M from
+    the exact digit product :func:`relusym._numbers.exact_matmul_digits`, e from Fractions: k entries).  A large
+    network is encoded in two threads (:func:`_two_threads`) when BLAS can be held to one thread meanwhile
+    (:func:`relusym._threads.single_blas_thread`: from the main thread), else in one.
     Rational networks: :func:`relusym._digest.reference_digest_bytes` on the exact classes."""
     h = nf.classes
     m, k = nf.m, nf.k
@@ -894,20 +907,51 @@ def _nf2_bytes(nf: NormalForm, sink: Callable[[Any], None]) -> None:
         return
     reps = h.rep[js]
     sink(digest_header(m, k, N))
-
-    def hyperplanes() -> np.ndarray:
+    encoded = None
+    if N * (m + 1) >= _THREADED_ENTRIES:
+        with single_blas_thread() as alone:
+            if alone:
+                encoded = _two_threads(nf, reps, sink)
+    if encoded is None:
         order, parts = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
         for part in parts:
             sink(part)
-        return order
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        done = pool.submit(hyperplanes)
-        affine = _affine_blocks(nf)
-        order = done.result()
+        encoded = order, _affine_blocks(nf)
+    order, affine = encoded
     kap = h.kappa[js[order]]
     sink(float_block(kap) if kap.dtype != object else rational_block(kap.ravel().tolist()))
     sink(affine)
+
+
+def _two_threads(nf: NormalForm, reps: np.ndarray, sink: Callable[[Any], None]) -> tuple[np.ndarray, bytes]:
+    """The hyperplane block and the affine blocks of :func:`_nf2_bytes` in two threads: a worker computes the
+    affine part (BLAS, on one thread meanwhile) while the calling thread packs the hyperplane block's buffers
+    and passes them to ``sink`` itself; once the affine part is done, the worker passes on the rest as they
+    come (the buffers reach ``sink`` in order, from one thread at a time).  Returns the order of the block's
+    rows and the affine blocks."""
+    h = nf.classes
+    queue: SimpleQueue[Any] = SimpleQueue()
+
+    def drain() -> None:
+        while (part := queue.get()) is not None:
+            sink(part)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        affine = pool.submit(_affine_blocks, nf)
+        drained = pool.submit(drain)  # starts once the affine part is done
+        queued = False
+        try:
+            order, parts = hyperplane_parts(h.A, h.b, reps, h.lam[reps] < 0)
+            for part in parts:
+                queued = queued or affine.done()
+                if queued:
+                    queue.put(part)
+                else:
+                    sink(part)
+        finally:
+            queue.put(None)
+        drained.result()
+        return order, affine.result()
 
 
 def _affine_blocks(nf: NormalForm) -> bytes:

@@ -18,6 +18,7 @@ returns Fractions.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -281,9 +282,12 @@ def float_key(arr: np.ndarray) -> np.ndarray:
 _HASH_SEED = 0x5EED_2604_14037
 
 
+@functools.lru_cache(maxsize=32)
 def _hash_multipliers(width: int) -> np.ndarray:
     rng = np.random.Generator(np.random.PCG64(_HASH_SEED))
-    return rng.integers(0, 2**63, size=width, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    R = rng.integers(0, 2**63, size=width, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    R.setflags(write=False)
+    return R
 
 
 def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
@@ -643,6 +647,7 @@ def _line_scales(ab: np.ndarray, axis: int, p: int) -> tuple[np.ndarray, np.ndar
 
 
 _BLOCK = 8192  # inner terms per block of exact_matmul_digits (few BLAS calls); 13 bits of headroom
+_SUB_ENTRIES = 2**18  # limb entries per BLAS call of exact_matmul_digits (2 MB of float64: in cache)
 _HEADROOM = (_BLOCK - 1).bit_length()
 
 
@@ -699,16 +704,22 @@ def exact_matmul_digits(
     T = -(-(xb * Lx + yb * Ly + n.bit_length() + 2) // _DIGIT) + 5
     D = np.zeros((T, R, C), dtype=np.int64)
     acc = np.zeros((Lx, Ly, R, C), dtype=np.int64)
-    YL = np.empty((min(n, _BLOCK), Ly, C))  # the limbs of one block side by side: one BLAS call per block
+    sub = max(1, min(n, _BLOCK, _SUB_ENTRIES // (Ly * C)))  # rows of Y per BLAS call: the limbs stay in cache
+    YL = np.empty((sub, Ly, C))  # the limbs of a sub-block side by side: one BLAS call per sub-block
+    prod = np.zeros((Lx * R, Ly * C))
     for t, (s0, s1) in enumerate(blocks):
         Yb = kept if kept is not None else part(s0, s1)
-        if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
-            S = np.ldexp(Yb.astype(np.float64), -ey[None, :])
-        else:
-            S = Yb.astype(scale.dtype, copy=False) * scale[None, :]
-        B = s1 - s0
-        _limbs(S, Ly, yb, out=[YL[:B, ly] for ly in range(Ly)])
-        prod = XL[:, s0:s1] @ YL[:B].reshape(B, Ly * C)  # (Lx·R) × (Ly·C) integers of at most 53 bits
+        prod[:] = 0.0
+        for u0 in range(0, s1 - s0, sub):
+            u1 = min(s1 - s0, u0 + sub)
+            if scale is None:  # 2^-e itself is beyond the float64 range: scale entry by entry
+                S = np.ldexp(Yb[u0:u1].astype(np.float64), -ey[None, :])
+            else:
+                S = Yb[u0:u1].astype(scale.dtype, copy=False) * scale[None, :]
+            B = u1 - u0
+            _limbs(S, Ly, yb, out=[YL[:B, ly] for ly in range(Ly)])
+            # integers of at most 53 bits, and so are their sums over the block (8192 terms at most): exact
+            prod += XL[:, s0 + u0 : s0 + u1] @ YL[:B].reshape(B, Ly * C)
         acc += prod.reshape(Lx, R, Ly, C).transpose(0, 2, 1, 3).astype(np.int64)
         if t % 512 == 511 or s1 == n:  # below 2^62 in every accumulator
             for lx in range(Lx):

@@ -1,0 +1,71 @@
+"""One BLAS thread while the digest runs its worker thread: from the main thread the limit holds inside, nested
+uses share it and the previous limits come back at the end (after an error too, and after the digest of a large
+network); from another thread nothing changes and the digest, then computed in one thread, is the same."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from relusym import Network, normal_form
+from relusym._threads import single_blas_thread
+
+
+def blas_threads() -> set[int]:
+    return {int(lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+@pytest.fixture
+def two_blas_threads():
+    if not blas_threads():
+        pytest.skip("numpy has no BLAS that threadpoolctl can control")
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() != {2}:
+            pytest.skip("this BLAS cannot run two threads")
+        yield
+
+
+def test_nested_uses_share_one_limit(two_blas_threads):
+    with single_blas_thread() as alone:
+        assert alone and blas_threads() == {1}
+        with single_blas_thread() as inner:
+            assert inner and blas_threads() == {1}
+        assert blas_threads() == {1}  # the inner one left, the outer one still holds the limit
+    assert blas_threads() == {2}
+
+
+def test_the_limit_is_restored_after_an_error(two_blas_threads):
+    with pytest.raises(ZeroDivisionError), single_blas_thread():
+        1 / 0  # noqa: B018
+    assert blas_threads() == {2}
+
+
+def large_network() -> Network:
+    rng = np.random.default_rng(0)
+    n, m = 300, 300  # above the size from which the digest uses a worker thread
+    return Network(*(rng.standard_normal(s).astype(np.float32) for s in [(2, n), (n, m), (n,), (2,)]))
+
+
+def test_a_large_digest_leaves_the_blas_threads_as_they_were(two_blas_threads):
+    assert len(normal_form(large_network()).digest()) == 64
+    assert blas_threads() == {2}
+
+
+def test_another_thread_changes_nothing_and_gets_the_same_digest(two_blas_threads):
+    net = large_network()
+    seen: dict[str, Any] = {}
+
+    def other() -> None:
+        with single_blas_thread() as alone:
+            seen["alone"] = alone
+        seen["digest"] = normal_form(net).digest()  # one thread: BLAS cannot be held to one from here
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(60)
+    assert seen["alone"] is False and blas_threads() == {2}
+    assert seen["digest"] == normal_form(net).digest()
