@@ -60,10 +60,10 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     calls = Calls()
     hc_orig, im_orig, of_orig = hyperplane_classes, numbers_module.integer_matrix, KinkData.of.__func__
 
-    def hc(net: Network) -> Any:
+    def hc(net: Network, **kw: Any) -> Any:
         calls.classes[id(net)] += 1
         calls.keep.append(net)
-        return hc_orig(net)
+        return hc_orig(net, **kw)
 
     def im(arr: np.ndarray) -> Any:
         calls.integers.append(arr)

@@ -185,3 +185,30 @@ def test_normal_form_is_immutable_hashable_and_totally_ordered():
         for b in nfs:
             assert (a < b) + (a == b) + (a > b) == 1
     assert NeuronType.HYPERPLANE == 2 and NeuronType(1) is NeuronType.CONSTANT
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([np.float16, np.float32, np.float64, object]))
+def test_class_hashes_from_the_symmetry_search_are_the_class_hashes(seed, dtype):
+    # a "no" that goes on from the symmetry search to the normal forms derives the class hashes (of w / λ) from
+    # the search's row hashes (of w / |λ|): the same hashes and classes as computed afresh, for negative λ,
+    # zero entries, ties and opposite neurons
+    from relusym._group import search_symmetry
+    from relusym._normal_form import hyperplane_classes
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+    A = rng.integers(-3, 4, size=(n, m)) * rng.choice([0.5, 1.0, 3.0, -2.0], size=(n, 1))
+    A[rng.random((n, m)) < 0.3] = 0.0
+    A[n // 2 :] = A[: n - n // 2] * rng.choice([-1.0, 2.0, -0.25], size=(n - n // 2, 1))
+    b = rng.integers(-3, 4, size=n) * 1.0
+    V = rng.integers(-2, 3, size=(2, n)) * 1.0
+    if dtype is object:
+        net = Network(*([[Fraction(x) / 7 for x in row] for row in X.tolist()] for X in (V, A)),
+                      [Fraction(x) / 3 for x in b.tolist()], [0, 0], m=m)  # fmt: skip
+    else:
+        net = Network(V.astype(dtype), A.astype(dtype), b.astype(dtype), np.zeros(2, dtype), m=m)
+    _, keys = search_symmetry(net, net)
+    assert keys is not None
+    fresh, derived = hyperplane_classes(net), hyperplane_classes(net, row_hashes=keys[0])
+    assert np.array_equal(fresh.khash, derived.khash) and np.array_equal(fresh.label, derived.label)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from ._group import Symmetry, find_symmetry
+from ._group import Symmetry, find_symmetry, search_symmetry
 from ._network import Network, NeuronType, check_pair
 from ._normal_form import (
     Difference,
@@ -143,14 +143,17 @@ def equivalent(
         tol = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
         return equivalent_approx(net1, net2, **tol)
     check_pair(net1, net2, "equivalent")
+    row_hashes: tuple[np.ndarray, np.ndarray] | tuple[None, None] = (None, None)
     if certificate and net1.n == net2.n:
         # an exact orbit witness settles it without normal forms (the common case of permuted copies)
-        w = find_symmetry(net1, net2)
+        w, keys = search_symmetry(net1, net2)
         if w is not None:
             return Verdict(
                 True, "θ2 = h·θ1 for the symmetry h in H_n given as witness", witness=w, flip_set=(), _classes=net1
             )
-    h1, h2 = hyperplane_classes(net1), hyperplane_classes(net2)
+        row_hashes = keys or row_hashes
+    h1 = hyperplane_classes(net1, row_hashes=row_hashes[0])
+    h2 = hyperplane_classes(net2, row_hashes=row_hashes[1])
     diff = compare(h1, h2, lazy_affine=True)
     if diff.zero:
         if not certificate:

@@ -27,7 +27,7 @@ from ._numbers import (
 )
 from .errors import InvalidNetworkError
 
-__all__ = ["Symmetry", "find_symmetry", "stabilizer", "Stabilizer"]
+__all__ = ["Symmetry", "find_symmetry", "search_symmetry", "stabilizer", "Stabilizer"]
 
 
 def _is_power_of_two(q: Fraction) -> bool:
@@ -211,6 +211,7 @@ class _ScaleKeys:
     W: np.ndarray  # n × (m+1) exact view of [a | b]
     Vt: np.ndarray  # n × k exact view of v
     norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive; float64 or Fractions
+    w_hash: np.ndarray  # (n,) uint64: row_hash of the float keys of w / |w_q| (kind 1), of 0 otherwise
 
 
 @np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
@@ -231,7 +232,8 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
     )
     norm = np.array(norm.tolist(), dtype=object) if obj else norm.astype(np.float64)
     if n == 0:
-        return _ScaleKeys(kind, np.zeros(0, dtype=np.uint64), W, Vt, norm)
+        empty = np.zeros(0, dtype=np.uint64)
+        return _ScaleKeys(kind, empty, W, Vt, norm, empty)
     k1 = (kind == _ScaleKind.ROW)[:, None]
     # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
     if obj:
@@ -240,8 +242,9 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
         Fw = W / norm[:, None]  # float64 division of exact operands: correctly rounded
         Fw += 0.0  # -0.0 -> 0.0
     Fv = float_key(np.where(k1, Vt * norm[:, None], Vt / norm[:, None]))
-    hashes = row_hash(Fw) + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return _ScaleKeys(kind, hashes, W, Vt, norm)
+    w_hash = row_hash(Fw)
+    hashes = w_hash + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return _ScaleKeys(kind, hashes, W, Vt, norm, w_hash)
 
 
 def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | None:
@@ -302,12 +305,24 @@ def find_symmetry(net1: Network, net2: Network) -> Symmetry | None:
     Neurons are matched by sorting 64-bit hashes of their scale-invariant keys (O(n log n), not an
     assignment problem); every match is then verified in exact arithmetic.
     """
+    return search_symmetry(net1, net2)[0]
+
+
+def search_symmetry(net1: Network, net2: Network) -> tuple[Symmetry | None, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`find_symmetry`, and the hashes of the float keys of w_i / |w_q| (q the first nonzero entry of w_i)
+    of both networks when the search computed them: for a hyperplane neuron they give its class hash up to the
+    sign of λ_i (``hyperplane_classes(net, row_hashes=...)``), so a decision that goes on to the normal forms
+    does not divide the weights again."""
     if net1.shape != net2.shape:
-        return None
+        return None, None
     if not all(to_fraction(x) == to_fraction(y) for x, y in zip(net1.c.tolist(), net2.c.tolist(), strict=True)):
-        return None
+        return None, None
     sk1 = _scale_keys(*_neuron_arrays(net1))
     sk2 = _scale_keys(*_neuron_arrays(net2))
+    return _search(net1, sk1, sk2), (sk1.w_hash, sk2.w_hash)
+
+
+def _search(net1: Network, sk1: _ScaleKeys, sk2: _ScaleKeys) -> Symmetry | None:
     o1 = np.argsort(sk1.hashes, kind="stable")
     o2 = np.argsort(sk2.hashes, kind="stable")
     if not np.array_equal(sk1.hashes[o1], sk2.hashes[o2]):

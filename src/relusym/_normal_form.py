@@ -288,11 +288,15 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
     return out_o
 
 
-def hyperplane_classes(net: Network) -> HyperplaneClasses:
+def hyperplane_classes(net: Network, *, row_hashes: np.ndarray | None = None) -> HyperplaneClasses:
     """The hyperplane classes, kinks and negative kinks of θ (docs/math/realization.md, docs/math/normal-form.md).
 
     The offset c enters only the constant term, exactly: A, b and V stay on the float path whenever they are
-    float arrays, whatever c holds (a flip of a float network keeps its float weights and may make c exact)."""
+    float arrays, whatever c holds (a flip of a float network keeps its float weights and may make c exact).
+    ``row_hashes`` (from :func:`relusym._group.search_symmetry`): the row hashes of the float keys of
+    w_i / |λ_i|, from which the class hashes (of w_i / λ_i) follow without dividing again: negating a nonzero
+    float key flips its top bit, which adds 2^63 to the hash (mod 2^64) once per nonzero entry (the
+    multipliers are odd)."""
     m, n, k = net.shape
     A, b, V = exact_view(net.A, net.b, net.V)
     Vt = V.T
@@ -311,7 +315,11 @@ def hyperplane_classes(net: Network) -> HyperplaneClasses:
     if lam.dtype != object:
         lam = lam.astype(np.float64)
     idx = np.nonzero(hyper)[0]
-    hashes = _class_hashes(A, b, lam, idx)
+    if row_hashes is None:
+        hashes = _class_hashes(A, b, lam, idx)
+    else:
+        odd = (a_nz[idx].sum(axis=1) + (b[idx] != 0)) % 2 == 1
+        hashes = row_hashes[idx] + ((lam[idx] < 0) & odd).astype(np.uint64) * np.uint64(2**63)
     lab_h, reps_pos = _group_exact(A, b, lam, idx, hashes)
     N = int(reps_pos.shape[0])
     sizes = np.bincount(lab_h, minlength=N) if N else np.zeros(0, dtype=np.int64)
@@ -349,12 +357,18 @@ class ClassMatch:
 
 
 def _proportional_rows(h1: HyperplaneClasses, j1: np.ndarray, h2: HyperplaneClasses, j2: np.ndarray) -> np.ndarray:
-    """Exact test û(j1) == û(j2) for matched candidate pairs (vectorised when both views are floats)."""
+    """Exact test û(j1) == û(j2) for matched candidate pairs (vectorised when both views are floats; the rows
+    are gathered a block at a time, in cache)."""
     i1, i2 = h1.rep[j1], h2.rep[j2]
     l1, l2 = h1.lam[i1], h2.lam[i2]
-    ok = rows_proportional(h1.A[i1], l2, h2.A[i2], l1)
-    ok &= rows_proportional(h1.b[i1][:, None], l2, h2.b[i2][:, None], l1)
+    ok = rows_proportional(h1.b[i1][:, None], l2, h2.b[i2][:, None], l1)
+    for s0 in range(0, i1.shape[0], _MATCH_ROWS):
+        s1 = s0 + _MATCH_ROWS
+        ok[s0:s1] &= rows_proportional(h1.A[i1[s0:s1]], l2[s0:s1], h2.A, l1[s0:s1], rows2=i2[s0:s1])
     return ok
+
+
+_MATCH_ROWS = 512  # candidate pairs per block of _proportional_rows
 
 
 def match_classes(h1: HyperplaneClasses, h2: HyperplaneClasses) -> ClassMatch:
