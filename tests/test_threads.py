@@ -69,3 +69,19 @@ def test_another_thread_changes_nothing_and_gets_the_same_digest(two_blas_thread
     t.join(60)
     assert seen["alone"] is False and blas_threads() == {2}
     assert seen["digest"] == normal_form(net).digest()
+
+
+def blas_threads_here(_: int) -> list[int]:
+    """(run in a worker process) the thread counts of this process's BLAS libraries."""
+    import numpy  # noqa: F401  (the BLAS numpy loads)
+
+    return sorted(blas_threads())
+
+
+def test_the_process_pools_workers_run_blas_on_one_thread(two_blas_threads):
+    # the zoo's and the census's process pools: workers that share the cores hold BLAS to one thread each
+    from relusym._zoo._jobs import execute
+
+    seen = [threads for _, threads in execute(blas_threads_here, [(0,), (1,)], workers=2)]
+    assert seen == [[1], [1]]
+    assert blas_threads() == {2}  # and the parent is left as it was

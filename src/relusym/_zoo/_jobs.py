@@ -15,7 +15,7 @@ from typing import Any
 from .._fileio import atomic_path, atomic_write
 from ..errors import InvalidNetworkError
 
-__all__ = ["PartsFolder", "execute", "part_name", "write_outputs", "write_parquet"]
+__all__ = ["PartsFolder", "execute", "one_blas_thread", "part_name", "write_outputs", "write_parquet"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -34,9 +34,9 @@ def execute(
     labels: Sequence[int] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Run ``fn(*task)`` for every task and yield ``(position, result)`` as tasks finish: serially (in order), on a
-    process pool of ``workers``, on ``executor``, on the Dask scheduler at ``scheduler`` or on a local Dask cluster
-    of ``dask_local`` workers.  ``fn`` must be a module-level function (it is pickled); ``key`` and ``labels``
-    (one per task, default the positions) name the Dask tasks."""
+    process pool of ``workers`` (each holding BLAS to one thread), on ``executor``, on the Dask scheduler at
+    ``scheduler`` or on a local Dask cluster of ``dask_local`` workers.  ``fn`` must be a module-level function
+    (it is pickled); ``key`` and ``labels`` (one per task, default the positions) name the Dask tasks."""
     chosen = sum(x is not None for x in (workers, executor, scheduler, dask_local))
     if chosen > 1:
         raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
@@ -53,7 +53,8 @@ def execute(
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=spawn, initializer=one_blas_thread) as pool:
             try:
                 yield from _execute_futures(pool, fn, tasks)
             except BaseException:
@@ -62,6 +63,15 @@ def execute(
         return
     for t, args in enumerate(tasks):
         yield t, fn(*args)
+
+
+def one_blas_thread() -> None:
+    """Hold BLAS to one thread for the life of this process: the initializer of the zoo's and the census's process
+    pools, whose workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's
+    nanny sets the same limit for its workers)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _execute_futures(
