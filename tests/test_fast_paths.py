@@ -212,3 +212,31 @@ def test_class_hashes_from_the_symmetry_search_are_the_class_hashes(seed, dtype)
     assert keys is not None
     fresh, derived = hyperplane_classes(net), hyperplane_classes(net, row_hashes=keys[0])
     assert np.array_equal(fresh.khash, derived.khash) and np.array_equal(fresh.label, derived.label)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from([1.0, -1.0, 0.5, 3.0, 2.0**-60, -(2.0**-60), 1e308, -1e308, 2.0**-1074, 0.0, -0.0, 7.25]),
+            min_size=2,
+            max_size=2,
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.integers(0, 3), min_size=12, max_size=12),
+)
+def test_class_sums_are_exact(rows, labels):
+    # the kinks are exact per-class sums of float products: summed in float64 with the error of each addition
+    # checked (Knuth's TwoSum), in Fractions where one rounds or overflows; against Fraction sums
+    from relusym._normal_form import _class_sums
+
+    values = np.array(rows, dtype=np.float64)
+    label = np.array(labels[: len(rows)], dtype=np.int64)
+    N = int(label.max()) + 1
+    sizes = np.bincount(label, minlength=N)
+    got = _class_sums(values, label, N, sizes)
+    want = [[sum((Fraction(values[i, r]) for i in range(len(rows)) if label[i] == c), Fraction(0)) for r in range(2)]
+            for c in range(N)]  # fmt: skip
+    assert [[Fraction(x) for x in row] for row in got.tolist()] == want

@@ -263,13 +263,16 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
             out[label] = values
         return out
     if values.dtype != object:
-        # sums of several exact floats may round: add in Fractions, keep floats if the sums are representable
         out = np.zeros((N, k), dtype=np.float64)
         single = sizes[label] == 1
         out[label[single]] = values[single]
         multi = np.nonzero(~single)[0]
+        slow = _float_class_sums(values, label, multi, out)
+        if slow.size == 0:
+            return out
+        # sums of several exact floats that round: add in Fractions, keep floats if the sums are representable
         acc: dict[int, list[Fraction]] = {}
-        for i in multi.tolist():
+        for i in multi[np.isin(label[multi], slow)].tolist():
             row = acc.setdefault(int(label[i]), [Fraction(0)] * k)
             for r, v in enumerate(values[i].tolist()):
                 row[r] += Fraction(v)
@@ -286,6 +289,30 @@ def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray
     for i, lab in enumerate(label.tolist()):
         out_o[lab] = out_o[lab] + values[i]
     return out_o
+
+
+def _float_class_sums(values: np.ndarray, label: np.ndarray, multi: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Sum the rows ``multi`` of a float64 array into ``out`` by their labels, in float64, member after member with
+    the error of each addition (Knuth's TwoSum: s + e = a + b exactly): where every error is 0 the float sum is
+    the exact sum and is written.  Returns the labels where an addition rounded (or overflowed), not written."""
+    if multi.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = multi[np.argsort(label[multi], kind="stable")]
+    labs = label[order]
+    start = np.concatenate([[0], np.nonzero(labs[1:] != labs[:-1])[0] + 1])
+    count = np.diff(np.concatenate([start, [order.size]]))
+    acc = values[order[start]].astype(np.float64)
+    exact = np.ones(start.size, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(1, int(count.max())):
+            has = np.nonzero(count > t)[0]
+            a, x = acc[has], values[order[start[has] + t]]
+            s = a + x
+            bb = s - a
+            exact[has] &= ((a - (s - bb)) + (x - bb) == 0).all(axis=1)  # NaN after an overflow is not 0
+            acc[has] = s
+    out[labs[start[exact]]] = acc[exact]
+    return np.asarray(labs[start[~exact]])
 
 
 def hyperplane_classes(net: Network, *, row_hashes: np.ndarray | None = None) -> HyperplaneClasses:
