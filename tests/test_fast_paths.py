@@ -240,3 +240,21 @@ def test_class_sums_are_exact(rows, labels):
     want = [[sum((Fraction(values[i, r]) for i in range(len(rows)) if label[i] == c), Fraction(0)) for r in range(2)]
             for c in range(N)]  # fmt: skip
     assert [[Fraction(x) for x in row] for row in got.tolist()] == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([np.float16, np.float32, np.float64]))
+def test_class_keys_are_the_rounded_exact_hyperplanes(seed, dtype):
+    # the float64 keys of û (computed a block of rows at a time) are the correctly rounded exact û = w / λ
+    from relusym._normal_form import hyperplane_classes
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 300)), int(rng.integers(1, 5))
+    A = rng.standard_normal((n, m)) * 2.0 ** rng.integers(-8, 9, size=(n, m))
+    A[rng.random((n, m)) < 0.2] = 0.0
+    A[np.all(A == 0, axis=1), 0] = -1.5
+    net = Network(rng.standard_normal((2, n)).astype(dtype), A.astype(dtype), rng.standard_normal(n).astype(dtype),
+                  np.zeros(2, dtype), m=m)  # fmt: skip
+    h = hyperplane_classes(net)
+    want = [[float(x) + 0.0 for x in h.u_exact(j)] for j in range(h.N_all)]
+    assert h.keys.tolist() == want

@@ -168,7 +168,15 @@ class HyperplaneClasses:
             return np.zeros((0, self.m + 1))
         i = self.rep
         lam = self.lam[i]
-        return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
+        if self.A.dtype == object:
+            return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
+        out = np.empty((self.N_all, self.m + 1))  # float64 quotients of exact operands, a block of rows at a time
+        for s0 in range(0, self.N_all, _HASH_ROWS):
+            rows = i[s0 : s0 + _HASH_ROWS]
+            np.divide(self.A[rows], lam[s0 : s0 + _HASH_ROWS, None], out=out[s0 : s0 + _HASH_ROWS, : self.m])
+        np.divide(self.b[i], lam, out=out[:, self.m])
+        out += 0.0  # -0.0 -> 0.0
+        return out
 
     @cached_property
     def row_label(self) -> np.ndarray:
