@@ -21,6 +21,7 @@ from ._numbers import (
     fraction_str,
     fractions_of,
     products_exact,
+    quotient_row_hashes,
     row_hash,
     rows_proportional,
     to_fraction,
@@ -214,9 +215,6 @@ class _ScaleKeys:
     w_hash: np.ndarray  # (n,) uint64: row_hash of the float keys of w / |w_q| (kind 1), of 0 otherwise
 
 
-_KEY_ROWS = 128  # rows per block of the scale keys
-
-
 @np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
 def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
     n = W.shape[0]
@@ -239,15 +237,7 @@ def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
         return _ScaleKeys(kind, empty, W, Vt, norm, empty)
     k1 = (kind == _ScaleKind.ROW)[:, None]
     # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
-    if obj:
-        w_hash = row_hash(float_key(W / norm[:, None]))
-    else:  # float64 division of exact operands (correctly rounded), a block of rows at a time (in cache)
-        w_hash = np.empty(n, dtype=np.uint64)
-        buf = np.empty((min(n, _KEY_ROWS), W.shape[1]))
-        for s0 in range(0, n, _KEY_ROWS):
-            Fw = np.divide(W[s0 : s0 + _KEY_ROWS], norm[s0 : s0 + _KEY_ROWS, None], out=buf[: min(n - s0, _KEY_ROWS)])
-            Fw += 0.0  # -0.0 -> 0.0
-            w_hash[s0 : s0 + _KEY_ROWS] = row_hash(Fw)
+    w_hash = row_hash(float_key(W / norm[:, None])) if obj else quotient_row_hashes(W, norm)
     Fv = float_key(np.where(k1, Vt * norm[:, None], Vt / norm[:, None]))
     hashes = w_hash + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     return _ScaleKeys(kind, hashes, W, Vt, norm, w_hash)

@@ -55,6 +55,7 @@ from ._numbers import (
     fractions_of,
     is_float_array,
     normalize_digits,
+    quotient_row_hashes,
     row_hash,
     row_integers,
     rows_proportional,
@@ -67,6 +68,7 @@ from ._threads import single_blas_thread
 from .errors import InvalidNetworkError
 
 _ZERO: Any = Fraction(0)
+_KEY_ROWS = 128  # rows per block of HyperplaneClasses.keys
 
 __all__ = [
     "NormalForm",
@@ -171,9 +173,9 @@ class HyperplaneClasses:
         if self.A.dtype == object:
             return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
         out = np.empty((self.N_all, self.m + 1))  # float64 quotients of exact operands, a block of rows at a time
-        for s0 in range(0, self.N_all, _HASH_ROWS):
-            rows = i[s0 : s0 + _HASH_ROWS]
-            np.divide(self.A[rows], lam[s0 : s0 + _HASH_ROWS, None], out=out[s0 : s0 + _HASH_ROWS, : self.m])
+        for s0 in range(0, self.N_all, _KEY_ROWS):
+            rows = i[s0 : s0 + _KEY_ROWS]
+            np.divide(self.A[rows], lam[s0 : s0 + _KEY_ROWS, None], out=out[s0 : s0 + _KEY_ROWS, : self.m])
         np.divide(self.b[i], lam, out=out[:, self.m])
         out += 0.0  # -0.0 -> 0.0
         return out
@@ -204,18 +206,7 @@ def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray
     tail = row_hash(Fb[:, None], offset=A.shape[1])
     if A.dtype == object:
         return np.asarray(row_hash(float_key((A if all_rows else A[idx]) / lh[:, None])) + tail)
-    # float64 division of exact operands (correctly rounded), a block of rows at a time (in cache)
-    out = np.empty(idx.shape[0], dtype=np.uint64)
-    buf = np.empty((min(_HASH_ROWS, idx.shape[0]), A.shape[1]))
-    for s0 in range(0, idx.shape[0], _HASH_ROWS):
-        s1 = min(s0 + _HASH_ROWS, idx.shape[0])
-        Fa = np.divide(A[s0:s1] if all_rows else A[idx[s0:s1]], lh[s0:s1, None], out=buf[: s1 - s0])
-        Fa += 0.0
-        out[s0:s1] = row_hash(Fa)
-    return np.asarray(out + tail)
-
-
-_HASH_ROWS = 128  # rows per block of the class hashes
+    return np.asarray(quotient_row_hashes(A, lh, None if all_rows else idx) + tail)
 
 
 def _group_exact(

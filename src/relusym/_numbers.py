@@ -44,6 +44,7 @@ __all__ = [
     "fractions_of",
     "float_key",
     "exact_float",
+    "quotient_row_hashes",
     "row_hash",
     "rows_proportional",
     "exact_products",
@@ -299,6 +300,25 @@ def row_hash(F: np.ndarray, offset: int = 0) -> np.ndarray:
     R = _hash_multipliers(offset + F.shape[1])[offset:]
     with np.errstate(over="ignore"):
         return np.asarray(np.ascontiguousarray(F).view(np.uint64) @ R)
+
+
+_QUOTIENT_ROWS = 128  # rows per block of quotient_row_hashes
+
+
+@np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
+def quotient_row_hashes(X: np.ndarray, d: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """:func:`row_hash` of the float keys of X[rows[i]] / d[i] (default rows: all, in order) for float X and d:
+    the correctly rounded float64 quotients of the exact operands, −0.0 as 0.0, divided and hashed a block of
+    rows at a time (in cache: no temporary of the whole matrix)."""
+    n = d.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    buf = np.empty((min(n, _QUOTIENT_ROWS), X.shape[1]))
+    for s0 in range(0, n, _QUOTIENT_ROWS):
+        s1 = min(n, s0 + _QUOTIENT_ROWS)
+        F = np.divide(X[s0:s1] if rows is None else X[rows[s0:s1]], d[s0:s1, None], out=buf[: s1 - s0])
+        F += 0.0  # -0.0 -> 0.0
+        out[s0:s1] = row_hash(F)
+    return out
 
 
 def rows_proportional(
