@@ -260,9 +260,10 @@ def _float_step(
 ) -> Fraction | None:
     """A step along α̂ from x0 that crosses no other hyperplane (float screen, exact check of near ones), or
     None when x0 lies on another hyperplane."""
-    val = keys @ xf
-    slope = keys[:, :m] @ np.array([float(a) for a in alpha])
-    near = np.abs(val) <= 1e-9 * (1 + np.abs(keys).sum(axis=1) * (1 + np.abs(xf).max()))
+    with np.errstate(over="ignore", invalid="ignore"):  # keys of ±inf (beyond float range) give inf or NaN: far
+        val = keys @ xf
+        slope = keys[:, :m] @ np.array([float(a) for a in alpha])
+        near = np.abs(val) <= 1e-9 * (1 + np.abs(keys).sum(axis=1) * (1 + np.abs(xf).max()))
     for q in np.nonzero(near)[0].tolist():
         hh, jj = others[q]
         uu = hh.u_exact(jj)
