@@ -1,6 +1,7 @@
 """Exact linear algebra over the rationals, and fast rank computations modulo a prime.
 
-This module and :mod:`relusym.modular` are the only ones of :mod:`relusym` that talk to ``python-flint``.
+This module and :mod:`relusym.modular` are the only ones of :mod:`relusym` that talk to ``python-flint``; both
+import it inside the functions that use it (it takes about a quarter of ``import relusym`` otherwise).
 
 Matrices are given as sequences of rows whose entries are ``int``, :class:`fractions.Fraction`
 (or anything :class:`fractions.Fraction` accepts exactly, including binary floats, read at their
@@ -18,7 +19,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-import flint
 import numpy as np
 
 from ._modular import (
@@ -85,12 +85,16 @@ def _rows_of(rows: Matrix, ncols: int | None = None) -> tuple[list[list[Fraction
 
 def _flint_matrix(data: list[list[Fraction]], r: int, c: int) -> Any:
     """An fmpz_mat when all entries are integers, otherwise an fmpq_mat."""
+    import flint
+
     if all(x.denominator == 1 for row in data for x in row):
         return flint.fmpz_mat(r, c, [int(x.numerator) for row in data for x in row])
     return flint.fmpq_mat(r, c, [flint.fmpq(x.numerator, x.denominator) for row in data for x in row])
 
 
 def _frac(q: Any) -> Fraction:
+    import flint
+
     if isinstance(q, flint.fmpq):
         return Fraction(int(q.p), int(q.q))
     return Fraction(int(q))
@@ -117,6 +121,8 @@ def rref(rows: Matrix, ncols: int | None = None) -> tuple[list[tuple[Fraction, .
     and the list of pivot columns in increasing order.  ``ncols`` gives the number of columns of
     a matrix with no rows.
     """
+    import flint
+
     data, r, c = _rows_of(rows, ncols)
     if r == 0 or c == 0:
         return [], []
@@ -180,6 +186,8 @@ def solve(A_rows: Matrix, b: Sequence[Any]) -> tuple[Fraction, ...] | None:
 
 def inverse(rows: Matrix) -> list[tuple[Fraction, ...]]:
     """The inverse over Q of a square invertible matrix (``ValueError`` if singular / not square)."""
+    import flint
+
     data, r, c = _rows_of(rows)
     if r != c:
         raise ValueError(f"matrix of shape ({r}, {c}) is not square")

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import flint
 import numpy as np
 
 Matrix = Any  # sequences of rows, or numpy arrays (the matrix argument type of the exact and modular routines)
@@ -321,6 +320,8 @@ def lu_mod_p(int_rows: Matrix, p: int = FAST_PRIMES[0], *, stop_at_full_rank: bo
     set of columns independent modulo ``p``.  With ``stop_at_full_rank`` the elimination stops as
     soon as every row is a pivot row.
     """
+    import flint
+
     if not (2 <= p < BLAS_PRIME_LIMIT) or not flint.fmpz(p).is_prime():
         raise ValueError(f"p={p} must be a prime below {BLAS_PRIME_LIMIT}")
     return lu_field(_as_field_array(int_rows, p), p, stop_at_full_rank)
@@ -366,6 +367,8 @@ def rank_mod_p(int_rows: Matrix, p: int | None = None) -> int:
       the rank modulo ``FAST_PRIMES[1]``.  Each is a lower bound of the rational rank and, for
       matrices not built adversarially, equal to it with probability about ``1 - 1e-6``.
     """
+    import flint
+
     if p is None:
         res = residues_mod_p(int_rows, FAST_PRIMES[0])
         r = _rank_blas(res, FAST_PRIMES[0])
@@ -467,6 +470,8 @@ def nonsingular_mod_p(a: np.ndarray, p: int = FAST_PRIMES[0], *, block: int = 51
 def _inverse_mod_p(a: np.ndarray, f: Field) -> np.ndarray | None:
     """Inverse of a square residue array (|entries| <= p/2) by recursive 2×2 blocking, flint below 33 rows;
     None when a leading block is singular."""
+    import flint
+
     n, p = a.shape[0], f.p
     if n <= 32:
         try:
