@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import relusym
-from relusym import Network, normal_form
-from relusym._digest import reference_digest
+from digest_helpers import expected_digest, stack_definition
+from relusym import Network
 from relusym._fileio import TMP_MARK
 from relusym._zoo._digest import stack_digests
 
@@ -31,23 +31,6 @@ pq = pytest.importorskip("pyarrow.parquet")
 from relusym.zoo import SCHEMA, read_zoo_table, scan_zoo  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-def expected_digest(net: Network) -> str:
-    """The digest's definition (scheme relusym.nf/2) from the exact normal form; normal_form(net).digest() is
-    this value once NormalForm.digest() computes the scheme (see tests/test_zoo_digest.py)."""
-    nf = normal_form(net)
-    return reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e)
-
-
-def _definition(V, A, b, c) -> list[str | None]:
-    out = []
-    for i in range(A.shape[0]):
-        try:
-            out.append(expected_digest(Network(V[i], A[i], b[i], c[i])))
-        except relusym.InvalidNetworkError:
-            out.append(None)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -98,11 +81,11 @@ def _stack_with_structure(rng: np.random.Generator, B: int, m: int, n: int, k: i
     k=st.integers(1, 3),
     kind=st.sampled_from(["int", "dyadic", "normal", "wide"]),
 )
-def test_stack_digests_equal_the_definition(seed, m, n, k, kind):
+def test_stack_digests_equal_thestack_definition(seed, m, n, k, kind):
     rng = np.random.default_rng(seed)
     V, A, b, c = _stack_with_structure(rng, 64, m, n, k, kind)
     sd = stack_digests(V, A, b, c)
-    assert sd.digest == _definition(V, A, b, c)
+    assert sd.digest == stack_definition(V, A, b, c)
     assert sd.fast.all()
     for i in range(0, 64, 9):  # the width shortcut agrees with minimal_width
         if sd.width[i] >= 0:
@@ -133,7 +116,7 @@ def test_stack_digests_flips_and_fallbacks():
     sd = stack_digests(V64, A64, b64, c64)
     assert not sd.fast[:3].any() and sd.fast[3:].all()
     assert sd.digest[1] is None and "nan" in (sd.error[1] or "") and sd.digest[2] is None
-    assert sd.digest == _definition(V64, A64, b64, c64)
+    assert sd.digest == stack_definition(V64, A64, b64, c64)
 
 
 def test_stack_digests_thousands_of_random_networks():
@@ -142,7 +125,7 @@ def test_stack_digests_thousands_of_random_networks():
     for m, n, k, B in ((2, 16, 1, 600), (8, 24, 1, 300), (3, 7, 4, 400), (6, 48, 16, 30), (16, 40, 8, 20)):
         for kind in ("normal", "int", "wide"):
             V, A, b, c = _stack_with_structure(rng, B, m, n, k, kind)
-            assert stack_digests(V, A, b, c).digest == _definition(V, A, b, c)
+            assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import relusym
+from digest_helpers import expected_digest, stack_definition
 from relusym import Network, normal_form
 from relusym._digest import (
     byte_widths,
@@ -31,22 +32,6 @@ from relusym._digest import (
 from relusym._zoo._digest import stack_digests
 
 from oracles import exact_lists, nf_data
-
-
-def expected_digest(net: Network) -> str:
-    """The definition from the exact normal form (what ``normal_form(net).digest()`` returns under relusym.nf/2)."""
-    nf = normal_form(net)
-    return reference_digest(nf.m, nf.k, nf.K, nf.M, nf.e)
-
-
-def _expected(V: Any, A: Any, b: Any, c: Any) -> list[str | None]:
-    out: list[str | None] = []
-    for i in range(A.shape[0]):
-        try:
-            out.append(expected_digest(Network(V[i], A[i], b[i], c[i])))
-        except relusym.InvalidNetworkError:
-            out.append(None)
-    return out
 
 
 def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
@@ -118,7 +103,7 @@ def test_batched_digests_equal_the_definition(seed, m, n, k, dtype, wide):
     spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
     V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, spread)
     sd = stack_digests(V, A, b, c)
-    expected = _expected(V, A, b, c)
+    expected = stack_definition(V, A, b, c)
     assert sd.digest == expected
     finite = [d is not None for d in expected]
     assert sd.fast[finite].all()  # every finite float network of these spreads stays vectorized
@@ -156,7 +141,7 @@ def test_thousands_of_random_networks():
         (6, 40, 12, 24, np.float32, 6),
     ):
         V, A, b, c = structured_stack(rng, B, m, n, k, dtype, spread)
-        assert stack_digests(V, A, b, c).digest == _expected(V, A, b, c)
+        assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)
         count += B
     assert count >= 2500
 
@@ -187,7 +172,7 @@ def test_extreme_exponents_integers_rationals_and_errors():
     c[4, 0] = -np.inf
     A[5, 0, 0] = 0.1  # a float64 value that is not a float32 value: vectorized
     sd = stack_digests(V, A, b, c)
-    assert sd.digest == _expected(V, A, b, c)
+    assert sd.digest == stack_definition(V, A, b, c)
     assert sd.fast.tolist() == [True, True, False, False, False, True, True, True]
     assert sd.digest[3] is None and "nan" in (sd.error[3] or "").lower()
     assert sd.digest[4] is None and sd.error[4]
@@ -195,13 +180,13 @@ def test_extreme_exponents_integers_rationals_and_errors():
     Vi, Ai, bi, ci = (rng.integers(-3, 4, size=s) for s in ((5, 2, 4), (5, 4, 3), (5, 4), (5, 2)))
     Ai[:, 1] = 2 * Ai[:, 0]
     sdi = stack_digests(Vi, Ai, bi, ci)
-    assert sdi.fast.all() and sdi.digest == _expected(Vi, Ai, bi, ci)
+    assert sdi.fast.all() and sdi.digest == stack_definition(Vi, Ai, bi, ci)
     to_q = np.vectorize(lambda x: Fraction(int(x), 3), otypes=[object])
     sdq = stack_digests(to_q(Vi), to_q(Ai), to_q(bi), to_q(ci))
-    assert not sdq.fast.any() and sdq.digest == _expected(to_q(Vi), to_q(Ai), to_q(bi), to_q(ci))
+    assert not sdq.fast.any() and sdq.digest == stack_definition(to_q(Vi), to_q(Ai), to_q(bi), to_q(ci))
     # a stack of one shape with n = 0 (affine networks) and one with no hyperplane at all
     z = stack_digests(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)), np.array([[1.5], [-2.0]]))
-    assert z.fast.all() and z.digest == _expected(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)),
+    assert z.fast.all() and z.digest == stack_definition(np.zeros((2, 1, 0)), np.zeros((2, 0, 2)), np.zeros((2, 0)),
                                                    np.array([[1.5], [-2.0]]))  # fmt: skip
 
 
@@ -215,7 +200,7 @@ def test_batches_do_not_change_the_digests(monkeypatch):
     monkeypatch.setattr(zd, "_MAX_ENTRIES", 1500)
     pieces = stack_digests(V, A, b, c)
     assert pieces.digest == whole.digest and (pieces.width == whole.width).all() and pieces.fast.all()
-    assert whole.digest[:40] == _expected(V[:40], A[:40], b[:40], c[:40])
+    assert whole.digest[:40] == stack_definition(V[:40], A[:40], b[:40], c[:40])
 
 
 def test_widths_without_search_agree_with_minimal_width():
@@ -330,7 +315,7 @@ def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
     # without --resume the old parts are discarded and the job starts over
     res = scan_zoo(shard, out, chunk_size=4, fibre=False, progress=False)
     assert res.table.num_rows == 12 and not parts.exists()
-    assert res.table.column("digest").to_pylist() == _expected(V, A, b, c)
+    assert res.table.column("digest").to_pylist() == stack_definition(V, A, b, c)
     # a table of the old schema is refused by read_zoo_table, one sentence naming it
     old = tmp_path / "old.parquet"
     pq.write_table(res.table.replace_schema_metadata({b"schema": b"relusym.zoo/1"}), old)
