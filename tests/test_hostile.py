@@ -1072,3 +1072,21 @@ def test_fiber_budget_is_a_deadline(tmp_path):  # type: ignore[no-untyped-def]
     assert run.seconds < MAX_SECONDS
     assert run.rc == 0, run.err
     assert json.loads(run.out)["width"] is not None
+
+
+@pytest.mark.parametrize("fileio", ["absent", "importing", "writing"])
+def test_the_signal_handler_imports_nothing(tmp_path, fileio):  # type: ignore[no-untyped-def]
+    # SIGTERM may come while relusym._fileio is itself being imported (a CI dry run caught one: the handler's
+    # import of it failed and the process ended with an internal error, exit 3): then no write has begun and the
+    # handler exits 143 at once; during a write it removes the write's temporary first
+    tmp = tmp_path / "x.tmp"
+    code = {
+        "absent": "import sys, relusym.cli as c; sys.modules.pop('relusym._fileio', None); c._on_signal(15, None)",
+        "importing": "import sys, types, relusym.cli as c; sys.modules['relusym._fileio'] = types.ModuleType('x'); "
+        "c._on_signal(15, None)",
+        "writing": f"import relusym.cli as c, relusym._fileio as f; open({str(tmp)!r}, 'w').close(); "
+        f"f._live.add({str(tmp)!r}); c._on_signal(15, None)",
+    }[fileio]
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=_env())
+    assert r.returncode == 143 and r.stderr == b"", r.stderr
+    assert not tmp.exists()

@@ -608,10 +608,12 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, file:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly."""
-    from ._fileio import remove_temporaries
-
-    remove_temporaries()
+    """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly.  Nothing is
+    imported here: the signal may come while ``relusym._fileio`` itself is being imported (its functions not yet
+    defined), and then no write has begun and there is nothing to remove."""
+    remove = getattr(sys.modules.get(f"{__package__}._fileio"), "remove_temporaries", None)
+    if remove is not None:
+        remove()
     os._exit(128 + signum)
 
 
