@@ -18,22 +18,11 @@ Run:  python benchmarks/bench_equivalence.py            (all shapes; assignment 
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from _timing import best
 
 from relusym import Network, Symmetry, equivalent
-
-
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    out, t_best = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t_best = min(t_best, time.perf_counter() - t0)
-    return t_best, out
 
 
 def weight_matching(net1: Network, net2: Network) -> np.ndarray:
