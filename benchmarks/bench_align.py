@@ -1,4 +1,4 @@
-"""Align a permuted, positively rescaled, noisy copy of a network: relusym._approx.align against weight matching.
+"""Align a permuted, positively rescaled, noisy copy of a network: relusym.align against weight matching.
 
 Weight matching (as in Git Re-Basin) solves an n×n linear assignment (scipy.optimize.linear_sum_assignment)
 on the similarity matrix of the neuron rows [a_i | b_i | v_i]; it assumes the copy is only permuted.
@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from relusym._alignment import align  # noqa: E402
-from relusym._network import Network  # noqa: E402
+from relusym._core.network import Network  # noqa: E402
+from relusym._tolerance.alignment import align  # noqa: E402
 
 
 def planted_pair(m: int, n: int, k: int, sigma: float, noise: float, seed: int) -> tuple[Network, Network, np.ndarray]:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from relusym import Network, flip, normal_form
-from relusym._fiber import Fiber, fiber
+from relusym._fibre.fiber import Fiber, fiber
 
 
 def random_net(rng: np.random.Generator, m: int, n: int, k: int) -> Network:

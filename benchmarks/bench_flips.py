@@ -1,4 +1,4 @@
-"""Benchmarks of relusym._flipsearch: flip sets, the hidden symmetries behind genericity condition (G-c).
+"""Benchmarks of relusym._fibre.flipsearch: flip sets, the hidden symmetries behind genericity condition (G-c).
 
 See docs/math/hidden-symmetries.md for the mathematics.
 
@@ -31,7 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym import _flipsearch as fs
+from relusym._fibre import flipsearch as fs
 
 
 def exact_zero(V: np.ndarray, A: np.ndarray, T: tuple[int, ...]) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 import relusym
 from relusym import Network, normal_form
-from relusym._digest import reference_digest
+from relusym._core.digest import reference_digest
 
 
 def expected_digest(net: Network) -> str:

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import relusym
-import relusym._analysis as analysis_module
-import relusym._normal_form as nf_module
-import relusym._numbers as numbers_module
+import relusym._core.analysis as analysis_module
+import relusym._core.normal_form as nf_module
+import relusym._exact.numbers as numbers_module
 from relusym import Network, equivalent, fiber, flip, minimal_width, normal_form, prune
-from relusym._analysis import Analysis, KinkData
-from relusym._flips import flip_sets
-from relusym._normal_form import hyperplane_classes
+from relusym._core.analysis import Analysis, KinkData
+from relusym._core.normal_form import hyperplane_classes
+from relusym._fibre.flips import flip_sets
 from relusym.io import load
 
 EXAMPLES = [f"E{i}" for i in range(1, 17)]

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import equivalent
-from relusym._alignment import align
-from relusym._approx import distance, equivalent_approx
-from relusym._group import Symmetry
-from relusym._network import Network
-from relusym._normal_form import flip
+from relusym._core.group import Symmetry
+from relusym._core.network import Network
+from relusym._core.normal_form import flip
+from relusym._tolerance.alignment import align
+from relusym._tolerance.approx import distance, equivalent_approx
 from relusym.errors import InvalidNetworkError
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,67 +15,18 @@ import relusym
 ROOT = Path(relusym.__file__).parent
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
-# bottom to top; a module may import modules of its own layer or of layers below (never above)
+# bottom to top: a module's layer is its folder (the top-level modules are named one by one); a module may import
+# modules of its own layer or of layers below, never above.  docs/architecture.md draws the same picture.
 LAYERS: list[tuple[str, set[str]]] = [
-    (
-        "foundations",
-        {"errors", "_fileio", "_progress", "_rng", "_subsets", "_modular", "_limits", "_display", "_threads"},
-    ),
-    ("exact arithmetic", {"_numbers", "_linalg", "_decimal"}),
-    ("the parameter", {"_network"}),
-    ("group and normal form", {"_group", "_normal_form", "_nf_export", "_digest", "_analysis"}),
-    ("decisions", {"_equivalence", "_approx", "_alignment", "_domain"}),
-    (
-        "searches and configurations",
-        {
-            "_flipsearch",
-            "_flipsearch._exact",
-            "_flipsearch._limbs",
-            "_flipsearch._enumerate",
-            "_flipsearch._ktree",
-            "_flipsearch._search",
-            "_flips",
-            "_configurations",
-        },
-    ),
-    ("width", {"_width"}),
-    ("fibre", {"_genericity", "_strata", "_fiber"}),
-    (
-        "formats",
-        {
-            "io",
-            "io._layers",
-            "io._json_format",
-            "io._npz_format",
-            "io._safetensors_format",
-            "io._onnx_format",
-            "io._torch_format",
-            "io._flax_format",
-            "io._sklearn_format",
-            "io._nnet_format",
-            "io._keras_format",
-            "io._numpy_format",
-            "io._folder_format",
-            "io._limits",
-            "io._writers",
-        },
-    ),
-    (
-        "applications",
-        {
-            "census",
-            "plot",
-            "report",
-            "zoo",
-            "_zoo",
-            "_zoo._digest",
-            "_zoo._sources",
-            "_zoo._run",
-            "_zoo._jobs",
-            "_identify",
-        },
-    ),
-    ("front ends", {"", "cli", "__main__"}),
+    ("foundations", {"errors", "_base"}),
+    ("exact arithmetic", {"_exact"}),
+    ("one-hidden-layer core", {"_core"}),
+    ("decisions beyond the core", {"_tolerance", "_bounded"}),
+    ("fibre", {"_fibre"}),
+    ("deep networks", {"_deep"}),
+    ("formats", {"io"}),
+    ("applications", {"_identify", "_zoo", "census", "plot", "report", "zoo"}),
+    ("front ends", {"", "_api", "cli", "__main__"}),
 ]
 
 HEAVY = (
@@ -142,7 +93,25 @@ def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
 
 
 def _layer_of() -> dict[str, int]:
-    return {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}
+    """Each module's layer, from its folder: ``_exact.numbers`` is in the layer of ``_exact``."""
+    tops = {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}
+    out = {}
+    for mod in _modules():
+        top = mod.split(".")[0]
+        if top in tops:
+            out[mod] = tops[top]
+    return out
+
+
+def test_every_layer_folder_is_a_package_of_modules() -> None:
+    """Top-level files are the public modules and the front door; everything internal lives in a layer folder."""
+    private_files = sorted(
+        p.name for p in ROOT.glob("_*.py") if p.name not in ("__init__.py", "__main__.py", "_api.py")
+    )
+    assert not private_files, f"internal modules outside a layer folder: {private_files}"
+    named = {m for _, ms in LAYERS for m in ms}
+    stale = sorted(m for m in named if m and not (ROOT / m).is_dir() and not (ROOT / f"{m}.py").exists())
+    assert not stale, f"layers name folders or modules that do not exist: {stale}"
 
 
 def test_every_module_is_placed_in_a_layer() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from relusym import Network, fiber, normal_form
-from relusym._fileio import TMP_MARK
+from relusym._base.fileio import TMP_MARK
 from relusym.census import (
     CensusSpec,
     census_entries,

@@ -65,7 +65,7 @@ def test_no_progress_off_a_terminal_and_with_quiet(tmp_path):
 
 
 def test_progress_enabled_shows_a_bar_on_a_tty_only(capsys):
-    from relusym._progress import progress
+    from relusym._base.progress import progress
 
     with progress(total=3, desc="x", enabled=None) as bar:  # pytest's stderr is not a terminal
         bar.update(1)

@@ -1,6 +1,6 @@
 """The normal-form digest (scheme relusym.nf/2): recorded values that must never change, and the vectorized
 integer computation against the definition, rebuilt here from scratch in Fractions (the normal form neuron by
-neuron, and the bytes from the definition's text), and against relusym._digest.reference_digest."""
+neuron, and the bytes from the definition's text), and against relusym._core.digest.reference_digest."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from relusym import Network, Symmetry, _normal_form, equivalent, flip, normal_form, prune
-from relusym._digest import reference_digest
+from relusym import Network, Symmetry, equivalent, flip, normal_form, prune
+from relusym._core import normal_form as _normal_form
+from relusym._core.digest import reference_digest
 from relusym.errors import BudgetExceededError
 
 from oracles import exact_lists, nf_data
@@ -360,8 +361,8 @@ def test_the_normal_form_on_a_domain_hashes_its_json_form():
 def test_exact_digit_product_over_several_blocks(dtype, sub_entries, monkeypatch):
     # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions; and
     # with BLAS calls on a few rows at a time (sub-blocks summed in float64: exact below 2^53)
-    from relusym import _numbers
-    from relusym._numbers import digits_to_ints, exact_matmul_digits, normalize_digits
+    from relusym._exact import numbers as _numbers
+    from relusym._exact.numbers import digits_to_ints, exact_matmul_digits, normalize_digits
 
     if sub_entries:
         monkeypatch.setattr(_numbers, "_SUB_ENTRIES", sub_entries)

@@ -580,7 +580,7 @@ def test_cli_box(tmp_path, capsys) -> None:
 
 def test_both_restrictions_give_one_normal_form(monkeypatch) -> None:
     """Affine neurons summed exactly or given mirrors: the same normal form on D, the same verdicts."""
-    import relusym._domain as dm
+    import relusym._bounded.domain as dm
 
     rng = random.Random(21)
     for _ in range(40):
@@ -604,7 +604,7 @@ def test_polytope_status_with_highs_matches_the_exact_simplex(monkeypatch) -> No
     """On a larger polytope HiGHS proposes crossing points (checked exactly); the kinds equal the simplex's."""
     import numpy as np
 
-    import relusym._domain as dm
+    import relusym._bounded.domain as dm
 
     rng = random.Random(8)
     m = 3

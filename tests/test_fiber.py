@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, find_symmetry, flip, normal_form
-from relusym._analysis import Analysis, KinkData
-from relusym._fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
-from relusym._genericity import generic_conditions
-from relusym._normal_form import hyperplane_classes
+from relusym._core.analysis import Analysis, KinkData
+from relusym._core.normal_form import hyperplane_classes
+from relusym._fibre.fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
+from relusym._fibre.genericity import generic_conditions
 
 from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
 from oracles import oracle_m1_equal, random_int_net

@@ -1,4 +1,4 @@
-"""The generalized-birthday search of relusym._flipsearch against independent oracles: its joins against
+"""The generalized-birthday search of relusym._fibre.flipsearch against independent oracles: its joins against
 brute-force pairs, its word packing against Python integers, its block split against scipy's connected
 components, and the flip sets it finds on float32 networks of a thousand neurons against Fraction arithmetic."""
 
@@ -13,11 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, fiber
-from relusym import _flipsearch as fs
-from relusym._flipsearch._exact import wrap
-from relusym._flipsearch._ktree import _KTree, _KTreeConfig, _LimbValues, _sorted_join, _WordValues, ktree_search
-from relusym._flipsearch._limbs import pack, pack_words, words_key
-from relusym._flipsearch._search import components
+from relusym._fibre import flipsearch as fs
+from relusym._fibre.flipsearch._exact import wrap
+from relusym._fibre.flipsearch._ktree import _KTree as _KTree
+from relusym._fibre.flipsearch._ktree import _KTreeConfig as _KTreeConfig
+from relusym._fibre.flipsearch._ktree import _LimbValues as _LimbValues
+from relusym._fibre.flipsearch._ktree import _sorted_join as _sorted_join
+from relusym._fibre.flipsearch._ktree import _WordValues as _WordValues
+from relusym._fibre.flipsearch._ktree import ktree_search
+from relusym._fibre.flipsearch._limbs import pack, pack_words, words_key
+from relusym._fibre.flipsearch._search import components
 
 
 def _fr(x: object) -> Fraction:

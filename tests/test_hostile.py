@@ -534,7 +534,8 @@ def test_read_only_folder_is_refused(tmp_path, net_json):  # type: ignore[no-unt
 
 
 def test_internal_errors_are_marked_and_traceback_only_with_debug(net_json, monkeypatch, capsys):  # type: ignore[no-untyped-def]
-    from relusym import _normal_form, cli
+    from relusym import cli
+    from relusym._core import normal_form as _normal_form
 
     def broken(net):  # type: ignore[no-untyped-def]
         raise ZeroDivisionError("simulated bug")
@@ -553,7 +554,8 @@ def test_internal_errors_are_marked_and_traceback_only_with_debug(net_json, monk
 def test_warnings_are_one_line(net_json, monkeypatch, capsys):  # type: ignore[no-untyped-def]
     import warnings
 
-    from relusym import _normal_form, cli
+    from relusym import cli
+    from relusym._core import normal_form as _normal_form
 
     real = _normal_form.normal_form
 
@@ -824,9 +826,9 @@ def test_configurations_stop_inside_the_inner_loop():  # type: ignore[no-untyped
     """A deadline already passed: the search stops at once and says so, whatever the input width."""
     import tempfile
 
-    from relusym._analysis import KinkData
-    from relusym._configurations import configurations
-    from relusym._normal_form import normal_form
+    from relusym._core.analysis import KinkData
+    from relusym._core.normal_form import normal_form
+    from relusym._fibre.configurations import configurations
     from relusym.io import load
 
     with tempfile.TemporaryDirectory() as d:
@@ -864,7 +866,7 @@ def test_limits_api_env_and_flag(tmp_path):  # type: ignore[no-untyped-def]
 
 
 def test_exact_numbers_within_limits_are_still_read_exactly():  # type: ignore[no-untyped-def]
-    from relusym._numbers import to_fraction
+    from relusym._exact.numbers import to_fraction
 
     assert to_fraction("1e-300") == Fraction(1, 10**300)
     assert to_fraction("-12.5e3") == -12500
@@ -1076,15 +1078,16 @@ def test_fiber_budget_is_a_deadline(tmp_path):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("fileio", ["absent", "importing", "writing"])
 def test_the_signal_handler_imports_nothing(tmp_path, fileio):  # type: ignore[no-untyped-def]
-    # SIGTERM may come while relusym._fileio is itself being imported (a CI dry run caught one: the handler's
+    # SIGTERM may come while relusym._base.fileio is itself being imported (a CI dry run caught one: the handler's
     # import of it failed and the process ended with an internal error, exit 3): then no write has begun and the
     # handler exits 143 at once; during a write it removes the write's temporary first
     tmp = tmp_path / "x.tmp"
     code = {
-        "absent": "import sys, relusym.cli as c; sys.modules.pop('relusym._fileio', None); c._on_signal(15, None)",
-        "importing": "import sys, types, relusym.cli as c; sys.modules['relusym._fileio'] = types.ModuleType('x'); "
+        "absent": "import sys, relusym.cli as c; sys.modules.pop('relusym._base.fileio', None); c._on_signal(15, None)",
+        "importing": "import sys, types, relusym.cli as c; "
+        "sys.modules['relusym._base.fileio'] = types.ModuleType('x'); "
         "c._on_signal(15, None)",
-        "writing": f"import relusym.cli as c, relusym._fileio as f; open({str(tmp)!r}, 'w').close(); "
+        "writing": f"import relusym.cli as c, relusym._base.fileio as f; open({str(tmp)!r}, 'w').close(); "
         f"f._live.add({str(tmp)!r}); c._on_signal(15, None)",
     }[fileio]
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=_env())

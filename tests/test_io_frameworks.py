@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import relusym
-from relusym._network import Network
+from relusym._core.network import Network
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
 RNG = np.random.default_rng(20260415)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relusym import _linalg as linalg
-from relusym import _modular as modular
+from relusym._exact import linalg as linalg
+from relusym._exact import modular as modular
 
 from oracles import rank_q
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relusym._fileio import TMP_MARK, atomic_write, sweep_stale
-from relusym._progress import Progress, progress
-from relusym._rng import as_generator, as_random
+from relusym._base.fileio import TMP_MARK, atomic_write, sweep_stale
+from relusym._base.progress import Progress, progress
+from relusym._base.rng import as_generator, as_random
 from relusym.errors import OutputError
 
 

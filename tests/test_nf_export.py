@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from relusym import Network, normal_form
-from relusym._nf_export import FULL_BY_DEFAULT, SCHEMA, export_normal_form, read_export, write_canon_json
+from relusym._core.nf_export import FULL_BY_DEFAULT, SCHEMA, export_normal_form, read_export, write_canon_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

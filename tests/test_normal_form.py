@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, flip, normal_form
-from relusym._normal_form import NormalForm
+from relusym._core.normal_form import NormalForm
 
 from oracles import eval_oracle, oracle_m1_equal, random_int_net
 
@@ -349,7 +349,7 @@ def test_normal_form_round_trip_and_digest_is_stable():
     net = Network([[1, 2]], [[1], [-1]], [0, 1])
     nf = normal_form(net)
     assert NormalForm.from_dict(nf.to_dict()) == nf
-    # a fixed value (scheme relusym.nf/2, computed with relusym._digest.reference_digest from the hand-computed
+    # a fixed value (scheme relusym.nf/2, computed with relusym._core.digest.reference_digest from the hand-computed
     # NF: classes (1, 0) with κ = 1 and (1, −1) with κ = 2, M = −2, e = 2): it must not change across machines,
     # Python versions and releases
     assert nf.digest() == "4618a33a28f45fc3fbf4d10c539e246b49ed4ebf30bc0495fab802efacd26951"

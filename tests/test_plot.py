@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from relusym import InvalidNetworkError, Network, flip
-from relusym._normal_form import normal_form
+from relusym._core.normal_form import normal_form
 
 pytest.importorskip("matplotlib")
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from relusym import Network, equivalent, find_symmetry, flip, normal_form, stabilizer
-from relusym._normal_form import NormalForm
+from relusym._core.normal_form import NormalForm
 
 from oracles import eval_oracle
 

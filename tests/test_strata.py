@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, equivalent, fiber, normal_form
-from relusym._flips import FlipSets
+from relusym._fibre.flips import FlipSets
 from relusym.census import brute_force_types, classify
 
 from fibre_helpers import NAMES, net_from_dict, plain, planted_networks

@@ -12,7 +12,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from relusym import Network, normal_form
-from relusym._threads import single_blas_thread
+from relusym._base.threads import single_blas_thread
 
 
 def blas_threads() -> set[int]:

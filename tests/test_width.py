@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relusym import BudgetExceededError, Network, Symmetry, flip, normal_form
-from relusym._analysis import Analysis, KinkData
-from relusym._configurations import configurations, own_configuration
-from relusym._width import (
+from relusym._core.analysis import Analysis, KinkData
+from relusym._fibre.configurations import configurations, own_configuration
+from relusym._fibre.width import (
     canonical_minimal_network,
     minimal_network,
     minimal_width,

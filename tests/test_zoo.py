@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import relusym
 from digest_helpers import expected_digest, stack_definition
 from relusym import Network
-from relusym._fileio import TMP_MARK
+from relusym._base.fileio import TMP_MARK
 from relusym._zoo._digest import stack_digests
 
 pa = pytest.importorskip("pyarrow")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import relusym
 from digest_helpers import expected_digest, stack_definition
 from relusym import Network, normal_form
-from relusym._digest import (
+from relusym._core.digest import (
     byte_widths,
     dyadic_block_rows,
     int_block,

@@ -7,26 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._domain import Box, Polytope, equivalent, normal_form
-from ._equivalence import Counterexample, Verdict
-from ._fiber import Fiber, fiber
-from ._group import Stabilizer, Symmetry, find_symmetry, stabilizer
-from ._network import Network
-from ._normal_form import NormalForm, flip
-from ._width import minimal_width, prune
-from .errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
+from relusym._api import distance, equivalent, normal_form
+from relusym._bounded.domain import Box, Polytope
+from relusym._core.equivalence import Counterexample, Verdict
+from relusym._core.group import Stabilizer, Symmetry, find_symmetry, stabilizer
+from relusym._core.network import Network
+from relusym._core.normal_form import NormalForm, flip
+from relusym._fibre.fiber import Fiber, fiber
+from relusym._fibre.width import minimal_width, prune
+from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
-    "align": "_alignment",
-    "Alignment": "_alignment",
-    "equivalent_approx": "_approx",
-    "distance": "_domain",
+    "align": "_tolerance.alignment",
+    "Alignment": "_tolerance.alignment",
+    "equivalent_approx": "_tolerance.approx",
     # model zoos (pyarrow, and dask when asked for, imported on use)
     "scan_zoo": "zoo",
     "ZooResult": "zoo",
     # identification from queries
-    "identify": "_identify",
-    "Identification": "_identify",
+    "identify": "_identify.identify",
+    "Identification": "_identify.identify",
 }
 
 __version__ = "0.1.0"
@@ -72,7 +72,7 @@ __all__ = [
 
 def load(path_or_object: Any, **kwargs: Any) -> Network:
     """Read a network from a file (format found from its content) or an in-memory model object."""
-    from .io import load as _load
+    from relusym.io import load as _load
 
     return _load(path_or_object, **kwargs)
 
@@ -81,7 +81,7 @@ def save(net: Network, path: Any, **kwargs: Any) -> Any:
     """Write a network atomically and exactly, in the format given by the file suffix (or ``like=`` an original
     file); an entry the file's float type cannot hold is refused unless ``allow_rounding=True``.  Returns a
     ``relusym.io.SaveInfo`` (``exact``, and ``distance`` when rounding was allowed)."""
-    from .io import save as _save
+    from relusym.io import save as _save
 
     return _save(net, path, **kwargs)
 
@@ -138,7 +138,7 @@ def to_torch(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -
     """A live ``torch.nn.Sequential(Linear, ReLU, Linear)`` computing the network, exactly in ``dtype`` (default
     its widest float dtype, float64 for rationals; an entry that does not fit is refused unless
     ``allow_rounding=True``)."""
-    from .io._torch_format import to_module
+    from relusym.io._torch_format import to_module
 
     return to_module(net, dtype, allow_rounding=allow_rounding)
 
@@ -146,7 +146,7 @@ def to_torch(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -
 def to_keras(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
     """A live ``keras.Sequential([Input(m), Dense(n, relu), Dense(k)])`` computing the network (exact, as
     :func:`to_torch`)."""
-    from .io._keras_format import to_model
+    from relusym.io._keras_format import to_model
 
     return to_model(net, dtype, allow_rounding=allow_rounding)
 
@@ -154,7 +154,7 @@ def to_keras(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -
 def to_flax(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
     """A live Flax ``nnx`` module (two ``nnx.Linear`` layers with ``nnx.relu`` between) computing the network
     (exact, as :func:`to_torch`)."""
-    from .io._flax_format import to_nnx
+    from relusym.io._flax_format import to_nnx
 
     return to_nnx(net, dtype, allow_rounding=allow_rounding)
 

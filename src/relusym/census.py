@@ -38,16 +38,16 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import _linalg as linalg
-from ._analysis import Analysis, KinkData
-from ._equivalence import equivalent
-from ._fiber import Fiber, fiber
-from ._group import find_symmetry, stabilizer
-from ._network import Network
-from ._normal_form import normal_form
-from ._progress import progress as show_progress
-from ._rng import RNGLike, as_random
-from ._strata import point_type
+from relusym._base.progress import progress as show_progress
+from relusym._base.rng import RNGLike, as_random
+from relusym._core.analysis import Analysis, KinkData
+from relusym._core.equivalence import equivalent
+from relusym._core.group import find_symmetry, stabilizer
+from relusym._core.network import Network
+from relusym._core.normal_form import normal_form
+from relusym._exact import linalg as linalg
+from relusym._fibre.fiber import Fiber, fiber
+from relusym._fibre.strata import point_type
 
 __all__ = [
     "CATEGORIES",
@@ -255,7 +255,7 @@ def classify(
     budget: float = 5.0,
     brute: frozenset[Type] | None = None,
 ) -> tuple[str, Fiber, list[str], dict[str, int]]:
-    """The category of θ's fibre, the :class:`~relusym._fiber.Fiber`, the failed checks (empty when all pass)
+    """The category of θ's fibre, the :class:`~relusym._fibre.fiber.Fiber`, the failed checks (empty when all pass)
     and counters of the checks made.  ``rng``: an int seed, a numpy Generator, a random.Random or None.
     ``brute``: the brute-force types of θ's normal form when already known (:func:`brute_force_types`)."""
     r = as_random(rng)
@@ -567,7 +567,7 @@ def run_census_chunked(
     the executors of :mod:`relusym.zoo`).  The categories, widths and orbit counts are those of the serial
     census; the fibre samples are drawn per chunk, so the count of hidden flips met by the samples can differ
     from the serial census's, but not between executors."""
-    from ._progress import progress as bar_of
+    from relusym._base.progress import progress as bar_of
 
     t0 = time.monotonic()
     n121 = len(values_121) ** 7 if limit_121 is None else min(limit_121, len(values_121) ** 7)
@@ -611,7 +611,7 @@ def _run_tasks(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     import hashlib
 
-    from ._zoo._jobs import execute
+    from relusym._zoo._jobs import execute
 
     args = [(kind, params, s, e, samples, seed, budget) for _, kind, params, s, e in tasks]
     job = hashlib.sha256(json.dumps(args, default=str).encode()).hexdigest()[:16]
@@ -676,7 +676,7 @@ class CensusSpec:
     check_every: int = 100
 
     def __post_init__(self) -> None:
-        from .errors import InvalidNetworkError
+        from relusym.errors import InvalidNetworkError
 
         m, n, k = self.shape
         if min(m, n, k) < 1:
@@ -803,7 +803,7 @@ def _network_of(spec: CensusSpec, num: Any, den: Any, t: int) -> Network:
 
 def census_network(spec: CensusSpec, index: int) -> Network:
     """Network ``index`` of the census ``spec`` (the row of the table with this index describes its fibre)."""
-    from .errors import InvalidNetworkError
+    from relusym.errors import InvalidNetworkError
 
     if not 0 <= index < spec.total:
         raise InvalidNetworkError(f"index {index} is outside the census of {spec.total} networks")
@@ -1033,8 +1033,8 @@ def run_census_table(
 
     import pyarrow as pa
 
-    from ._zoo._jobs import PartsFolder, execute, write_outputs
-    from .errors import InvalidNetworkError
+    from relusym._zoo._jobs import PartsFolder, execute, write_outputs
+    from relusym.errors import InvalidNetworkError
 
     description = spec.describe()
     key = hashlib.sha256(json.dumps({"schema": TABLE_SCHEMA, **description}, sort_keys=True).encode()).hexdigest()
@@ -1092,7 +1092,7 @@ def read_census_table(path: str | os.PathLike[str]) -> tuple[CensusSpec, Any]:
     """The census spec and the table of a census table written by :func:`run_census_table`."""
     import pyarrow.parquet as pq
 
-    from .errors import InvalidNetworkError
+    from relusym.errors import InvalidNetworkError
 
     table = pq.read_table(str(path))
     meta = table.schema.metadata or {}
@@ -1156,7 +1156,7 @@ def _shape(text: str) -> tuple[int, int, int]:
 
 
 def _main_table(args: argparse.Namespace) -> int:
-    from .errors import InvalidNetworkError
+    from relusym.errors import InvalidNetworkError
 
     if args.shape is None:
         print("relusym census: -o and --resume need --shape M,N,K (the census table)", file=sys.stderr)

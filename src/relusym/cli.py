@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
-from ._display import exact_and_approx
-from ._network import Network
-from .errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
+from relusym import __version__
+from relusym._base.display import exact_and_approx
+from relusym._core.network import Network
+from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["main"]
 
@@ -26,7 +26,7 @@ _STREAMED: dict[str, Any] = {}  # a command that wrote its JSON itself (streamed
 def _load(path: str, args: argparse.Namespace | None = None) -> Network:
     """Read a network; what reading assumed (a file recording no activation, a classifier read as logits) is
     kept on ``args`` for the report and the JSON ``inputs`` key."""
-    from .io import format_of, load_with_info
+    from relusym.io import format_of, load_with_info
 
     kwargs: dict[str, Any] = {}
     if args is not None and getattr(args, "allow_unsafe_pickle", False):
@@ -44,7 +44,7 @@ def _load(path: str, args: argparse.Namespace | None = None) -> Network:
 
 def _check_output(output: str, *inputs: str | None) -> None:
     """Refuse an unusable output path before anything is read or computed (the full path is named)."""
-    from ._fileio import check_output
+    from relusym._base.fileio import check_output
 
     check_output(output, tuple(i for i in inputs if i))
 
@@ -63,15 +63,15 @@ def _fmt_net_shape(net: Network) -> str:
 
 
 def cmd_canon(args: argparse.Namespace) -> Result:
-    from ._display import rows_summary, vector
-    from ._nf_export import export_normal_form, write_canon_json
-    from ._normal_form import normal_form
+    from relusym._base.display import rows_summary, vector
+    from relusym._core.nf_export import export_normal_form, write_canon_json
+    from relusym._core.normal_form import normal_form
 
     net = _load(args.net, args)
     nf = normal_form(net)
     if args.output:
         export_normal_form(nf, args.output, net.n)
-    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._nf_export)
+    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._core.nf_export)
         inputs = [info.to_dict() for info in getattr(args, "load_infos", [])]
         write_canon_json(nf, sys.stdout.buffer, net.n, full=True if args.full else None, extra={"inputs": inputs})
         sys.stdout.flush()
@@ -98,19 +98,19 @@ def cmd_canon(args: argparse.Namespace) -> Result:
 
 def _domain_arg(args: argparse.Namespace) -> Any:
     """The box of ``--box LO:HI`` / ``--box FILE`` (JSON {"lo": [...], "hi": [...]}) or ``--box-from NET``."""
-    from ._domain import Box
+    from relusym._bounded.domain import Box
 
     if args.box is not None and args.box_from is not None:
         raise InvalidNetworkError("give either --box or --box-from, not both")
     if args.atol is not None or args.rtol is not None:
         raise InvalidNetworkError("--box and --box-from decide exactly; they do not combine with --atol or --rtol")
     if args.box_from is not None:
-        from .io import input_box
+        from relusym.io import input_box
 
         return input_box(args.box_from)
     spec = args.box
     if Path(spec).is_file():
-        from .io._json_format import parse
+        from relusym.io._json_format import parse
 
         d = parse(Path(spec).read_text(encoding="utf-8"), spec)
         if not isinstance(d, dict) or "lo" not in d or "hi" not in d:
@@ -123,7 +123,7 @@ def _domain_arg(args: argparse.Namespace) -> Any:
 
 
 def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
-    from ._domain import equivalent_on
+    from relusym._bounded.domain import equivalent_on
 
     v = equivalent_on(net1, net2, _domain_arg(args))
     d = v.to_dict()
@@ -147,7 +147,7 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
     if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
         return _cmd_equiv_domain(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
-        from ._approx import equivalent_approx
+        from relusym._tolerance.approx import equivalent_approx
 
         kw: dict[str, float] = {}
         if args.atol is not None:
@@ -164,7 +164,7 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
             "tolerance equality is not transitive"
         )
         return d, text, 0 if av else 1
-    from ._equivalence import equivalent
+    from relusym._core.equivalence import equivalent
 
     v = equivalent(net1, net2)
     d = v.to_dict()
@@ -190,7 +190,7 @@ def cmd_equiv(args: argparse.Namespace) -> Result:
 
 def _counterexample_lines(ce: Any, where: str = "") -> list[str]:
     """The human lines of a verified counterexample: the point and the two exact values there."""
-    from ._display import vector
+    from relusym._base.display import vector
 
     return [
         f"counterexample x = {vector(ce.x)}{where}",
@@ -200,7 +200,7 @@ def _counterexample_lines(ce: Any, where: str = "") -> list[str]:
 
 
 def cmd_orbit(args: argparse.Namespace) -> Result:
-    from ._group import find_symmetry
+    from relusym._core.group import find_symmetry
 
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
     if (net1.m, net1.k) != (net2.m, net2.k):
@@ -220,7 +220,7 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
 
 
 def cmd_stabilizer(args: argparse.Namespace) -> Result:
-    from ._group import stabilizer
+    from relusym._core.group import stabilizer
 
     net = _load(args.net, args)
     st = stabilizer(net)
@@ -228,7 +228,7 @@ def cmd_stabilizer(args: argparse.Namespace) -> Result:
 
 
 def cmd_fiber(args: argparse.Namespace) -> Result:
-    from ._fiber import fiber
+    from relusym._fibre.fiber import fiber
 
     net = _load(args.net, args)
     fb = fiber(net, budget=args.budget, progress=_progress_flag(args))
@@ -236,15 +236,15 @@ def cmd_fiber(args: argparse.Namespace) -> Result:
 
 
 def cmd_prune(args: argparse.Namespace) -> Result:
-    from ._display import decimal
-    from ._width import minimal_network
-    from .io import format_of, save
+    from relusym._base.display import decimal
+    from relusym._fibre.width import minimal_network
+    from relusym.io import format_of, save
 
     _check_output(args.output, args.net)
     net = _load(args.net, args)
     like_path = Path(args.net)
     if like_path.is_dir():  # a model folder: its weights file is the layout to keep
-        from .io._folder_format import weights_file
+        from relusym.io._folder_format import weights_file
 
         like_path = weights_file(like_path) or like_path
     fmt_in = format_of(like_path)
@@ -252,7 +252,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
-    from ._progress import ticking
+    from relusym._base.progress import ticking
 
     with ticking(args.budget, desc="prune: width search", enabled=_progress_flag(args)):
         mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
@@ -276,7 +276,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
 
 
 def cmd_align(args: argparse.Namespace) -> Result:
-    from ._alignment import align
+    from relusym._tolerance.alignment import align
 
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
     al = align(net1, net2, progress=_progress_flag(args))
@@ -289,7 +289,7 @@ def cmd_align(args: argparse.Namespace) -> Result:
 
 
 def cmd_plot(args: argparse.Namespace) -> Result:
-    from .plot import plot_to_file
+    from relusym.plot import plot_to_file
 
     _check_output(args.output, args.net, args.net2)
     nets = [_load(p, args) for p in ([args.net] + ([args.net2] if args.net2 else []))]
@@ -298,7 +298,7 @@ def cmd_plot(args: argparse.Namespace) -> Result:
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
-    from .report import report_to_file
+    from relusym.report import report_to_file
 
     _check_output(args.output, args.net)
     net = _load(args.net, args)
@@ -338,8 +338,8 @@ def _load_oracle(spec: str) -> Any:
 
 
 def cmd_identify(args: argparse.Namespace) -> Result:
-    from ._identify import identify
-    from .io import save
+    from relusym._identify.identify import identify
+    from relusym.io import save
 
     if args.inputs < 1 or args.outputs < 1:
         raise InvalidNetworkError("--inputs and --outputs must be positive integers")
@@ -369,7 +369,7 @@ def cmd_identify(args: argparse.Namespace) -> Result:
 def _cmd_zoo(args: argparse.Namespace) -> Result:
     import time
 
-    from .zoo import scan_zoo
+    from relusym.zoo import scan_zoo
 
     if args.workers is not None and args.workers < 1:
         raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
@@ -609,7 +609,7 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, file:
 
 def _on_signal(signum: int, frame: Any) -> None:
     """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly.  Nothing is
-    imported here: the signal may come while ``relusym._fileio`` itself is being imported (its functions not yet
+    imported here: the signal may come while ``relusym._base.fileio`` itself is being imported (its functions not yet
     defined), and then no write has begun and there is nothing to remove."""
     remove = getattr(sys.modules.get(f"{__package__}._fileio"), "remove_temporaries", None)
     if remove is not None:
@@ -623,7 +623,7 @@ def _install_handlers(quiet: bool) -> Callable[[], None]:
     import signal
     import warnings
 
-    from . import _progress
+    from relusym._base import progress as _progress
 
     saved: list[tuple[int, Any]] = []
     for sig, handler in (
@@ -660,7 +660,7 @@ def _install_handlers(quiet: bool) -> Callable[[], None]:
 
 def _input_error(exc: BaseException) -> str | None:
     """The sentence for an exception that means "this input (or output path) cannot be used", else None."""
-    from .errors import OutputError
+    from relusym.errors import OutputError
 
     if isinstance(exc, InvalidNetworkError | UnsupportedModelError | BudgetExceededError | OutputError):
         return str(exc)
@@ -680,7 +680,7 @@ def _input_error(exc: BaseException) -> str | None:
 
 def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
     if argv[:1] == ["census"]:
-        from .census import main as census_main
+        from relusym.census import main as census_main
 
         code = census_main(argv[1:])
         return "census", None, ({}, "", code)
@@ -697,7 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opts, argv = _split_globals(argv)
     restore = _install_handlers(bool(opts["quiet"]))
-    # numbers are bounded by the input limits (relusym._limits), so Python's own guard against converting huge
+    # numbers are bounded by the input limits (relusym._base.limits), so Python's own guard against converting huge
     # integers to and from text would only turn a raised --limit max_digits into an internal error
     get_digits = getattr(sys, "get_int_max_str_digits", None)
     digits = get_digits() if get_digits is not None else None
@@ -722,7 +722,7 @@ def _main(argv: list[str], opts: dict[str, Any]) -> int:
                 pass
     command = next((a for a in argv if not a.startswith("-")), "")
     try:
-        from . import _limits
+        from relusym._base import limits as _limits
 
         lim = _limits.current()
         for spec in opts["limits"]:

@@ -33,17 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._fileio import atomic_write
-from ._network import Network
-from ._numbers import float_key, fraction_str
-from .errors import InvalidNetworkError
+from relusym._base.fileio import atomic_write
+from relusym._core.network import Network
+from relusym._exact.numbers import float_key, fraction_str
+from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ._equivalence import Counterexample, Verdict
-    from ._normal_form import HyperplaneClasses
+    from relusym._core.equivalence import Counterexample, Verdict
+    from relusym._core.normal_form import HyperplaneClasses
 
 __all__ = [
     "Slice",
@@ -189,7 +189,7 @@ class _Geo:
 
 
 def _geo(net: Network) -> _Geo:
-    from ._normal_form import hyperplane_classes
+    from relusym._core.normal_form import hyperplane_classes
 
     h = hyperplane_classes(net)
     V, A, b, c = net.to_float(np.float64)
@@ -419,7 +419,7 @@ def _relation(v: Verdict | None, j: int) -> str:
 def _verdicts(nets: Sequence[Network], compare: bool) -> list[Verdict | None]:
     if not compare or len(nets) < 2:
         return [None] * len(nets)
-    from ._equivalence import equivalent
+    from relusym._core.equivalence import equivalent
 
     return [None] + [equivalent(nets[0], x) for x in nets[1:]]
 

@@ -11,15 +11,15 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._display import vector
-from ._fiber import Fiber, fiber
-from ._fileio import atomic_write
-from ._group import stabilizer
-from ._network import Network
-from ._normal_form import flip, normal_form
-from ._progress import progress as show_progress
-from .errors import InvalidNetworkError
-from .plot import plot_networks, png_base64
+from relusym._base.display import vector
+from relusym._base.fileio import atomic_write
+from relusym._base.progress import progress as show_progress
+from relusym._core.group import stabilizer
+from relusym._core.network import Network
+from relusym._core.normal_form import flip, normal_form
+from relusym._fibre.fiber import Fiber, fiber
+from relusym.errors import InvalidNetworkError
+from relusym.plot import plot_networks, png_base64
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -49,7 +49,7 @@ import os
 from concurrent.futures import Executor
 from typing import Any
 
-from ._zoo._run import COLUMNS, SCHEMA, Options, ZooResult, run_job
+from relusym._zoo._run import COLUMNS, SCHEMA, Options, ZooResult, run_job
 
 __all__ = ["SCHEMA", "COLUMNS", "ZooResult", "scan_zoo", "read_zoo_table"]
 
@@ -95,7 +95,7 @@ def read_zoo_table(path: str | os.PathLike[str]) -> Any:
     """Read a zoo table written by :func:`scan_zoo`, checking its schema version."""
     import pyarrow.parquet as pq
 
-    from .errors import InvalidNetworkError
+    from relusym.errors import InvalidNetworkError
 
     table = pq.read_table(str(path))
     meta = table.schema.metadata or {}

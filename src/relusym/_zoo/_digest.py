@@ -1,6 +1,6 @@
 """Normal-form digests of many equal-shape networks at once, without Python work per neuron or per number.
 
-The digest (scheme ``relusym.nf/2``, defined in relusym/_digest.py and docs/zoo.md) hashes integer blocks built
+The digest (scheme ``relusym.nf/2``, defined in relusym/_core/digest.py and docs/zoo.md) hashes integer blocks built
 from NF(θ) = (K, M, e): the primitive integer vectors ŵ of the kink classes, the kinks κ, the linear part M and
 the offset e, rationals by their 2-adic split (t, p, q).  For a network with float (or small integer) entries
 all of these are integers computed here exactly, for a whole stack of networks at once:
@@ -21,7 +21,7 @@ all of these are integers computed here exactly, for a whole stack of networks a
   a class of one neuron (the usual case) is a single product |o_λ o_v|·2^(s_λ + s_v) of two odd mantissas,
   already split.
 * **bytes.**  Networks with the same byte layout (number of classes and the eight block widths) get their
-  bytes as the rows of one uint8 matrix (the batched encoders of relusym/_digest.py), one SHA-256 per row.
+  bytes as the rows of one uint8 matrix (the batched encoders of relusym/_core/digest.py), one SHA-256 per row.
 
 Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
 its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
@@ -37,16 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from .._digest import (
+from relusym._core.digest import (
     byte_widths,
     digest_header,
     dyadic_block_rows,
     int_block_rows,
     odd_part_digits,
 )
-from .._network import Network
-from .._normal_form import normal_form
-from ..errors import InvalidNetworkError
+from relusym._core.network import Network
+from relusym._core.normal_form import normal_form
+from relusym.errors import InvalidNetworkError
 
 __all__ = ["StackDigests", "stack_digests", "network_digest"]
 

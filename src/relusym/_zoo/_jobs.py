@@ -12,8 +12,8 @@ from concurrent.futures import Executor, as_completed
 from pathlib import Path
 from typing import Any
 
-from .._fileio import atomic_path, atomic_write
-from ..errors import InvalidNetworkError
+from relusym._base.fileio import atomic_path, atomic_write
+from relusym.errors import InvalidNetworkError
 
 __all__ = ["PartsFolder", "execute", "one_blas_thread", "part_name", "write_outputs", "write_parquet"]
 

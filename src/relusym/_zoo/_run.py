@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .._network import Network
-from .._progress import progress
-from .._rng import as_generator
-from ..errors import BudgetExceededError, InvalidNetworkError
-from ._digest import network_digest, stack_digests
-from ._jobs import PartsFolder, execute, write_outputs
-from ._sources import Chunk, Item, plan_chunks, read_chunk
+from relusym._base.progress import progress
+from relusym._base.rng import as_generator
+from relusym._core.network import Network
+from relusym._zoo._digest import network_digest, stack_digests
+from relusym._zoo._jobs import PartsFolder, execute, write_outputs
+from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk
+from relusym.errors import BudgetExceededError, InvalidNetworkError
 
 __all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
 
@@ -119,7 +119,7 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
 
 def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
     """Width (when it needs the search) and fibre columns of one valid network."""
-    from .._width import minimal_width
+    from relusym._fibre.width import minimal_width
 
     row: dict[str, Any] = {}
     if width < 0:
@@ -129,8 +129,8 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
             width = -1
     row["width"] = width if width >= 0 else None
     if options.fibre:
-        from .._fiber import fiber
-        from ..census import fibre_category
+        from relusym._fibre.fiber import fiber
+        from relusym.census import fibre_category
 
         fb = fiber(net, budget=options.budget)
         row["generic"] = {True: "true", False: "false", None: "undecided"}[fb.generic]
@@ -367,7 +367,7 @@ def _near_pairs(
     decided by ``equivalent_approx`` itself."""
     from scipy.spatial import cKDTree
 
-    from .._approx import equivalent_approx, project, projector
+    from relusym._tolerance.approx import equivalent_approx, project, projector
 
     if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
         return []
@@ -401,7 +401,7 @@ def _near_pairs(
 def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
     import pyarrow as pa
 
-    from ..census import CATEGORIES
+    from relusym.census import CATEGORIES
 
     raw = raw.sort_by("index")
     d = raw.to_pydict()

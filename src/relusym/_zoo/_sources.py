@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["Chunk", "Item", "plan_chunks", "read_chunk"]
 
@@ -395,7 +395,7 @@ def read_chunk(chunk: Chunk) -> ChunkData:
             ]
             return ChunkData(stacks, singles)
     elif chunk.kind == "files":
-        from ..io import load
+        from relusym.io import load
 
         for i, (path, name) in enumerate(zip(chunk.paths, chunk.names, strict=True)):
             try:
@@ -409,7 +409,7 @@ def read_chunk(chunk: Chunk) -> ChunkData:
                 loaded.append((Item(name, chunk.first + i, net=x), None))
             else:
                 try:
-                    from ..io import load
+                    from relusym.io import load
 
                     loaded.append((Item(name, chunk.first + i, net=load(x)), None))
                 except Exception as exc:  # noqa: BLE001

@@ -13,7 +13,7 @@ Writing follows one rounding policy (:class:`relusym.io._layers.WritePolicy`): a
 network given, checked against the file's own float type (float16 and bfloat16 included), or nothing is written
 and the error names the first entry that does not fit.  ``allow_rounding=True`` is the only way to round, and
 then :func:`save` reports how far the written network is (``relusym.distance``); ``dtype="float64"`` widens.
-Every write goes through :mod:`relusym._fileio` (a temporary sibling, then a rename) and is read back and
+Every write goes through :mod:`relusym._base.fileio` (a temporary sibling, then a rename) and is read back and
 compared with what was meant to be written before it replaces the target.
 """
 
@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from .._fileio import atomic_path, check_output, temporary_file
-from .._limits import Limits, file_limit, limits, shorten
-from .._limits import current as current_limits
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
+from relusym._base.fileio import atomic_path, check_output, temporary_file
+from relusym._base.limits import Limits, file_limit, limits, shorten
+from relusym._base.limits import current as current_limits
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
 __all__ = [
     "load",
@@ -360,7 +360,7 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
         if accepts is not None and accepts(source):
             return mod.from_object(source), _object_info(source, mod)
     if isinstance(source, Mapping) and source and all(hasattr(v, "shape") for v in source.values()):
-        from ._npz_format import from_arrays
+        from relusym.io._npz_format import from_arrays
 
         return from_arrays(source, source="the dict of arrays", **kwargs), _object_info(source, None)
     raise UnsupportedModelError(
@@ -388,7 +388,7 @@ def save(
     ``dtype="float64"`` to keep a float16 file's pruned network exactly.  Before the file replaces ``path`` it is
     read back and compared with the network meant to be written.
     """
-    from ._layers import WritePolicy
+    from relusym.io._layers import WritePolicy
 
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"save needs a Network, got {type(net).__name__}")
@@ -413,7 +413,7 @@ def save(
             warnings.simplefilter("ignore")
             written = reader(tmp)
         if policy.rounded:
-            from .._approx import distance as _distance
+            from relusym._tolerance.approx import distance as _distance
 
             distance = float(_distance(net, written))
             change = _max_change(net, written)
@@ -444,6 +444,6 @@ def _max_change(given: Network, written: Network) -> float:
 
 def input_box(path: str | os.PathLike[str]) -> Any:
     """The input box of an NNet file (its per-input minima and maxima, exactly), a :class:`relusym.Box`."""
-    from ._nnet_format import input_box as _input_box
+    from relusym.io._nnet_format import input_box as _input_box
 
     return _input_box(Path(path))

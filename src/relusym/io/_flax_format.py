@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
 __all__ = [
     "NAME",
@@ -419,7 +419,7 @@ def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> 
     import jax.numpy as jnp
     from flax import nnx
 
-    from ._layers import common_dtype
+    from relusym.io._layers import common_dtype
 
     name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
     if name == "float64" and not jax.config.read("jax_enable_x64"):

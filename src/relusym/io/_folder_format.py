@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import pair_linear_layers
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import pair_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "weights_file"]
 
@@ -35,7 +35,7 @@ def weights_file(folder: Path) -> Path | None:
 
 
 def _sharded(folder: Path) -> dict[str, Any]:
-    from ._safetensors_format import read_arrays
+    from relusym.io._safetensors_format import read_arrays
 
     index_path = folder / "model.safetensors.index.json"
     try:
@@ -63,10 +63,10 @@ def load(path: Path) -> Network:
     single = weights_file(folder)
     if single is not None:
         if single.suffix == ".safetensors":
-            from ._safetensors_format import load as load_safetensors
+            from relusym.io._safetensors_format import load as load_safetensors
 
             return load_safetensors(single)
-        from ._torch_format import load as load_torch
+        from relusym.io._torch_format import load as load_torch
 
         return load_torch(single)
     if (folder / "model.safetensors.index.json").is_file():

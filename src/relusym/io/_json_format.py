@@ -7,9 +7,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .._limits import current, parse_json, shorten
-from .._network import Network
-from ..errors import InvalidNetworkError
+from relusym._base.limits import current, parse_json, shorten
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "parse", "load", "save"]
 
@@ -24,7 +24,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def parse(text: str, where: str = "input") -> Any:
     """JSON with every number read exactly (``0.1`` is one tenth), within the input limits (nesting depth, digits
-    and exponents of numbers: see relusym._limits)."""
+    and exponents of numbers: see relusym._base.limits)."""
     return parse_json(text, where, exact=True)
 
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import WritePolicy, common_dtype, exact_float_array, natural_key
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import WritePolicy, common_dtype, exact_float_array, natural_key
 
 __all__ = [
     "NAME",
@@ -210,7 +210,7 @@ def _network(first: tuple[np.ndarray, np.ndarray | None], second: tuple[np.ndarr
 
 
 def _head_warning(source: str, head: str) -> str:
-    from ._sklearn_format import LogitsOnlyWarning
+    from relusym.io._sklearn_format import LogitsOnlyWarning
 
     msg = (
         f"{source}: its output activation '{head}' is outside the network x ↦ V·relu(Ax + b) + c; relusym reads "

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .._display import exact_and_approx, float_value
-from .._network import Network
-from .._numbers import cast_to_dtype, first_inexact, to_bfloat16_values
-from ..errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
+from relusym._base.display import exact_and_approx, float_value
+from relusym._core.network import Network
+from relusym._exact.numbers import cast_to_dtype, first_inexact, to_bfloat16_values
+from relusym.errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
 __all__ = [
     "natural_key",

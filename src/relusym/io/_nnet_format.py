@@ -26,11 +26,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .._domain import Box
-from .._limits import check_decimal, shorten
-from .._network import Network
-from .._numbers import fractions_of
-from ..errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
+from relusym._base.limits import check_decimal, shorten
+from relusym._bounded.domain import Box
+from relusym._core.network import Network
+from relusym._exact.numbers import fractions_of
+from relusym.errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "input_bounds", "input_box"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import check_npy_members, check_zip
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import WritePolicy, exact_float_array, natural_key, pair_linear_layers
+from relusym._base.limits import check_npy_members, check_zip
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import WritePolicy, exact_float_array, natural_key, pair_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "from_arrays"]
 
@@ -241,7 +241,7 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
 def _save_like(net: Network, path: Path, like: dict[str, Any], policy: WritePolicy) -> None:
     """Write under the like file's names, orientation and dtypes."""
     if all(_ORIENTED.search(k) for k in like):
-        from ._layers import layout_arrays
+        from relusym.io._layers import layout_arrays
 
         out, _ = layout_arrays(net, pair_linear_layers(like, source="like", ordered=False), policy)
     else:

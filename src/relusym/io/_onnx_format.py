@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import current as current_limits
-from .._limits import file_limit, shorten
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
+from relusym._base.limits import current as current_limits
+from relusym._base.limits import file_limit, shorten
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
 
 __all__ = [
     "NAME",
@@ -637,7 +637,7 @@ def _read_model(model: Any, source: str) -> tuple[Network, tuple[str, ...]]:
     p = _parse(model, source)
     notes: tuple[str, ...] = ()
     if p.head is not None:
-        from ._sklearn_format import LogitsOnlyWarning
+        from relusym.io._sklearn_format import LogitsOnlyWarning
 
         msg = (
             f"{source}: its output activation {p.head} (and the label and probability outputs computed from it) "

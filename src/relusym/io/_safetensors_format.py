@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import current as current_limits
-from .._limits import parse_json, shorten
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
+from relusym._base.limits import current as current_limits
+from relusym._base.limits import parse_json, shorten
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "read_arrays"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import WritePolicy, common_dtype, exact_float_array
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import WritePolicy, common_dtype, exact_float_array
 
 __all__ = [
     "NAME",

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import check_zip
-from .._network import Network
-from ..errors import InvalidNetworkError, UnsupportedModelError
-from ._layers import (
+from relusym._base.limits import check_zip
+from relusym._core.network import Network
+from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._layers import (
     LinearLayer,
     TwoLayers,
     WritePolicy,

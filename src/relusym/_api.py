@@ -1,0 +1,174 @@
+"""The front door: the one place where a question is sent to the exact, tolerance, domain or deep machinery.
+
+``equivalent``, ``normal_form`` and ``distance`` each answer one question in several modes; the mode is chosen
+here, once, from the arguments (``atol``/``rtol`` for the tolerance mode, ``domain`` for a bounded domain) and
+from the networks (an :class:`relusym.MLP` with two or more hidden layers goes to the deep machinery).  The typed
+overloads let a type checker see which result each call returns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from relusym._bounded.domain import DomainDistance, DomainNormalForm, DomainVerdict, distance_on, equivalent_on
+from relusym._bounded.domain import normal_form_on as _normal_form_on
+from relusym._core import equivalence as _equivalence
+from relusym._core import normal_form as _nf
+from relusym._core.equivalence import Verdict
+from relusym._core.network import Network
+from relusym._core.normal_form import NormalForm
+from relusym.errors import InvalidNetworkError
+
+if TYPE_CHECKING:
+    from relusym._tolerance.approx import ApproxVerdict
+
+__all__ = ["equivalent", "normal_form", "distance"]
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: None = None, rtol: None = None
+) -> Verdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., domain: Any, atol: None = None, rtol: None = None
+) -> DomainVerdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: float, rtol: float | None = ...
+) -> ApproxVerdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: float | None = ..., rtol: float
+) -> ApproxVerdict: ...
+
+
+def equivalent(
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = True,
+    domain: Any = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+) -> Verdict | DomainVerdict | ApproxVerdict:
+    """Decide exactly whether θ1 and θ2 realize the same function, on all of ℝ^m or on a bounded domain.
+
+    Without ``domain``: equality on ℝ^m, through the normal form (see docs/math/normal-form.md).  The answer is a
+    :class:`relusym.Verdict`: the witness h ∈ H_n with h·θ1 = θ2, or a flip set T and h with
+    h·flip_T(θ1) = θ2, or the shared normal form; when not equivalent, an exact counterexample.  Widths may
+    differ.  With ``certificate=False`` only the decision is made.  ``atol``/``rtol`` ask for the explicit
+    tolerance mode instead (an ``ApproxVerdict``, see :func:`relusym.equivalent_approx`).
+
+    With ``domain`` (a :class:`relusym.Box`, a :class:`relusym.Polytope`, or a pair (lo, hi) of scalars or
+    length-m sequences): equality on that domain only, decided exactly from the normal forms of the restricted
+    networks (see docs/math/domains.md).  The answer is a ``DomainVerdict``: its certificate lists the neurons
+    that cross the domain and those affine or zero on it; a counterexample lies inside the domain and is
+    verified by exact evaluation.
+
+    >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
+    >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
+    >>> v = equivalent(e2, flipped)
+    >>> bool(v), v.flips
+    (True, (0, 1))
+    >>> far = Network([[1, 1]], [[1], [1]], [0, -5])       # the second neuron fires only for x > 5
+    >>> one = Network([[1]], [[1]], [0])
+    >>> bool(equivalent(far, one)), bool(equivalent(far, one, domain=(0, 1)))
+    (False, True)
+    """
+    if atol is not None or rtol is not None:
+        if domain is not None:
+            raise InvalidNetworkError("a domain does not combine with the tolerance mode (atol=, rtol=): choose one")
+        from relusym._tolerance.approx import equivalent_approx
+
+        tol = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
+        return equivalent_approx(net1, net2, **tol)
+    if domain is not None:
+        return equivalent_on(net1, net2, domain, certificate=certificate)
+    return _equivalence.equivalent(net1, net2, certificate=certificate)
+
+
+@overload
+def normal_form(net: Network, *, domain: None = None) -> NormalForm: ...
+
+
+@overload
+def normal_form(net: Network, *, domain: Any) -> DomainNormalForm: ...
+
+
+def normal_form(net: Network, *, domain: Any = None) -> NormalForm:
+    """NF(θ) = (K, M, e), the complete invariant of ρ(θ); with ``domain``, the invariant of its restriction.
+
+    Without ``domain``: the kink classes (û, κ_û) sorted by û, the linear part M and the offset e, all exact
+    (see docs/math/normal-form.md); two networks realize the same function iff their normal forms are equal.
+    With ``domain`` (a Box, a Polytope or a pair (lo, hi)): a ``DomainNormalForm``, the classes whose
+    hyperplanes cross the domain with their kinks, and the affine map the other neurons add up to there; two
+    networks agree on the domain iff these are equal (see docs/math/domains.md).
+
+    >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
+    >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
+    [(('1', '-1'), ('2',)), (('1', '0'), ('1',))]
+    >>> normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]), domain=(2, 3)).K   # affine on [2, 3]
+    ()
+    """
+    if domain is None:
+        return _nf.normal_form(net)
+    return _normal_form_on(net, domain)
+
+
+@overload
+def distance(
+    net1: Network,
+    net2: Network,
+    *,
+    atol: float = ...,
+    rtol: float = ...,
+    domain: None = None,
+    norm: str = ...,
+    budget: float = ...,
+) -> float: ...
+
+
+@overload
+def distance(
+    net1: Network,
+    net2: Network,
+    *,
+    atol: float = ...,
+    rtol: float = ...,
+    domain: Any,
+    norm: Literal["max"] = ...,
+    budget: float = ...,
+) -> DomainDistance: ...
+
+
+def distance(
+    net1: Network,
+    net2: Network,
+    *,
+    atol: float = 0.0,
+    rtol: float = 1e-9,
+    domain: Any = None,
+    norm: str = "max",
+    budget: float = 5.0,
+) -> float | DomainDistance:
+    """How far apart ρ(θ1) and ρ(θ2) are: a tolerance-mode pseudo-distance, or an exact bracket on a box.
+
+    Without ``domain``: the scale-aware pseudo-distance of the tolerance mode (a float, invariant under the
+    symmetries of either network, 0 up to rounding iff the networks are equivalent; its definition is given
+    with ``relusym.equivalent_approx``).  With ``domain`` (a Box or a pair (lo, hi)) and ``norm="max"``: the
+    maximum over the box of ‖ρ(θ1)(x) − ρ(θ2)(x)‖_∞, as a ``DomainDistance`` with a lower bound attained at an
+    exact point, a sound upper bound and, when proved, the maximum (``kind`` is ``"exact"``, ``"milp"`` or
+    ``"bounds"``); ``budget`` is in seconds (see docs/math/domains.md).
+    """
+    if domain is None:
+        from relusym._tolerance.approx import distance as _approx_distance
+
+        return _approx_distance(net1, net2, atol=atol, rtol=rtol)
+    return distance_on(net1, net2, domain, norm=norm, budget=budget)

@@ -1,0 +1,3 @@
+"""Exact arithmetic: scalars, float mantissas, decimal text, linear algebra over Q and modulo p, subset sums."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Identification of a network from black-box queries."""
+
+__all__: list[str] = []

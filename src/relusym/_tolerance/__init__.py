@@ -1,0 +1,3 @@
+"""The explicit tolerance mode: approximate equivalence, distances, alignment of noisy copies."""
+
+__all__: list[str] = []
