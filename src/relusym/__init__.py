@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from relusym._api import distance, equivalent, normal_form
+from relusym._api import distance, equivalent, find_symmetry, normal_form, prune
 from relusym._bounded.domain import Box, Polytope
 from relusym._core.equivalence import Counterexample, Verdict
-from relusym._core.group import Stabilizer, Symmetry, find_symmetry, stabilizer
+from relusym._core.group import Stabilizer, Symmetry, stabilizer
 from relusym._core.network import Network
 from relusym._core.normal_form import NormalForm, flip
+from relusym._deep.mlp import MLP
 from relusym._fibre.fiber import Fiber, fiber
-from relusym._fibre.width import minimal_width, prune
+from relusym._fibre.width import minimal_width
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Network",
+    "MLP",
     "Symmetry",
     "NormalForm",
     "Verdict",
@@ -121,14 +123,19 @@ _TAKES_NETWORKS = {
 }
 
 
+def _is_net(x: Any) -> bool:
+    """A Network or an MLP: the values every function takes as they are (anything else goes through load)."""
+    return isinstance(x, Network | MLP)
+
+
 def _taking_anything(fn: Any, count: int) -> Any:
     """``fn`` with its first ``count`` arguments read by :func:`load` when they are not yet Networks."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if any(not isinstance(a, Network) for a in args[:count]):
-            args = tuple(a if isinstance(a, Network) else load(a) for a in args[:count]) + args[count:]
+        if any(not _is_net(a) for a in args[:count]):
+            args = tuple(a if _is_net(a) else load(a) for a in args[:count]) + args[count:]
         return fn(*args, **kwargs)
 
     return wrapper

@@ -20,44 +20,118 @@ from relusym._core.normal_form import NormalForm
 from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:
+    from relusym._deep.canonical import DeepNormalForm
+    from relusym._deep.decide import DeepVerdict
+    from relusym._deep.mlp import MLP
     from relusym._tolerance.approx import ApproxVerdict
 
-__all__ = ["equivalent", "normal_form", "distance"]
+__all__ = ["equivalent", "normal_form", "distance", "is_deep", "shallow_or_deep"]
+
+
+def is_deep(net: Any) -> bool:
+    """True for an MLP with two or more hidden layers (the deep machinery's input)."""
+    from relusym._deep.mlp import MLP
+
+    return isinstance(net, MLP) and net.depth != 1
+
+
+def shallow_or_deep(net: Any) -> Any:
+    """A one-hidden-layer MLP as the ``Network`` it is; anything else unchanged."""
+    from relusym._deep.mlp import MLP
+
+    if isinstance(net, MLP) and net.depth == 1:
+        return net.to_network()
+    return net
 
 
 @overload
 def equivalent(
-    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: None = None, rtol: None = None
+    net1: MLP,
+    net2: MLP | Network,
+    *,
+    certificate: bool = ...,
+    domain: None = None,
+    atol: None = None,
+    rtol: None = None,
+    budget: float = ...,
+) -> DeepVerdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network,
+    net2: MLP,
+    *,
+    certificate: bool = ...,
+    domain: None = None,
+    atol: None = None,
+    rtol: None = None,
+    budget: float = ...,
+) -> DeepVerdict: ...
+
+
+@overload
+def equivalent(
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = ...,
+    domain: None = None,
+    atol: None = None,
+    rtol: None = None,
+    budget: float = ...,
 ) -> Verdict: ...
 
 
 @overload
 def equivalent(
-    net1: Network, net2: Network, *, certificate: bool = ..., domain: Any, atol: None = None, rtol: None = None
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = ...,
+    domain: Any,
+    atol: None = None,
+    rtol: None = None,
+    budget: float = ...,
 ) -> DomainVerdict: ...
 
 
 @overload
 def equivalent(
-    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: float, rtol: float | None = ...
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = ...,
+    domain: None = None,
+    atol: float,
+    rtol: float | None = ...,
+    budget: float = ...,
 ) -> ApproxVerdict: ...
 
 
 @overload
 def equivalent(
-    net1: Network, net2: Network, *, certificate: bool = ..., domain: None = None, atol: float | None = ..., rtol: float
+    net1: Network,
+    net2: Network,
+    *,
+    certificate: bool = ...,
+    domain: None = None,
+    atol: float | None = ...,
+    rtol: float,
+    budget: float = ...,
 ) -> ApproxVerdict: ...
 
 
 def equivalent(
-    net1: Network,
-    net2: Network,
+    net1: Network | MLP,
+    net2: Network | MLP,
     *,
     certificate: bool = True,
     domain: Any = None,
     atol: float | None = None,
     rtol: float | None = None,
-) -> Verdict | DomainVerdict | ApproxVerdict:
+    budget: float = 5.0,
+) -> Verdict | DomainVerdict | ApproxVerdict | DeepVerdict:
     """Decide exactly whether θ1 and θ2 realize the same function, on all of ℝ^m or on a bounded domain.
 
     Without ``domain``: equality on ℝ^m, through the normal form (see docs/math/normal-form.md).  The answer is a
@@ -72,6 +146,11 @@ def equivalent(
     that cross the domain and those affine or zero on it; a counterexample lies inside the domain and is
     verified by exact evaluation.
 
+    Deep networks (an :class:`relusym.MLP` with two or more hidden layers, against an MLP or a ``Network``): a
+    ``DeepVerdict`` whose ``status`` is ``"equal"`` (with a certificate), ``"different"`` (with an exact
+    counterexample) or ``"undecided"`` (with the reason); ``budget`` bounds its search, in seconds (see
+    docs/math/deep.md).
+
     >>> e2 = Network([[1, 1]], [[1], [-1]], [0, 1])
     >>> flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
     >>> v = equivalent(e2, flipped)
@@ -82,16 +161,30 @@ def equivalent(
     >>> bool(equivalent(far, one)), bool(equivalent(far, one, domain=(0, 1)))
     (False, True)
     """
+    a: Any = shallow_or_deep(net1)
+    b: Any = shallow_or_deep(net2)
+    if is_deep(a) or is_deep(b):
+        if atol is not None or rtol is not None:
+            raise InvalidNetworkError("the tolerance mode (atol=, rtol=) is for one-hidden-layer networks")
+        if domain is not None:
+            raise InvalidNetworkError("equivalence on a domain is not available for deep networks yet")
+        from relusym._deep.decide import equivalent_deep
+
+        return equivalent_deep(a, b, budget=budget)
     if atol is not None or rtol is not None:
         if domain is not None:
             raise InvalidNetworkError("a domain does not combine with the tolerance mode (atol=, rtol=): choose one")
         from relusym._tolerance.approx import equivalent_approx
 
         tol = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
-        return equivalent_approx(net1, net2, **tol)
+        return equivalent_approx(a, b, **tol)
     if domain is not None:
-        return equivalent_on(net1, net2, domain, certificate=certificate)
-    return _equivalence.equivalent(net1, net2, certificate=certificate)
+        return equivalent_on(a, b, domain, certificate=certificate)
+    return _equivalence.equivalent(a, b, certificate=certificate)
+
+
+@overload
+def normal_form(net: MLP, *, domain: None = None) -> NormalForm | DeepNormalForm: ...
 
 
 @overload
@@ -102,7 +195,7 @@ def normal_form(net: Network, *, domain: None = None) -> NormalForm: ...
 def normal_form(net: Network, *, domain: Any) -> DomainNormalForm: ...
 
 
-def normal_form(net: Network, *, domain: Any = None) -> NormalForm:
+def normal_form(net: Network | MLP, *, domain: Any = None) -> NormalForm | DeepNormalForm:
     """NF(θ) = (K, M, e), the complete invariant of ρ(θ); with ``domain``, the invariant of its restriction.
 
     Without ``domain``: the kink classes (û, κ_û) sorted by û, the linear part M and the offset e, all exact
@@ -111,15 +204,26 @@ def normal_form(net: Network, *, domain: Any = None) -> NormalForm:
     hyperplanes cross the domain with their kinks, and the affine map the other neurons add up to there; two
     networks agree on the domain iff these are equal (see docs/math/domains.md).
 
+    For an :class:`relusym.MLP` with two or more hidden layers: a ``DeepNormalForm``, the canonical form under
+    the per-layer group after the exact reductions (see docs/math/deep.md); a one-hidden-layer MLP gets the
+    normal form of its ``Network``.
+
     >>> nf = normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]))
     >>> [(tuple(map(str, u)), tuple(map(str, kap))) for u, kap in nf.K]
     [(('1', '-1'), ('2',)), (('1', '0'), ('1',))]
     >>> normal_form(Network([[1, 2]], [[1], [-1]], [0, 1]), domain=(2, 3)).K   # affine on [2, 3]
     ()
     """
+    one: Any = shallow_or_deep(net)
+    if is_deep(one):
+        if domain is not None:
+            raise InvalidNetworkError("normal forms on a domain are not available for deep networks yet")
+        from relusym._deep.canonical import deep_normal_form
+
+        return deep_normal_form(one).form
     if domain is None:
-        return _nf.normal_form(net)
-    return _normal_form_on(net, domain)
+        return _nf.normal_form(one)
+    return _normal_form_on(one, domain)
 
 
 @overload
@@ -172,3 +276,53 @@ def distance(
 
         return _approx_distance(net1, net2, atol=atol, rtol=rtol)
     return distance_on(net1, net2, domain, norm=norm, budget=budget)
+
+
+def prune(net: Any, **kwargs: Any) -> Any:
+    """A network computing the same function with fewer neurons: for one hidden layer, of minimal width w(f)
+    (see :func:`relusym._fibre.width.prune` and docs/math/width.md); for a deep :class:`relusym.MLP`, the
+    reduction by every exact rule of docs/math/deep.md (constant, dead-on-the-orthant, duplicate and output-less
+    units), an MLP equal to ``net`` on all of ℝ^m whose widths are never larger.
+
+    >>> from relusym import MLP
+    >>> deep = MLP([[[1], [2], [0]], [[1, 1, 5], [-1, 0, 0]], [[1, 0]]], [[0, 0, 1], [0, 0], [0]])
+    >>> prune(deep).widths    # the duplicate merged, the constant folded, the dead-on-the-orthant unit removed
+    (1, 1, 1, 1)
+    """
+    from relusym._fibre.width import prune as _prune_shallow
+
+    one = shallow_or_deep(net)
+    if is_deep(one):
+        from relusym._deep.reduce import reduce_mlp
+
+        unknown = sorted(set(kwargs) - {"budget", "progress"})
+        if unknown:
+            raise InvalidNetworkError(f"prune of a deep network takes no {', '.join(unknown)} argument")
+        return reduce_mlp(one)[0]
+    out = _prune_shallow(one, **kwargs)
+    from relusym._deep.mlp import MLP
+
+    return MLP.from_network(out) if isinstance(net, MLP) else out
+
+
+def find_symmetry(net1: Any, net2: Any) -> Any:
+    """An exact symmetry h with h·θ1 = θ2, or None.
+
+    One hidden layer: h ∈ H_n (a :class:`relusym.Symmetry`, see docs/math/symmetries.md).  Deep networks of the
+    same widths: a ``DeepSymmetry`` (per-layer permutations, positive scales and the hidden flips whose condition
+    holds, see docs/math/deep.md), verified exactly, or None."""
+    from relusym._core.group import find_symmetry as _find_shallow
+
+    a, b = shallow_or_deep(net1), shallow_or_deep(net2)
+    if is_deep(a) or is_deep(b):
+        from relusym._deep.mlp import as_mlp
+        from relusym._deep.rows import rational_rows
+        from relusym._deep.symmetry import align_layers
+
+        ma, mb = as_mlp(a), as_mlp(b)
+        if ma.widths != mb.widths:
+            return None
+        la = [rational_rows(W, c) for W, c in zip(ma.weights, ma.biases, strict=True)]
+        lb = [rational_rows(W, c) for W, c in zip(mb.weights, mb.biases, strict=True)]
+        return align_layers(la, lb)[0]
+    return _find_shallow(a, b)

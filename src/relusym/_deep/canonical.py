@@ -1,0 +1,135 @@
+"""The canonical form of a deep ReLU network under the per-layer group, and its digest (docs/math/deep.md).
+
+The per-layer group G acts on an MLP by permuting and positively rescaling the units of each hidden layer.  On a
+reduced network (no constant, dead-on-the-orthant, duplicate or output-less unit: :mod:`relusym._deep.reduce`)
+the rows of each hidden layer are pairwise not positively parallel, so the following choice is unique:
+
+1. layer 1: replace every row (w, β) by its primitive integer row p = (w, β)/d (d > 0) and multiply the unit's
+   outgoing column by d (the function is unchanged); sort the units by p (lexicographically);
+2. layer ℓ ≥ 2: the columns of the rows now refer to the sorted, rescaled units of layer ℓ − 1; do the same;
+3. the output layer keeps the rows it has then, exactly.
+
+The sequence (P_1, …, P_{L−1}, [W_L | b_L]) is the normal form: equal for two reduced networks iff one is the
+image of the other under G (every step picks the one representative of its orbit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from relusym._deep.mlp import MLP
+from relusym._deep.reduce import Reduced, reduce_layers
+from relusym._deep.rows import Row, primitive, rational_rows
+
+__all__ = ["DeepNormalForm", "Canonical", "canonicalize", "deep_normal_form", "DIGEST_SCHEME"]
+
+DIGEST_SCHEME = "relusym.mlp-nf/1"
+
+
+@dataclass(frozen=True, eq=False)
+class DeepNormalForm:
+    """The normal form of a deep ReLU network (two or more hidden layers) under the per-layer group.
+
+    ``widths`` are the reduced widths (m, n_1, …, n_{L−1}, k); ``hidden[ℓ−1]`` is the tuple of primitive integer
+    rows of hidden layer ℓ in canonical order (each of length n_{ℓ−1} + 1, the bias last); ``output`` the exact
+    rows of [W_L | b_L] in the canonical coordinates.  Two networks of the same depth have equal normal forms
+    iff their reductions lie in one orbit of the per-layer group (then they compute the same function)."""
+
+    widths: tuple[int, ...]
+    hidden: tuple[tuple[tuple[int, ...], ...], ...]
+    output: tuple[tuple[Fraction, ...], ...]
+    _digest: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def depth(self) -> int:
+        return len(self.hidden)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeepNormalForm):
+            return NotImplemented
+        return (self.widths, self.hidden, self.output) == (other.widths, other.hidden, other.output)
+
+    def __hash__(self) -> int:
+        return hash(self.digest())
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical text (scheme ``relusym.mlp-nf/1``): the same on every machine and format.
+
+        The text is the scheme name, the widths, then each hidden row's integers and each output entry as
+        ``p/q`` in lowest terms, separated by spaces, a newline after each row (see docs/math/deep.md)."""
+        if not self._digest:
+            h = hashlib.sha256()
+            h.update(f"{DIGEST_SCHEME}\n{' '.join(map(str, self.widths))}\n".encode())
+            for rows in self.hidden:
+                for r in rows:
+                    h.update((" ".join(map(str, r)) + "\n").encode())
+            for out_row in self.output:
+                h.update((" ".join(_q(v) for v in out_row) + "\n").encode())
+            self._digest.append(h.hexdigest())
+        return self._digest[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "relusym.mlp-normal-form/1",
+            "scheme": DIGEST_SCHEME,
+            "digest": self.digest(),
+            "widths": list(self.widths),
+            "hidden": [[list(r) for r in rows] for rows in self.hidden],
+            "output": [[_q(v) for v in r] for r in self.output],
+        }
+
+    def __repr__(self) -> str:
+        return f"DeepNormalForm(widths={self.widths}, digest={self.digest()[:16]}…)"
+
+
+def _q(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """The normal form together with the map from the reduced network to it: for each hidden layer, ``order[s]``
+    is the reduced unit placed at slot s and ``scale[s]`` the d > 0 it was divided by."""
+
+    form: DeepNormalForm
+    order: tuple[tuple[int, ...], ...]
+    scale: tuple[tuple[Fraction, ...], ...]
+    reduced: Reduced
+
+
+def canonicalize(red: Reduced) -> Canonical:
+    """The normal form of a reduced network, with the permutation and scales that reach it."""
+    layers = red.layers
+    L = len(layers)
+    hidden: list[tuple[tuple[int, ...], ...]] = []
+    orders: list[tuple[int, ...]] = []
+    scales: list[tuple[Fraction, ...]] = []
+    perm: list[int] = list(range(red.m))
+    colscale: list[Fraction] = [Fraction(1)] * red.m
+    for ell in range(L - 1):
+        rows = [_transformed(r, perm, colscale) for r in layers[ell]]
+        prim = [primitive(r) for r in rows]
+        order = sorted(range(len(rows)), key=lambda i: prim[i][0])
+        hidden.append(tuple(prim[i][0] for i in order))
+        orders.append(tuple(order))
+        scales.append(tuple(prim[i][1] for i in order))
+        perm, colscale = list(order), [prim[i][1] for i in order]
+    output = tuple(tuple(_transformed(r, perm, colscale)) for r in layers[-1])
+    widths = (red.m,) + tuple(len(rows) for rows in layers)
+    form = DeepNormalForm(widths, tuple(hidden), output)
+    return Canonical(form, tuple(orders), tuple(scales), red)
+
+
+def _transformed(row: Row, perm: list[int], colscale: list[Fraction]) -> list[Fraction]:
+    """The row in the coordinates of the previous layer's canonical units: column s is old column perm[s] times
+    the scale of that unit; the bias stays last."""
+    return [row[j] * d for j, d in zip(perm, colscale, strict=True)] + [row[-1]]
+
+
+def deep_normal_form(net: MLP) -> Canonical:
+    """Reduce, then canonicalize (the layers read exactly)."""
+    layers = [rational_rows(W, b) for W, b in zip(net.weights, net.biases, strict=True)]
+    return canonicalize(reduce_layers(layers, net.m))

@@ -1,0 +1,289 @@
+"""Equivalence of deep ReLU networks on ℝ^m: three verdicts, never wrong (docs/math/deep.md).
+
+The decision, in order:
+
+1. **reduce** both networks (:mod:`relusym._deep.reduce`: every rule keeps the function);
+2. **align** the reductions layer by layer (:func:`relusym._deep.symmetry.align_layers`): a per-layer
+   permutation, positive scales and valid flips mapping one onto the other, checked exactly, proves "equal";
+3. **search** for an input where they differ, exactly: next to every first-layer hyperplane that one network
+   has and the other lacks, where the first unit without a partner fires, far out along random rays, and along
+   random lines through these points, each line decided completely by its breakpoints;
+4. for **m = 1** the breakpoints decide on all of ℝ (complete); otherwise the answer is "undecided", with the
+   reason (deciding equality of deep ReLU networks is coNP-hard).
+
+"equal" carries a certificate a test can apply; "different" an exact rational input where the exact outputs
+differ.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from relusym._core.equivalence import Counterexample
+from relusym._deep.canonical import DeepNormalForm, canonicalize
+from relusym._deep.line import LineBudget, compare_on_line, restrict_to_line
+from relusym._deep.mlp import MLP, as_mlp
+from relusym._deep.reduce import Reduced, Reduction, reduce_layers, rows_to_mlp
+from relusym._deep.rows import Row, primitive, rational_rows, unsigned
+from relusym._deep.symmetry import DeepSymmetry, Mismatch, align_layers
+from relusym.errors import InvalidNetworkError
+
+__all__ = ["DeepVerdict", "DeepCertificate", "equivalent_deep", "UndecidedError"]
+
+EQUAL, DIFFERENT, UNDECIDED = "equal", "different", "undecided"
+
+
+class UndecidedError(ValueError):
+    """``bool()`` of an undecided verdict: the question was not settled within the budget."""
+
+
+@dataclass(frozen=True)
+class DeepCertificate:
+    """Why two networks are equal.
+
+    ``method`` is ``"symmetry"`` (``symmetry`` maps the reduction of θ1 onto that of θ2 exactly, its flips
+    valid), ``"line"`` (m = 1: the two functions agree at every breakpoint of either and beyond both ends, the
+    points listed in ``points``) or ``"constant"`` (both reductions are the same constant map).  ``reduced1`` and
+    ``reduced2`` are the reduced networks and ``steps1``/``steps2`` the reductions that produced them."""
+
+    method: str
+    reduced1: MLP
+    reduced2: MLP
+    steps1: tuple[Reduction, ...] = ()
+    steps2: tuple[Reduction, ...] = ()
+    symmetry: DeepSymmetry | None = None
+    points: tuple[Fraction, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "method": self.method,
+            "reduced_widths": [list(self.reduced1.widths), list(self.reduced2.widths)],
+            "reductions": [[s.to_dict() for s in self.steps1], [s.to_dict() for s in self.steps2]],
+        }
+        if self.symmetry is not None:
+            d["symmetry"] = self.symmetry.to_dict()
+        if self.points:
+            d["points"] = [str(p) for p in self.points]
+        return d
+
+
+@dataclass(frozen=True)
+class DeepVerdict:
+    """The answer of :func:`relusym.equivalent` for deep networks: ``status`` is ``"equal"``, ``"different"`` or
+    ``"undecided"``.
+
+    ``bool(v)`` is True for "equal", False for "different", and raises :class:`UndecidedError` for
+    "undecided" (an ``if equivalent(a, b):`` never reads "undecided" as "no").  ``certificate`` (equal) and
+    ``counterexample`` (different) are exact; ``normal_forms`` are the two deep normal forms; ``reason`` is one
+    sentence."""
+
+    status: str
+    reason: str
+    certificate: DeepCertificate | None = None
+    counterexample: Counterexample | None = None
+    normal_forms: tuple[DeepNormalForm, DeepNormalForm] | None = None
+
+    def __bool__(self) -> bool:
+        if self.status == UNDECIDED:
+            raise UndecidedError(f"undecided: {self.reason}; read .status instead of bool()")
+        return self.status == EQUAL
+
+    @property
+    def equivalent(self) -> bool | None:
+        """True, False, or None when undecided."""
+        return None if self.status == UNDECIDED else self.status == EQUAL
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"status": self.status, "equivalent": self.equivalent, "reason": self.reason}
+        if self.certificate is not None:
+            d["certificate"] = self.certificate.to_dict()
+        if self.counterexample is not None:
+            d["counterexample"] = self.counterexample.to_dict()
+        if self.normal_forms is not None:
+            d["digests"] = [f.digest() for f in self.normal_forms]
+        return d
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.reason}"
+
+
+def _layers(net: MLP) -> list[list[Row]]:
+    return [rational_rows(W, b) for W, b in zip(net.weights, net.biases, strict=True)]
+
+
+def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0) -> DeepVerdict:
+    """Decide ρ(θ1) = ρ(θ2) on ℝ^m for two MLPs (either may be a ``Network`` or have any depth).
+
+    ``budget`` bounds the search for a counterexample and the line decisions, in seconds."""
+    a, b = as_mlp(net1), as_mlp(net2)
+    if (a.m, a.k) != (b.m, b.k):
+        raise InvalidNetworkError(
+            f"the networks have different shapes: m = {a.m}, k = {a.k} against m = {b.m}, k = {b.k}"
+        )
+    if not (isinstance(budget, int | float) and budget >= 0 and budget == budget):
+        raise InvalidNetworkError(f"budget must be a non-negative number of seconds, got {budget!r}")
+    deadline = time.monotonic() + float(budget)
+    ra, rb = reduce_layers(_layers(a), a.m), reduce_layers(_layers(b), b.m)
+    ca, cb = canonicalize(ra), canonicalize(rb)
+    forms = (ca.form, cb.form)
+    red_a, red_b = rows_to_mlp(ra.layers, a.m), rows_to_mlp(rb.layers, b.m)
+
+    def cert(method: str, **kw: Any) -> DeepCertificate:
+        return DeepCertificate(method, red_a, red_b, ra.steps, rb.steps, **kw)
+
+    if _is_constant(ra) and _is_constant(rb) and ra.layers[-1] == rb.layers[-1]:
+        return DeepVerdict(EQUAL, "both networks reduce to the same constant map", cert("constant"), None, forms)
+    mismatch: Mismatch | None = None
+    if len(ra.layers) == len(rb.layers):
+        sym, mismatch = align_layers(ra.layers, rb.layers)
+        if sym is not None:
+            why = "the reductions are one image of the other under the per-layer group"
+            if sym.has_flips:
+                why += ", with hidden flips"
+            return DeepVerdict(EQUAL, why, cert("symmetry", symmetry=sym), None, forms)
+    found = _search(a, b, ra, rb, mismatch, deadline, seed)
+    if found is not None:
+        return DeepVerdict(DIFFERENT, "an exact input where the outputs differ", None, found, forms)
+    if a.m == 1:
+        try:
+            t, _ = compare_on_line(_layers(a), _layers(b), deadline=deadline)
+        except LineBudget:
+            return DeepVerdict(
+                UNDECIDED, f"the breakpoints on ℝ were not all found within budget = {budget} s", None, None, forms
+            )
+        if t is not None:
+            return DeepVerdict(DIFFERENT, "an exact input where the outputs differ", None, _ce(a, b, (t,)), forms)
+        pts = _line_points(a, b)
+        return DeepVerdict(
+            EQUAL,
+            "m = 1: the functions agree at every breakpoint of either and beyond both ends",
+            cert("line", points=pts),
+            None,
+            forms,
+        )
+    why = (
+        mismatch.why
+        if mismatch is not None
+        else f"the reduced depths differ ({len(ra.layers) - 1} against {len(rb.layers) - 1})"
+    )
+    return DeepVerdict(
+        UNDECIDED,
+        f"no per-layer symmetry maps one reduction onto the other ({why}) and no input where they differ was found "
+        f"within budget = {budget} s",
+        None,
+        None,
+        forms,
+    )
+
+
+def _is_constant(red: Reduced) -> bool:
+    return all(w == 0 for w in red.hidden_widths)
+
+
+def _line_points(a: MLP, b: MLP) -> tuple[Fraction, ...]:
+    from relusym._deep.line import breakpoints
+
+    S = sorted(set(breakpoints(_layers(a))) | set(breakpoints(_layers(b))))
+    return tuple([S[0] - 1, *S, S[-1] + 1] if S else [Fraction(0), Fraction(1)])
+
+
+def _ce(a: MLP, b: MLP, x: tuple[Fraction, ...]) -> Counterexample | None:
+    y1, y2 = a.evaluate_exact(x), b.evaluate_exact(x)
+    return Counterexample(x, y1, y2) if y1 != y2 else None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the search for an input where two networks differ
+
+
+def _search(
+    a: MLP, b: MLP, ra: Reduced, rb: Reduced, mismatch: Mismatch | None, deadline: float, seed: int
+) -> Counterexample | None:
+    rng = random.Random(seed)
+    m = a.m
+    points: list[tuple[Fraction, ...]] = [tuple(Fraction(0) for _ in range(m))]
+    points += _lone_hyperplane_points(ra, rb, rng) + _lone_hyperplane_points(rb, ra, rng)
+    if mismatch is not None and mismatch.unit is not None and mismatch.layer >= 2:
+        points += _firing_points(a, ra, mismatch, rng)
+    for _ in range(4):
+        points.append(tuple(Fraction(rng.randint(-8, 8), rng.choice((1, 2, 3, 4))) for _ in range(m)))
+    for scale in (1 << 10, 1 << 30):
+        points.append(tuple(Fraction(rng.randint(-100, 100) * scale) for _ in range(m)))
+    seen: set[tuple[Fraction, ...]] = set()
+    for x in points:
+        if x in seen:
+            continue
+        seen.add(x)
+        if time.monotonic() > deadline:
+            return None
+        ce = _ce(a, b, x)
+        if ce is not None:
+            return ce
+    # lines through the candidate points, each decided exactly by its breakpoints
+    la, lb = _layers(a), _layers(b)
+    anchors = list(seen)
+    for i in range(2 * m + 6):
+        x0 = anchors[i % len(anchors)]
+        d = tuple(Fraction(rng.randint(-7, 7)) for _ in range(m))
+        if not any(d):
+            continue
+        try:
+            t, _ = compare_on_line(restrict_to_line(la, x0, d), restrict_to_line(lb, x0, d), deadline=deadline)
+        except LineBudget:
+            return None
+        if t is not None:
+            ce = _ce(a, b, tuple(xi + t * di for xi, di in zip(x0, d, strict=True)))
+            if ce is not None:
+                return ce
+    return None
+
+
+def _lone_hyperplane_points(ra: Reduced, rb: Reduced, rng: random.Random) -> list[tuple[Fraction, ...]]:
+    """Points just off each first-layer hyperplane of ``ra`` that ``rb``'s first layer lacks (up to sign)."""
+    if not ra.layers[0] or len(ra.layers) < 2:
+        return []
+    other = {unsigned(primitive(r)[0])[0] for r in rb.layers[0]} if len(rb.layers) >= 2 else set()
+    out: list[tuple[Fraction, ...]] = []
+    for row in ra.layers[0]:
+        if unsigned(primitive(row)[0])[0] in other:
+            continue
+        w, beta = row[:-1], row[-1]
+        nn = sum((v * v for v in w), Fraction(0))
+        base = [-beta * v / nn for v in w]
+        offsets = [base]
+        for _ in range(2):
+            v = [Fraction(rng.randint(-5, 5)) for _ in w]
+            proj = sum((vi * wi for vi, wi in zip(v, w, strict=True)), Fraction(0)) / nn
+            offsets.append([bi + vi - proj * wi for bi, vi, wi in zip(base, v, w, strict=True)])
+        for p0 in offsets:
+            for eps in (Fraction(1, 1 << 4), Fraction(1, 1 << 20)):
+                step = eps / max(Fraction(1), max(abs(v) for v in w))
+                out.append(tuple(pi + step * wi for pi, wi in zip(p0, w, strict=True)))
+                out.append(tuple(pi - step * wi for pi, wi in zip(p0, w, strict=True)))
+        if len(out) > 400:
+            break
+    return out
+
+
+def _firing_points(a: MLP, ra: Reduced, mm: Mismatch, rng: random.Random) -> list[tuple[Fraction, ...]]:
+    """Float-sampled points where the unmatched unit of ``a``'s reduction fires strongest, read exactly."""
+    red = rows_to_mlp(ra.layers, ra.m)
+    nrng = np.random.default_rng(rng.randrange(1 << 30))
+    X = nrng.standard_normal((256, a.m)) * np.array([1.0, 4.0, 16.0, 64.0]).repeat(64)[:, None]
+    H = X
+    for ell in range(mm.layer):
+        W = np.array([[float(v) for v in r] for r in red.weights[ell].tolist()], dtype=np.float64).reshape(
+            red.weights[ell].shape
+        )
+        bias = np.array([float(v) for v in red.biases[ell].tolist()], dtype=np.float64)
+        Z = H @ W.T + bias
+        H = np.maximum(Z, 0.0)
+    z = Z[:, mm.unit] if mm.unit is not None and mm.unit < Z.shape[1] else Z.max(axis=1)
+    best = np.argsort(-z)[:6]
+    return [tuple(Fraction(float(v)) for v in X[i]) for i in best.tolist()]

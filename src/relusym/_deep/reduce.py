@@ -1,0 +1,196 @@
+"""The exact reductions of a deep ReLU network, each valid on all of ℝ^m (docs/math/deep.md).
+
+For a hidden unit u of layer ℓ with augmented row (w, β) and outgoing column c (its column of W_{ℓ+1}):
+
+* **constant** (w = 0): the unit outputs σ(β) everywhere; c·σ(β) is added to b_{ℓ+1} and the unit removed;
+* **dead on the orthant** (ℓ ≥ 2, w ≤ 0 and β ≤ 0 entrywise): its input h_{ℓ−1} = σ(…) is ≥ 0, so w·h + β ≤ 0
+  and the unit never fires: removed;
+* **positive duplicate** ((w, β) = t·(w', β') for another unit u' of the layer, t > 0): σ(t z) = t σ(z), so u'
+  takes the column c' + t·c and u is removed;
+* **no output** (c = 0): removed.
+
+Removing a unit deletes its row and its (then irrelevant) column; a removal can enable another (a column of the
+next layer may become zero, a row of the layer after a constant may change), so the rules are applied until
+none applies.  Every rule keeps the function on all of ℝ^m, exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from relusym._deep.mlp import MLP
+from relusym._deep.rows import Row, primitive, rational_rows
+from relusym._exact.numbers import is_float_array
+
+__all__ = ["Reduction", "Reduced", "reduce_layers", "reduce_mlp", "rows_to_mlp"]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One step of the reduction: ``kind`` is ``"constant"``, ``"dead"``, ``"merged"`` or ``"no-output"``;
+    ``layer`` is the hidden layer (1-based), ``unit`` the unit's index in the original network, ``into`` the unit
+    it was merged into (for ``"merged"``) and ``factor`` the positive t with row(unit) = t·row(into)."""
+
+    kind: str
+    layer: int
+    unit: int
+    into: int | None = None
+    factor: Fraction | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "layer": self.layer, "unit": self.unit}
+        if self.into is not None:
+            d["into"] = self.into
+            d["factor"] = str(self.factor)
+        return d
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """The reduced layers (augmented rows, exact) with, per hidden layer, the original index of each kept unit."""
+
+    layers: list[list[Row]]
+    kept: list[list[int]]
+    steps: tuple[Reduction, ...]
+    m: int
+
+    @property
+    def hidden_widths(self) -> tuple[int, ...]:
+        return tuple(len(rows) for rows in self.layers[:-1])
+
+
+def reduce_layers(layers: list[list[Row]], m: int) -> Reduced:
+    """Apply the four rules to augmented rows (copied, not changed) until none applies."""
+    L = len(layers)
+    work = [[list(r) for r in rows] for rows in layers]
+    kept = [list(range(len(work[ell]))) for ell in range(L - 1)]
+    steps: list[Reduction] = []
+    while True:
+        changed = _forward(work, kept, steps)
+        changed = _backward(work, kept, steps, m) or changed
+        if not changed:
+            return Reduced(work, kept, tuple(steps), m)
+
+
+def _forward(work: list[list[Row]], kept: list[list[int]], steps: list[Reduction]) -> bool:
+    changed = False
+    for ell in range(len(work) - 1):
+        rows, nxt = work[ell], work[ell + 1]
+        keep: list[int] = []
+        seen: dict[tuple[int, ...], tuple[int, Fraction]] = {}
+        for i, row in enumerate(rows):
+            ident = kept[ell][i]
+            if not any(row[:-1]):
+                beta = row[-1]
+                if beta > 0:
+                    for r in nxt:
+                        if r[i]:
+                            r[-1] += r[i] * beta
+                steps.append(Reduction("constant", ell + 1, ident))
+                continue
+            if ell >= 1 and all(v <= 0 for v in row):
+                steps.append(Reduction("dead", ell + 1, ident))
+                continue
+            p, d = primitive(row)
+            if p in seen:
+                j, dj = seen[p]
+                t = d / dj
+                for r in nxt:
+                    if r[i]:
+                        r[j] += t * r[i]
+                steps.append(Reduction("merged", ell + 1, ident, kept[ell][j], t))
+                continue
+            seen[p] = (i, d)
+            keep.append(i)
+        if len(keep) < len(rows):
+            changed = True
+            _keep_units(work, kept, ell, keep)
+    return changed
+
+
+def _backward(work: list[list[Row]], kept: list[list[int]], steps: list[Reduction], m: int) -> bool:
+    changed = False
+    for ell in range(len(work) - 2, -1, -1):
+        rows, nxt = work[ell], work[ell + 1]
+        keep = [i for i in range(len(rows)) if any(r[i] for r in nxt)]
+        if len(keep) < len(rows):
+            changed = True
+            keepset = set(keep)
+            for i in range(len(rows)):
+                if i not in keepset:
+                    steps.append(Reduction("no-output", ell + 1, kept[ell][i]))
+            _keep_units(work, kept, ell, keep)
+    return changed
+
+
+def _keep_units(work: list[list[Row]], kept: list[list[int]], ell: int, keep: list[int]) -> None:
+    work[ell] = [work[ell][i] for i in keep]
+    work[ell + 1] = [[r[i] for i in keep] + [r[-1]] for r in work[ell + 1]]
+    kept[ell] = [kept[ell][i] for i in keep]
+
+
+def reduce_mlp(net: MLP) -> tuple[MLP, Reduced]:
+    """The reduced MLP (same function on ℝ^m, widths never larger) and what was done.
+
+    Layers that no rule touched keep their original arrays (a float network stays a float network); a changed
+    layer keeps its float dtype where every entry still fits it exactly, else it holds exact rationals."""
+    layers = [rational_rows(W, b) for W, b in zip(net.weights, net.biases, strict=True)]
+    red = reduce_layers(layers, net.m)
+    return rows_to_mlp(red.layers, net.m, like=net, untouched=_untouched(red, net)), red
+
+
+def _untouched(red: Reduced, net: MLP) -> list[bool]:
+    """Whether each layer's rows are exactly the original ones (same units in, same units out, same values)."""
+    widths = net.widths
+    out = []
+    for ell in range(len(red.layers)):
+        rows_same = ell == len(red.layers) - 1 or len(red.kept[ell]) == widths[ell + 1]
+        cols_same = ell == 0 or len(red.kept[ell - 1]) == widths[ell]
+        out.append(rows_same and cols_same and not any(s.layer in (ell, ell + 1) for s in red.steps))
+    return out
+
+
+def rows_to_mlp(
+    layers: list[list[Row]], m: int, *, like: MLP | None = None, untouched: list[bool] | None = None
+) -> MLP:
+    """An MLP from augmented rows; with ``like``, a layer marked untouched reuses ``like``'s arrays and a changed
+    one is stored in ``like``'s float dtype when that holds every entry exactly."""
+    Ws: list[np.ndarray] = []
+    bs: list[np.ndarray] = []
+    prev = m
+    for ell, rows in enumerate(layers):
+        if like is not None and untouched is not None and untouched[ell]:
+            Ws.append(like.weights[ell])
+            bs.append(like.biases[ell])
+            prev = like.weights[ell].shape[0]
+            continue
+        W = np.empty((len(rows), prev), dtype=object)
+        b = np.empty(len(rows), dtype=object)
+        for i, r in enumerate(rows):
+            W[i, :] = r[:-1]
+            b[i] = r[-1]
+        if like is not None:
+            W = _as_dtype_of(W, like.weights[ell])
+            b = _as_dtype_of(b, like.biases[ell])
+        Ws.append(W)
+        bs.append(b)
+        prev = len(rows)
+    return MLP(Ws, bs)
+
+
+def _as_dtype_of(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``x`` (Fractions) in ``ref``'s float dtype when that is exact, else unchanged."""
+    if not is_float_array(ref):
+        return x
+    flat = x.ravel().tolist()
+    try:
+        y = np.array([float(v) for v in flat], dtype=ref.dtype).reshape(x.shape)
+    except OverflowError:
+        return x
+    if all(Fraction(float(f)) == v for f, v in zip(y.ravel().tolist(), flat, strict=True)):
+        return y
+    return x
