@@ -72,14 +72,15 @@ __all__ = [
 ]
 
 
-def load(path_or_object: Any, **kwargs: Any) -> Network:
-    """Read a network from a file (format found from its content) or an in-memory model object."""
+def load(path_or_object: Any, **kwargs: Any) -> Network | MLP:
+    """Read a network from a file (format found from its content) or an in-memory model object: a ``Network``
+    for one hidden layer, an ``MLP`` for two or more."""
     from relusym.io import load as _load
 
     return _load(path_or_object, **kwargs)
 
 
-def save(net: Network, path: Any, **kwargs: Any) -> Any:
+def save(net: Network | MLP, path: Any, **kwargs: Any) -> Any:
     """Write a network atomically and exactly, in the format given by the file suffix (or ``like=`` an original
     file); an entry the file's float type cannot hold is refused unless ``allow_rounding=True``.  Returns a
     ``relusym.io.SaveInfo`` (``exact``, and ``distance`` when rounding was allowed)."""
