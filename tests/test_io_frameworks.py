@@ -205,9 +205,9 @@ def test_torch_hostile_inputs(torch, tmp_path):
         (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Sigmoid(), torch.nn.Linear(5, 2)), "Sigmoid"),
         (
             torch.nn.Sequential(
-                torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2)
+                torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2)
             ),
-            "3 Linear",
+            "Tanh",
         ),
         (torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Linear(5, 2)), "no ReLU"),
         (
@@ -219,9 +219,10 @@ def test_torch_hostile_inputs(torch, tmp_path):
         with pytest.raises(UnsupportedModelError, match=word) as exc:
             relusym.load(bad_model)
         one_sentence(exc.value)
-    three = {f"{i}.weight": torch.randn(4, 4) for i in (0, 2, 4)}
-    with pytest.raises(UnsupportedModelError, match="3 linear layers"):
-        relusym.load(three)
+    three = {f"{i}.weight": torch.randn(4, 4) for i in (0, 2, 4)}  # deep: read as an MLP (tests/test_io_deep.py)
+    assert relusym.load(three).widths == (4, 4, 4, 4)
+    with pytest.raises(UnsupportedModelError, match="one linear layer"):
+        relusym.load({"0.weight": torch.randn(4, 4)})
     mismatched = {"0.weight": torch.randn(5, 3), "0.bias": torch.randn(5), "2.weight": torch.randn(2, 4)}
     with pytest.raises(InvalidNetworkError, match="do not chain") as exc:
         relusym.load(mismatched)
@@ -308,8 +309,11 @@ def test_safetensors_hostile(tmp_path):
         relusym.load(short)
     three = tmp_path / "three.safetensors"
     stn.save_file({f"{i}.weight": np.ones((4, 4), np.float32) for i in (0, 2, 4)}, str(three))
-    with pytest.raises(UnsupportedModelError, match="3 linear layers"):
-        relusym.load(three)
+    assert relusym.load(three).widths == (4, 4, 4, 4)  # deep: read as an MLP (tests/test_io_deep.py)
+    unchained = tmp_path / "unchained.safetensors"
+    stn.save_file({f"{i}.weight": np.ones((4, 3 + i), np.float32) for i in (0, 2, 4)}, str(unchained))
+    with pytest.raises(InvalidNetworkError, match="do not chain"):
+        relusym.load(unchained)
     conv = tmp_path / "conv.safetensors"
     stn.save_file(
         {
@@ -619,8 +623,16 @@ def test_flax_hostile(linen, tmp_path):
             return linen.Dense(2)(linen.relu(linen.Dense(4)(linen.relu(linen.Dense(4)(x)))))
 
     params = Deep().init(jax.random.PRNGKey(0), jnp.ones((1, 3)))
-    with pytest.raises(UnsupportedModelError, match="3 linear layers"):
-        relusym.load(params)
+    assert relusym.load(params).widths == (3, 4, 4, 2)  # deep: read as an MLP (tests/test_io_deep.py)
+
+    class DeepTanh(linen.Module):
+        @linen.compact
+        def __call__(self, x):
+            return linen.Dense(2)(linen.tanh(linen.Dense(4)(linen.relu(linen.Dense(4)(x)))))
+
+    tanh = DeepTanh()
+    with pytest.raises(UnsupportedModelError, match="tanh"):
+        relusym.load(tanh.bind(tanh.init(jax.random.PRNGKey(0), jnp.ones((1, 3)))))
 
     class WithNorm(linen.Module):
         @linen.compact

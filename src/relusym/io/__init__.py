@@ -2,8 +2,10 @@
 
 A format module defines ``NAME``, ``SUFFIXES``, ``RECORDS_ACTIVATION`` (whether its files say which activation
 the network applies; a state_dict, safetensors, npz or msgpack file holds weights only),
-``sniff(path, head) -> bool``, ``load(path) -> Network``, ``save(net, path, like=None, *, policy)`` and, for
-in-memory models, ``accepts(obj) -> bool`` and ``from_object(obj) -> Network``.  Optionally
+``sniff(path, head) -> bool``, ``load(path) -> Network | MLP``, ``save(net, path, like=None, *, policy)`` and,
+for in-memory models, ``accepts(obj) -> bool`` and ``from_object(obj) -> Network | MLP``.  Every reader gives a
+network with one hidden layer as a :class:`~relusym.Network` and one with two or more (a chain of affine layers
+with a ReLU between each two) as a :class:`relusym._deep.mlp.MLP`; every writer takes both.  Optionally
 ``read(path, **kw) -> (Network, notes, recorded)`` when reading has something to say (a classifier read as its
 logits, ...; ``recorded`` overrides ``RECORDS_ACTIVATION`` for this file, or is None),
 and ``read_back(path)`` for reading its own output when ``load`` would refuse it (pickles).  Heavy packages are
@@ -40,6 +42,7 @@ from relusym._base.fileio import atomic_path, check_output, temporary_file
 from relusym._base.limits import Limits, file_limit, limits, shorten
 from relusym._base.limits import current as current_limits
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
 __all__ = [
@@ -59,8 +62,9 @@ __all__ = [
 ]
 
 ASSUMED_ACTIVATION = (
-    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
-    "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
+    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear (a ReLU after "
+    "every linear layer but the last); relusym cannot check that the model that produced these weights applies a "
+    "ReLU (a tanh or residual network would be misread)"
 )
 
 
@@ -267,7 +271,7 @@ def _spool_stdin(target: Path) -> None:
             out.write(chunk)
 
 
-def _read_path(mod: ModuleType, p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
+def _read_path(mod: ModuleType, p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
     read = getattr(mod, "read", None)
     fn = read if read is not None else mod.load
     if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
@@ -296,7 +300,7 @@ def _relabel(exc: Exception, real: Path) -> Exception:
     return type(exc)(msg)
 
 
-def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
+def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
     mod = format_of(p)
     size = os.stat(p).st_size if not p.is_dir() else 0
     cap = file_limit(mod.NAME)
@@ -320,11 +324,12 @@ def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network, LoadInfo]:
         ) from None
 
 
-def load(source: Any, **kwargs: Any) -> Network:
+def load(source: Any, **kwargs: Any) -> Network | MLP:
     """A network from a path (any supported format, found from the content; a Hugging Face-style model folder)
-    or an in-memory object: a ``Network``, a ``relusym.network/1`` dict, a dict of numpy arrays, a torch module
-    or state_dict, a fitted scikit-learn MLP, a Flax parameter dict or nnx module, a Keras model or an ONNX
-    ModelProto.  ``load_with_info`` also says what reading assumed."""
+    or an in-memory object: a ``Network`` or ``MLP``, a ``relusym.network/1`` or ``relusym.mlp/1`` dict, a dict
+    of numpy arrays, a torch module or state_dict, a fitted scikit-learn MLP, a Flax parameter dict or nnx module,
+    a Keras model or an ONNX ModelProto.  One hidden layer gives a ``Network``, two or more an ``MLP``.
+    ``load_with_info`` also says what reading assumed."""
     return load_with_info(source, **kwargs)[0]
 
 
@@ -338,11 +343,13 @@ def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
     return LoadInfo(name, mod.NAME, "recorded" if recorded else "assumed", notes)
 
 
-def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
+def load_with_info(source: Any, **kwargs: Any) -> tuple[Network | MLP, LoadInfo]:
     """:func:`load`, and a :class:`LoadInfo` saying where the network came from and whether the source records
     its activation (else it was read as Linear → ReLU → Linear, and the info's notes say so)."""
     if isinstance(source, Network):
         return source, LoadInfo("relusym.Network", "network", "recorded")
+    if isinstance(source, MLP):
+        return source, LoadInfo("relusym.MLP", "network", "recorded")
     if isinstance(source, str | os.PathLike):
         if is_stdin(source):
             with temporary_file("relusym-stdin-") as spooled:
@@ -355,6 +362,10 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
         return _read_checked(Path(source), kwargs)
     if isinstance(source, Mapping) and "V" in source and "A" in source:
         return Network.from_dict(dict(source)), LoadInfo("dict", "network", "recorded")
+    if isinstance(source, Mapping) and (source.get("format") == "relusym.mlp/1" or "weights" in source):
+        from relusym.io._json_format import from_mlp_dict
+
+        return from_mlp_dict(dict(source), "the dict"), LoadInfo("dict", "network", "recorded")
     for mod in _modules():
         accepts = getattr(mod, "accepts", None)
         if accepts is not None and accepts(source):
@@ -371,14 +382,15 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network, LoadInfo]:
 
 
 def save(
-    net: Network,
+    net: Network | MLP,
     path: str | os.PathLike[str],
     *,
     like: str | os.PathLike[str] | None = None,
     allow_rounding: bool = False,
     dtype: str | None = None,
 ) -> SaveInfo:
-    """Write ``net`` to ``path`` atomically, exactly: the file's network is ``net`` itself.
+    """Write ``net`` (a ``Network``, or an ``MLP`` of any depth) to ``path`` atomically, exactly: the file's
+    network is ``net`` itself.
 
     The format is ``like``'s when given (the original file, whose layout, dtypes and other entries are
     reproduced), else the suffix's.  An entry that the file's float type does not hold exactly is refused (a
@@ -386,12 +398,16 @@ def save(
     in which case the returned :class:`SaveInfo` carries the ``distance`` between ``net`` and the written network.
     ``dtype`` (``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``) replaces the file's float type, e.g.
     ``dtype="float64"`` to keep a float16 file's pruned network exactly.  Before the file replaces ``path`` it is
-    read back and compared with the network meant to be written.
+    read back and compared with the network meant to be written.  For a deep network written with rounding,
+    ``distance`` is not computed (``max_change`` is).
     """
-    from relusym.io._layers import WritePolicy
+    from relusym.io._layers import WritePolicy, as_model
 
-    if not isinstance(net, Network):
-        raise InvalidNetworkError(f"save needs a Network, got {type(net).__name__}")
+    net = as_model(net)
+    if isinstance(net, MLP) and net.depth < 1:
+        raise InvalidNetworkError(
+            "this MLP has no hidden layer (one affine layer); relusym writes ReLU networks with at least one"
+        )
     p = Path(path)
     if like is not None and Path(like).is_dir():  # a model folder: its weights file is the layout
         folder_format = importlib.import_module(f"{__name__}._folder_format")
@@ -412,24 +428,44 @@ def save(
         with warnings.catch_warnings():  # reading back our own file: what it would warn about was said on reading
             warnings.simplefilter("ignore")
             written = reader(tmp)
+        if type(written) is not type(net):
+            raise InvalidNetworkError(
+                f"writing {p.name} as {mod.NAME} would not give back this network when read (it reads as a "
+                f"{type(written).__name__}); nothing was written"
+            )
         if policy.rounded:
-            from relusym._tolerance.approx import distance as _distance
+            if isinstance(net, Network) and isinstance(written, Network):
+                from relusym._tolerance.approx import distance as _distance
 
-            distance = float(_distance(net, written))
+                distance = float(_distance(net, written))
+            else:
+                policy.notes.append("distance is computed for one-hidden-layer networks only; see max_change")
             change = _max_change(net, written)
-        elif not written.same_parameters(net):
+        elif not _same_parameters(net, written):
             raise InvalidNetworkError(
                 f"writing {p.name} as {mod.NAME} would not give back this network when read; nothing was written"
             )
     return SaveInfo(str(p), mod.NAME, not policy.rounded, tuple(policy.rounded), distance, change, tuple(policy.notes))
 
 
-def _max_change(given: Network, written: Network) -> float:
+def _same_parameters(a: Network | MLP, b: Network | MLP) -> bool:
+    if isinstance(a, Network) and isinstance(b, Network):
+        return a.same_parameters(b)
+    if isinstance(a, MLP) and isinstance(b, MLP):
+        return a.same_parameters(b)
+    return False
+
+
+def _max_change(given: Network | MLP, written: Network | MLP) -> float:
     """max |written − given| over all entries (float arrays in float64; exact rationals exactly, then rounded)."""
     from fractions import Fraction
 
+    from relusym.io._layers import affine_layers
+
+    xs = [a for W, b, _, _ in affine_layers(given) for a in (W, b)]
+    ys = [a for W, b, _, _ in affine_layers(written) for a in (W, b)]
     best = 0.0
-    for x, y in zip((given.V, given.A, given.b, given.c), (written.V, written.A, written.b, written.c), strict=True):
+    for x, y in zip(xs, ys, strict=True):
         if x.size == 0:
             continue
         if x.dtype != object and y.dtype != object:

@@ -1,8 +1,10 @@
-"""JAX/Flax: params trees of two Dense layers, and msgpack files from ``flax.serialization.to_bytes``.
+"""JAX/Flax: params trees of Dense layers (two for one hidden layer, or more), and msgpack files from
+``flax.serialization.to_bytes``.
 
 A Dense layer is a dict with a 2-D ``kernel`` (in×out, so A = kernel₁ᵀ and V = kernel₂ᵀ) and an optional
-``bias``.  The two layers are ordered by their shapes (m×n then n×k), not by their names (Flax names layers in
-construction order, so ``Dense_0`` may well be the output layer); names break ties only when both orders chain.
+``bias``.  The layers are chained by their shapes (m×n_1, n_1×n_2, …, n_{L−1}×k): the natural order of their
+names when it chains, else the one order the shapes allow (Flax names layers in construction order, so
+``Dense_0`` may well be the output layer).
 ``{'params': {...}}`` wrappers (and train-state dicts holding ``params``) are accepted.  Files are read with
 ``flax.serialization.msgpack_restore``, or with the ``msgpack`` package alone when Flax is not installed.
 """
@@ -17,8 +19,17 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
+from relusym.io._layers import (
+    LinearChain,
+    LinearLayer,
+    WritePolicy,
+    chain_linear_layers,
+    layout_arrays,
+    standard_arrays,
+    widths_of,
+)
 
 __all__ = [
     "NAME",
@@ -181,21 +192,22 @@ def _flatten(tree: dict[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def _layers(tree: Any, source: str) -> tuple[TwoLayers, list[str]]:
+def _layers(tree: Any, source: str) -> tuple[LinearChain, list[str]]:
     params, wrappers = _params_subtree(_to_plain(tree), source)
     flat = _flatten(params, source)
     dtypes = {k: np.asarray(v).dtype.name for k, v in flat.items()}
-    two = pair_linear_layers(flat, source=source, ordered=False)
+    chain = chain_linear_layers(flat, source=source, ordered=False)
 
     def fix(layer: LinearLayer) -> LinearLayer:
         bias_dtype = dtypes[layer.bias_key] if layer.bias_key is not None else None
         return replace(layer, weight_dtype=dtypes[layer.weight_key], bias_dtype=bias_dtype)
 
-    return TwoLayers(fix(two.first), fix(two.second)), wrappers
+    return LinearChain(tuple(fix(layer) for layer in chain.layers)), wrappers
 
 
-def from_params(params: Any, *, source: str = "the params") -> Network:
-    """A network from a Flax params tree of two Dense layers (``{'params': ...}`` wrappers accepted)."""
+def from_params(params: Any, *, source: str = "the params") -> Network | MLP:
+    """A network from a Flax params tree of two Dense layers, or more (``{'params': ...}`` wrappers
+    accepted)."""
     return _layers(params, source)[0].network()
 
 
@@ -261,10 +273,11 @@ def _primitives(jaxpr: Any, out: list[tuple[str, Any]]) -> list[tuple[str, Any]]
     return out
 
 
-def check_forward(fn: Any, m: int, source: str) -> None:
+def check_forward(fn: Any, m: int, source: str, layers: int = 2) -> None:
     """Trace ``fn`` (a Flax module's forward) with jax on a zero input of m features and check that it computes
-    Dense → ReLU → Dense: two matrix products with only a ``max(·, 0)`` between them and bias additions and
-    reshapes around them.  Anything else is refused, naming what was found (``tanh``, a third product, ...)."""
+    Dense → ReLU → Dense (or, for ``layers`` > 2, Dense → ReLU → … → Dense): that many matrix products with only
+    a ``max(·, 0)`` between each two and bias additions and reshapes around them.  Anything else is refused,
+    naming what was found (``tanh``, a missing ReLU, ...)."""
     import jax
     import jax.numpy as jnp
 
@@ -287,13 +300,16 @@ def check_forward(fn: Any, m: int, source: str) -> None:
             seq.append("dense")
         elif name not in _STRUCTURAL:
             raise UnsupportedModelError(
-                f"{source} applies '{name}' in its forward; relusym reads Dense → relu → Dense only"
+                f"{source} applies '{name}' in its forward; relusym reads Dense → relu → … → Dense only"
             )
-    if seq != ["dense", "relu", "dense"]:
-        raise UnsupportedModelError(f"{source} computes {' → '.join(seq) or 'nothing'}, not Dense → relu → Dense")
+    expected = ["dense"] + ["relu", "dense"] * (layers - 1)
+    if seq != expected:
+        raise UnsupportedModelError(
+            f"{source} computes {' → '.join(seq) or 'nothing'}, not {' → '.join(expected).replace('dense', 'Dense')}"
+        )
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     """A network from a params tree (weights only) or a Flax module (nnx, or a bound linen module), whose
     forward is traced and must be Dense → relu → Dense."""
     kind = _is_module(obj)
@@ -302,7 +318,7 @@ def from_object(obj: Any) -> Network:
         from flax import nnx
 
         net = from_params(nnx.state(obj, nnx.Param), source=source)
-        check_forward(lambda x: obj(x), net.m, source)
+        check_forward(lambda x: obj(x), net.m, source, len(widths_of(net)) - 1)
         return net
     if kind == "linen":
         try:
@@ -315,7 +331,7 @@ def from_object(obj: Any) -> Network:
                 "params dict"
             )
         net = from_params(variables, source=source)
-        check_forward(lambda x: obj(x), net.m, source)
+        check_forward(lambda x: obj(x), net.m, source, len(widths_of(net)) - 1)
         return net
     return from_params(obj)
 
@@ -348,24 +364,23 @@ def _read_tree(path: Path) -> Any:
     return tree
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     """Read a msgpack file written by ``flax.serialization.to_bytes(params)``."""
     return from_params(_read_tree(Path(path)), source=Path(path).name)
 
 
-def to_params(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> dict[str, Any]:
-    """A params tree ``{'params': {'Dense_0': {'kernel', 'bias'}, 'Dense_1': ...}}`` (numpy arrays), or the
-    names, nesting and dtypes of the ``like`` tree.  Every entry exact, or as ``policy`` allows."""
+def to_params(net: Network | MLP, like: Any = None, *, policy: WritePolicy | None = None) -> dict[str, Any]:
+    """A params tree ``{'params': {'Dense_0': {'kernel', 'bias'}, 'Dense_1': ...}}`` (numpy arrays; ``Dense_i``
+    for each layer of a deep network), or the names, nesting and dtypes of the ``like`` tree.  Every entry exact,
+    or as ``policy`` allows."""
     policy = policy if policy is not None else WritePolicy()
     layers, wrappers = (None, ["params"]) if like is None else _layers(like, "like")
     if layers is None:
-        arrays, bf16 = layout_arrays(net, None, policy)
-        names = {
-            "0.weight": "Dense_0/kernel",
-            "0.bias": "Dense_0/bias",
-            "2.weight": "Dense_1/kernel",
-            "2.bias": "Dense_1/bias",
-        }
+        arrays, bf16 = standard_arrays(net, policy)
+        names = {}
+        for i in range(len(widths_of(net)) - 1):
+            names[f"{2 * i}.weight"] = f"Dense_{i}/kernel"
+            names[f"{2 * i}.bias"] = f"Dense_{i}/bias"
         flat = {names[k]: (v.T.copy() if k.endswith("weight") else v) for k, v in arrays.items()}
         bf16 = frozenset(names[k] for k in bf16)
     else:
@@ -403,7 +418,7 @@ def _to_bfloat16(x: np.ndarray) -> np.ndarray:
     return x.astype(ml_dtypes.bfloat16)
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a msgpack params file readable by ``flax.serialization.from_bytes``/``msgpack_restore``."""
     tree = to_params(net, _read_tree(Path(like)) if like is not None else None, policy=policy)
     fs = _flax_serialization()
@@ -411,9 +426,10 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     Path(path).write_bytes(data)
 
 
-def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
-    """A live ``nnx`` module computing the network: ``Linear(m, n) → nnx.relu → Linear(n, k)`` holding its
-    weights exactly in ``dtype`` (default the network's widest float dtype), else refused unless
+def to_nnx(net: Network | MLP, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``nnx`` module computing the network: ``Linear(m, n) → nnx.relu → Linear(n, k)`` (attributes
+    ``hidden`` and ``output``; for a deep network ``Linear → relu → … → Linear``, attributes ``layers[0]`` …)
+    holding its weights exactly in ``dtype`` (default the network's widest float dtype), else refused unless
     ``allow_rounding``."""
     import jax
     import jax.numpy as jnp
@@ -429,21 +445,41 @@ def to_nnx(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> 
             "if its entries do not fit)"
         )
     policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
-    arrays, _ = layout_arrays(net, None, policy)
+    arrays, _ = standard_arrays(net, policy)
+    widths = widths_of(net)
+    jdt = getattr(jnp, name)
 
-    class ReluNetwork(nnx.Module):
-        """Dense → relu → Dense, as relusym reads it."""
+    def linear(i: int, rngs: Any) -> Any:
+        lin = nnx.Linear(widths[i], widths[i + 1], rngs=rngs, param_dtype=jdt, dtype=jdt)
+        lin.kernel.value = jnp.asarray(arrays[f"{2 * i}.weight"].T)
+        lin.bias.value = jnp.asarray(arrays[f"{2 * i}.bias"])  # type: ignore[union-attr]
+        return lin
+
+    if len(widths) == 3:
+
+        class ReluNetwork(nnx.Module):
+            """Dense → relu → Dense, as relusym reads it."""
+
+            def __init__(self) -> None:
+                rngs = nnx.Rngs(0)
+                self.hidden = linear(0, rngs)
+                self.output = linear(1, rngs)
+
+            def __call__(self, x: Any) -> Any:
+                return self.output(nnx.relu(self.hidden(x)))
+
+        return ReluNetwork()
+
+    class DeepReluNetwork(nnx.Module):
+        """Dense → relu → … → Dense, as relusym reads it."""
 
         def __init__(self) -> None:
             rngs = nnx.Rngs(0)
-            self.hidden = nnx.Linear(net.m, net.n, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
-            self.output = nnx.Linear(net.n, net.k, rngs=rngs, param_dtype=getattr(jnp, name), dtype=getattr(jnp, name))
-            self.hidden.kernel.value = jnp.asarray(arrays["0.weight"].T)
-            self.hidden.bias.value = jnp.asarray(arrays["0.bias"])  # type: ignore[union-attr]
-            self.output.kernel.value = jnp.asarray(arrays["2.weight"].T)
-            self.output.bias.value = jnp.asarray(arrays["2.bias"])  # type: ignore[union-attr]
+            self.layers = nnx.List([linear(i, rngs) for i in range(len(widths) - 1)])
 
         def __call__(self, x: Any) -> Any:
-            return self.output(nnx.relu(self.hidden(x)))
+            for lin in self.layers[:-1]:
+                x = nnx.relu(lin(x))
+            return self.layers[-1](x)
 
-    return ReluNetwork()
+    return DeepReluNetwork()

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import pair_linear_layers
+from relusym.io._layers import chain_linear_layers
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "weights_file"]
 
@@ -58,7 +59,7 @@ def _sharded(folder: Path) -> dict[str, Any]:
     return arrays
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     folder = Path(path)
     single = weights_file(folder)
     if single is not None:
@@ -70,7 +71,7 @@ def load(path: Path) -> Network:
 
         return load_torch(single)
     if (folder / "model.safetensors.index.json").is_file():
-        return pair_linear_layers(_sharded(folder), source=folder.name, ordered=False).network()
+        return chain_linear_layers(_sharded(folder), source=folder.name, ordered=False).network()
     names = sorted(p.name for p in folder.iterdir())[:8]
     if (folder / "_METADATA").exists() or (folder / "_CHECKPOINT_METADATA").exists() or "default" in names:
         raise UnsupportedModelError(

@@ -1,4 +1,5 @@
-"""The ``relusym.network/1`` JSON format (interfaces.md): decimals and rational strings, read exactly."""
+"""The ``relusym.network/1`` JSON format (interfaces.md) and the deep ``relusym.mlp/1`` one (``widths``,
+``weights``, ``biases``): decimals and rational strings, read exactly."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 
 from relusym._base.limits import current, parse_json, shorten
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "parse", "load", "save"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "parse", "load", "save", "from_mlp_dict"]
 
 NAME = "json"
 RECORDS_ACTIVATION = True
@@ -48,14 +50,39 @@ def _check_declared(data: Any, where: str) -> None:
     data["m"] = m
 
 
-def load(path: Path) -> Network:
+def _is_mlp(data: Any) -> bool:
+    return isinstance(data, dict) and (data.get("format") == "relusym.mlp/1" or ("weights" in data and "V" not in data))
+
+
+def from_mlp_dict(data: dict[str, Any], where: str) -> Network | MLP:
+    """A ``relusym.mlp/1`` object: a ``Network`` when it has one hidden layer, else an ``MLP``."""
+    widths = data.get("widths")
+    if isinstance(widths, list):  # exact JSON numbers come as Fractions: integral ones as ints
+        data = dict(data)
+        data["widths"] = [
+            int(w) if isinstance(w, Fraction) and w.denominator == 1 and abs(w) < 1 << 64 else w for w in widths
+        ]
+    try:
+        net = MLP.from_dict(data)
+    except InvalidNetworkError as exc:
+        raise InvalidNetworkError(f"{where}: {exc}") from None
+    if isinstance(widths, list) and list(data["widths"]) != list(net.widths):
+        raise InvalidNetworkError(
+            f"{where}: the field widths {shorten(widths)} does not match the weights' {net.widths}"
+        )
+    return net.to_network() if net.depth == 1 else net
+
+
+def load(path: Path) -> Network | MLP:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InvalidNetworkError(f"{path} is not a UTF-8 text file") from None
     data = parse(text, str(path))
-    if isinstance(data, dict) and "network" in data and "V" not in data:
+    if isinstance(data, dict) and "network" in data and "V" not in data and "weights" not in data:
         data = data["network"]
+    if _is_mlp(data):
+        return from_mlp_dict(data, str(path))
     _check_declared(data, str(path))
     try:
         return Network.from_dict(data)
@@ -63,8 +90,9 @@ def load(path: Path) -> Network:
         raise InvalidNetworkError(f"{path}: {exc}") from None
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: Any = None) -> None:
-    """Write ``relusym.network/1`` JSON: exact rationals, so nothing ever rounds (a float type does not apply)."""
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: Any = None) -> None:
+    """Write ``relusym.network/1`` JSON (``relusym.mlp/1`` for a deep network): exact rationals, so nothing ever
+    rounds (a float type does not apply)."""
     if policy is not None and getattr(policy, "dtype", None) is not None:
         raise InvalidNetworkError(
             f"JSON holds exact rationals, so dtype={policy.dtype!r} does not apply; choose a binary format for it"

@@ -18,6 +18,7 @@ import numpy as np
 
 from relusym._base.display import exact_and_approx, float_value
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym._exact.numbers import cast_to_dtype, first_inexact, to_bfloat16_values
 from relusym.errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
@@ -25,8 +26,14 @@ __all__ = [
     "natural_key",
     "exact_float_array",
     "LinearLayer",
+    "LinearChain",
     "TwoLayers",
+    "chain_linear_layers",
     "pair_linear_layers",
+    "shaped",
+    "affine_layers",
+    "as_model",
+    "widths_of",
     "FILE_DTYPES",
     "WritePolicy",
     "to_bfloat16_values",
@@ -36,6 +43,7 @@ __all__ = [
     "common_dtype",
     "layout_arrays",
     "standard_arrays",
+    "check_depth",
 ]
 
 _NOT_BIAS = ("weight", "scale", "gamma", "running_mean", "running_var", "num_batches_tracked", "kernel")
@@ -92,20 +100,81 @@ class LinearLayer:
 
 
 @dataclass(frozen=True)
-class TwoLayers:
-    """The hidden layer (``first``, n×m) and the output layer (``second``, k×n)."""
+class LinearChain:
+    """The linear layers of a network in execution order: ``layers[0]`` reads the input (n_1×m), each next
+    one reads the one before (through a ReLU), the last gives the output (k×n_{L−1}).  ``first`` and
+    ``second`` name the two layers of a one-hidden-layer network."""
 
-    first: LinearLayer
-    second: LinearLayer
+    layers: tuple[LinearLayer, ...]
 
-    def network(self) -> Network:
-        A = self.first.weight
-        V = self.second.weight
-        b = self.first.bias if self.first.bias is not None else np.zeros(A.shape[0], dtype=_zero_dtype(A))
-        c = self.second.bias
-        if c is None:
-            c = np.zeros(V.shape[0], dtype=_zero_dtype(V))
+    @property
+    def first(self) -> LinearLayer:
+        return self.layers[0]
+
+    @property
+    def second(self) -> LinearLayer:
+        return self.layers[-1]
+
+    def network(self) -> Network | MLP:
+        """A ``Network`` for two layers (one hidden layer), else an ``MLP``."""
+        if len(self.layers) == 2:
+            A = self.first.weight
+            V = self.second.weight
+            b = self.first.bias if self.first.bias is not None else np.zeros(A.shape[0], dtype=_zero_dtype(A))
+            c = self.second.bias
+            if c is None:
+                c = np.zeros(V.shape[0], dtype=_zero_dtype(V))
+            return Network(V, A, b, c, m=A.shape[1])
+        return self.mlp()
+
+    def mlp(self) -> MLP:
+        biases = [
+            ly.bias if ly.bias is not None else np.zeros(ly.weight.shape[0], dtype=_zero_dtype(ly.weight))
+            for ly in self.layers
+        ]
+        return MLP([ly.weight for ly in self.layers], biases)
+
+
+TwoLayers = LinearChain  # the former name (a chain of two layers)
+
+
+def shaped(layers: Sequence[tuple[Any, Any]]) -> Network | MLP:
+    """A ``Network`` when there are two (weight, bias) layers (torch orientation), else an ``MLP``."""
+    if len(layers) == 2:
+        (A, b), (V, c) = layers
+        A = np.asarray(A) if not isinstance(A, np.ndarray) else A
+        if b is None:
+            b = np.zeros(A.shape[0], dtype=_zero_dtype(A))
         return Network(V, A, b, c, m=A.shape[1])
+    return MLP([W for W, _ in layers], [b for _, b in layers])
+
+
+def affine_layers(net: Network | MLP) -> list[tuple[np.ndarray, np.ndarray, str, str]]:
+    """(W, b, name of W, name of b) for each affine layer of a network in torch orientation: ``A, b, V, c`` for
+    a ``Network``, ``weights[i], biases[i]`` for an ``MLP`` (the names its entries are refused under)."""
+    if isinstance(net, Network):
+        return [(net.A, net.b, "A", "b"), (net.V, net.c, "V", "c")]
+    if isinstance(net, MLP):
+        return [
+            (W, b, f"weights[{i}]", f"biases[{i}]")
+            for i, (W, b) in enumerate(zip(net.weights, net.biases, strict=True))
+        ]
+    raise InvalidNetworkError(f"expected a relusym Network or MLP, got {type(net).__name__}")
+
+
+def as_model(net: Any) -> Network | MLP:
+    """``net`` itself when it is a ``Network`` or a deep ``MLP``; an MLP with one hidden layer as its
+    ``Network`` (every reader gives one hidden layer as a ``Network``); anything else refused."""
+    if isinstance(net, Network):
+        return net
+    if isinstance(net, MLP):
+        return net.to_network() if net.depth == 1 else net
+    raise InvalidNetworkError(f"save needs a relusym Network or MLP, got {type(net).__name__}")
+
+
+def widths_of(net: Network | MLP) -> tuple[int, ...]:
+    """(m, n_1, …, k)."""
+    return (net.m, net.n, net.k) if isinstance(net, Network) else net.widths
 
 
 def _zero_dtype(a: np.ndarray) -> Any:
@@ -139,31 +208,28 @@ def _describe_extra(key: str, shape: tuple[int, ...]) -> str:
     return f"tensor '{key}' with shape {tuple(shape)} is {why}"
 
 
-def pair_linear_layers(
+def chain_linear_layers(
     arrays: Mapping[str, Any], *, source: str, ordered: bool = True, order_hint: Sequence[str] | None = None
-) -> TwoLayers:
-    """Find the two linear layers of a one-hidden-layer network in a mapping of named arrays.
+) -> LinearChain:
+    """Find the linear layers of a ReLU network (two or more) in a mapping of named arrays.
 
-    Weights are the 2-D arrays (``kernel`` names are in×out, all others out×in); they are paired by shape
-    (first n×m, second k×n).  When both orders chain (m = k), ``order_hint`` (the weight keys in execution
-    order) decides, else the mapping's order (``ordered=True``) or the natural order of the names.
-    Biases are the 1-D arrays with the weight's prefix; anything else is rejected, naming the tensor.
+    Weights are the 2-D arrays (``kernel`` names are in×out, all others out×in); they are chained by shape
+    (n_1×m, n_2×n_1, …, k×n_{L−1}).  When several orders chain (square weights), ``order_hint`` (the weight
+    keys in execution order) decides, else the mapping's order (``ordered=True``) or the natural order of the
+    names; when none of those chains but the shapes allow exactly one order, that one is taken.  Biases are the
+    1-D arrays with the weight's prefix (or, failing that, the one free weight of their size); anything else is
+    rejected, naming the tensor.
     """
     items = [(str(k), v) for k, v in arrays.items()]
     if not ordered:
         items.sort(key=lambda kv: natural_key(kv[0]))
     shapes = {k: tuple(np.shape(v)) for k, v in items}
     weights = [k for k, _ in items if len(shapes[k]) == 2]
-    if len(weights) != 2:
+    if len(weights) < 2:
         if not weights:
             raise UnsupportedModelError(f"{source} holds no 2-D weight, so no linear layer")
-        if len(weights) == 1:
-            raise UnsupportedModelError(
-                f"{source} holds one linear layer ('{weights[0]}'); relusym needs exactly two (Linear → ReLU → Linear)"
-            )
         raise UnsupportedModelError(
-            f"{source} holds {len(weights)} linear layers ({', '.join(repr(w) for w in weights)}); relusym "
-            "handles one hidden layer, i.e. exactly two linear layers"
+            f"{source} holds one linear layer ('{weights[0]}'); relusym needs at least two (Linear → ReLU → Linear)"
         )
     vectors = [k for k, _ in items if len(shapes[k]) == 1]
     extras = [k for k, _ in items if len(shapes[k]) not in (1, 2)]
@@ -175,43 +241,28 @@ def pair_linear_layers(
         r, c = shapes[key]
         return (c, r) if _last(key).lower() == "kernel" else (r, c)
 
-    w0, w1 = weights
-    s0, s1 = oriented(w0), oriented(w1)
-    fwd = s1[1] == s0[0]  # w0 first
-    bwd = s0[1] == s1[0]  # w1 first
-    if not fwd and not bwd:
-        raise InvalidNetworkError(
-            f"{source}: the shapes of '{w0}' {shapes[w0]} and '{w1}' {shapes[w1]} do not chain into "
-            "m → n → k (the output layer's input size must equal the hidden layer's output size)"
-        )
-    if fwd and bwd and order_hint is not None and w0 in order_hint and w1 in order_hint:
-        first_key, second_key = (w0, w1) if order_hint.index(w0) < order_hint.index(w1) else (w1, w0)
-    elif fwd:
-        first_key, second_key = w0, w1
-    else:
-        first_key, second_key = w1, w0
+    order = _chain_order(weights, oriented, order_hint, source, shapes)
     # biases: by prefix first, then by shape when unambiguous
     bias_of: dict[str, str] = {}
     unclaimed: list[str] = []
     for key in vectors:
         if _last(key).lower() in _NOT_BIAS:
             raise UnsupportedModelError(f"{source}: {_describe_extra(key, shapes[key])}")
-        owners = [w for w in (first_key, second_key) if _prefix(w)[0] == _prefix(key)[0] and w not in bias_of]
+        owners = [w for w in order if _prefix(w)[0] == _prefix(key)[0] and w not in bias_of]
         if len(owners) == 1:
             bias_of[owners[0]] = key
         else:
             unclaimed.append(key)
-    n = oriented(first_key)[0]
-    k = oriented(second_key)[0]
     for key in list(unclaimed):
-        free = [w for w, size in ((first_key, n), (second_key, k)) if w not in bias_of and shapes[key] == (size,)]
+        free = [w for w in order if w not in bias_of and shapes[key] == (oriented(w)[0],)]
         if len(free) == 1:
             bias_of[free[0]] = key
             unclaimed.remove(key)
     if unclaimed:
         raise UnsupportedModelError(f"{source}: {_describe_extra(unclaimed[0], shapes[unclaimed[0]])}")
 
-    def layer(wkey: str, out_size: int) -> LinearLayer:
+    def layer(wkey: str) -> LinearLayer:
+        out_size = oriented(wkey)[0]
         transposed = _last(wkey).lower() == "kernel"
         W = exact_float_array(values[wkey], f"{source}: weight '{wkey}'")
         if transposed:
@@ -226,7 +277,68 @@ def pair_linear_layers(
                 )
         return LinearLayer(wkey, bkey, W, B, transposed, W.dtype.name, None if B is None else B.dtype.name)
 
-    return TwoLayers(layer(first_key, n), layer(second_key, k))
+    return LinearChain(tuple(layer(w) for w in order))
+
+
+pair_linear_layers = chain_linear_layers  # the former name
+
+
+_MAX_ORDER_STEPS = 100_000
+
+
+def _chain_order(
+    weights: list[str],
+    oriented: Any,
+    order_hint: Sequence[str] | None,
+    source: str,
+    shapes: Mapping[str, tuple[int, ...]],
+) -> list[str]:
+    """The weights in execution order: the hint's or the given order when it chains, else the one order the
+    shapes allow (refused when they allow none, or several)."""
+
+    def chains(seq: Sequence[str]) -> bool:
+        return all(oriented(b)[1] == oriented(a)[0] for a, b in zip(seq, seq[1:], strict=False))
+
+    if order_hint is not None and all(w in order_hint for w in weights):
+        hinted = sorted(weights, key=list(order_hint).index)
+        if chains(hinted):
+            return hinted
+    if chains(weights):
+        return list(weights)
+    found: list[list[str]] = []
+    steps = 0
+
+    def search(path: list[str], rest: list[str]) -> None:
+        nonlocal steps
+        steps += 1
+        if len(found) > 1 or steps > _MAX_ORDER_STEPS:
+            return
+        if not rest:
+            found.append(list(path))
+            return
+        for w in rest:
+            if not path or oriented(w)[1] == oriented(path[-1])[0]:
+                search([*path, w], [r for r in rest if r != w])
+
+    search([], list(weights))
+    if len(found) == 1 and steps <= _MAX_ORDER_STEPS:
+        return found[0]
+    if not found:
+        if len(weights) == 2:
+            w0, w1 = weights
+            raise InvalidNetworkError(
+                f"{source}: the shapes of '{w0}' {shapes[w0]} and '{w1}' {shapes[w1]} do not chain into "
+                "m → n → k (the output layer's input size must equal the hidden layer's output size)"
+            )
+        listed = ", ".join(f"'{w}' {shapes[w]}" for w in weights)
+        raise InvalidNetworkError(
+            f"{source}: the shapes of the weights {listed} do not chain into m → n_1 → … → k (each layer's input "
+            "size must equal the output size of the layer before it)"
+        )
+    raise InvalidNetworkError(
+        f"{source}: the weights {', '.join(repr(w) for w in weights)} chain by shape in more than one order and "
+        "their names do not give one that does; name them in execution order (0.weight, 2.weight, …)"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -302,26 +414,29 @@ def default_dtype(x: np.ndarray) -> np.dtype:
     return x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
 
 
-def common_dtype(net: Network) -> np.dtype:
+def common_dtype(net: Network | MLP) -> np.dtype:
     """One float dtype for a whole network: its widest float dtype, float64 for exact rationals."""
-    arrs = (net.V, net.A, net.b, net.c)
+    arrs = [a for W, b, _, _ in affine_layers(net) for a in (W, b)]
     if any(a.dtype == object for a in arrs):
         return np.dtype(np.float64)
     return np.dtype(np.result_type(*[a.dtype for a in arrs]))
 
 
 def layout_arrays(
-    net: Network, layers: TwoLayers | None, policy: WritePolicy
+    net: Network | MLP, layers: LinearChain | None, policy: WritePolicy
 ) -> tuple[dict[str, np.ndarray], frozenset[str]]:
     """The network's arrays under the keys, orientation and dtypes of ``layers`` (from a ``like`` file), or
-    the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias``; and the keys whose file dtype is bfloat16
+    the nn.Sequential layout ``0.weight, 0.bias, 2.weight, 2.bias, …``; and the keys whose file dtype is bfloat16
     (their values are bfloat16 values held in float32).  A bias the layout lacks is added (as
-    ``<prefix>.bias``) when it is not zero.  Every array passes ``policy``."""
+    ``<prefix>.bias``) when it is not zero.  Every array passes ``policy``.  A pruned network keeps the layer
+    names with new shapes; a ``like`` file with another number of layers is refused."""
     if layers is None:
         return standard_arrays(net, policy)
+    ours = affine_layers(net)
+    check_depth(len(ours), len(layers.layers), "the like file")
     out: dict[str, np.ndarray] = {}
     bf16: set[str] = set()
-    for layer, W, B, wname, bname in ((layers.first, net.A, net.b, "A", "b"), (layers.second, net.V, net.c, "V", "c")):
+    for layer, (W, B, wname, bname) in zip(layers.layers, ours, strict=True):
         wdt = policy.target(layer.weight_dtype, W)
         arr = policy.fit(W, wdt, wname)
         out[layer.weight_key] = arr.T.copy() if layer.transposed else arr
@@ -337,20 +452,26 @@ def layout_arrays(
     return out, frozenset(bf16)
 
 
-def standard_arrays(net: Network, policy: WritePolicy) -> tuple[dict[str, np.ndarray], frozenset[str]]:
-    """``0.weight, 0.bias, 2.weight, 2.bias`` (torch orientation), each in the policy's dtype or its own."""
+def check_depth(ours: int, theirs: int, what: str) -> None:
+    """Refuse writing a network of ``ours`` affine layers in the layout of one with ``theirs``."""
+    if ours != theirs:
+        raise InvalidNetworkError(
+            f"the network has {ours} linear layers ({ours - 1} hidden) but {what} has {theirs}; relusym writes "
+            "a network in the layout of one with the same number of layers"
+        )
+
+
+def standard_arrays(net: Network | MLP, policy: WritePolicy) -> tuple[dict[str, np.ndarray], frozenset[str]]:
+    """``0.weight, 0.bias, 2.weight, 2.bias, …`` (nn.Sequential's keys, torch orientation), each in the policy's
+    dtype or its own."""
     out: dict[str, np.ndarray] = {}
     bf16: set[str] = set()
-    for key, x, name in (
-        ("0.weight", net.A, "A"),
-        ("0.bias", net.b, "b"),
-        ("2.weight", net.V, "V"),
-        ("2.bias", net.c, "c"),
-    ):
-        dt = policy.target(None, x)
-        out[key] = policy.fit(x, dt, name)
-        if dt == "bfloat16":
-            bf16.add(key)
+    for i, (W, B, wname, bname) in enumerate(affine_layers(net)):
+        for key, x, name in ((f"{2 * i}.weight", W, wname), (f"{2 * i}.bias", B, bname)):
+            dt = policy.target(None, x)
+            out[key] = policy.fit(x, dt, name)
+            if dt == "bfloat16":
+                bf16.add(key)
     return out, frozenset(bf16)
 
 

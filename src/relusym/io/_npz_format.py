@@ -1,12 +1,14 @@
 """numpy files: ``.npz`` archives and dicts of arrays, read as data (``allow_pickle=False``).
 
-relusym's own layout names the arrays ``V``, ``A``, ``b``, ``c`` (interfaces.md).  Other usual namings are read
-too: ``W1/b1/W2/b2`` (or ``w0``, ``weights_0``, ...), torch's ``<layer>.weight``/``<layer>.bias`` (out×in) and
-``kernel``/``bias`` (in×out, Keras and Flax, also as flat ``Dense_0/kernel`` keys).  For names that do not say
-the orientation, it is found from the shapes: the layers must chain (m → n → k) and the biases must have n and k
-entries; when both orientations fit (square weights), the reader refuses and asks for ``layout="out_in"`` (torch)
-or ``layout="in_out"`` (Keras, Flax, scikit-learn).  An ``.npy`` file holding a dict is an object array, which
-numpy can read only by unpickling; that needs ``allow_unsafe_pickle=True``.
+relusym's own layout names the arrays ``V``, ``A``, ``b``, ``c`` (interfaces.md); a deep network is written
+under nn.Sequential's names ``0.weight, 0.bias, 2.weight, …``.  Other usual namings are read too: ``W1/b1/W2/b2``
+(or ``w0``, ``weights_0``, ...), torch's ``<layer>.weight``/``<layer>.bias`` (out×in) and ``kernel``/``bias``
+(in×out, Keras and Flax, also as flat ``Dense_0/kernel`` keys).  For names that do not say the orientation, it is
+found from the shapes: the layers must chain (m → n → k, or m → n_1 → … → k in the names' natural order for a
+deep network) and the biases must have the matching sizes; when both orientations fit (square weights), the
+reader refuses and asks for ``layout="out_in"`` (torch) or ``layout="in_out"`` (Keras, Flax, scikit-learn).  An
+``.npy`` file holding a dict is an object array, which numpy can read only by unpickling; that needs
+``allow_unsafe_pickle=True``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,19 @@ import numpy as np
 
 from relusym._base.limits import check_npy_members, check_zip
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import WritePolicy, exact_float_array, natural_key, pair_linear_layers
+from relusym.io._layers import (
+    WritePolicy,
+    affine_layers,
+    chain_linear_layers,
+    check_depth,
+    exact_float_array,
+    layout_arrays,
+    natural_key,
+    shaped,
+    standard_arrays,
+)
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "from_arrays"]
 
@@ -94,7 +107,7 @@ def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
 
 def read(
     path: Path, *, layout: str | None = None, allow_unsafe_pickle: bool = False
-) -> tuple[Network, tuple[str, ...], bool]:
+) -> tuple[Network | MLP, tuple[str, ...], bool]:
     """The network of a numpy file; ``recorded`` is True for relusym's own V/A/b/c layout (which defines the
     activation), False for weights saved under other names."""
     path = Path(path)
@@ -108,16 +121,16 @@ def read(
     return net, (), own
 
 
-def load(path: Path, *, layout: str | None = None, allow_unsafe_pickle: bool = False) -> Network:
+def load(path: Path, *, layout: str | None = None, allow_unsafe_pickle: bool = False) -> Network | MLP:
     return read(path, layout=layout, allow_unsafe_pickle=allow_unsafe_pickle)[0]
 
 
 _ORIENTED = re.compile(r"(^|[./_])(weight|kernel|bias)$", re.IGNORECASE)
 
 
-def from_arrays(arrays: Mapping[str, Any], *, source: str = "the arrays", layout: str | None = None) -> Network:
-    """A network from named arrays: V/A/b/c, torch or Keras/Flax names, or any two 2-D weights with their
-    biases (orientation from the shapes, ``layout`` when both fit)."""
+def from_arrays(arrays: Mapping[str, Any], *, source: str = "the arrays", layout: str | None = None) -> Network | MLP:
+    """A network from named arrays: V/A/b/c, torch or Keras/Flax names, or any two (or more) 2-D weights with
+    their biases (orientation from the shapes, ``layout`` when both fit)."""
     arrays = {str(k): v for k, v in arrays.items()}
     if "V" in arrays and "A" in arrays:
         A = exact_float_array(arrays["A"], f"{source}: A") if hasattr(arrays["A"], "dtype") else arrays["A"]
@@ -127,7 +140,9 @@ def from_arrays(arrays: Mapping[str, Any], *, source: str = "the arrays", layout
         raise InvalidNetworkError(f"layout must be 'out_in' (torch) or 'in_out' (Keras, Flax), got {layout!r}")
     weights = sorted((k for k, v in arrays.items() if np.ndim(v) == 2), key=natural_key)
     if layout is None and weights and all(_ORIENTED.search(k) for k in arrays):
-        return pair_linear_layers(arrays, source=source, ordered=False).network()
+        return chain_linear_layers(arrays, source=source, ordered=False).network()
+    if len(weights) > 2:
+        return shaped(_generic_chain(arrays, source, layout).layers(arrays, source))
     return _network(arrays, _generic_layout(arrays, source, layout), source)
 
 
@@ -183,6 +198,78 @@ def _generic_layout(arrays: Mapping[str, Any], source: str, layout: str | None) 
 
 
 @dataclass(frozen=True)
+class _Chain:
+    """The weights (in order, and whether stored in×out) and their biases (or None) of a generically named
+    deep file."""
+
+    weights: tuple[str, ...]
+    in_out: bool
+    biases: tuple[str | None, ...]
+
+    def layers(self, arrays: Mapping[str, Any], source: str) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        out: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for w, b in zip(self.weights, self.biases, strict=True):
+            W = exact_float_array(arrays[w], f"{source}: '{w}'")
+            if self.in_out:
+                W = W.T
+            B = exact_float_array(arrays[b], f"{source}: '{b}'") if b else None
+            out.append((W, B))
+        return out
+
+
+def _number(name: str) -> str:
+    """The digits of a name (``W3`` → ``3``, ``weights_3`` → ``3``), which pair a weight with its bias."""
+    return "".join(re.findall(r"\d+", name))
+
+
+def _generic_chain(arrays: Mapping[str, Any], source: str, layout: str | None) -> _Chain:
+    """Three or more weights whose names do not say the orientation: they chain in the natural order of their
+    names, in one orientation (``layout`` when both fit); each bias is paired with the weight whose name carries
+    the same number, or, with as many biases as weights, by the same natural order."""
+    weights = sorted((k for k, v in arrays.items() if np.ndim(v) == 2), key=natural_key)
+    vectors = sorted((k for k, v in arrays.items() if np.ndim(v) == 1), key=natural_key)
+    others = [k for k, v in arrays.items() if np.ndim(v) not in (1, 2)]
+    if others:
+        raise UnsupportedModelError(
+            f"{source}: array '{others[0]}' with shape {np.shape(arrays[others[0]])} is neither a weight nor a bias"
+        )
+    shapes = {k: tuple(np.shape(arrays[k])) for k in weights}
+
+    def fits(orient: str) -> tuple[str | None, ...] | None:
+        dims = [(s[0], s[1]) if orient == "out_in" else (s[1], s[0]) for s in (shapes[w] for w in weights)]
+        if any(b[1] != a[0] for a, b in zip(dims, dims[1:], strict=False)):
+            return None
+        biases: list[str | None] = [None] * len(weights)
+        if len(vectors) == len(weights) and all(
+            np.shape(arrays[v]) == (d[0],) for v, d in zip(vectors, dims, strict=True)
+        ):
+            return tuple(vectors)
+        numbers = [_number(w) for w in weights]
+        for v in vectors:
+            owners = [i for i, num in enumerate(numbers) if num and num == _number(v) and biases[i] is None]
+            if len(owners) != 1 or np.shape(arrays[v]) != (dims[owners[0]][0],):
+                return None
+            biases[owners[0]] = v
+        return tuple(biases)
+
+    options = [(o, b) for o in (("out_in", "in_out") if layout is None else (layout,)) if (b := fits(o)) is not None]
+    listed = ", ".join(f"'{w}' {shapes[w]}" for w in weights)
+    if not options:
+        raise InvalidNetworkError(
+            f"{source}: the weights {listed} with biases {', '.join(vectors) or 'none'} do not chain into "
+            "m → n_1 → … → k in the order of their names in either orientation (out×in as torch, in×out as Keras "
+            "and Flax)"
+        )
+    if len(options) > 1:
+        raise InvalidNetworkError(
+            f"{source}: the weights {listed} fit both the out×in (torch) and the in×out (Keras, Flax, scikit-learn) "
+            "orientation; say which with layout='out_in' or layout='in_out'"
+        )
+    orient, biases = options[0]
+    return _Chain(tuple(weights), orient == "in_out", biases)
+
+
+@dataclass(frozen=True)
 class _Layout:
     """Which arrays of a generically named file are the two weights (and whether stored in×out) and biases."""
 
@@ -216,8 +303,9 @@ def _fits(s1: tuple[int, ...], s2: tuple[int, ...], orient: str, bias_sizes: lis
     return len(bias_sizes) == 0 or bias_sizes[0] in (n, k)
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
-    """``np.savez`` of V, A, b, c (relusym's layout), or of ``like``'s names, orientation and dtypes."""
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+    """``np.savez`` of V, A, b, c (relusym's layout; ``0.weight, 0.bias, 2.weight, …`` for a deep network), or of
+    ``like``'s names, orientation and dtypes."""
     policy = policy if policy is not None else WritePolicy()
     if policy.dtype == "bfloat16":
         raise UnsupportedModelError(
@@ -229,21 +317,36 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
         arrays = _read_arrays(Path(like), False)
         if not ({"V", "A"} <= set(arrays)):
             return _save_like(net, path, arrays, policy)
+        if isinstance(net, MLP):
+            check_depth(len(net.weights), 2, Path(like).name)
         dtypes = {k: arrays[k].dtype.name if k in arrays else None for k in _OWN}
-    out = {}
-    for key, x in zip(_OWN, (net.V, net.A, net.b, net.c), strict=True):
-        out[key] = policy.fit(x, policy.target(dtypes[key], x), key)
+    out: dict[str, np.ndarray] = {}
+    if isinstance(net, MLP):
+        out, _ = standard_arrays(net, policy)
+    else:
+        for key, x in zip(_OWN, (net.V, net.A, net.b, net.c), strict=True):
+            out[key] = policy.fit(x, policy.target(dtypes[key], x), key)
     with open(path, "wb") as fh:
         np.savez(fh, **out)  # type: ignore[arg-type]
     return None
 
 
-def _save_like(net: Network, path: Path, like: dict[str, Any], policy: WritePolicy) -> None:
+def _save_like(net: Network | MLP, path: Path, like: dict[str, Any], policy: WritePolicy) -> None:
     """Write under the like file's names, orientation and dtypes."""
+    weights = [k for k, v in like.items() if np.ndim(v) == 2]
+    out: dict[str, np.ndarray]
     if all(_ORIENTED.search(k) for k in like):
-        from relusym.io._layers import layout_arrays
-
-        out, _ = layout_arrays(net, pair_linear_layers(like, source="like", ordered=False), policy)
+        out, _ = layout_arrays(net, chain_linear_layers(like, source="like", ordered=False), policy)
+    elif len(weights) != 2 or isinstance(net, MLP):
+        ours = affine_layers(net)
+        check_depth(len(ours), len(weights), "the like file")
+        chain = _generic_chain(like, "like", None)
+        out = {}
+        for wkey, bkey, (W, B, wname, bname) in zip(chain.weights, chain.biases, ours, strict=True):
+            arr = policy.fit(W, policy.target(like[wkey].dtype.name, W), wname)
+            out[wkey] = arr.T.copy() if chain.in_out else arr
+            key = bkey or f"{wkey}_bias"
+            out[key] = policy.fit(B, policy.target(like[key].dtype.name if key in like else None, B), bname)
     else:
         lay = _generic_layout(like, "like", None)
         A = policy.fit(net.A, policy.target(like[lay.first].dtype.name, net.A), "A")

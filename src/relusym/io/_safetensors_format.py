@@ -1,4 +1,4 @@
-"""safetensors files holding the two linear layers of a one-hidden-layer ReLU network.
+"""safetensors files holding the linear layers of a ReLU network (two for one hidden layer, or more).
 
 Read with the ``safetensors.numpy`` API (no torch needed); the key heuristics are those of
 :mod:`relusym.io._layers` (``*.weight`` out×in or ``*.kernel`` in×out, paired by shape, optional biases).
@@ -18,8 +18,9 @@ import numpy as np
 from relusym._base.limits import current as current_limits
 from relusym._base.limits import parse_json, shorten
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import LinearLayer, TwoLayers, WritePolicy, layout_arrays, pair_linear_layers
+from relusym.io._layers import LinearChain, LinearLayer, WritePolicy, chain_linear_layers, layout_arrays
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "accepts", "from_object", "read_arrays"]
 
@@ -194,9 +195,9 @@ def read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     return arrays, dtypes
 
 
-def _layers(path: Path) -> TwoLayers:
+def _layers(path: Path) -> LinearChain:
     arrays, dtypes = read_arrays(path)
-    two = pair_linear_layers(arrays, source=Path(path).name, ordered=False)
+    chain = chain_linear_layers(arrays, source=Path(path).name, ordered=False)
 
     def fix(layer: LinearLayer) -> LinearLayer:
         w = "bfloat16" if dtypes.get(layer.weight_key) == "BF16" else layer.weight_dtype
@@ -205,10 +206,10 @@ def _layers(path: Path) -> TwoLayers:
             b = "bfloat16"
         return replace(layer, weight_dtype=w, bias_dtype=b)
 
-    return TwoLayers(fix(two.first), fix(two.second))
+    return LinearChain(tuple(fix(layer) for layer in chain.layers))
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     """Read a network from a safetensors file."""
     return _layers(Path(path)).network()
 
@@ -218,13 +219,13 @@ def accepts(obj: Any) -> bool:
     return False
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     raise UnsupportedModelError("safetensors is a file format; pass a path to a .safetensors file")
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a safetensors file: with ``like``, its keys, orientation and dtypes; else ``0.weight, 0.bias,
-    2.weight, 2.bias`` in the network's float dtypes.  Every entry exact, or as ``policy`` allows."""
+    2.weight, 2.bias, …`` in the network's float dtypes.  Every entry exact, or as ``policy`` allows."""
     layers = _layers(Path(like)) if like is not None else None
     arrays, bf16 = layout_arrays(net, layers, policy if policy is not None else WritePolicy())
     metadata = {"format": "pt", "producer": "relusym"}

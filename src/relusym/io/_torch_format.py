@@ -1,10 +1,12 @@
-"""PyTorch: ``nn.Sequential(Linear, ReLU, Linear)`` modules, state_dicts and ``.pt``/``.pth`` state_dict files.
+"""PyTorch: ``nn.Sequential(Linear, ReLU, Linear)`` modules (or deeper: ``Linear, ReLU, Linear, ReLU, …,
+Linear``), state_dicts and ``.pt``/``.pth`` state_dict files.
 
 Files are read with ``torch.load(path, weights_only=True)`` only, so a file that holds pickled code (a whole
 module saved with ``torch.save(model)``) is refused, never run.  Float tensors are taken at their exact binary
 value (``bfloat16`` is widened to ``float32``, which is exact).
 
-The key heuristics (which arrays are the two layers) are shared with the other readers, in ``_layers``.
+The key heuristics (which arrays are the linear layers, in which order) are shared with the other readers, in
+``_layers``.  One hidden layer reads as a ``Network``, two or more as an ``MLP``.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ import numpy as np
 
 from relusym._base.limits import check_zip
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 from relusym.io._layers import (
+    LinearChain,
     LinearLayer,
-    TwoLayers,
     WritePolicy,
+    chain_linear_layers,
     common_dtype,
     layout_arrays,
-    pair_linear_layers,
     standard_arrays,
+    widths_of,
 )
 
 __all__ = [
@@ -95,13 +99,13 @@ def sniff(path: Path, head: bytes) -> bool:
     return False
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     """Read a state_dict saved with ``torch.save(model.state_dict(), path)`` (``weights_only=True``), or the
     parameters of a TorchScript archive (read as data, see :func:`read_torchscript`)."""
     return read(path)[0]
 
 
-def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     """:func:`load`, with notes; a TorchScript archive records its modules' types (activation seen)."""
     path = Path(path)
     with open(path, "rb") as fh:
@@ -148,11 +152,12 @@ def _torchscript_state_dict(path: Path) -> dict[str, Any]:
     return _read_torchscript(path)[0]
 
 
-def read_torchscript(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+def read_torchscript(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     """The network of a TorchScript archive: see :func:`_read_torchscript`."""
-    sd, _ = _read_torchscript(path)
+    sd, kinds = _read_torchscript(path)
     note = f"{path.name} is a TorchScript archive: its parameters were read as data and its code was not run"
-    return from_state_dict(sd, source=path.name), (note,), True
+    hint = [f"{name}.weight" if name else "weight" for name, kind in kinds if kind == "linear"]
+    return from_state_dict(sd, source=path.name, order_hint=hint), (note,), True
 
 
 def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -160,7 +165,8 @@ def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]
 
     Its ``data.pkl`` is unpickled by a restricted unpickler that builds only tensors (from the archive's
     ``data/`` entries) and inert records of the scripted modules; the module tree must be ``Linear``, ``ReLU``,
-    ``Linear`` (plus Dropout/Identity/Flatten), judged from the module classes recorded in the archive."""
+    ``Linear`` (or deeper, a ReLU between each two Linear layers; plus Dropout/Identity/Flatten), judged from the
+    module classes recorded in the archive."""
     torch = _import_torch("reading TorchScript archives")
     zf = zipfile.ZipFile(path)
     names = zf.namelist()
@@ -210,7 +216,7 @@ def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]
             if short not in kind:
                 raise UnsupportedModelError(
                     f"{path.name}: TorchScript module '{prefix or 'root'}' is a {short}; relusym reads Linear → ReLU "
-                    "→ Linear"
+                    "→ Linear chains"
                 )
             kinds.append((prefix, kind[short]))
         elif not short.startswith(("Sequential", "___torch_mangle")) and "container" not in node.cls:
@@ -226,18 +232,14 @@ def _read_torchscript(path: Path) -> tuple[dict[str, Any], list[tuple[str, str]]
                 sd[name] = value
 
     walk(tree, "")
-    pattern = [k for _, k in kinds if k != "skip"]
-    while pattern and pattern[0] == "flatten":
-        pattern.pop(0)
-    if pattern != ["linear", "relu", "linear"]:
-        raise UnsupportedModelError(
-            f"{path.name}: the TorchScript modules compute {' → '.join(pattern) or 'nothing'}, not Linear → ReLU → "
-            "Linear"
-        )
+    seq = [(name, k) for name, k in kinds if k != "skip"]
+    while seq and seq[0][1] == "flatten":
+        seq.pop(0)
+    _alternation(seq, f"{path.name}: the TorchScript modules")
     return sd, kinds
 
 
-def _load_state_dict_file(path: Path) -> Network:
+def _load_state_dict_file(path: Path) -> Network | MLP:
     torch = _import_torch("reading .pt files")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
@@ -311,8 +313,9 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
 
 def from_state_dict(
     state_dict: Mapping[str, Any], *, source: str = "the state_dict", order_hint: Sequence[str] | None = None
-) -> Network:
-    """A network from a state_dict (tensors or arrays) holding exactly two linear layers."""
+) -> Network | MLP:
+    """A network from a state_dict (tensors or arrays) holding two linear layers (a ``Network``) or more (an
+    ``MLP``), chained by shape (``order_hint``, the weight keys in execution order, decides between orders)."""
     arrays: dict[str, Any] = {}
     for key, value in state_dict.items():
         if value is None:
@@ -320,7 +323,7 @@ def from_state_dict(
         if not hasattr(value, "shape"):
             raise UnsupportedModelError(f"{source}: entry '{key}' is a {type(value).__name__}, not a tensor")
         arrays[str(key)] = _tensor_to_numpy(value)
-    return pair_linear_layers(arrays, source=source, ordered=True, order_hint=order_hint).network()
+    return chain_linear_layers(arrays, source=source, ordered=True, order_hint=order_hint).network()
 
 
 def accepts(obj: Any) -> bool:
@@ -343,7 +346,7 @@ def object_records_activation(obj: Any) -> bool:
     return not isinstance(obj, Mapping)
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     """A network from an ``nn.Module`` or a state_dict."""
     if isinstance(obj, Mapping):
         return from_state_dict(obj)
@@ -366,9 +369,10 @@ def _leaf_kind(nn: Any, mod: Any) -> str:
     return "other"
 
 
-def from_module(module: Any) -> Network:
-    """A network from a module computing Linear → ReLU → Linear (e.g. ``nn.Sequential``), checked layer by
-    layer; Dropout and Identity layers are allowed (they are the identity at inference)."""
+def from_module(module: Any) -> Network | MLP:
+    """A network from a module computing Linear → ReLU → Linear, or deeper Linear → ReLU → … → Linear (e.g.
+    ``nn.Sequential``), checked layer by layer; Dropout and Identity layers are allowed (they are the identity at
+    inference), and a Flatten before the first Linear."""
     torch = _import_torch("reading PyTorch modules")
     nn = torch.nn
     if not isinstance(module, nn.Module):
@@ -379,45 +383,84 @@ def from_module(module: Any) -> Network:
         if _leaf_kind(nn, mod) == "other":
             label = f"layer '{name}'" if name else "the module"
             raise UnsupportedModelError(
-                f"{label} of {mname} is {type(mod).__name__}; relusym handles Linear → ReLU → Linear only"
+                f"{label} of {mname} is {type(mod).__name__}; relusym handles Linear → ReLU → Linear chains only"
             )
     linears = [(name, mod) for name, mod in leaves if _leaf_kind(nn, mod) == "linear"]
-    if len(linears) != 2:
+    if len(linears) < 2:
         names = ", ".join(f"'{n}'" for n, _ in linears) or "none"
         raise UnsupportedModelError(
-            f"{mname} has {len(linears)} Linear layers ({names}); relusym handles exactly two (one hidden layer)"
+            f"{mname} has {len(linears)} Linear layers ({names}); relusym needs at least two (one hidden layer)"
         )
     order = _execution_order(torch, module, leaves)
-    (n0, l0), (n1, l1) = linears
     if order is not None:
-        if order.index(n1) < order.index(n0):
-            (n0, l0), (n1, l1) = (n1, l1), (n0, l0)
+        by_name = dict(linears)
+        linears = [(n, by_name[n]) for n in order]
     sd = module.state_dict()
     linear_keys = set()
-    for name in (n0, n1):
+    for name, _ in linears:
         for p in ("weight", "bias"):
             linear_keys.add(f"{name}.{p}" if name else p)
     stray = [k for k in sd if k not in linear_keys]
     if stray:
         raise UnsupportedModelError(
-            f"{mname} holds tensor '{stray[0]}' outside its two Linear layers; relusym cannot tell what it does"
+            f"{mname} holds tensor '{stray[0]}' outside its Linear layers; relusym cannot tell what it does"
         )
     arrays: dict[str, Any] = {}
-    for name, lin in ((n0, l0), (n1, l1)):
+    for name, lin in linears:
         arrays[f"{name}.weight"] = _tensor_to_numpy(lin.weight)
         if lin.bias is not None:
             arrays[f"{name}.bias"] = _tensor_to_numpy(lin.bias)
+    hint = [f"{n}.weight" for n, _ in linears]
+    if order is not None:
+        _check_chain(arrays, hint, mname)
     try:
-        return pair_linear_layers(
-            arrays, source=mname, ordered=True, order_hint=[f"{n0}.weight", f"{n1}.weight"]
-        ).network()
+        return chain_linear_layers(arrays, source=mname, ordered=True, order_hint=hint).network()
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(str(exc)) from None
 
 
+def _check_chain(arrays: Mapping[str, Any], keys: list[str], source: str) -> None:
+    """The Linear layers, in execution order, chain by shape (each reads the outputs of the one before)."""
+    for a, b in zip(keys, keys[1:], strict=False):
+        if arrays[b].shape[1] != arrays[a].shape[0]:
+            raise InvalidNetworkError(
+                f"{source}: Linear layer '{b.removesuffix('.weight')}' takes {arrays[b].shape[1]} inputs but "
+                f"'{a.removesuffix('.weight')}' before it gives {arrays[a].shape[0]} outputs"
+            )
+
+
+def _alternation(collapsed: list[tuple[str, str]], what: str) -> list[str]:
+    """The names of the Linear layers of a sequence of (name, kind), checked to be Linear → ReLU → Linear, or
+    deeper with a ReLU between each two Linear layers (ReLU∘ReLU already collapsed or collapsed here); anything
+    else refused in one sentence naming the layer."""
+    seq: list[tuple[str, str]] = []
+    for name, kind in collapsed:
+        if kind == "relu" and seq and seq[-1][1] == "relu":
+            continue
+        seq.append((name, kind))
+    for name, kind in seq:
+        if kind not in ("linear", "relu"):
+            shown = f"'{name}'" if kind == "other" else f"'{name}' ({kind})"
+            raise UnsupportedModelError(f"{what} applies {shown} where relusym expects Linear → ReLU → … → Linear")
+    pattern = [kind for _, kind in seq]
+    if pattern[:1] != ["linear"]:
+        raise UnsupportedModelError(f"{what} does not start with a Linear layer (found {pattern})")
+    if pattern[-1] == "relu":
+        raise UnsupportedModelError(
+            f"{what} applies a ReLU after its output layer; relusym's networks end with a Linear layer"
+        )
+    for (n0, k0), (n1, k1) in zip(seq, seq[1:], strict=False):
+        if k0 == k1 == "linear":
+            raise UnsupportedModelError(f"{what} has no ReLU between its Linear layers '{n0}' and '{n1}'")
+    linears = [name for name, kind in seq if kind == "linear"]
+    if len(linears) < 2:
+        raise UnsupportedModelError(f"{what} has {len(linears)} Linear layer; relusym needs at least two")
+    return linears
+
+
 def _execution_order(torch: Any, module: Any, leaves: list[tuple[str, Any]]) -> list[str] | None:
-    """The leaf names in execution order, checking that a ReLU sits between the two Linear layers and that
-    nothing follows the output layer but Dropout/Identity.  ``None`` only when the order cannot be seen
+    """The Linear layers' names in execution order, checking that a ReLU sits between each two Linear layers and
+    that nothing follows the output layer but Dropout/Identity.  ``None`` only when the order cannot be seen
     but a ReLU module is present."""
     nn = torch.nn
     mname = type(module).__name__
@@ -437,29 +480,7 @@ def _execution_order(torch: Any, module: Any, leaves: list[tuple[str, Any]]) -> 
     # a Flatten is allowed only before the first Linear
     while kinds and kinds[0][1] == "flatten":
         kinds.pop(0)
-    pattern = [kind for _, kind in kinds]
-    # collapse repeated ReLUs (relu∘relu = relu)
-    collapsed: list[tuple[str, str]] = []
-    for name, kind in kinds:
-        if kind == "relu" and collapsed and collapsed[-1][1] == "relu":
-            continue
-        collapsed.append((name, kind))
-    pattern = [kind for _, kind in collapsed]
-    if pattern != ["linear", "relu", "linear"]:
-        for name, kind in collapsed:
-            if kind not in ("linear", "relu"):
-                what = f"'{name}'" if kind == "other" else f"'{name}' ({kind})"
-                raise UnsupportedModelError(f"{mname} applies {what} where relusym expects Linear → ReLU → Linear")
-        if pattern[:1] != ["linear"]:
-            raise UnsupportedModelError(f"{mname} does not start with a Linear layer (found {pattern})")
-        if "relu" not in pattern:
-            raise UnsupportedModelError(f"{mname} has no ReLU between its two Linear layers")
-        if pattern[-1] == "relu":
-            raise UnsupportedModelError(
-                f"{mname} applies a ReLU after its output layer; relusym's networks end with a Linear layer"
-            )
-        raise UnsupportedModelError(f"{mname} computes {' → '.join(pattern)}, not Linear → ReLU → Linear")
-    return [name for name, kind in collapsed if kind == "linear"]
+    return _alternation(kinds, mname)
 
 
 def _is_sequential_tree(nn: Any, module: Any) -> bool:
@@ -519,10 +540,11 @@ def _flattens(node: Any) -> bool:
     return False
 
 
-def to_module(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
-    """``nn.Sequential(Linear(m, n), ReLU(), Linear(n, k))`` holding the network's weights, in ``dtype``
-    (default: the network's widest float dtype, float64 for exact rationals; ``"bfloat16"`` is allowed).  An
-    entry that ``dtype`` does not hold exactly is refused, naming it, unless ``allow_rounding=True``."""
+def to_module(net: Network | MLP, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """``nn.Sequential(Linear(m, n), ReLU(), Linear(n, k))`` holding the network's weights (for a deep network
+    ``Linear, ReLU, Linear, ReLU, …, Linear``, the keys ``0.weight, 0.bias, 2.weight, …``), in ``dtype`` (default:
+    the network's widest float dtype, float64 for exact rationals; ``"bfloat16"`` is allowed).  An entry that
+    ``dtype`` does not hold exactly is refused, naming it, unless ``allow_rounding=True``."""
     torch = _import_torch("building a PyTorch module")
     name = "bfloat16" if str(dtype).replace("torch.", "") == "bfloat16" else None
     if name is None:
@@ -530,17 +552,19 @@ def to_module(net: Network, dtype: Any = None, *, allow_rounding: bool = False) 
     policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
     sd, _ = standard_arrays(net, policy)
     tdtype = getattr(torch, name)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(net.m, net.n, dtype=tdtype),
-        torch.nn.ReLU(),
-        torch.nn.Linear(net.n, net.k, dtype=tdtype),
-    )
+    widths = widths_of(net)
+    mods: list[Any] = []
+    for i in range(len(widths) - 1):
+        if i:
+            mods.append(torch.nn.ReLU())
+        mods.append(torch.nn.Linear(widths[i], widths[i + 1], dtype=tdtype))
+    model = torch.nn.Sequential(*mods)
     model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(tdtype) for k, v in sd.items()})
     return model
 
 
 def to_state_dict(
-    net: Network, like: Mapping[str, Any] | None = None, *, policy: WritePolicy | None = None
+    net: Network | MLP, like: Mapping[str, Any] | None = None, *, policy: WritePolicy | None = None
 ) -> dict[str, Any]:
     """A state_dict of torch tensors (the layout and dtypes of ``like`` when given, else ``nn.Sequential``'s);
     every entry exact, or as ``policy`` allows."""
@@ -563,7 +587,7 @@ def to_state_dict(
     return out
 
 
-def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
+def _layers_of(state_dict: Mapping[str, Any], source: str) -> LinearChain:
     arrays: dict[str, Any] = {}
     dtypes: dict[str, str] = {}
     for key, value in state_dict.items():
@@ -572,7 +596,7 @@ def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
         name = str(getattr(value, "dtype", ""))
         dtypes[str(key)] = name.replace("torch.", "")
         arrays[str(key)] = _tensor_to_numpy(value)
-    two = pair_linear_layers(arrays, source=source, ordered=True)
+    chain = chain_linear_layers(arrays, source=source, ordered=True)
 
     def fix(layer: LinearLayer) -> LinearLayer:
         return LinearLayer(
@@ -585,7 +609,7 @@ def _layers_of(state_dict: Mapping[str, Any], source: str) -> TwoLayers:
             dtypes.get(layer.bias_key, layer.bias_dtype) if layer.bias_key else None,
         )
 
-    return TwoLayers(fix(two.first), fix(two.second))
+    return LinearChain(tuple(fix(layer) for layer in chain.layers))
 
 
 # entries of a checkpoint that describe the training state of the old parameters (their shapes follow the
@@ -614,7 +638,7 @@ def _replaced(raw: Any, wrappers: list[str], sd: dict[str, Any], same_shapes: bo
     return out
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a state_dict file (``torch.save``); with ``like``, the same keys, nesting, layout and dtypes, and
     the like checkpoint's other entries."""
     torch = _import_torch("writing .pt files")
