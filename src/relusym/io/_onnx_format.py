@@ -1,4 +1,5 @@
-"""ONNX models computing ``Gemm|MatMul(+Add) → Relu → Gemm|MatMul(+Add)``, weights from initializers.
+"""ONNX models computing ``Gemm|MatMul(+Add) → Relu → Gemm|MatMul(+Add)`` (or deeper, a Relu between each two
+layers), weights from initializers; one hidden layer reads as a ``Network``, more as an ``MLP``.
 
 ``Gemm``'s ``transA``/``transB``/``alpha``/``beta`` are honoured exactly (a float32 weight times a float32
 ``alpha`` is exact in float64; other products become exact rationals), and the data tensor may be either
@@ -21,8 +22,18 @@ import numpy as np
 from relusym._base.limits import current as current_limits
 from relusym._base.limits import file_limit, shorten
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import FILE_DTYPES, WritePolicy, common_dtype, exact_float_array
+from relusym.io._layers import (
+    FILE_DTYPES,
+    WritePolicy,
+    affine_layers,
+    check_depth,
+    common_dtype,
+    exact_float_array,
+    shaped,
+    widths_of,
+)
 
 __all__ = [
     "NAME",
@@ -62,12 +73,12 @@ def sniff(path: Path, head: bytes) -> bool:
     return head[2] in (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72) or path.suffix.lower() in SUFFIXES
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     """Read an ONNX model file."""
     return read(path)[0]
 
 
-def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     """Read an ONNX model file, with its notes (a classifier head read as logits)."""
     onnx = _import_onnx()
     path = Path(path)
@@ -238,7 +249,7 @@ def accepts(obj: Any) -> bool:
     return (type(obj).__module__ or "").startswith("onnx") and type(obj).__name__ == "ModelProto"
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     return from_model(obj)
 
 
@@ -367,6 +378,7 @@ def _parse(model: Any, source: str) -> _Parsed:
     head: str | None = None
     noops: list[str] = []
     reshapes: list[tuple[Any, list[int], bool]] = []  # (node, target shape, before the first layer)
+    placed: list[tuple[Any, int]] = []  # (Flatten or Reshape node, the number of layers before it)
 
     def const(name: str, node: Any) -> np.ndarray:
         if name not in consts:
@@ -416,12 +428,10 @@ def _parse(model: Any, source: str) -> _Parsed:
             axis = int(_attrs(onnx, node).get("axis", 1))
             if axis != 1:
                 raise UnsupportedModelError(f"{source}: {_describe(node)} flattens from axis {axis}, not 1")
-            if 0 < n_layers < 2:
-                raise UnsupportedModelError(f"{source}: {_describe(node)} sits between the two layers")
+            placed.append((node, n_layers))
             noops.append(op)
         elif op == "Reshape":
-            if 0 < n_layers < 2:
-                raise UnsupportedModelError(f"{source}: {_describe(node)} sits between the two layers")
+            placed.append((node, n_layers))
             if ins[1] in shapes:  # computed from the input's shape, e.g. x.view(x.size(0), -1)
                 target = [0 if t == "batch" else t for t in shapes[ins[1]]]
                 if any(not isinstance(t, int) for t in target):
@@ -430,7 +440,7 @@ def _parse(model: Any, source: str) -> _Parsed:
                 target = [int(t) for t in np.asarray(const(ins[1], node)).ravel().tolist()]
             reshapes.append((node, target, n_layers == 0))
             noops.append(op)
-        elif op in ("Sigmoid", "Softmax", "LogSoftmax") and n_layers == 2 and steps[-1] != "relu":
+        elif op in ("Sigmoid", "Softmax", "LogSoftmax") and n_layers >= 2 and steps[-1] != "relu":
             head = op
             _mark_downstream(node, consumers, visited)
             break
@@ -502,7 +512,7 @@ def _parse(model: Any, source: str) -> _Parsed:
     stray = [n for n in nodes if id(n) not in visited and id(n) not in shape_nodes]
     if stray:
         raise UnsupportedModelError(
-            f"{source}: {_describe(stray[0])} is not part of the chain Gemm/MatMul → Relu → Gemm/MatMul"
+            f"{source}: {_describe(stray[0])} is not part of the chain Gemm/MatMul → Relu → … → Gemm/MatMul"
         )
     # collapse Relu∘Relu
     seq: list[Any] = []
@@ -511,19 +521,32 @@ def _parse(model: Any, source: str) -> _Parsed:
             continue
         seq.append(s)
     pattern = ["relu" if s == "relu" else "layer" for s in seq]
-    if pattern != ["layer", "relu", "layer"]:
-        if pattern.count("layer") != 2:
-            raise UnsupportedModelError(
-                f"{source} has {pattern.count('layer')} linear layers; relusym needs exactly two (one hidden layer)"
-            )
-        if "relu" not in pattern:
-            raise UnsupportedModelError(f"{source} has no Relu between its two linear layers")
-        raise UnsupportedModelError(f"{source} computes {' → '.join(pattern)}, not layer → Relu → layer")
-    l1, l2 = seq[0], seq[2]
-    if l2.W.shape[1] != l1.W.shape[0]:
-        raise InvalidNetworkError(
-            f"{source}: the hidden layer has {l1.W.shape[0]} outputs but the output layer takes {l2.W.shape[1]}"
+    count = pattern.count("layer")
+    if count < 2:
+        raise UnsupportedModelError(
+            f"{source} has {count} linear layer(s); relusym needs at least two (one hidden layer)"
         )
+    for a, b in zip(seq, seq[1:], strict=False):
+        if isinstance(a, _Layer) and isinstance(b, _Layer):
+            raise UnsupportedModelError(
+                f"{source} has no Relu between its linear layers '{a.weight_name}' and '{b.weight_name}'"
+            )
+    if pattern[0] != "layer" or pattern[-1] != "layer":
+        raise UnsupportedModelError(
+            f"{source} computes {' → '.join(pattern)}, not layer → Relu → … → layer (a Relu before the first or "
+            "after the last linear layer)"
+        )
+    chain: list[_Layer] = [s for s in seq if isinstance(s, _Layer)]
+    for la, lb in zip(chain, chain[1:], strict=False):
+        if lb.W.shape[1] != la.W.shape[0]:
+            raise InvalidNetworkError(
+                f"{source}: linear layer '{la.weight_name}' has {la.W.shape[0]} outputs but the next one, "
+                f"'{lb.weight_name}', takes {lb.W.shape[1]}"
+            )
+    for node, before in placed:
+        if 0 < before < count:
+            raise UnsupportedModelError(f"{source}: {_describe(node)} sits between two linear layers")
+    l1, l2 = chain[0], chain[-1]
 
     def dims(vi: Any) -> list[Any]:
         out: list[Any] = []
@@ -546,7 +569,7 @@ def _parse(model: Any, source: str) -> _Parsed:
     out_dims = dims(out_vi) if out_vi is not None else ["batch", k_out]
     opsets = [(o.domain, int(o.version)) for o in model.opset_import]
     return _Parsed(
-        [l1, l2],
+        chain,
         data_inputs[0].name,
         cur,
         dims(data_inputs[0]),
@@ -626,13 +649,13 @@ def _broadcast_bias(c: np.ndarray, out: int, orient: str, source: str, name: str
         ) from None
 
 
-def from_model(model: Any, *, source: str = "the ONNX model") -> Network:
+def from_model(model: Any, *, source: str = "the ONNX model") -> Network | MLP:
     """A network from an ``onnx.ModelProto``; a classifier head (Sigmoid/Softmax and what follows) is left
     out and the network is the logits, with a warning."""
     return _read_model(model, source)[0]
 
 
-def _read_model(model: Any, source: str) -> tuple[Network, tuple[str, ...]]:
+def _read_model(model: Any, source: str) -> tuple[Network | MLP, tuple[str, ...]]:
     _check_model(_import_onnx(), model, source)  # checker, dims against data, no cycle: before the walk
     p = _parse(model, source)
     notes: tuple[str, ...] = ()
@@ -641,37 +664,42 @@ def _read_model(model: Any, source: str) -> tuple[Network, tuple[str, ...]]:
 
         msg = (
             f"{source}: its output activation {p.head} (and the label and probability outputs computed from it) "
-            "is outside the network x ↦ V·relu(Ax + b) + c; relusym reads and classifies the logits only"
+            "is outside the network x ↦ V·relu(Ax + b) + c (or its deep form); relusym reads and classifies the "
+            "logits only"
         )
         warnings.warn(msg, LogitsOnlyWarning, stacklevel=3)
         notes = (msg,)
     return _network_of(p), notes
 
 
-def _network_of(p: _Parsed) -> Network:
-    l1, l2 = p.layers
-    b = l1.bias if l1.bias is not None else np.zeros(l1.W.shape[0], dtype=np.float64)
-    c = l2.bias if l2.bias is not None else np.zeros(l2.W.shape[0], dtype=np.float64)
-    return Network(l2.W, l1.W, b, c, m=l1.W.shape[1])
+def _network_of(p: _Parsed) -> Network | MLP:
+    return shaped(
+        [(ly.W, ly.bias if ly.bias is not None else np.zeros(ly.W.shape[0], dtype=np.float64)) for ly in p.layers]
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
 # writing
 
 
-def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = None) -> Any:
+def to_model(net: Network | MLP, like: Any = None, *, policy: WritePolicy | None = None) -> Any:
     """An ``onnx.ModelProto`` computing the network, runnable by onnxruntime.
 
     Default layout: input ``input`` [batch, m] → Gemm(``0.weight``, ``0.bias``, transB=1) → Relu → Gemm(
-    ``2.weight``, ``2.bias``, transB=1) → output ``output``, in the network's widest float dtype.  With
-    ``like`` (a ModelProto of a network), its names, layer style (Gemm/MatMul+Add, transB), dtype and opsets.
-    Every entry exact in that dtype, or as ``policy`` allows (``policy.dtype`` overrides the dtype).
+    ``2.weight``, ``2.bias``, transB=1) → output ``output`` (a deep network: ``4.weight``, … with a Relu between
+    each two layers), in the network's widest float dtype.  With ``like`` (a ModelProto of a network with as many
+    layers), its names, layer style (Gemm/MatMul+Add, transB), dtype and opsets.  Every entry exact in that dtype,
+    or as ``policy`` allows (``policy.dtype`` overrides the dtype).
     """
     onnx = _import_onnx()
     from onnx import TensorProto, helper, numpy_helper
 
     policy = policy if policy is not None else WritePolicy()
     parsed = _parse(like, "like") if like is not None else None
+    ours = affine_layers(net)
+    L = len(ours)
+    if parsed is not None:
+        check_depth(L, len(parsed.layers), "the like model")
     dt_name = common_dtype(net).name
     if parsed is not None:
         dt_name = parsed.layers[0].dtype if parsed.layers[0].dtype in FILE_DTYPES else "float32"
@@ -688,19 +716,16 @@ def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = Non
             f"the like model's classifier head ({parsed.head} and the outputs computed from it) is not written: "
             "the file computes the logits, the network relusym read"
         )
-    scal = [(1.0, 1.0), (1.0, 1.0)]
+    scal = [(1.0, 1.0)] * L
     if parsed is not None and dt_name != "bfloat16":
         scal = [(ly.alpha, ly.beta) if ly.op == "Gemm" and ly.data_first else (1.0, 1.0) for ly in parsed.layers]
     # keep a like model's Gemm alpha/beta where the weights divided by them fit its dtype exactly
     hold = np.dtype(np.float32) if dt_name == "bfloat16" else np.dtype(dt_name)
-    (al1, be1), (al2, be2) = scal = [
-        (_keeps(W, s[0], hold), _keeps(B, s[1], hold))
-        for (W, B), s in zip(((net.A, net.b), (net.V, net.c)), scal, strict=True)
+    scal = [(_keeps(W, s[0], hold), _keeps(B, s[1], hold)) for (W, B, _, _), s in zip(ours, scal, strict=True)]
+    fitted = [
+        (policy.fit(_unscaled(W, al), dt_name, wn), policy.fit(_unscaled(B, be), dt_name, bn))
+        for (W, B, wn, bn), (al, be) in zip(ours, scal, strict=True)
     ]
-    A = policy.fit(_unscaled(net.A, al1), dt_name, "A")
-    b = policy.fit(_unscaled(net.b, be1), dt_name, "b")
-    V = policy.fit(_unscaled(net.V, al2), dt_name, "V")
-    c = policy.fit(_unscaled(net.c, be2), dt_name, "c")
 
     def tensor(arr: np.ndarray, name: str) -> Any:
         if dt_name != "bfloat16":
@@ -739,14 +764,21 @@ def to_model(net: Network, like: Any = None, *, policy: WritePolicy | None = Non
             ins.append(bname)
         nodes.append(helper.make_node("Gemm", ins, [y], transB=trans_b, alpha=alpha, beta=beta))
 
-    layer(0, in_name, A, b, "hidden")
-    nodes.append(helper.make_node("Relu", ["hidden"], ["hidden_relu"]))
-    layer(1, "hidden_relu", V, c, out_name)
-    in_dims: list[Any] = ["batch", net.m]
-    out_dims: list[Any] = ["batch", net.k]
+    x = in_name
+    for idx, (W, B) in enumerate(fitted):
+        if idx == L - 1:
+            layer(idx, x, W, B, out_name)
+            break
+        hidden = "hidden" if L == 2 else f"hidden_{idx + 1}"
+        layer(idx, x, W, B, hidden)
+        nodes.append(helper.make_node("Relu", [hidden], [hidden + "_relu"]))
+        x = hidden + "_relu"
+    widths = widths_of(net)
+    in_dims: list[Any] = ["batch", widths[0]]
+    out_dims: list[Any] = ["batch", widths[-1]]
     if parsed is not None and len(parsed.input_dims) == 2 and len(parsed.output_dims) == 2:
-        in_dims = [parsed.input_dims[0], net.m]
-        out_dims = [parsed.output_dims[0], net.k]
+        in_dims = [parsed.input_dims[0], widths[0]]
+        out_dims = [parsed.output_dims[0], widths[-1]]
     graph = helper.make_graph(
         nodes,
         "relusym_network",
@@ -775,7 +807,7 @@ def _unscaled(x: np.ndarray, s: float) -> np.ndarray:
     return x if s == 1.0 else x.astype(np.float64) / np.float64(s)
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write an ONNX model file (the layout of ``like`` when given)."""
     onnx = _import_onnx()
     like_model = onnx.load(str(like)) if like is not None else None
