@@ -513,8 +513,8 @@ def test_sklearn_refusals(digits, tmp_path):
     X, y = digits
     with pytest.raises(UnsupportedModelError, match="tanh"):
         relusym.load(fitted("reg", X, y.astype(float), activation="tanh"))
-    with pytest.raises(UnsupportedModelError, match="2 hidden layers"):
-        relusym.load(fitted("reg", X, y.astype(float), hidden_layer_sizes=(8, 8)))
+    deep = fitted("reg", X, y.astype(float), hidden_layer_sizes=(8, 8))  # deep: an MLP (tests/test_io_deep.py)
+    assert relusym.load(deep).widths == (X.shape[1], 8, 8, 1)
     from sklearn.neural_network import MLPRegressor
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

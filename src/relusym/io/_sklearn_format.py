@@ -1,8 +1,10 @@
-"""scikit-learn: fitted ``MLPRegressor`` / ``MLPClassifier`` with one hidden layer and ``activation='relu'``.
+"""scikit-learn: fitted ``MLPRegressor`` / ``MLPClassifier`` with ``activation='relu'`` and any number of hidden
+layers (one gives a ``Network``, more an ``MLP``).
 
 ``coefs_[0]`` is m×n and ``coefs_[1]`` is n×k, so A = coefs_[0]ᵀ, b = intercepts_[0], V = coefs_[1]ᵀ and
-c = intercepts_[1].  For a classifier the output activation (softmax or logistic) is outside ρ: only the logits
-x ↦ V·relu(Ax + b) + c are read, and a warning says so.
+c = intercepts_[1]; deeper, W_ℓ = coefs_[ℓ−1]ᵀ and b_ℓ = intercepts_[ℓ−1].  For a classifier the output
+activation (softmax or logistic) is outside ρ: only the logits x ↦ V·relu(Ax + b) + c are read, and a warning
+says so.
 
 Pickle and joblib files run code when loaded, so :func:`load` refuses them; :func:`load_pickle` reads one only
 with an explicit ``allow_unsafe_pickle=True``.
@@ -18,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import WritePolicy, common_dtype, exact_float_array
+from relusym.io._layers import WritePolicy, affine_layers, common_dtype, exact_float_array, shaped, widths_of
 
 __all__ = [
     "NAME",
@@ -74,14 +77,14 @@ def _refusal(path: Path) -> UnsupportedModelError:
     )
 
 
-def load(path: Path, *, allow_unsafe_pickle: bool = False) -> Network:
+def load(path: Path, *, allow_unsafe_pickle: bool = False) -> Network | MLP:
     """Refuses, since unpickling runs code, unless ``allow_unsafe_pickle=True`` (see :func:`load_pickle`)."""
     if not allow_unsafe_pickle:
         raise _refusal(Path(path))
     return load_pickle(path, allow_unsafe_pickle=True)
 
 
-def load_pickle(path: Path | str, *, allow_unsafe_pickle: bool = False) -> Network:
+def load_pickle(path: Path | str, *, allow_unsafe_pickle: bool = False) -> Network | MLP:
     """Read a pickled or joblib-dumped fitted MLP.  This RUNS CODE from the file: only for trusted files, and
     only with ``allow_unsafe_pickle=True``."""
     path = Path(path)
@@ -109,13 +112,13 @@ def accepts(obj: Any) -> bool:
     return any((c.__module__ or "").startswith("sklearn.") for c in type(obj).__mro__)
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     return from_estimator(obj)
 
 
-def from_estimator(est: Any) -> Network:
-    """The network of a fitted one-hidden-layer ReLU ``MLPRegressor``/``MLPClassifier`` (logits for a
-    classifier; a :class:`LogitsOnlyWarning` says so)."""
+def from_estimator(est: Any) -> Network | MLP:
+    """The network of a fitted ReLU ``MLPRegressor``/``MLPClassifier``: a ``Network`` for one hidden layer, an
+    ``MLP`` for more (logits for a classifier; a :class:`LogitsOnlyWarning` says so)."""
     sknn = _import_sklearn()
     name = type(est).__name__
     if hasattr(est, "steps") and hasattr(est, "named_steps"):
@@ -129,26 +132,31 @@ def from_estimator(est: Any) -> Network:
         raise UnsupportedModelError(f"this {name} is not fitted (it has no coefs_); call fit() first")
     if est.activation != "relu":
         raise UnsupportedModelError(f"this {name} uses activation={est.activation!r}; relusym needs 'relu'")
-    if len(est.coefs_) != 2:
-        raise UnsupportedModelError(f"this {name} has {len(est.coefs_) - 1} hidden layers; relusym handles exactly one")
+    if len(est.coefs_) < 2:
+        raise UnsupportedModelError(f"this {name} has no hidden layer; relusym reads ReLU networks with at least one")
     out_act = getattr(est, "out_activation_", "identity")
     if out_act != "identity":
         warnings.warn(
-            f"{name}: its output activation {out_act!r} is outside the network x ↦ V·relu(Ax + b) + c; "
-            "relusym reads and classifies the logits only",
+            f"{name}: its output activation {out_act!r} is outside the network x ↦ V·relu(Ax + b) + c (or its "
+            "deep form); relusym reads and classifies the logits only",
             LogitsOnlyWarning,
             stacklevel=3,
         )
-    W1 = exact_float_array(est.coefs_[0], f"{name}.coefs_[0]")
-    W2 = exact_float_array(est.coefs_[1], f"{name}.coefs_[1]")
-    b1 = exact_float_array(est.intercepts_[0], f"{name}.intercepts_[0]")
-    b2 = exact_float_array(est.intercepts_[1], f"{name}.intercepts_[1]")
-    return Network(W2.T, W1.T, b1, b2, m=W1.shape[0])
+    layers = []
+    for i, (W, B) in enumerate(zip(est.coefs_, est.intercepts_, strict=True)):
+        Wa = exact_float_array(W, f"{name}.coefs_[{i}]")
+        Ba = exact_float_array(B, f"{name}.intercepts_[{i}]")
+        if Wa.ndim != 2 or Ba.shape != (Wa.shape[1],):
+            raise InvalidNetworkError(
+                f"{name}.coefs_[{i}] has shape {Wa.shape} and intercepts_[{i}] {Ba.shape}: not a layer of an MLP"
+            )
+        layers.append((Wa.T, Ba))
+    return shaped(layers)
 
 
-def to_estimator(net: Network, dtype: Any = None, *, policy: WritePolicy | None = None) -> Any:
-    """An ``MLPRegressor`` (hidden_layer_sizes=(n,), activation='relu') whose ``predict`` computes the
-    network (as a 1-D array when k = 1, as scikit-learn does), in ``dtype`` (float32 or float64; default the
+def to_estimator(net: Network | MLP, dtype: Any = None, *, policy: WritePolicy | None = None) -> Any:
+    """An ``MLPRegressor`` (hidden_layer_sizes = the hidden widths, activation='relu') whose ``predict`` computes
+    the network (as a 1-D array when k = 1, as scikit-learn does), in ``dtype`` (float32 or float64; default the
     network's widest float dtype, float64 for rationals).  Every entry exact, or as ``policy`` allows."""
     sknn = _import_sklearn()
     policy = policy if policy is not None else WritePolicy()
@@ -157,16 +165,14 @@ def to_estimator(net: Network, dtype: Any = None, *, policy: WritePolicy | None 
         if policy.dtype is not None or dtype is not None:
             raise InvalidNetworkError(f"scikit-learn MLPs hold float32 or float64 weights, not {name}")
         name = "float32"  # a float16 network: float32 holds it exactly
-    A = policy.fit(net.A, name, "A")
-    b = policy.fit(net.b, name, "b")
-    V = policy.fit(net.V, name, "V")
-    c = policy.fit(net.c, name, "c")
-    est = sknn.MLPRegressor(hidden_layer_sizes=(net.n,), activation="relu")
-    est.coefs_ = [np.ascontiguousarray(A.T), np.ascontiguousarray(V.T)]
-    est.intercepts_ = [b.copy(), c.copy()]
-    est.n_features_in_ = net.m
-    est.n_outputs_ = net.k
-    est.n_layers_ = 3
+    fitted = [(policy.fit(W, name, wn), policy.fit(B, name, bn)) for W, B, wn, bn in affine_layers(net)]
+    widths = widths_of(net)
+    est = sknn.MLPRegressor(hidden_layer_sizes=tuple(widths[1:-1]), activation="relu")
+    est.coefs_ = [np.ascontiguousarray(W.T) for W, _ in fitted]
+    est.intercepts_ = [B.copy() for _, B in fitted]
+    est.n_features_in_ = widths[0]
+    est.n_outputs_ = widths[-1]
+    est.n_layers_ = len(widths)
     est.out_activation_ = "identity"
     est.n_iter_ = 0
     est.t_ = 0
@@ -184,7 +190,7 @@ def serializer_of(path: Path) -> str:
     return "joblib" if b"joblib.numpy_pickle" in data or b"NumpyArrayWrapper" in data else "pickle"
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Dump an ``MLPRegressor`` computing the network, with the serializer that wrote ``like`` (joblib or
     pickle, seen from its bytes; ``like`` is never unpickled), else joblib when installed, else pickle."""
     est = to_estimator(net, policy=policy)
@@ -202,7 +208,7 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
         pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def read_back(path: Path) -> Network:
+def read_back(path: Path) -> Network | MLP:
     """Read a file this module has just written (relusym's own output: unpickling it runs no foreign code)."""
     if serializer_of(Path(path)) == "joblib":
         import joblib
