@@ -122,7 +122,13 @@ def test_refuses_other_depths_and_bad_files(tmp_path: Path) -> None:
     deep = W[:1] + [([[random_decimal(rng) for _ in range(3)] for _ in range(3)], ["0"] * 3)] + W[1:]
     p = tmp_path / "deep.nnet"
     write_nnet(p, deep, ["0"] * 2, ["1"] * 2, ["0"] * 3, ["1"] * 3)
-    with pytest.raises(UnsupportedModelError, match="3 layer"):
+    net = load_quiet(p)  # deep: read as an MLP (tests/test_io_deep.py)
+    assert net.widths == (2, 3, 3, 3)
+    for x in ([F(1, 3), F(-2)], [F(0), F(5, 7)]):
+        assert list(net.evaluate_exact(x)) == nnet_eval(parse_nnet(p), x, clamp=False)
+    p = tmp_path / "flat.nnet"
+    write_nnet(p, W[:1], ["0"] * 2, ["1"] * 2, ["0"] * 3, ["1"] * 3)
+    with pytest.raises(UnsupportedModelError, match="1 layer"):
         relusym.load(p)
     p = tmp_path / "bad.nnet"
     write_nnet(p, random_layers(rng, 2, 3, 1), ["0", "0"], ["1"], ["0"] * 3, ["1"] * 3)

@@ -13,10 +13,12 @@ A file is, line by line (each line may end with a comma):
 The network it describes clamps each input to [min, max], normalises x̃ = (x − mean)/range, applies the layers
 (ReLU on the hidden ones) and returns y·range_out + mean_out.  The normalisations are affine, so they fold
 exactly into θ: A = W₁·diag(1/range), b = b₁ − W₁·(mean/range), V = range_out·W₂, c = range_out·b₂ + mean_out,
-in rationals read exactly from the decimal text.  The clamping is not affine: it is left out of the
-realization map (a :class:`~relusym.errors.NNetClampWarning` says so), and the bounds are available as a box
-with ``relusym.io.input_box(path)``, for ``equivalent(..., domain=...)`` and
-``relusym equiv --box-from``.  Only one hidden layer (L = 2) is a network here.
+in rationals read exactly from the decimal text (for L > 2 layers, the first layer takes the input
+normalisation and the last the output one, the layers between stay as written).  The clamping is not affine:
+it is left out of the realization map (a :class:`~relusym.errors.NNetClampWarning` says so), and the bounds are
+available as a box with ``relusym.io.input_box(path)``, for ``equivalent(..., domain=...)`` and
+``relusym equiv --box-from``.  One hidden layer (L = 2) reads as a ``Network``, more (the ACAS Xu networks have
+six) as an ``MLP``.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from typing import Any
 from relusym._base.limits import check_decimal, shorten
 from relusym._bounded.domain import Box
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym._exact.numbers import fractions_of
 from relusym.errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
+from relusym.io._layers import affine_layers, widths_of
 
-__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "save", "input_bounds", "input_box"]
+__all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "input_bounds", "input_box"]
 
 NAME = "nnet"
 RECORDS_ACTIVATION = True  # the format defines ReLU hidden layers
@@ -56,10 +60,12 @@ class _Lines:
             raise InvalidNetworkError(f"{path} is not a UTF-8 text file") from None
         self.path = path
         self.lines: list[tuple[int, str]] = []
+        self.header: list[str] = []
         header = True
         for no, line in enumerate(text.splitlines(), start=1):
             s = line.strip()
             if header and s.startswith("//"):
+                self.header.append(s)
                 continue
             header = False
             if s:
@@ -73,14 +79,15 @@ class _Lines:
         self.pos += 1
         return item
 
-    def values(self, what: str, count: int) -> list[Fraction]:
+    def values(self, what: str, count: int, *, at_least: bool = False) -> list[Fraction]:
         no, s = self.raw(what)
         parts = [p.strip() for p in s.split(",")]
         if parts and parts[-1] == "":
             parts = parts[:-1]
-        if len(parts) != count:
+        if len(parts) != count and not (at_least and len(parts) > count):
+            least = "at least " if at_least else ""
             raise InvalidNetworkError(
-                f"{self.path}, line {no}: the {what} should have {count} value(s), found {len(parts)}"
+                f"{self.path}, line {no}: the {what} should have {least}{count} value(s), found {len(parts)}"
             )
         out = []
         for p in parts:
@@ -115,9 +122,9 @@ def _read(path: Path) -> dict[str, Any]:
         L = int(parts[0])
     except ValueError:
         raise InvalidNetworkError(f"{path}, line {no}: the number of layers {parts[0]!r} is not an integer") from None
-    if L != 2:
+    if L < 2:
         raise UnsupportedModelError(
-            f"{path} has {L} layer(s) of weights ({L - 1} hidden layer(s)); relusym handles one hidden layer only"
+            f"{path} has {L} layer(s) of weights, so no hidden layer; relusym reads ReLU networks with at least one"
         )
     nl, m, k, _ = src.integers("line of sizes (layers, inputs, outputs, largest layer)", 4)
     sizes = src.integers("line of layer sizes", nl + 1)
@@ -126,10 +133,23 @@ def _read(path: Path) -> dict[str, Any]:
             f"{path}: the layer sizes {sizes} do not start with the {m} inputs and end with the {k} outputs"
         )
     src.raw("flag line")
-    mins = src.values("line of input minima", m)
-    maxs = src.values("line of input maxima", m)
-    means = src.values("line of means (inputs, then outputs)", m + 1)
-    ranges = src.values("line of ranges (inputs, then outputs)", m + 1)
+    # the ACAS Xu files list 7 state variables for their 5 inputs (and the output's mean and range last): as the
+    # NNet readers do (sisl/NNet, Marabou), the first m entries are the inputs', the last mean and range the outputs'
+    first_norm = src.pos
+    mins = src.values("line of input minima", m, at_least=True)
+    maxs = src.values("line of input maxima", m, at_least=True)
+    means = src.values("line of means (inputs, then outputs)", m + 1, at_least=True)
+    ranges = src.values("line of ranges (inputs, then outputs)", m + 1, at_least=True)
+    counts = {len(mins) - m, len(maxs) - m, len(means) - m - 1, len(ranges) - m - 1}
+    if len(counts) != 1:
+        raise InvalidNetworkError(
+            f"{path}: the lines of input minima, maxima, means and ranges hold {len(mins)}, {len(maxs)}, "
+            f"{len(means)} and {len(ranges)} values, which is not m = {m} (m + 1 = {m + 1} for the means and ranges) "
+            "plus the same number of extra entries on each"
+        )
+    extras = counts.pop()
+    mins, maxs = mins[:m], maxs[:m]
+    means, ranges = means[:m] + means[-1:], ranges[:m] + ranges[-1:]
     layers = []
     for li in range(nl):
         rows, cols = sizes[li + 1], sizes[li]
@@ -146,7 +166,18 @@ def _read(path: Path) -> dict[str, Any]:
     for j, (lo, hi) in enumerate(zip(mins, maxs, strict=True)):
         if lo > hi:
             raise InvalidNetworkError(f"{path}: input {j} has minimum {lo} above its maximum {hi}")
-    return {"m": m, "k": k, "mins": mins, "maxs": maxs, "means": means, "ranges": ranges, "layers": layers}
+    return {
+        "m": m,
+        "k": k,
+        "mins": mins,
+        "maxs": maxs,
+        "means": means,
+        "ranges": ranges,
+        "layers": layers,
+        "extras": extras,
+        "header": list(src.header),
+        "norm_lines": [s for _, s in src.lines[first_norm : first_norm + 4]],
+    }
 
 
 def input_bounds(path: str | Path) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
@@ -161,17 +192,39 @@ def input_box(path: str | Path) -> Box:
     return Box(list(lo), list(hi))
 
 
-def load(path: Path) -> Network:
-    d = _read(path)
+def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
+    """:func:`load`, with a note when the normalisation lines carry entries beyond the inputs (ACAS Xu)."""
+    d = _read(Path(path))
+    net = _network(d, Path(path))
+    notes: tuple[str, ...] = ()
+    extras = d["extras"]
+    if extras:
+        notes = (
+            f"{Path(path).name}: its lines of input minima, maxima, means and ranges carry {extras} entries beyond "
+            f"the {net.m} inputs (state variables that select the network, as in ACAS Xu); as the NNet readers do, "
+            "the first entries are the inputs' and the last mean and range the outputs'",
+        )
+    return net, notes, True
+
+
+def load(path: Path) -> Network | MLP:
+    return _network(_read(Path(path)), Path(path))
+
+
+def _network(d: dict[str, Any], path: Path) -> Network | MLP:
     m, k = d["m"], d["k"]
     means, ranges = d["means"], d["ranges"]
-    (W1, b1), (W2, b2) = d["layers"]
+    layers = list(d["layers"])
+    W1, b1 = layers[0]
     n = len(b1)
     A = [[W1[i][j] / ranges[j] for j in range(m)] for i in range(n)]
     b = [b1[i] - sum((W1[i][j] * means[j] / ranges[j] for j in range(m)), Fraction(0)) for i in range(n)]
+    layers[0] = (A, b)
+    WL, bL = layers[-1]
     ro, mo = ranges[m], means[m]
-    V = [[ro * W2[r][i] for i in range(n)] for r in range(k)]
-    c = [ro * b2[r] + mo for r in range(k)]
+    V = [[ro * x for x in row] for row in WL]
+    c = [ro * bL[r] + mo for r in range(k)]
+    layers[-1] = (V, c)
     if any(abs(v) < Fraction(10) ** 300 for v in d["mins"] + d["maxs"]):
         warnings.warn(
             f"{path}: the NNet clamping of the inputs to [min, max] is not part of the function relusym compares "
@@ -180,7 +233,9 @@ def load(path: Path) -> Network:
             stacklevel=4,
         )
     try:
-        return Network(V, A, b, c, m=m)
+        if len(layers) == 2:
+            return Network(V, layers[0][0], layers[0][1], c, m=m)
+        return MLP([W for W, _ in layers], [bias for _, bias in layers])
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(f"{path}: {exc}") from None
 
@@ -219,8 +274,39 @@ def _spell(q: Fraction, allow_rounding: bool, where: str, path: Path) -> str:
     )
 
 
+def _unfold(exact: list[tuple[Any, Any, str, str]], d: dict[str, Any]) -> list[tuple[Any, Any, str, str]] | None:
+    """The layers as an NNet file with ``d``'s normalisation stores them (W₁·diag(range), b₁ + W₁·mean for the
+    first layer, (W_L, b_L − mean_out)/range_out for the last), or None when a value has no finite decimal
+    expansion (or the input count differs)."""
+    import numpy as np
+
+    m = d["m"]
+    means, ranges = d["means"], d["ranges"]
+    (A, b, an, bn) = exact[0]
+    if A.shape[1] != m or exact[-1][0].shape[0] != d["k"]:
+        return None
+    W1 = np.array([[Fraction(A[i, j]) * ranges[j] for j in range(m)] for i in range(A.shape[0])], dtype=object).reshape(
+        A.shape
+    )
+    b1 = np.array(
+        [Fraction(b[i]) + sum((Fraction(A[i, j]) * means[j] for j in range(m)), Fraction(0)) for i in range(len(b))],
+        dtype=object,
+    )
+    out = list(exact)
+    out[0] = (W1, b1, an, bn)
+    V, c, vn, cn = out[-1]
+    ro, mo = ranges[m], means[m]
+    WL = np.array([Fraction(x) / ro for x in V.ravel().tolist()], dtype=object).reshape(V.shape)
+    bL = np.array([(Fraction(x) - mo) / ro for x in c.tolist()], dtype=object)
+    out[-1] = (WL, bL, vn, cn)
+    for arr in (W1, b1, WL, bL):
+        if any(_decimal(v) is None for v in arr.ravel().tolist()):
+            return None
+    return out
+
+
 def save(
-    net: Network,
+    net: Network | MLP,
     path: Path,
     like: Path | None = None,
     *,
@@ -228,17 +314,22 @@ def save(
     bounds: tuple[Any, Any] | None = None,
     policy: Any = None,
 ) -> None:
-    """Write θ as an NNet file with mean 0 and range 1 (no normalisation), so every value is written exactly.
+    """Write θ as an NNet file with mean 0 and range 1 (no normalisation), so every value is written exactly; a
+    deep network (an ``MLP``) as its L layers.
 
-    The input minima and maxima are ``bounds`` when given, else ``like``'s (an NNet file), else ±1e308 (no
-    input is clamped).  ``policy`` is the writers' rounding policy (``relusym.io.save`` passes it): its
-    ``allow_rounding`` applies, the arrays it rounds are recorded in it, and a ``dtype`` does not apply (NNet is
-    decimal text)."""
+    With ``like`` an NNet file (and no ``bounds``), its header, input box and normalisation are kept when the
+    network's first and last layers, unfolded from that normalisation, have finite decimal expansions (as a
+    network read from that file, pruned or not, does); else the normalisation is mean 0 and range 1.  The input
+    minima and maxima are ``bounds`` when given, else ``like``'s, else ±1e308 (no input is clamped).  ``policy``
+    is the writers' rounding policy (``relusym.io.save`` passes it): its ``allow_rounding`` applies, the arrays it
+    rounds are recorded in it, and a ``dtype`` does not apply (NNet is decimal text)."""
     if policy is not None:
         if policy.dtype is not None:
             raise InvalidNetworkError(f"NNet files hold decimal text, so dtype={policy.dtype!r} does not apply")
         allow_rounding = policy.allow_rounding
-    m, n, k = net.shape
+    ours = affine_layers(net)
+    widths = widths_of(net)
+    m = widths[0]
     if bounds is not None:
         lo_b = [Fraction(x) for x in (bounds[0] if isinstance(bounds[0], list | tuple) else [bounds[0]] * m)]
         hi_b = [Fraction(x) for x in (bounds[1] if isinstance(bounds[1], list | tuple) else [bounds[1]] * m)]
@@ -252,29 +343,39 @@ def save(
         maxs = [_spell(v, True, "max", path) for v in hi_l]
     else:
         mins, maxs = ["-" + _NO_CLAMP] * m, [_NO_CLAMP] * m
-    A, b, V, c = (fractions_of(x) for x in (net.A, net.b, net.V, net.c))
+    exact = [(fractions_of(W), fractions_of(B), wn, bn) for W, B, wn, bn in ours]
     if policy is not None and allow_rounding:
-        for name, arr in (("A", A), ("b", b), ("V", V), ("c", c)):
-            if any(_decimal(Fraction(v)) is None for v in arr.ravel().tolist()):
-                policy.rounded.append(name)
+        for W, B, wn, bn in exact:
+            for name, arr in ((wn, W), (bn, B)):
+                if any(_decimal(Fraction(v)) is None for v in arr.ravel().tolist()):
+                    policy.rounded.append(name)
 
     def row(values: list[Any], name: str) -> str:
         return ",".join(_spell(Fraction(v), allow_rounding, name, path) for v in values) + ","
 
-    out = ["// one-hidden-layer ReLU network written by relusym (exact decimals, mean 0, range 1)"]
-    out.append(f"2,{m},{k},{max(m, n, k)},")
-    out.append(f"{m},{n},{k},")
+    L = len(ours)
+    kind = "one-hidden-layer" if L == 2 else f"{L - 1}-hidden-layer"
+    out = [f"// {kind} ReLU network written by relusym (exact decimals, mean 0, range 1)"]
+    norm = [
+        ",".join(mins) + ",",
+        ",".join(maxs) + ",",
+        ",".join(["0"] * (m + 1)) + ",",
+        ",".join(["1"] * (m + 1)) + ",",
+    ]
+    if bounds is None and like is not None and like.suffix.lower() == ".nnet" and like.exists():
+        d = _read(like)
+        unfolded = _unfold(exact, d)
+        if unfolded is not None:
+            exact = unfolded
+            out = [*d["header"], f"// written by relusym with the input box and normalisation of {like.name}"]
+            norm = list(d["norm_lines"])
+    out.append(f"{L},{m},{widths[-1]},{max(widths)},")
+    out.append(",".join(str(w) for w in widths) + ",")
     out.append("0,")
-    out.append(",".join(mins) + ",")
-    out.append(",".join(maxs) + ",")
-    out.append(",".join(["0"] * (m + 1)) + ",")
-    out.append(",".join(["1"] * (m + 1)) + ",")
-    for i in range(n):
-        out.append(row(A[i].tolist(), f"A[{i}]"))
-    for i in range(n):
-        out.append(row([b[i]], f"b[{i}]"))
-    for r in range(k):
-        out.append(row(V[r].tolist(), f"V[{r}]"))
-    for r in range(k):
-        out.append(row([c[r]], f"c[{r}]"))
+    out.extend(norm)
+    for W, B, wn, bn in exact:
+        for i in range(W.shape[0]):
+            out.append(row(W[i].tolist(), f"{wn}[{i}]"))
+        for i in range(W.shape[0]):
+            out.append(row([B[i]], f"{bn}[{i}]"))
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
