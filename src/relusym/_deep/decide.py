@@ -31,7 +31,7 @@ from relusym._deep.line import LineBudget, compare_on_line, restrict_to_line
 from relusym._deep.mlp import MLP, as_mlp
 from relusym._deep.reduce import Reduced, Reduction, reduce_layers, rows_to_mlp
 from relusym._deep.rows import Row, primitive, rational_rows, unsigned
-from relusym._deep.symmetry import DeepSymmetry, Mismatch, align_layers
+from relusym._deep.symmetry import DeepSymmetry, Mismatch, align_layers, apply_moves
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["DeepVerdict", "DeepCertificate", "equivalent_deep", "UndecidedError"]
@@ -141,12 +141,16 @@ def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0)
         return DeepVerdict(EQUAL, "both networks reduce to the same constant map", cert("constant"), None, forms)
     mismatch: Mismatch | None = None
     if len(ra.layers) == len(rb.layers):
-        sym, mismatch = align_layers(ra.layers, rb.layers)
-        if sym is not None:
+        aligned, mismatch = _align(ra, rb)
+        if aligned is not None:
+            x, y, sym, extra = aligned
             why = "the reductions are one image of the other under the per-layer group"
             if sym.has_flips:
                 why += ", with hidden flips"
-            return DeepVerdict(EQUAL, why, cert("symmetry", symmetry=sym), None, forms)
+            c = DeepCertificate(
+                "symmetry", rows_to_mlp(x, a.m), rows_to_mlp(y, b.m), ra.steps + extra[0], rb.steps + extra[1], sym
+            )
+            return DeepVerdict(EQUAL, why, c, None, forms)
     found = _search(a, b, ra, rb, mismatch, deadline, seed)
     if found is not None:
         return DeepVerdict(DIFFERENT, "an exact input where the outputs differ", None, found, forms)
@@ -180,6 +184,35 @@ def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0)
         None,
         forms,
     )
+
+
+def _align(
+    ra: Reduced, rb: Reduced
+) -> tuple[tuple[list[list[Row]], list[list[Row]], DeepSymmetry, tuple[tuple[Reduction, ...], ...]] | None, Mismatch]:
+    """Align the reductions; when the alignment stops after valid flips of earlier layers, apply those moves to
+    one side, reduce it again (a flip can make a unit of the next layer dead on the orthant) and retry, in both
+    directions.  Returns (rows of side 1, rows of side 2, h with h·side1 = side2, the extra reductions)."""
+    first: Mismatch | None = None
+    for swap in (False, True):
+        x, y = (rb, ra) if swap else (ra, rb)
+        rows = x.layers
+        extra: tuple[Reduction, ...] = ()
+        for _ in range(len(rows)):
+            sym, mm = align_layers(rows, y.layers)
+            if sym is not None:
+                if swap:
+                    return (y.layers, rows, sym.inverse(), ((), extra)), mm or first  # type: ignore[return-value]
+                return (rows, y.layers, sym, (extra, ())), mm or first  # type: ignore[return-value]
+            assert mm is not None
+            first = first or mm
+            if not any(mv.flips for mv in mm.moves):
+                break
+            red = reduce_layers(apply_moves(rows, mm.moves), x.m)
+            if not red.steps:
+                break
+            rows, extra = red.layers, extra + red.steps
+    assert first is not None
+    return None, first
 
 
 def _is_constant(red: Reduced) -> bool:

@@ -5,6 +5,8 @@ For a hidden unit u of layer ℓ with augmented row (w, β) and outgoing column 
 * **constant** (w = 0): the unit outputs σ(β) everywhere; c·σ(β) is added to b_{ℓ+1} and the unit removed;
 * **dead on the orthant** (ℓ ≥ 2, w ≤ 0 and β ≤ 0 entrywise): its input h_{ℓ−1} = σ(…) is ≥ 0, so w·h + β ≤ 0
   and the unit never fires: removed;
+* **affine on the orthant** (ℓ ≥ 2, w ≥ 0 entrywise, β > 0): w·h ≥ 0, so σ(w·h + β) = σ(w·h) + β; c·β is
+  added to b_{ℓ+1} and β set to 0 (the unit stays: it acts linearly on the image of the earlier layers);
 * **positive duplicate** ((w, β) = t·(w', β') for another unit u' of the layer, t > 0): σ(t z) = t σ(z), so u'
   takes the column c' + t·c and u is removed;
 * **no output** (c = 0): removed.
@@ -31,7 +33,8 @@ __all__ = ["Reduction", "Reduced", "reduce_layers", "reduce_mlp", "rows_to_mlp"]
 
 @dataclass(frozen=True)
 class Reduction:
-    """One step of the reduction: ``kind`` is ``"constant"``, ``"dead"``, ``"merged"`` or ``"no-output"``;
+    """One step of the reduction: ``kind`` is ``"constant"``, ``"dead"``, ``"affine-bias"``, ``"merged"`` or
+    ``"no-output"``;
     ``layer`` is the hidden layer (1-based), ``unit`` the unit's index in the original network, ``into`` the unit
     it was merged into (for ``"merged"``) and ``factor`` the positive t with row(unit) = t·row(into)."""
 
@@ -95,6 +98,13 @@ def _forward(work: list[list[Row]], kept: list[list[int]], steps: list[Reduction
             if ell >= 1 and all(v <= 0 for v in row):
                 steps.append(Reduction("dead", ell + 1, ident))
                 continue
+            if ell >= 1 and row[-1] > 0 and all(v >= 0 for v in row[:-1]):
+                beta = row[-1]
+                for r in nxt:
+                    if r[i]:
+                        r[-1] += r[i] * beta
+                row[-1] = Fraction(0)
+                steps.append(Reduction("affine-bias", ell + 1, ident))
             p, d = primitive(row)
             if p in seen:
                 j, dj = seen[p]

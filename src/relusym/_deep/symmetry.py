@@ -34,6 +34,18 @@ class LayerMove:
     def to_dict(self) -> dict[str, Any]:
         return {"perm": list(self.perm), "scales": [str(s) for s in self.scales], "flips": list(self.flips)}
 
+    def inverse(self) -> LayerMove:
+        """The move that undoes this one (flips commute with positive scales and are their own inverse)."""
+        n = len(self.perm)
+        inv = [0] * n
+        for i, slot in enumerate(self.perm):
+            inv[slot] = i
+        return LayerMove(
+            tuple(inv),
+            tuple(1 / self.scales[inv[s]] for s in range(n)),
+            tuple(sorted(self.perm[i] for i in self.flips)),
+        )
+
 
 @dataclass(frozen=True)
 class DeepSymmetry:
@@ -66,6 +78,10 @@ class DeepSymmetry:
             return False
         return True
 
+    def inverse(self) -> DeepSymmetry:
+        """h⁻¹: (h⁻¹·h)·θ = θ for every θ on which h's flips are valid."""
+        return DeepSymmetry(tuple(mv.inverse() for mv in self.layers))
+
     def to_dict(self) -> dict[str, Any]:
         return {"format": "relusym.mlp-symmetry/1", "layers": [mv.to_dict() for mv in self.layers]}
 
@@ -88,10 +104,13 @@ def _flip_sum_zero(rows: list[Row], nxt: list[Row], T: tuple[int, ...]) -> bool:
     return True
 
 
-def apply_moves(layers: list[list[Row]], moves: tuple[LayerMove, ...], *, check: bool = False) -> list[list[Row]]:
-    """The moves applied to augmented rows (a new list; the input is not changed)."""
+def apply_moves(
+    layers: list[list[Row]], moves: tuple[LayerMove, ...], *, check: bool = False, start: int = 0
+) -> list[list[Row]]:
+    """The moves applied to augmented rows, ``moves[0]`` to hidden layer ``start`` (0-based) and on (a new list;
+    the input is not changed)."""
     work = [[list(r) for r in rows] for rows in layers]
-    for ell, mv in enumerate(moves):
+    for ell, mv in enumerate(moves, start=start):
         rows, nxt = work[ell], work[ell + 1]
         if mv.flips:
             if check and not _flip_sum_zero(rows, nxt, mv.flips):
@@ -123,15 +142,29 @@ class Mismatch:
     layer: int
     unit: int | None
     why: str
+    moves: tuple[LayerMove, ...] = ()
+
+
+def _lone_units(
+    ell: int, rows: list[Row], nxt: list[Row], lone: list[int], flips: list[int], other: int, moves: list[LayerMove]
+) -> Mismatch:
+    """Where units of layer ``ell`` (0-based) have no partner.  When they are all affine on the orthant
+    (ℓ ≥ 2, row ≥ 0) and flipping them together with the sign-mismatched units is valid, the flip makes them
+    dead on the orthant: the mismatch then carries that flip as its last move, for the caller to apply and
+    reduce again."""
+    where = f"unit {lone[0]} of layer {ell + 1} has no partner up to scale and sign" if lone else ""
+    why = where or f"widths differ at layer {ell + 1}: {len(rows)} against {other}"
+    if ell >= 1 and lone and all(v >= 0 for i in lone for v in rows[i]):
+        T = tuple(sorted(flips + lone))
+        if _flip_sum_zero(rows, nxt, T):
+            flip = LayerMove(tuple(range(len(rows))), (Fraction(1),) * len(rows), T)
+            return Mismatch(ell + 1, lone[0], why, (*moves, flip))
+    return Mismatch(ell + 1, lone[0] if lone else None, why, tuple(moves))
 
 
 def align_layers(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry | None, Mismatch | None]:
     """A symmetry h (with flips where they are valid) such that h·a = b exactly, for two reduced networks given
     by their augmented rows; or None and where the alignment failed."""
-    if [len(r) for r in a] != [len(r) for r in b]:
-        for ell, (ra, rb) in enumerate(zip(a, b, strict=True)):
-            if len(ra) != len(rb):
-                return None, Mismatch(ell + 1, None, f"widths differ at layer {ell + 1}: {len(ra)} against {len(rb)}")
     work = [[list(r) for r in rows] for rows in a]
     moves: list[LayerMove] = []
     for ell in range(len(work) - 1):
@@ -144,12 +177,14 @@ def align_layers(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry |
         perm: list[int] = []
         scales: list[Fraction] = []
         flips: list[int] = []
+        lone: list[int] = []
         for i, row in enumerate(rows):
             p, d = primitive(row)
             u, s = unsigned(p)
             cands = partners.get(u)
             if not cands:
-                return None, Mismatch(ell + 1, i, f"unit {i} of layer {ell + 1} has no partner up to scale and sign")
+                lone.append(i)
+                continue
             pick = next((c for c in cands if c[1] == s), cands[0])
             cands.remove(pick)
             j, sj, dj = pick
@@ -157,18 +192,18 @@ def align_layers(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry |
                 flips.append(i)
             perm.append(j)
             scales.append(dj / d)
-        if flips:
-            T = tuple(flips)
-            if not _flip_sum_zero(rows, nxt, T):
-                return None, Mismatch(
-                    ell + 1,
-                    T[0],
-                    f"units {list(T)} of layer {ell + 1} match only after a flip, "
-                    "and flipping them changes the function's linear part",
-                )
+        if lone or len(rows) != len(b[ell]):
+            return None, _lone_units(ell, rows, nxt, lone, flips, len(b[ell]), moves)
+        if flips and not _flip_sum_zero(rows, nxt, tuple(flips)):
+            why = (
+                f"units {flips} of layer {ell + 1} match only after a flip, and flipping them changes the "
+                "function's linear part"
+            )
+            return None, Mismatch(ell + 1, flips[0], why, tuple(moves))
         mv = LayerMove(tuple(perm), tuple(scales), tuple(flips))
-        work = apply_moves(work, (LayerMove(tuple(range(len(rows))), (Fraction(1),) * len(rows)),) * ell + (mv,))
+        work = apply_moves(work, (mv,), start=ell)
         moves.append(mv)
     if work[-1] != b[-1]:
-        return None, Mismatch(len(work), None, "the output layers differ after aligning every hidden layer")
+        why = "the output layers differ after aligning every hidden layer"
+        return None, Mismatch(len(work), None, why, tuple(moves))
     return DeepSymmetry(tuple(moves)), None
