@@ -77,7 +77,9 @@ class PWL:
             if self.right != 0:
                 pts.add(-self.ys[0] / self.right)
         else:
-            for (x0, y0), (x1, y1) in zip(zip(self.xs, self.ys), zip(self.xs[1:], self.ys[1:])):
+            for (x0, y0), (x1, y1) in zip(
+                zip(self.xs, self.ys, strict=True), zip(self.xs[1:], self.ys[1:], strict=True), strict=False
+            ):
                 if (y0 < 0 < y1) or (y1 < 0 < y0):
                     pts.add(x0 + (x1 - x0) * y0 / (y0 - y1))
             if self.left != 0:
@@ -151,7 +153,7 @@ def agree_on_lines(la: Layers, lb: Layers, m: int, rng: random.Random, count: in
 
 def random_layers(rng: random.Random, widths: list[int], *, lo: int = -3, hi: int = 3, den: int = 1) -> Layers:
     out: Layers = []
-    for a, b in zip(widths, widths[1:]):
+    for a, b in zip(widths, widths[1:], strict=False):
         dens = [d for d in (1, 2, 3, 4) if d <= den]
         W = [[Fraction(rng.randint(lo, hi), rng.choice(dens)) for _ in range(a)] for _ in range(b)]
         bias = [Fraction(rng.randint(lo, hi), rng.choice(dens)) for _ in range(b)]

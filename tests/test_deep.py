@@ -12,6 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relusym
+from relusym import MLP, Network
+from relusym.errors import InvalidNetworkError
+
 from deep_oracles import (
     add_flip_pair,
     add_junk,
@@ -24,8 +27,6 @@ from deep_oracles import (
     random_layers,
     to_mlp,
 )
-from relusym import MLP, Network
-from relusym.errors import InvalidNetworkError
 
 
 def _check_verdict(v, a, b, *, rng: random.Random) -> None:
