@@ -197,10 +197,172 @@ def test_internal_links_resolve(site: Path) -> None:
     assert not broken, "broken internal links:\n" + "\n".join(broken)
 
 
-def test_math_is_rendered_without_the_network(site: Path) -> None:
+def test_pages_load_nothing_from_the_network(site: Path) -> None:
+    """Every script and stylesheet is a file of the site (an air-gapped reader opening ``site/`` from disk sees the
+    same pages), KaTeX and every font its stylesheet names included."""
+    remote = []
+    for page in sorted(site.rglob("*.html")):
+        parsed = _Assets()
+        parsed.feed(page.read_text(encoding="utf-8"))
+        where = page.relative_to(site)
+        remote += [f"{where}: {url}" for url in parsed.assets if urlsplit(url).scheme or url.startswith("//")]
+    assert not remote, "pages that need the network:\n" + "\n".join(remote)
+    katex = site / "javascripts" / "katex"
+    assert (katex / "katex.min.js").is_file() and (katex / "LICENSE").is_file()
+    fonts = re.findall(r"url\(([^)]+)\)", (katex / "katex.min.css").read_text(encoding="utf-8"))
+    assert len(fonts) >= 10 and all(f.endswith(".woff2") for f in fonts)
+    missing = [f for f in fonts if not (katex / f).is_file()]
+    assert not missing, f"fonts named by katex.min.css but not shipped: {missing}"
     page = (site / "math" / "normal-form" / "index.html").read_text(encoding="utf-8")
-    assert 'class="arithmatex"' in page
-    assert "\\(" in page
+    assert page.count('class="arithmatex"') > 10 and "\\(" in page  # TeX for the renderer, in the page itself
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "katex/katex.min.js" in index and "katex-render.js" in index and "katex/katex.min.css" in index
+
+
+class _Assets(html.parser.HTMLParser):
+    """The scripts and stylesheets a page loads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.assets: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        d = dict(attrs)
+        if tag == "script" and d.get("src"):
+            self.assets.append(str(d["src"]))
+        if tag == "link" and d.get("href") and "stylesheet" in str(d.get("rel", "")):
+            self.assets.append(str(d["href"]))
+
+
+class _Rendered(html.parser.HTMLParser):
+    """A page's DOM after its scripts ran: its formulas (``arithmatex`` elements) and how many of them hold KaTeX's
+    rendering (a ``katex`` element inside), KaTeX's errors (``katex-error``), and the text a reader sees outside
+    code (KaTeX's MathML copy keeps the TeX in an ``annotation``, which is not shown)."""
+
+    HIDDEN = {"code", "pre", "script", "style", "annotation", "textarea", "template", "noscript", "title"}
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.formulas = self.rendered = self.errors = 0
+        self.open: list[tuple[str, bool]] = []  # the open elements: (tag, is a formula not yet seen rendered)
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = str(dict(attrs).get("class") or "").split()
+        self.errors += "katex-error" in classes
+        if "katex" in classes:
+            for i in range(len(self.open) - 1, -1, -1):
+                if self.open[i][1]:  # the innermost formula around it, counted once
+                    self.open[i] = (self.open[i][0], False)
+                    self.rendered += 1
+                    break
+        formula = "arithmatex" in classes
+        self.formulas += formula
+        if tag not in self.VOID:
+            self.open.append((tag, formula))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in self.VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.open) - 1, -1, -1):
+            if self.open[i][0] == tag:
+                del self.open[i:]
+                break
+
+    def handle_data(self, data: str) -> None:
+        if not any(tag in self.HIDDEN for tag, _ in self.open):
+            self.text.append(data)
+
+
+def _browser() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+def _math_pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("index.html") if 'class="arithmatex"' in p.read_text(encoding="utf-8"))
+
+
+def rendered_dom(browser: str, page: Path, profile: Path) -> str:
+    """The DOM of ``page`` (a file of the built site) after a headless Chromium ran its scripts, with every network
+    request refused (no proxy reachable, no host name resolves): what a reader offline sees."""
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        page.as_uri(),
+    ]
+    # the timeout only guards against a hung browser; it is not what the test measures
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "</html>" in proc.stdout, f"{browser} failed on {page}:\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def _check_rendered(dom: str, where: str) -> None:
+    parsed = _Rendered()
+    parsed.feed(dom)
+    assert parsed.formulas > 0, f"{where}: no formulas in the page"
+    assert parsed.rendered == parsed.formulas, f"{where}: {parsed.rendered} of {parsed.formulas} formulas rendered"
+    assert parsed.errors == 0, f"{where}: KaTeX could not parse {parsed.errors} formulas"
+    text = "".join(parsed.text)
+    for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
+        assert raw not in text, f"{where}: raw TeX {raw!r} left in the text: ...{text[text.find(raw) - 80 :][:200]}..."
+
+
+def test_the_rendered_check_tells_raw_tex_from_katex() -> None:
+    raw = '<html><body><p>Let <span class="arithmatex">\\(x\\)</span></p></body></html>'
+    with pytest.raises(AssertionError, match="0 of 1 formulas rendered"):
+        _check_rendered(raw, "raw")
+    katex = (
+        '<span class="katex"><span class="katex-mathml"><math><semantics><mi>x</mi><annotation encoding="tex">'
+        '\\(x\\)</annotation></semantics></math></span><span class="katex-html">x<br></span></span>'
+    )
+    done = f'<html><body><p>Let <span class="arithmatex">{katex}</span> and <code>\\(y\\)</code></p></body></html>'
+    _check_rendered(done, "done")
+    with pytest.raises(AssertionError, match="raw TeX"):
+        _check_rendered(done.replace("</p>", "$$z$$</p>"), "dollars")
+    with pytest.raises(AssertionError, match="raw TeX"):  # a heading's formula in the table of contents
+        _check_rendered(done.replace("<p>", '<nav><a href="#t">The map \\(\\rho\\)</a></nav><p>'), "toc")
+    # a rendering outside the formula does not count for it (the table of contents renders its own copies)
+    beside = done.replace(f'<span class="arithmatex">{katex}</span>', f'<span class="arithmatex">x</span>{katex}')
+    with pytest.raises(AssertionError, match="0 of 1 formulas rendered"):
+        _check_rendered(beside, "beside")
+
+
+def test_math_renders_offline_in_a_headless_browser(site: Path, tmp_path: Path) -> None:
+    """The home page (its first sentence has a formula) and the heaviest mathematics page, opened from disk with
+    the network refused: every formula is KaTeX's rendering, none is raw TeX."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium here (Debian: apt-get install chromium)")
+    for page in (site / "index.html", site / "math" / "strata" / "index.html"):
+        _check_rendered(rendered_dom(browser, page, tmp_path / "profile"), str(page.relative_to(site)))
+
+
+@pytest.mark.slow
+def test_every_math_page_renders_offline_in_a_headless_browser(site: Path, tmp_path: Path) -> None:
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium here (Debian: apt-get install chromium)")
+    pages = _math_pages(site)
+    assert len(pages) >= 10
+    for page in pages:
+        _check_rendered(rendered_dom(browser, page, tmp_path / "profile"), str(page.relative_to(site)))
 
 
 # --- the table of worked examples (docs/math/examples.md) is recomputed from its own network column ---------------
