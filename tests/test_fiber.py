@@ -332,7 +332,7 @@ def test_stratum_dimension_formula_values():
     assert stratum_dimension(0, 4, 2, 2, 0, 0, 2, 2) == 8
     assert stratum_dimension(2, 4, 1, 2, 0, 0, 1, 1) == 5
     assert stratum_dimension(2, 4, 1, 2, 2, 2, 0, 0) == 4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not an admissible stratum"):
         stratum_dimension(2, 4, 1, 2, 0, 0, 1, 0)
 
 

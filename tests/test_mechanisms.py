@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from relusym._base.fileio import TMP_MARK, atomic_write, sweep_stale
-from relusym._base.progress import Progress, progress
+from relusym._base.progress import Progress, progress, silence, ticking
 from relusym._base.rng import as_generator, as_random
 from relusym.errors import OutputError
 
@@ -57,10 +57,40 @@ def test_stale_temporaries_of_a_killed_write_are_swept(tmp_path: Path) -> None:
     assert not stale.exists() and (tmp_path / "out.json").read_bytes() == b"{}"
 
 
+class _Terminal(io.StringIO):
+    """A standard error that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stderr", io.StringIO())
-    bar = progress(total=3, desc="x")
+    pytest.importorskip("tqdm")
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    bar = progress(total=3, desc="counting")
     assert isinstance(bar, Progress)  # stderr is not a TTY: the no-op bar
     with bar:
         bar.update(1)
-    assert isinstance(progress(total=3, enabled=False), Progress)
+        bar.set_description_str("still counting")
+        bar.set_postfix_str("1 of 3")
+    with ticking(0.2, desc="searching") as tick:
+        tick.update(0.1)
+    assert err.getvalue() == ""  # nothing at all was written to stderr
+    # the same calls on a terminal do draw a bar: the silence above is the rule, not a bar that never draws
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    with progress(total=3, desc="counting") as bar:
+        bar.update(1)
+    assert "counting" in tty.getvalue()
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    with progress(total=3, desc="counting", enabled=False) as bar:  # --quiet's rule: never, even on a terminal
+        bar.update(1)
+    silence()
+    try:
+        with progress(total=3, desc="counting", enabled=True) as bar:
+            bar.update(1)
+    finally:
+        silence(False)
+    assert tty.getvalue() == ""

@@ -80,7 +80,7 @@ def test_immutable_and_does_not_alias_user_arrays():
     net = Network([[1.0, 1.0]], A, [0.0, 0.0])
     A[0, 0] = 5.0
     assert net.A[0, 0] == 1.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         net.A[0, 0] = 3.0
     with pytest.raises(AttributeError):
         net.V = None  # type: ignore[misc]

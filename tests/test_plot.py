@@ -246,8 +246,12 @@ def test_auto_domain_m2_every_kink_line_crosses_the_window():
         assert len(dom) == 2
         for u, _ in normal_form(net).K:
             assert _line_meets_window(u, plane, dom)
-    (s0, s1), _ = plot.auto_domain(far)
-    assert s0 < -1000 < s1 or s0 < 1000 < s1
+    (s0, s1), (t0, t1) = plot.auto_domain(far)  # no slice: the window of the inputs (x, y) themselves
+    assert s0 < -1000 < s1 and t0 < 200 < t1  # the lines x = -1000 and y = 200 (not their mirror images)
+    for u, _ in normal_form(far).K:  # and x + y = 4: every kink line a·(x, y) + b = 0 crosses the window
+        p, q, r = (float(x) for x in u)
+        corners = [p * s + q * t + r for s in (s0, s1) for t in (t0, t1)]
+        assert min(corners) < 0 < max(corners), u
 
 
 def test_auto_domain_m3_slice_shows_every_kink_not_parallel_to_it():
