@@ -1,6 +1,6 @@
 """The ``relusym`` command line (interfaces.md, "Command line").  It parses arguments, calls the API and renders
 results; no mathematics lives here.  Exit codes: 0 yes/ok, 1 no (not equivalent, not in orbit), 2 unusable
-input (nothing is written then)."""
+input (nothing is written then), 3 internal error, 4 undecided (``equiv`` of deep networks)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ Result = tuple[dict[str, Any], str, int]
 _STREAMED: dict[str, Any] = {}  # a command that wrote its JSON itself (streamed) returns this object
 
 
-def _load(path: str, args: argparse.Namespace | None = None) -> Network:
+def _load(path: str, args: argparse.Namespace | None = None) -> Any:
     """Read a network; what reading assumed (a file recording no activation, a classifier read as logits) is
     kept on ``args`` for the report and the JSON ``inputs`` key."""
     from relusym.io import format_of, load_with_info
@@ -68,6 +68,10 @@ def cmd_canon(args: argparse.Namespace) -> Result:
     from relusym._core.normal_form import normal_form
 
     net = _load(args.net, args)
+    if _deep(net):
+        from relusym import _cli_deep
+
+        return _cli_deep.canon(args, net)
     nf = normal_form(net)
     if args.output:
         export_normal_form(nf, args.output, net.n)
@@ -142,10 +146,21 @@ def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) ->
     return d, "\n".join(lines), 0 if v else 1
 
 
+def _deep(net: Any) -> bool:
+    """A network with two or more hidden layers (``load`` returns a Network for one)."""
+    return not isinstance(net, Network)
+
+
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
     if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
+        if _deep(net1) or _deep(net2):
+            raise InvalidNetworkError("--box and --box-from are not available for deep networks yet")
         return _cmd_equiv_domain(args, net1, net2)
+    if _deep(net1) or _deep(net2):
+        from relusym import _cli_deep
+
+        return _cli_deep.equiv(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
         from relusym._tolerance.approx import equivalent_approx
 
@@ -207,6 +222,10 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
         raise InvalidNetworkError(
             f"the networks have different shapes: (m, k) = {(net1.m, net1.k)} against {(net2.m, net2.k)}"
         )
+    if _deep(net1) or _deep(net2):
+        from relusym import _cli_deep
+
+        return _cli_deep.orbit(args, net1, net2)
     h = find_symmetry(net1, net2)
     d: dict[str, Any] = {"in_orbit": h is not None, "symmetry": h.to_dict() if h is not None else None}
     if h is None:
@@ -250,6 +269,10 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     fmt_in = format_of(like_path)
     fmt_out = format_of(args.output, for_writing=True)
     like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
+    if _deep(net):
+        from relusym import _cli_deep
+
+        return _cli_deep.prune(args, net, like)
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
     from relusym._base.progress import ticking
@@ -494,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
         help='decide equality on a box only: LO:HI for every coordinate, or a JSON file {"lo": [...], "hi": [...]}',
     )
     sp.add_argument("--box-from", default=None, metavar="NET", help="decide on the input box of an NNet file")
+    sp.add_argument(
+        "--budget", type=float, default=5.0, help="deep networks: seconds for the search for a difference (default 5)"
+    )
 
     sp = add("orbit", cmd_orbit, "decide whether NET2 = h·NET1 for a permutation-and-positive-scaling h")
     sp.add_argument("net1", metavar="NET1")
