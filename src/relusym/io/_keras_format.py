@@ -4,14 +4,15 @@ A ``.keras`` file is a zip archive holding ``config.json`` (the layers, as JSON)
 ``model.weights.h5`` (the weights, in HDF5 groups ``layers/<group>/vars/<i>``, the group's ``vars`` carrying the
 layer's name).  relusym reads the JSON and the HDF5 arrays (with h5py) and never deserializes a Python object: a
 ``Lambda`` layer or a custom class is refused, naming the layer, without running it.  The layers must be
-``Dense(n, activation='relu') → Dense(k)`` (an ``Activation('relu')`` or ``ReLU`` layer may stand in for the
-activation; ``InputLayer``, ``Flatten`` before the first Dense, and ``Dropout`` are passed over).  An output
+``Dense(n, activation='relu') → Dense(k)``, or deeper ``Dense(n_1, relu) → … → Dense(k)`` (an ``Activation('relu')``
+or ``ReLU`` layer may stand in for the activation; ``InputLayer``, ``Flatten`` before the first Dense, and
+``Dropout`` are passed over); one hidden layer reads as a ``Network``, more as an ``MLP``.  An output
 activation (softmax, sigmoid) is a classifier head outside the network: the logits are read, with a warning.
 A Dense kernel is in×out, so A = kernel₁ᵀ and V = kernel₂ᵀ.
 
-A bare ``.weights.h5`` file records no activation (it has no config): its two Dense layers are read as
-Linear → ReLU → Linear and the load info says so.  Writing produces files that ``keras.saving.load_model`` (or
-``model.load_weights`` on a model of the new width) loads.
+A bare ``.weights.h5`` file records no activation (it has no config): its Dense layers are read as
+Linear → ReLU → Linear (→ ReLU → … for more) and the load info says so.  Writing produces files that
+``keras.saving.load_model`` (or ``model.load_weights`` on a model of the new widths) loads.
 """
 
 from __future__ import annotations
@@ -28,8 +29,18 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._layers import WritePolicy, common_dtype, exact_float_array, natural_key
+from relusym.io._layers import (
+    WritePolicy,
+    affine_layers,
+    check_depth,
+    common_dtype,
+    exact_float_array,
+    natural_key,
+    shaped,
+    widths_of,
+)
 
 __all__ = [
     "NAME",
@@ -124,11 +135,10 @@ def _layer_list(config: Mapping[str, Any], source: str) -> list[Mapping[str, Any
     return layers
 
 
-def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[str, str, str | None]:
-    """The names of the two Dense layers and the output activation (None for linear), checking that the
-    layers compute Dense → ReLU → Dense."""
+def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[list[str], str | None]:
+    """The names of the Dense layers in order and the output activation (None for linear), checking that the
+    layers compute Dense → ReLU → Dense, or deeper with a ReLU between each two Dense layers."""
     seq: list[tuple[str, str]] = []  # (kind, name)
-    dense_acts: dict[str, str] = {}
     for ly in layers:
         cls = str(ly.get("class_name"))
         cfg = ly.get("config", {}) or {}
@@ -141,7 +151,6 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[str, str, 
             continue
         if cls == "Dense":
             act = _activation_name(cfg.get("activation", "linear"))
-            dense_acts[name] = act
             seq.append(("dense", name))
             if act in _RELU_NAMES:
                 seq.append(("relu", name))
@@ -159,27 +168,29 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[str, str, 
                 seq.append((f"act:{act}", name))
         else:
             raise UnsupportedModelError(
-                f"{source}: layer '{name}' is a {cls}; relusym reads Dense → ReLU → Dense (never running code)"
+                f"{source}: layer '{name}' is a {cls}; relusym reads Dense → ReLU → … → Dense (never running code)"
             )
     denses = [name for kind, name in seq if kind == "dense"]
-    if len(denses) != 2:
+    if len(denses) < 2:
         raise UnsupportedModelError(
-            f"{source} has {len(denses)} Dense layers ({', '.join(denses) or 'none'}); relusym needs exactly two"
+            f"{source} has {len(denses)} Dense layers ({', '.join(denses) or 'none'}); relusym needs at least two"
         )
     first = seq.index(("dense", denses[0]))
-    second = seq.index(("dense", denses[1]))
-    between = [kind for kind, _ in seq[first + 1 : second]]
-    for kind, name in seq[first + 1 : second]:
-        if kind.startswith("act:"):
-            raise UnsupportedModelError(
-                f"{source}: layer '{name}' applies activation '{kind[4:]}'; relusym reads ReLU networks only"
-            )
-    if "relu" not in between:
-        raise UnsupportedModelError(f"{source}: no ReLU between the Dense layers '{denses[0]}' and '{denses[1]}'")
+    last = seq.index(("dense", denses[-1]))
     if seq[:first]:
         kind, name = seq[0]
         raise UnsupportedModelError(f"{source}: layer '{name}' ({kind}) comes before the first Dense layer")
-    after = seq[second + 1 :]
+    for a, b in zip(denses, denses[1:], strict=False):
+        ia, ib = seq.index(("dense", a)), seq.index(("dense", b))
+        between = seq[ia + 1 : ib]
+        for kind, name in between:
+            if kind.startswith("act:"):
+                raise UnsupportedModelError(
+                    f"{source}: layer '{name}' applies activation '{kind[4:]}'; relusym reads ReLU networks only"
+                )
+        if not any(kind == "relu" for kind, _ in between):
+            raise UnsupportedModelError(f"{source}: no ReLU between the Dense layers '{a}' and '{b}'")
+    after = seq[last + 1 :]
     head: str | None = None
     for kind, name in after:
         if kind == "relu":
@@ -187,7 +198,7 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[str, str, 
         if head is not None:
             raise UnsupportedModelError(f"{source}: layer '{name}' follows the output activation")
         head = kind[4:]
-    return denses[0], denses[1], head
+    return denses, head
 
 
 def _activation_name(act: Any) -> str:
@@ -198,23 +209,26 @@ def _activation_name(act: Any) -> str:
     return str(act).lower() if act is not None else "linear"
 
 
-def _network(first: tuple[np.ndarray, np.ndarray | None], second: tuple[np.ndarray, np.ndarray | None]) -> Network:
-    K1, b1 = first
-    K2, b2 = second
-    if K2.shape[0] != K1.shape[1]:
-        raise InvalidNetworkError(
-            f"the hidden Dense layer has {K1.shape[1]} units but the output layer's kernel takes {K2.shape[0]}"
-        )
-    b = b1 if b1 is not None else np.zeros(K1.shape[1], dtype=K1.dtype)
-    return Network(K2.T, K1.T, b, b2, m=K1.shape[0])
+def _network(dense: list[tuple[np.ndarray, np.ndarray | None]], names: list[str]) -> Network | MLP:
+    """The network of Dense layers (kernel in×out, bias), in order: a ``Network`` for two, an ``MLP`` for more."""
+    for (K1, _), (K2, _), a, b in zip(dense, dense[1:], names, names[1:], strict=False):
+        if K2.shape[0] != K1.shape[1]:
+            if len(dense) == 2:
+                raise InvalidNetworkError(
+                    f"the hidden Dense layer has {K1.shape[1]} units but the output layer's kernel takes {K2.shape[0]}"
+                )
+            raise InvalidNetworkError(
+                f"the Dense layer '{a}' has {K1.shape[1]} units but the kernel of '{b}' after it takes {K2.shape[0]}"
+            )
+    return shaped([(K.T, B if B is not None else np.zeros(K.shape[1], dtype=K.dtype)) for K, B in dense])
 
 
 def _head_warning(source: str, head: str) -> str:
     from relusym.io._sklearn_format import LogitsOnlyWarning
 
     msg = (
-        f"{source}: its output activation '{head}' is outside the network x ↦ V·relu(Ax + b) + c; relusym reads "
-        "and classifies the logits only"
+        f"{source}: its output activation '{head}' is outside the network x ↦ V·relu(Ax + b) + c (or its deep "
+        "form); relusym reads and classifies the logits only"
     )
     warnings.warn(msg, LogitsOnlyWarning, stacklevel=4)
     return msg
@@ -231,7 +245,7 @@ def _read_archive(path: Path) -> tuple[dict[str, Any], Any]:
     return config, weights
 
 
-def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
+def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     """The network of a ``.keras`` archive (activation from its config) or a ``.weights.h5`` file (none)."""
     path = Path(path)
     with open(path, "rb") as fh:
@@ -244,30 +258,27 @@ def read(path: Path) -> tuple[Network, tuple[str, ...], bool]:
             raise InvalidNetworkError(f"{path.name} is not a readable HDF5 file ({exc})") from None
         with f:
             found = _h5_layers(f)
-        if len(found) != 2:
+        if len(found) < 2:
             raise UnsupportedModelError(
                 f"{path.name} holds {len(found)} layers with weights ({', '.join(n for _, n, _, _ in found)}); "
-                "relusym needs exactly two Dense layers"
+                "relusym needs at least two Dense layers"
             )
-        (g1, n1, a1, _), (g2, n2, a2, _) = found
-        net = _network(_dense_arrays(a1, f"{path.name}: layer '{n1}'"), _dense_arrays(a2, f"{path.name}: '{n2}'"))
-        return net, (), False
+        names = [n for _, n, _, _ in found]
+        dense = [_dense_arrays(a, f"{path.name}: layer '{n}'") for _, n, a, _ in found]
+        return _network(dense, names), (), False
     config, weights = _read_archive(path)
     with weights:
-        first, second, head = _structure(_layer_list(config, path.name), path.name)
+        denses, head = _structure(_layer_list(config, path.name), path.name)
         by_name = {name: arrays for _, name, arrays, _ in _h5_layers(weights)}
-    for name in (first, second):
+    for name in denses:
         if name not in by_name:
             raise InvalidNetworkError(f"{path.name}: the weights of layer '{name}' are not in model.weights.h5")
-    net = _network(
-        _dense_arrays(by_name[first], f"{path.name}: layer '{first}'"),
-        _dense_arrays(by_name[second], f"{path.name}: layer '{second}'"),
-    )
+    net = _network([_dense_arrays(by_name[n], f"{path.name}: layer '{n}'") for n in denses], denses)
     notes = (_head_warning(path.name, head),) if head else ()
     return net, notes, True
 
 
-def load(path: Path) -> Network:
+def load(path: Path) -> Network | MLP:
     return read(path)[0]
 
 
@@ -284,16 +295,16 @@ def object_records_activation(obj: Any) -> bool:
     return True
 
 
-def from_object(obj: Any) -> Network:
+def from_object(obj: Any) -> Network | MLP:
     """A network from a built ``keras.Model``: its config (activations) and its layers' weights."""
     source = f"Keras model '{getattr(obj, 'name', '?')}'"
     config = {"class_name": type(obj).__name__, "config": obj.get_config()}
     if config["class_name"] not in ("Sequential", "Functional", "Model"):
         config["class_name"] = "Sequential" if "Sequential" in [c.__name__ for c in type(obj).__mro__] else "Model"
     layers = _layer_list(config, source) if config["class_name"] == "Sequential" else _model_layers(obj)
-    first, second, head = _structure(layers, source)
+    denses, head = _structure(layers, source)
     weights = {ly.name: [np.asarray(w) for w in ly.get_weights()] for ly in obj.layers}
-    net = _network(_dense_arrays(weights[first], f"layer '{first}'"), _dense_arrays(weights[second], f"'{second}'"))
+    net = _network([_dense_arrays(weights[n], f"{source}: layer '{n}'") for n in denses], denses)
     if head:
         _head_warning(source, head)
     return net
@@ -345,7 +356,18 @@ def _dense_config(name: str, units: int, activation: str, dtype: str, input_dim:
     }
 
 
-def _sequential_config(net: Network, dtype: str) -> dict[str, Any]:
+def _dense_names(count: int) -> list[str]:
+    """Keras's default names of ``count`` Dense layers: ``dense``, ``dense_1``, …"""
+    return ["dense" if i == 0 else f"dense_{i}" for i in range(count)]
+
+
+def _sequential_config(net: Network | MLP, dtype: str) -> dict[str, Any]:
+    widths = widths_of(net)
+    names = _dense_names(len(widths) - 1)
+    denses = [
+        _dense_config(name, widths[i + 1], "relu" if i < len(names) - 1 else "linear", dtype, widths[i])
+        for i, name in enumerate(names)
+    ]
     return {
         "module": "keras",
         "class_name": "Sequential",
@@ -362,38 +384,46 @@ def _sequential_config(net: Network, dtype: str) -> dict[str, Any]:
                 {
                     "module": "keras.layers",
                     "class_name": "InputLayer",
-                    "config": {"batch_shape": [None, net.m], "dtype": dtype, "sparse": False, "name": "input_layer"},
+                    "config": {
+                        "batch_shape": [None, widths[0]],
+                        "dtype": dtype,
+                        "sparse": False,
+                        "name": "input_layer",
+                    },
                     "registered_name": None,
                 },
-                _dense_config("dense", net.n, "relu", dtype, net.m),
-                _dense_config("dense_1", net.k, "linear", dtype, net.n),
+                *denses,
             ],
-            "build_input_shape": [None, net.m],
+            "build_input_shape": [None, widths[0]],
         },
         "registered_name": None,
-        "build_config": {"input_shape": [None, net.m]},
+        "build_config": {"input_shape": [None, widths[0]]},
     }
 
 
-def _arrays(net: Network, dtypes: tuple[str | None, ...], policy: WritePolicy) -> list[np.ndarray]:
-    """kernel₁ (m×n), bias₁, kernel₂ (n×k), bias₂, each exact in its dtype (or as the policy allows)."""
+def _arrays(
+    net: Network | MLP, dtypes: list[tuple[str | None, str | None]], policy: WritePolicy
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(kernel (in×out), bias) of each Dense layer, each exact in its dtype (or as the policy allows)."""
     out = []
-    for x, name, dt, transpose in zip(
-        (net.A, net.b, net.V, net.c), ("A", "b", "V", "c"), dtypes, (True, False, True, False), strict=True
-    ):
-        target = policy.target(dt, x)
-        if target == "bfloat16":
-            raise UnsupportedModelError("relusym writes Keras weights as float16, float32 or float64, not bfloat16")
-        arr = policy.fit(x, target, name)
-        out.append(arr.T.copy() if transpose else arr)
+    for (W, B, wn, bn), (wdt, bdt) in zip(affine_layers(net), dtypes, strict=True):
+        pair = []
+        for x, name, dt in ((W, wn, wdt), (B, bn, bdt)):
+            target = policy.target(dt, x)
+            if target == "bfloat16":
+                raise UnsupportedModelError("relusym writes Keras weights as float16, float32 or float64, not bfloat16")
+            pair.append(policy.fit(x, target, name))
+        out.append((pair[0].T.copy(), pair[1]))
     return out
 
 
-def _write_h5(target: Any, groups: tuple[tuple[str, str], tuple[str, str]], arrays: list[np.ndarray], top: str) -> None:
+def _write_h5(
+    target: Any, groups: list[tuple[str, str]], arrays: list[tuple[np.ndarray, np.ndarray]], top: str
+) -> None:
     h5py = _import_h5py()
     with h5py.File(target, "w") as f:
         layers = f.create_group("layers")
-        for (group, name), (kernel, bias) in zip(groups, (arrays[:2], arrays[2:]), strict=True):
+        for (group, name), (kernel, bias) in zip(groups, arrays, strict=True):
             vars_ = layers.create_group(group).create_group("vars")
             vars_.attrs["name"] = name
             vars_.create_dataset("0", data=kernel)
@@ -402,26 +432,39 @@ def _write_h5(target: Any, groups: tuple[tuple[str, str], tuple[str, str]], arra
 
 
 def _like_config(
-    like: Path, net: Network, policy: WritePolicy
-) -> tuple[dict[str, Any], tuple[str, str], tuple[Any, ...]]:
-    """The like archive's config with the hidden width changed, the two Dense names, and the h5 group names."""
+    like: Path, net: Network | MLP
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[tuple[str | None, str | None]]]:
+    """The like archive's config with the widths changed, the (h5 group, name) of each Dense layer, and the
+    dtypes of their kernels and biases."""
     config, weights = _read_archive(like)
     with weights:
-        first, second, _ = _structure(_layer_list(config, like.name), like.name)
+        denses, _ = _structure(_layer_list(config, like.name), like.name)
         groups = {name: (group, dts) for group, name, _, dts in _h5_layers(weights)}
+    widths = widths_of(net)
+    check_depth(len(widths) - 1, len(denses), like.name)
+    units = dict(zip(denses, widths[1:], strict=True))
+    inputs = dict(zip(denses, widths[:-1], strict=True))
     for ly in config["config"]["layers"]:
         cfg = ly.get("config", {})
-        if cfg.get("name") == first:
-            cfg["units"] = net.n
-        if cfg.get("name") == second:
-            cfg["units"] = net.k
-            ly.setdefault("build_config", {})["input_shape"] = [None, net.n]
-    return config, (first, second), (groups[first], groups[second])
+        name = cfg.get("name")
+        if ly.get("class_name") == "InputLayer" and "batch_shape" in cfg:
+            cfg["batch_shape"] = [*cfg["batch_shape"][:-1], widths[0]]
+        if name in units:
+            cfg["units"] = units[name]
+            if "build_config" in ly or name != denses[0]:
+                ly.setdefault("build_config", {})["input_shape"] = [None, inputs[name]]
+    for name in denses:
+        if name not in groups:
+            raise InvalidNetworkError(f"{like.name}: the weights of layer '{name}' are not in model.weights.h5")
+    pairs = [(groups[n][0], n) for n in denses]
+    dts = [tuple((groups[n][1] + [None, None])[:2]) for n in denses]
+    return config, pairs, dts  # type: ignore[return-value]
 
 
-def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
+def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Write a ``.keras`` archive (``keras.saving.load_model`` loads it) or, for a ``.h5`` name or like file, a
-    ``.weights.h5`` file (``model.load_weights`` loads it into a Dense(n, relu) → Dense(k) model)."""
+    ``.weights.h5`` file (``model.load_weights`` loads it into a Dense(n, relu) → Dense(k) model, or the deep
+    model of the same widths)."""
     policy = policy if policy is not None else WritePolicy()
     path = Path(path)
     as_weights = False
@@ -431,27 +474,24 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
     else:
         as_weights = re.search(r"\.h5($|\.relusym-)", path.name.lower()) is not None  # the target, or its temporary
     default_dt = common_dtype(net).name
+    count = len(widths_of(net)) - 1
+    names = _dense_names(count)
+    groups = [(n, n) for n in names]
+    dtypes: list[tuple[str | None, str | None]] = [(None, None)] * count
     if as_weights:
-        groups = (("dense", "dense"), ("dense_1", "dense_1"))
-        dtypes: tuple[str | None, ...] = (None, None, None, None)
         if like is not None:
             h5py = _import_h5py()
             with h5py.File(like, "r") as f:
                 found = _h5_layers(f)
-            if len(found) == 2:
-                groups = ((found[0][0], found[0][1]), (found[1][0], found[1][1]))
-                dtypes = (*found[0][3][:2], *found[1][3][:2])
-        arrays = _arrays(net, dtypes, policy)
-        _write_h5(str(path), groups, arrays, "sequential")
+            check_depth(count, len(found), Path(like).name)
+            groups = [(g, n) for g, n, _, _ in found]
+            dtypes = [tuple((dts + [None, None])[:2]) for _, _, _, dts in found]  # type: ignore[misc]
+        _write_h5(str(path), groups, _arrays(net, dtypes, policy), "sequential")
         return
     if like is not None:
-        config, _names, ((g1, d1), (g2, d2)) = _like_config(Path(like), net, policy)
-        groups = ((g1, _names[0]), (g2, _names[1]))
-        dtypes = (*(d1 + [None, None])[:2], *(d2 + [None, None])[:2])
+        config, groups, dtypes = _like_config(Path(like), net)
     else:
         config = _sequential_config(net, default_dt if policy.dtype is None else policy.dtype)
-        groups = (("dense", "dense"), ("dense_1", "dense_1"))
-        dtypes = (None, None, None, None)
     arrays = _arrays(net, dtypes, policy)
     buf = io.BytesIO()
     _write_h5(buf, groups, arrays, config.get("config", {}).get("name", "sequential"))
@@ -466,21 +506,21 @@ def save(net: Network, path: Path, like: Path | None = None, *, policy: WritePol
         zf.writestr("model.weights.h5", buf.getvalue())
 
 
-def to_model(net: Network, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
-    """A live ``keras.Sequential([Input(m), Dense(n, relu), Dense(k)])`` holding the network's weights (exact in
-    ``dtype``, default the network's widest float dtype; else refused unless ``allow_rounding``)."""
+def to_model(net: Network | MLP, dtype: Any = None, *, allow_rounding: bool = False) -> Any:
+    """A live ``keras.Sequential([Input(m), Dense(n, relu), Dense(k)])`` (deeper: ``Dense(n_1, relu), …,
+    Dense(k)``) holding the network's weights (exact in ``dtype``, default the network's widest float dtype; else
+    refused unless ``allow_rounding``)."""
     import keras
 
     name = np.dtype(dtype).name if dtype is not None else common_dtype(net).name
     policy = WritePolicy(allow_rounding=allow_rounding, dtype=name)
-    K1, b1, K2, b2 = _arrays(net, (None, None, None, None), policy)
-    model = keras.Sequential(
-        [
-            keras.Input((net.m,), dtype=name),
-            keras.layers.Dense(net.n, activation="relu", dtype=name),
-            keras.layers.Dense(net.k, dtype=name),
-        ]
-    )
-    model.layers[0].set_weights([K1, b1])
-    model.layers[1].set_weights([K2, b2])
+    widths = widths_of(net)
+    arrays = _arrays(net, [(None, None)] * (len(widths) - 1), policy)
+    denses = [
+        keras.layers.Dense(widths[i + 1], activation="relu" if i < len(widths) - 2 else None, dtype=name)
+        for i in range(len(widths) - 1)
+    ]
+    model = keras.Sequential([keras.Input((widths[0],), dtype=name), *denses])
+    for layer, (K, B) in zip(model.layers, arrays, strict=True):
+        layer.set_weights([K, B])
     return model
