@@ -446,6 +446,123 @@ def test_float64_784_32_1():
 
 
 # ----------------------------------------------------------------------------------------------------------
+# minimal width, and affine oracles (float mode)
+
+
+def float_oracle(V, A, b, c):
+    V, A, b, c = (np.asarray(x, dtype=np.float64) for x in (V, A, b, c))
+    return lambda X: np.maximum(X @ A.T + b, 0) @ V.T + c
+
+
+def test_float64_10_32_1_at_minimal_width():
+    # N = 32 kink classes > k·m = 10: the orientations that absorb the linear part are a subset sum in 10
+    # dimensions, searched within the measured precision; the result has w(f) = 32 neurons, not 34
+    V, A, b, c = float_net(0, 10, 32, 1)
+    truth = Network(V, A, b, c)
+    res = relusym.identify(float_oracle(V, A, b, c), 10, 1, rng=0)
+    assert relusym.minimal_width(truth) == 32
+    assert res.network.n == 32 and res.width_minimal is True
+    assert relusym.equivalent_approx(truth, res.network, rtol=1e-8)
+    assert true_error(truth, res.network) <= 2.0**-res.precision_bits
+    assert not any("cancelling pair" in s for s in res.notes)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_float64_integer_2_3_1(seed):
+    # integer weights: parallel hyperplanes, regions whose longest safe steps go one way only (a random check
+    # direction of that length crossed a hyperplane, and the network was called "not affine")
+    V, A, b, c = random_int_net(random.Random(seed), 2, 3, 1, -2, 2)
+    truth = Network(V, A, b, c)
+    res = relusym.identify(float_oracle(V, A, b, c), 2, 1, rng=seed)
+    assert relusym.equivalent_approx(truth, res.network, rtol=1e-8)
+    assert res.network.n == relusym.minimal_width(truth)
+    assert res.width_minimal is True
+    assert res.kinks == normal_form(truth).N
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float64_integer_2_3_1_wide_range(seed):
+    # weights in [-5, 5]: the oracle is zero at most noise-estimation places for some of these
+    V, A, b, c = random_int_net(random.Random(seed), 2, 3, 1, -5, 5)
+    truth = Network(V, A, b, c)
+    res = relusym.identify(float_oracle(V, A, b, c), 2, 1, rng=seed)
+    assert relusym.equivalent_approx(truth, res.network, rtol=1e-8)
+    assert res.network.n == relusym.minimal_width(truth)
+
+
+def affine_truth(M, e) -> Network:
+    """x ↦ M x + e as a network of cancelling pairs, one per row (an independent construction)."""
+    M = np.asarray(M, dtype=np.float64)
+    k, m = M.shape
+    V = np.zeros((k, 2 * k))
+    for r in range(k):
+        V[r, 2 * r], V[r, 2 * r + 1] = 1.0, -1.0
+    A = np.concatenate([[M[r], -M[r]] for r in range(k)])
+    return Network(V, A, np.zeros(2 * k), np.asarray(e, dtype=np.float64), m=m)
+
+
+@pytest.mark.parametrize(
+    "name,m,k,f,M,e",
+    [
+        ("2x+1", 1, 1, lambda X: 2 * X[:, 0] + 1, [[2.0]], [1.0]),
+        ("constant", 2, 1, lambda X: np.full(len(X), 3.0), [[0.0, 0.0]], [3.0]),
+        ("zero", 2, 1, lambda X: np.zeros(len(X)), [[0.0, 0.0]], [0.0]),
+        ("far kink", 2, 1, lambda X: np.abs(X[:, 0] - 1e7), [[-1.0, 0.0]], [1e7]),
+        ("rank one", 2, 2, lambda X: np.stack([X[:, 0] - 3 * X[:, 1] + 1, 2 * X[:, 0] - 6 * X[:, 1]], 1),
+         [[1.0, -3.0], [2.0, -6.0]], [1.0, 0.0]),
+    ],
+)  # fmt: skip
+def test_float_affine_oracle_gets_its_affine_normal_form(name, m, k, f, M, e):
+    # an affine oracle (|x1 − 10^7| is affine on every searched window) gets K = ∅ and (M, e), at width
+    # 2·rank(M), within a stated precision that holds; the zero function does not run to the budget
+    truth = affine_truth(M, e)
+    res = relusym.identify(f, m, k, rng=0, max_queries=float_bound(0, m))
+    nf, tnf = res.normal_form, normal_form(truth)
+    assert nf.N == 0 and res.kinks == 0
+    assert res.network.n == relusym.minimal_width(truth) and res.width_minimal is True
+    assert relusym.equivalent_approx(truth, res.network, rtol=1e-6)
+    pairs = [(float(x), float(y)) for r in range(k) for x, y in zip(nf.M[r], tnf.M[r], strict=True)]
+    err = max(abs(x - y) / max(1.0, abs(y)) for x, y in pairs)
+    assert err <= 2.0**-res.precision_bits, (err, res.precision_bits)
+    assert all(abs(float(x) - float(y)) <= 1e-6 * max(1.0, abs(float(y))) for x, y in zip(nf.e, tnf.e, strict=True))
+    assert any("no kink was found" in s for s in res.notes)
+    if name == "far kink":
+        assert any("not seen" in s for s in res.limits)
+
+
+def test_exact_affine_oracle_at_minimal_width():
+    # exact mode: x ↦ (x1 − 3 x2 + 1, 2 x1 − 6 x2) has rank 1, so one cancelling pair realizes it
+    f = lambda P: [[p[0] - 3 * p[1] + 1, 2 * p[0] - 6 * p[1]] for p in P]  # noqa: E731
+    res = relusym.identify(f, 2, 2, exact=True, rng=0)
+    truth = Network([[1, -1], [2, -2]], [[1, -3], [-1, 3]], [0, 0], [1, 0])
+    assert normal_form(res.network) == normal_form(truth) and equivalent(truth, res.network)
+    assert res.network.n == relusym.minimal_width(truth) == 2 and res.width_minimal is True
+
+
+def test_exact_mode_width_is_minimal_when_kinks_outnumber_km():
+    r = random.Random(4)
+    V, A, b, c = random_int_net(r, 3, 12, 1, -5, 5)
+    res = check_exact(V, A, b, c, 3, 1, 4)
+    assert res.network.n == relusym.minimal_width(Network(V, A, b, c)) and res.width_minimal is True
+
+
+def test_float_unabsorbable_linear_part_says_so():
+    # four generic neurons and a linear term no orientation of them absorbs: w(f) = N + 2, realized by one
+    # cancelling pair, and the result says that the width between N + 1 and N + 2 was not decided
+    V, A, b, c = float_net(2, 3, 4, 1)
+    w = np.array([0.3, -0.7, 0.5])
+    V2 = np.concatenate([V, [[1.5, -1.5]]], axis=1)
+    A2 = np.concatenate([A, [w, -w]])
+    b2 = np.concatenate([b, [0.0, 0.0]])
+    truth = Network(V2, A2, b2, c)
+    res = relusym.identify(float_oracle(V2, A2, b2, c), 3, 1, rng=0)
+    assert relusym.equivalent_approx(truth, res.network, rtol=1e-8)
+    assert relusym.minimal_width(truth) == 6 and res.network.n == 6
+    assert res.width_minimal is None
+    assert any("minimal width undecided" in s and "between 5 and 6" in s for s in res.notes)
+
+
+# ----------------------------------------------------------------------------------------------------------
 # the command line
 
 

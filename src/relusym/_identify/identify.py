@@ -60,6 +60,7 @@ from relusym._base.rng import RNGLike, as_generator
 from relusym._core.network import Network
 from relusym._core.normal_form import NormalForm, normal_form, realize
 from relusym._exact.numbers import fraction_str, to_fraction
+from relusym._identify.width import absorbing_orientations
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError
 
 __all__ = ["Identification", "identify"]
@@ -77,6 +78,7 @@ _FLOAT_NEAR = 1.0 / 16
 _EXACT_STEP = Fraction(1, 2**16)  # exact mode: Jacobian step, relative to the half-width of the region
 _FLOAT_STEP = 1.0 / 32  # Jacobian step, relative to the half-width of the region on the line
 _POOR = 2.0**-16  # float mode: a recovered hyperplane with a larger estimated error is not used for steps
+_Y0_FLOOR = 1e-100  # float mode: the least typical output size (noise levels stay normal floats, squared)
 _BASIS_STEP = 2.0  # float mode: second-pass steps along the dual basis, relative to max(scale, |x|)
 
 
@@ -761,8 +763,9 @@ def _check_regions(S: _Session, regs: list[_Region]) -> None:
                 r = [x * hmin / S.m for x in r]
                 pts.append(tuple(xv + rv for xv, rv in zip(R.x, r, strict=True)))
             else:
-                r = S.rng.standard_normal(S.m)
-                r *= float(np.min(np.abs(R.h))) / np.linalg.norm(r)
+                # inside the simplex of x and its steps x + h_j e_j (convex, so inside the region when every step
+                # is): a random direction of length min |h| could leave it where the steps are one-sided
+                r = S.rng.uniform(0.1, 1.0, S.m) / S.m * np.asarray(R.h, dtype=np.float64)
                 x = np.asarray(R.x) + r
                 r = x - np.asarray(R.x)
                 pts.append(x)
@@ -918,6 +921,8 @@ def _unsafe_steps(S: _Session, H: list[_Hyper], R: _Region) -> dict[int, Any]:
 def _safe_steps(H: list[_Hyper], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Float mode: for each coordinate j the largest |h| such that x + h e_j (h > 0, resp. h < 0) crosses no
     recovered hyperplane."""
+    if not H:
+        return np.full(x.shape[0], np.inf), np.full(x.shape[0], np.inf)
     A = np.array([hy.a for hy in H])  # N × m
     z = A @ x + np.array([hy.b for hy in H], dtype=np.float64)
     sa, sz = np.sign(A), np.sign(z)[:, None]
@@ -1109,15 +1114,20 @@ class Identification:
     """The answer of :func:`identify`.
 
     ``network``: a network of minimal width realizing the recovered function (exact mode: the canonical minimal
-    network of the recovered normal form when it can be certified); ``normal_form``: its normal form;
+    network of the recovered normal form when it can be certified; float mode: minimal within the measured
+    precision when ``width_minimal``); ``normal_form``: its normal form;
     ``queries``: oracle evaluations used (points; each returns k numbers) and ``calls`` (batches);
     ``exact``: the mode; ``precision_bits`` (float mode): −log2 of the estimated worst-case relative error of the
-    recovered hyperplanes (unit (a, b)) and kinks, from the oracle's measured noise and the steps used, and
-    never more than twice the largest miss of a recovered hyperplane at a kink found on a check line;
-    ``noise``: that measured relative noise level; ``heldout_error``: the largest relative disagreement on held-out
-    queries; ``window``: the largest |t| searched on the lines (unit directions in float mode); ``lines``:
-    lines searched; ``fiber``: the fibre of the recovered network (what queries cannot distinguish), None when
-    it could not be computed within budget; ``indistinguishable``: that fibre in words; ``limits``: what the
+    recovered hyperplanes (unit (a, b)) and kinks (of the linear part M when no kink was found), from the
+    oracle's measured noise and the steps used, and never more than twice the largest miss of a recovered
+    hyperplane at a kink found on a check line; ``noise``: that measured relative noise level;
+    ``heldout_error``: the largest relative disagreement on held-out queries; ``window``: the largest |t| searched
+    on the lines (unit directions in float mode); ``lines``: lines searched; ``width_minimal``: True when the
+    width of ``network`` is certified minimal (exact mode: w(f) of the exact normal form; float mode: one neuron
+    per recovered kink class, the linear part absorbed by orientations found within the measured precision and
+    checked on the held-out queries, or no kink and 2·rank(M) neurons), None when undecided (``notes`` says why
+    and gives bounds); ``fiber``: the fibre of the recovered network (what queries cannot distinguish), None
+    when it could not be computed within budget; ``indistinguishable``: that fibre in words; ``limits``: what the
     search guarantees and what it does not; ``information_limit``: n(m + k + 1) + k numbers for the recovered
     width n.
     """
@@ -1139,6 +1149,7 @@ class Identification:
     information_limit: int
     elapsed: float
     notes: tuple[str, ...] = field(default=())
+    width_minimal: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1160,6 +1171,7 @@ class Identification:
             "indistinguishable": list(self.indistinguishable),
             "limits": list(self.limits),
             "notes": list(self.notes),
+            "width_minimal": self.width_minimal,
             "fiber": None if self.fiber is None else self.fiber.to_dict(),
             "network": self.network.to_dict(),
             "normal_form": self.normal_form.to_dict(),
@@ -1220,7 +1232,9 @@ def _estimate_noise(S: _Session, p: Any, d: Any, T0: float) -> None:
         mags.append(float(np.max(np.abs(Y))))
         slopes.append(float(np.max(np.abs(Y[2] - Y[0]))) / (2 * dl))
         tts.append(abs(t))
-    S.y0 = max(float(np.median(mags)), 1e-300)
+    # the typical output size; where the oracle is zero at most of these places (a network inactive there, the
+    # zero function) its largest value, and never so small that the noise level underflows
+    S.y0 = max(float(np.median(mags)) or float(np.max(mags)), _Y0_FLOOR)
     # the rounding of the oracle's inner products grows with Σ_j |G_j x_j| ≈ √m |G·d| |x| for a random unit d
     S.g0 = float(np.median(slopes)) * math.sqrt(S.m)
     _Y0_HINT[:] = [S.y0, S.scale, S.g0]
@@ -1478,6 +1492,13 @@ def _identify(
             nrm = np.hypot(np.linalg.norm(Ah, axis=1), bh)
             miss = np.abs(Xk @ Ah.T + bh[None, :]) / nrm[None, :]
             worst = max(worst, 2.0 * float(np.max(np.min(miss, axis=1))))
+        if not H:
+            # no kink class: what is recovered is the affine part, as precisely as its Jacobian was measured
+            dM = math.sqrt(k) * float(np.linalg.norm(regs[0].step_errors(S)))
+            nM = float(np.linalg.norm(np.asarray(M, dtype=np.float64)))
+            # relative to ‖M‖, or to the output scale y0/scale when M is within its error of 0 (a constant)
+            ref = nM if nM > 4.0 * _ERR_SAFETY * dM else max(nM, S.y0 / S.scale)
+            worst = max(worst, _ERR_SAFETY * dM / ref)
         worst = max(worst, S.eps)
         precision = -math.log2(worst)
         if not bool(np.all(diff <= np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y)))):
@@ -1491,9 +1512,21 @@ def _identify(
                 f"the oracle's noise (relative {S.eps:.2g}) leaves only {precision:.1f} bits of precision in the "
                 f"recovered hyperplanes and kinks, below min_bits = {min_bits}"
             )
-    net, nf, width_note = _build_network(S, H, M, e)
+    verify: Callable[[Network], bool] = lambda net: True  # noqa: E731 - exact mode: the normal form is exact
+    if not S.exact:
+        allowed = np.maximum(bound, 4.0 * _heldout_bound(S, H, X, Y))
+
+        def verify(net: Network) -> bool:
+            """A realization chosen within the precision must still reproduce the held-out queries."""
+            return bool(np.all(np.max(np.abs(Y - net.evaluate(X)), axis=1) <= allowed))
+
+    net, nf, width_note, width_minimal = _build_network(S, H, M, e, verify)
     if width_note:
         notes.append(width_note)
+    if nf.N == 0:
+        notes.append(
+            "no kink was found: the oracle is affine on every searched window, and so is the recovered function"
+        )
     fb = None
     try:
         from relusym._fibre.fiber import fiber
@@ -1521,6 +1554,7 @@ def _identify(
         information_limit=info,
         elapsed=time.monotonic() - t_start,
         notes=tuple(notes),
+        width_minimal=width_minimal,
     )
 
 
@@ -2013,7 +2047,11 @@ def _heldout_points(S: _Session, count: int, window: float) -> Any:
     return S.rng.uniform(-r, r, size=(count, S.m)) / math.sqrt(S.m) * 2
 
 
-def _build_network(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray) -> tuple[Network, NormalForm, str]:
+def _build_network(
+    S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, verify: Callable[[Network], bool]
+) -> tuple[Network, NormalForm, str, bool | None]:
+    """A network of minimal width for the recovered function, the note that says why when its width is not
+    certified minimal, and whether it is (None: undecided)."""
     m, k = S.m, S.k
     if S.exact:
         kinks: dict[tuple[Fraction, ...], list[Fraction]] = {}
@@ -2041,49 +2079,82 @@ def _build_network(S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray) -
 
             mn = minimal_network(start, budget=10.0)
             note = "" if mn.canonical else f"minimal width, not certified canonical: {mn.note}"
-            return mn.network, normal_form(mn.network), note
+            return mn.network, normal_form(mn.network), note, True
         except BudgetExceededError as exc:
-            return start, nf, f"minimal width undecided: {exc}"
-    V = np.array([h.v for h in H]).reshape(len(H), k).T.copy()
-    A = np.array([h.a for h in H]).reshape(len(H), m).copy()
+            return start, nf, f"minimal width undecided: {exc}", None
+    return _float_network(S, H, M, e, verify)
+
+
+def _float_network(
+    S: _Session, H: list[_Hyper], M: np.ndarray, e: np.ndarray, verify: Callable[[Network], bool]
+) -> tuple[Network, NormalForm, str, bool | None]:
+    """Float mode: a network of minimal width within the measured precision.  The recovered neurons are
+    oriented to absorb the linear part M when some orientation does so within the precision (an exhaustive
+    search, :mod:`relusym._identify.width`) and the result reproduces the held-out queries (``verify``);
+    otherwise M is realized by cancelling pairs, one per singular value of M above the precision."""
+    m, k = S.m, S.k
+    N = len(H)
+    V = np.array([h.v for h in H], dtype=np.float64).reshape(N, k).T.copy()
+    A = np.array([h.a for h in H], dtype=np.float64).reshape(N, m).copy()
     b = np.array([h.b for h in H], dtype=np.float64)
     c = np.asarray(e, dtype=np.float64).copy()
     Mf = np.asarray(M, dtype=np.float64).copy()
-    note = ""
-    if len(H):
-        # orientations: flipping neuron u adds v_u a_uᵀ to the linear part; choose the flips that cancel M
-        rows = np.stack([np.outer(V[:, u], A[u]).ravel() for u in range(len(H))], axis=1)  # km × N
-        coef, *_ = np.linalg.lstsq(rows, -Mf.ravel(), rcond=None)
-        S_set = np.round(coef)
-        resid = Mf.ravel() + rows @ S_set
-        scale_m = max(float(np.abs(rows).max()), 1e-300)
-        worst = max(max(float(h.err_w), float(h.err_v)) for h in H)  # the residual the estimated errors allow
-        if (
-            len(H) <= k * m
-            and bool(np.all((S_set == 0) | (S_set == 1)))
-            and float(np.max(np.abs(coef - S_set))) < 0.25
-            and float(np.max(np.abs(resid))) <= max(1e-6, 64.0 * len(H) * worst) * scale_m
-        ):
-            flipped = S_set == 1
-            c = c + V[:, flipped] @ b[flipped]
-            A[flipped] = -A[flipped]
-            b[flipped] = -b[flipped]
-            Mf = np.zeros_like(Mf)
-    pairs_V, pairs_A = [], []
-    if np.any(Mf != 0):
-        note = "the linear part could not be absorbed by flipping recovered neurons: it is realized by cancelling pairs"
-        for r in range(k):
-            if np.any(Mf[r] != 0):
-                er = np.zeros(k)
-                er[r] = 1.0
-                pairs_V += [er, -er]
-                pairs_A += [Mf[r], -Mf[r]]
-    if pairs_V:
-        V = np.concatenate([V, np.array(pairs_V).T], axis=1)
-        A = np.concatenate([A, np.array(pairs_A)], axis=0)
-        b = np.concatenate([b, np.zeros(len(pairs_V))])
-    net = Network(V, A, b, c, m=m)
-    return net, normal_form(net), note
+    X = np.stack([np.outer(V[:, u], A[u]).ravel() for u in range(N)], axis=1) if N else np.zeros((k * m, 0))
+    cols = np.linalg.norm(X, axis=0)
+    errs = np.array([max(float(h.err_w), float(h.err_v)) for h in H])
+    worst = max([*errs.tolist(), S.eps])
+    # the error of the linear part: that of each recovered kink term (M is one region's Jacobian with the
+    # active kink terms removed, and that Jacobian errs like the kinks' jumps), and of M itself
+    tol = 16.0 * (float(cols @ errs) + worst * float(np.linalg.norm(Mf)) + S.eps * float(cols.sum()))
+    if float(np.linalg.norm(Mf)) <= tol:
+        net = Network(V, A, b, c, m=m)
+        if verify(net):
+            return net, normal_form(net), "", True
+    search = absorbing_orientations(X, -Mf.ravel(), tol, S.deadline)
+    for s in search.solutions[:8]:
+        flipped = s == 1
+        A2, b2 = A.copy(), b.copy()
+        A2[flipped], b2[flipped] = -A[flipped], -b[flipped]
+        net = Network(V, A2, b2, c + V[:, flipped] @ b[flipped], m=m)
+        if verify(net):
+            return net, normal_form(net), "", True
+    # cancelling pairs v σ(a·x) − v σ(−a·x) = v (a·x), one per singular value of M above the precision
+    # (through r pivot rows of M: M = C M_P with C = I on those rows, so a row of M that is a pivot is kept as
+    # recovered, not rounded through a factorization)
+    from scipy.linalg import qr
+
+    sv = np.linalg.svd(Mf, compute_uv=False)
+    r_num = int(np.sum(sv > tol))
+    piv = qr(Mf.T, mode="r", pivoting=True)[1] if k * m else np.zeros(0, dtype=np.int64)
+    for rank in dict.fromkeys([r_num, int(np.sum(sv > 0))]):
+        Pr = piv[:rank]
+        C = np.linalg.lstsq(Mf[Pr].T, Mf.T, rcond=None)[0].T if rank else np.zeros((k, 0))
+        C[Pr] = np.eye(rank)
+        pV = [C[:, i] for i in range(rank)]
+        pA = [Mf[Pr[i]] for i in range(rank)]
+        V2 = np.concatenate([V, np.array(pV + [-x for x in pV]).reshape(2 * rank, k).T], axis=1)
+        A2 = np.concatenate([A, np.array(pA + [-x for x in pA]).reshape(2 * rank, m)], axis=0)
+        net = Network(V2, A2, np.concatenate([b, np.zeros(2 * rank)]), c, m=m)
+        if verify(net):
+            break
+    if N == 0 and rank == r_num:
+        # no kink class: every realization carries M by cancelling pairs, 2·rank(M) neurons (docs/math/width.md)
+        return net, normal_form(net), "", True
+    if search.complete:
+        why = (
+            f"no orientation of the {N} recovered neurons absorbs the linear part within the measured precision "
+            f"(all 2^{N - search.rank} orientations beyond the numerical rank {search.rank} of the flip matrix "
+            "were searched)"
+        )
+    else:
+        why = f"the orientations that could absorb the linear part were not all searched: {search.reason}"
+    note = (
+        f"minimal width undecided: {why}; the linear part is realized by {rank} cancelling pair(s), width "
+        f"{net.n}, and the minimal width within the measured precision lies between "
+        f"{N + (1 if search.complete else 0)} and {net.n} (a hyperplane carried by neurons of both orientations, "
+        "which could save neurons, was not searched)"
+    )
+    return net, normal_form(net), note, None
 
 
 def _absorb_exact(nf: NormalForm) -> Network | None:
