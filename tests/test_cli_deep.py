@@ -1,0 +1,172 @@
+"""The command line on deep networks made by torch and on the ACAS Xu NNet files: canon, equiv (exit 0/1/4), orbit
+and prune, each answer checked against the test's own exact oracle."""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relusym.cli import main
+
+from deep_oracles import forward
+
+torch = pytest.importorskip("torch")
+
+DATA = Path(__file__).parent / "data" / "acasxu"
+
+
+def _sequential(seed: int, widths=(3, 6, 5, 2)) -> torch.nn.Sequential:
+    torch.manual_seed(seed)
+    mods: list[torch.nn.Module] = []
+    for i in range(len(widths) - 1):
+        mods.append(torch.nn.Linear(widths[i], widths[i + 1]))
+        if i < len(widths) - 2:
+            mods.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*mods)
+
+
+def _layers(model: torch.nn.Sequential):
+    lins = [m for m in model if isinstance(m, torch.nn.Linear)]
+    return [
+        (
+            [[Fraction(v) for v in row] for row in lin.weight.detach().double().tolist()],
+            [Fraction(v) for v in lin.bias.detach().double().tolist()],
+        )
+        for lin in lins
+    ]
+
+
+def _planted_copy(model: torch.nn.Sequential, seed: int) -> torch.nn.Sequential:
+    """Permute and rescale (by powers of two: exact in float32) every hidden layer."""
+    rng = np.random.default_rng(seed)
+    out = _sequential(
+        0, tuple([model[0].in_features] + [m.out_features for m in model if isinstance(m, torch.nn.Linear)])
+    )
+    lins = [m for m in model if isinstance(m, torch.nn.Linear)]
+    new = [m for m in out if isinstance(m, torch.nn.Linear)]
+    W = [lin.weight.detach().clone() for lin in lins]
+    b = [lin.bias.detach().clone() for lin in lins]
+    for ell in range(len(lins) - 1):
+        n = W[ell].shape[0]
+        perm = torch.tensor(rng.permutation(n))
+        d = torch.tensor(2.0 ** rng.integers(-2, 3, n), dtype=torch.float32)
+        W[ell] = (W[ell] * d[:, None])[perm]
+        b[ell] = (b[ell] * d)[perm]
+        W[ell + 1] = (W[ell + 1] / d[None, :])[:, perm]
+    with torch.no_grad():
+        for lin, w, bb in zip(new, W, b, strict=True):
+            lin.weight.copy_(w)
+            lin.bias.copy_(bb)
+    return out
+
+
+def _run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_equiv_and_canon_on_torch_files(tmp_path: Path, capsys) -> None:
+    a = _sequential(1)
+    b = _planted_copy(a, 2)
+    torch.save(a.state_dict(), tmp_path / "a.pt")
+    torch.save(b.state_dict(), tmp_path / "b.pt")
+    code, out = _run(capsys, "equiv", str(tmp_path / "a.pt"), str(tmp_path / "b.pt"), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["status"] == "equal" and d["certificate"]["method"] == "symmetry"
+    # canon: one digest for both files, and for the same network written as relusym JSON
+    digests = []
+    for name in ("a.pt", "b.pt"):
+        code, out = _run(capsys, "canon", str(tmp_path / name), "--json")
+        assert code == 0
+        digests.append(json.loads(out)["digest"])
+    assert digests[0] == digests[1]
+    code, _ = _run(capsys, "prune", str(tmp_path / "a.pt"), "-o", str(tmp_path / "a.json"))
+    assert code == 0
+    code, out = _run(capsys, "canon", str(tmp_path / "a.json"), "--json")
+    assert json.loads(out)["digest"] == digests[0]
+
+
+def test_equiv_finds_a_one_ulp_change_with_an_exact_counterexample(tmp_path: Path, capsys) -> None:
+    a = _sequential(3)
+    c = _sequential(3)
+    with torch.no_grad():
+        w = c[2].weight
+        w[1, 2] = torch.nextafter(w[1, 2], torch.tensor(10.0))
+    torch.save(a.state_dict(), tmp_path / "a.pt")
+    torch.save(c.state_dict(), tmp_path / "c.pt")
+    code, out = _run(capsys, "equiv", str(tmp_path / "a.pt"), str(tmp_path / "c.pt"), "--json")
+    d = json.loads(out)
+    assert code == 1 and d["status"] == "different"
+    x = [Fraction(v) for v in d["counterexample"]["x"]]
+    ya, yc = forward(_layers(a), x), forward(_layers(c), x)
+    assert ya != yc
+    assert [str(v) for v in ya] == [str(Fraction(v)) for v in d["counterexample"]["y1"]]
+
+
+def test_equiv_says_undecided_with_exit_4(tmp_path: Path, capsys) -> None:
+    # σ(h2 − h1) with h1 = σ(x1) ≥ h2 = σ(x1 − 1) never fires: its outgoing weight does not matter, which no
+    # reduction on ℝ^m proves
+    def net(c: float) -> dict:
+        return {
+            "format": "relusym.mlp/1",
+            "weights": [[[1, 0], [1, 0]], [[-1, 1], [1, 0]], [[c, 1]]],
+            "biases": [[0, -1], [0, 0], [0]],
+        }
+
+    (tmp_path / "a.json").write_text(json.dumps(net(1)))
+    (tmp_path / "b.json").write_text(json.dumps(net(5)))
+    code, out = _run(capsys, "equiv", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--budget", "1")
+    assert code == 4 and out.startswith("UNDECIDED")
+
+
+def test_orbit_reports_per_layer_moves(tmp_path: Path, capsys) -> None:
+    a = _sequential(4)
+    b = _planted_copy(a, 5)
+    torch.save(a.state_dict(), tmp_path / "a.pt")
+    torch.save(b.state_dict(), tmp_path / "b.pt")
+    code, out = _run(capsys, "orbit", str(tmp_path / "a.pt"), str(tmp_path / "b.pt"), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["in_orbit"] and len(d["symmetry"]["layers"]) == 2
+    code, _ = _run(capsys, "orbit", str(tmp_path / "a.pt"), str(tmp_path / "a.pt"))
+    assert code == 0
+    other = _sequential(6)
+    torch.save(other.state_dict(), tmp_path / "o.pt")
+    code, _ = _run(capsys, "orbit", str(tmp_path / "a.pt"), str(tmp_path / "o.pt"))
+    assert code == 1
+
+
+def test_prune_writes_a_smaller_torch_file_that_torch_reloads(tmp_path: Path, capsys) -> None:
+    model = _sequential(7, (3, 5, 4, 2))
+    with torch.no_grad():
+        # unit 4 of layer 1 = 2 × unit 0 (merged); unit 3 of layer 2 has no output (removed)
+        model[0].weight[4] = 2 * model[0].weight[0]
+        model[0].bias[4] = 2 * model[0].bias[0]
+        model[2].weight[:, 4] = torch.tensor([0.5, -0.25, 1.0, 2.0])
+        model[4].weight[:, 3] = 0.0
+        model[2].weight[:, 0] = torch.tensor([1.0, 0.5, -1.5, 0.25])
+    torch.save(model.state_dict(), tmp_path / "big.pt")
+    code, out = _run(capsys, "prune", str(tmp_path / "big.pt"), "-o", str(tmp_path / "small.pt"), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["widths"] == [3, 4, 3, 2] and d["write"]["exact"]
+    state = torch.load(tmp_path / "small.pt", weights_only=True)
+    small = _sequential(0, (3, 4, 3, 2))
+    small.load_state_dict(state)
+    rng = random.Random(0)
+    for _ in range(20):
+        x = [Fraction(rng.randint(-40, 40), 8) for _ in range(3)]
+        assert forward(_layers(model), x) == forward(_layers(small), x)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.nnet")))
+def test_acas_xu_canon_and_equiv_with_itself(name: str, tmp_path: Path, capsys) -> None:
+    path = str(DATA / name)
+    code, out = _run(capsys, "canon", path, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["widths"] == [5, 50, 50, 50, 50, 50, 50, 5]
+    code, out = _run(capsys, "equiv", path, path, "--json")
+    assert code == 0 and json.loads(out)["status"] == "equal"
