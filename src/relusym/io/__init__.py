@@ -62,9 +62,8 @@ __all__ = [
 ]
 
 ASSUMED_ACTIVATION = (
-    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear (a ReLU after "
-    "every linear layer but the last); relusym cannot check that the model that produced these weights applies a "
-    "ReLU (a tanh or residual network would be misread)"
+    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
+    "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
 )
 
 
@@ -362,7 +361,9 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network | MLP, LoadInfo]
         return _read_checked(Path(source), kwargs)
     if isinstance(source, Mapping) and "V" in source and "A" in source:
         return Network.from_dict(dict(source)), LoadInfo("dict", "network", "recorded")
-    if isinstance(source, Mapping) and (source.get("format") == "relusym.mlp/1" or "weights" in source):
+    if isinstance(source, Mapping) and (
+        source.get("format") == "relusym.mlp/1" or ("V" not in source and isinstance(source.get("weights"), list))
+    ):
         from relusym.io._json_format import from_mlp_dict
 
         return from_mlp_dict(dict(source), "the dict"), LoadInfo("dict", "network", "recorded")
@@ -376,8 +377,9 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network | MLP, LoadInfo]
         return from_arrays(source, source="the dict of arrays", **kwargs), _object_info(source, None)
     raise UnsupportedModelError(
         f"cannot read a network from a {type(source).__module__}.{type(source).__name__} object; supported: "
-        "file paths, relusym.Network, relusym.network/1 dicts, dicts of numpy arrays, torch modules and "
-        "state_dicts, fitted scikit-learn MLPs, Flax parameter dicts and nnx modules, Keras models and ONNX models"
+        "file paths, relusym.Network and MLP, relusym.network/1 and relusym.mlp/1 dicts, dicts of numpy arrays, "
+        "torch modules and state_dicts, fitted scikit-learn MLPs, Flax parameter dicts and nnx modules, Keras "
+        "models and ONNX models"
     )
 
 

@@ -51,7 +51,9 @@ def _check_declared(data: Any, where: str) -> None:
 
 
 def _is_mlp(data: Any) -> bool:
-    return isinstance(data, dict) and (data.get("format") == "relusym.mlp/1" or ("weights" in data and "V" not in data))
+    return isinstance(data, dict) and (
+        data.get("format") == "relusym.mlp/1" or ("V" not in data and isinstance(data.get("weights"), list))
+    )
 
 
 def from_mlp_dict(data: dict[str, Any], where: str) -> Network | MLP:

@@ -1,7 +1,8 @@
 """Key heuristics shared by the readers of named weight arrays (PyTorch state_dicts, safetensors, Flax, ONNX,
-scikit-learn): a mapping of named arrays is a network when it holds exactly two 2-D weights (``*.weight``,
-out×in, or ``*.kernel``, in×out) that chain by shape, each with an optional 1-D bias of the same prefix (an
-absent bias is zero).  Also the exact reading of float arrays, and the one representability check of every
+scikit-learn): a mapping of named arrays is a network when it holds two or more 2-D weights (``*.weight``,
+out×in, or ``*.kernel``, in×out) that chain by shape (:func:`chain_linear_layers`, a :class:`LinearChain`), each
+with an optional 1-D bias of the same prefix (an absent bias is zero).  Two layers give a ``Network``, more an
+``MLP``.  Also the exact reading of float arrays, and the one representability check of every
 writer (:class:`WritePolicy`): a value goes into a file of a float type only when that type holds it exactly,
 unless the caller allowed rounding."""
 
