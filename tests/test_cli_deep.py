@@ -170,3 +170,28 @@ def test_acas_xu_canon_and_equiv_with_itself(name: str, tmp_path: Path, capsys) 
     assert code == 0 and d["widths"] == [5, 50, 50, 50, 50, 50, 50, 5]
     code, out = _run(capsys, "equiv", path, path, "--json")
     assert code == 0 and json.loads(out)["status"] == "equal"
+
+
+def test_zoo_digests_and_groups_deep_files(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    import relusym
+
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    a = _sequential(8)
+    torch.save(a.state_dict(), zoo / "a.pt")
+    torch.save(_planted_copy(a, 9).state_dict(), zoo / "a_copy.pt")
+    torch.save(_sequential(10).state_dict(), zoo / "other.pt")
+    torch.save(_sequential(11, (3, 4, 2)).state_dict(), zoo / "shallow.pt")
+    out = tmp_path / "zoo.parquet"
+    code, _ = _run(capsys, "zoo", str(zoo), "-o", str(out), "--no-fibre", "--json")
+    assert code == 0
+    table = pq.read_table(out).to_pydict()
+    rows = dict(zip(table["source"], range(len(table["source"])), strict=True))
+    assert all(s == "ok" for s in table["status"])
+    for name in rows:
+        assert table["digest"][rows[name]] == relusym.normal_form(relusym.load(zoo / name)).digest()
+    assert table["group"][rows["a.pt"]] == table["group"][rows["a_copy.pt"]] != table["group"][rows["other.pt"]]
+    assert table["n"][rows["a.pt"]] == 11 and table["width"][rows["a.pt"]] is None

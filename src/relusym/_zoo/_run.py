@@ -18,6 +18,7 @@ import numpy as np
 from relusym._base.progress import progress
 from relusym._base.rng import as_generator
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._jobs import PartsFolder, execute, write_outputs
 from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk
@@ -143,6 +144,30 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
     return row
 
 
+def _deep_row(item: Item, chunk: Chunk, net: MLP) -> dict[str, Any]:
+    """A network with two or more hidden layers: n is its number of hidden units, the digest that of its deep
+    normal form (equal digests: the same function; the converse may fail, see docs/math/deep.md); width, fibre
+    and near-duplicate columns do not apply (null; its near cluster is its exact group)."""
+    row: dict[str, Any] = {
+        "index": item.index,
+        "source": item.source,
+        "status": "ok",
+        "m": net.m,
+        "n": sum(net.hidden_widths),
+        "k": net.k,
+        "_chunk": chunk.index,
+        "_probe": [],
+        "_nd": [],
+    }
+    try:
+        from relusym._deep.canonical import deep_normal_form
+
+        row["digest"] = deep_normal_form(net).form.digest()
+    except Exception as exc:  # noqa: BLE001 - a failing network is that network's error row
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    return row
+
+
 def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {
         "index": item.index,
@@ -195,7 +220,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             }
             w = int(sd.width[t])
             if options.fibre or w < 0:
-                net = item.net if item.net is not None else Network(V[t], A[t], b[t], c[t])
+                net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
                 try:
                     row.update(_analyse(net, w, options))
                 except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
@@ -206,6 +231,9 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
     for item in data.singles:
         if item.error is not None or item.net is None:
             rows.append(_error_row(item, chunk, item.error or "no network"))
+            continue
+        if isinstance(item.net, MLP):
+            rows.append(_deep_row(item, chunk, item.net))
             continue
         net = item.net
         row = {
@@ -341,9 +369,9 @@ def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Netwo
         for items, V, A, b, c in data.stacks:
             for t, item in enumerate(items):
                 if item.index in idxs:
-                    out[item.index] = item.net if item.net is not None else Network(V[t], A[t], b[t], c[t])
+                    out[item.index] = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
         for item in data.singles:
-            if item.index in idxs and item.net is not None:
+            if item.index in idxs and isinstance(item.net, Network):
                 out[item.index] = item.net
     return out
 
@@ -429,7 +457,8 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
     reps = {dg: rows[0] for dg, rows in members.items()}
     by_shape: dict[tuple[int, int], list[int]] = {}
     for _, r in reps.items():
-        by_shape.setdefault((d["m"][r], d["k"][r]), []).append(r)
+        if d["_probe"][r]:  # deep networks have no probes: they join no near-duplicate cluster
+            by_shape.setdefault((d["m"][r], d["k"][r]), []).append(r)
     chunk_of = {int(d["index"][r]): int(d["_chunk"][r]) for r in reps.values()}
     row_of_index = {int(d["index"][r]): r for r in reps.values()}
     for (m, _k), rows in sorted(by_shape.items()):

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
+from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["Chunk", "Item", "plan_chunks", "read_chunk"]
@@ -80,12 +81,12 @@ def _identity(path: str) -> list[Any]:
 
 @dataclass(frozen=True)
 class Item:
-    """One network of a chunk: its source name, its position in the zoo, and its Network (None for a row of a
-    stack, whose arrays stay in the stack) or the reason it could not be read."""
+    """One network of a chunk: its source name, its position in the zoo, and its Network or deep MLP (None for a
+    row of a stack, whose arrays stay in the stack) or the reason it could not be read."""
 
     source: str
     index: int
-    net: Network | None = None
+    net: Network | MLP | None = None
     error: str | None = None
 
 
@@ -405,7 +406,7 @@ def read_chunk(chunk: Chunk) -> ChunkData:
                 singles.append(Item(name, chunk.first + i, error=_message(exc)))
     else:
         for i, (x, name) in enumerate(zip(chunk.nets or (), chunk.names, strict=True)):
-            if isinstance(x, Network):
+            if isinstance(x, Network | MLP):
                 loaded.append((Item(name, chunk.first + i, net=x), None))
             else:
                 try:
@@ -421,7 +422,7 @@ def read_chunk(chunk: Chunk) -> ChunkData:
             if item.net is None:
                 continue
             net = item.net
-            if not net.is_float or any(x.dtype == object for x in (net.V, net.A, net.b, net.c)):
+            if isinstance(net, MLP) or not net.is_float or any(x.dtype == object for x in (net.V, net.A, net.b, net.c)):
                 singles.append(item)
                 continue
             arrs = (net.V, net.A, net.b, net.c)
