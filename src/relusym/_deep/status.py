@@ -1,0 +1,425 @@
+"""Every hidden unit's status on a box or a polytope, decided exactly (issue 22).
+
+A hidden unit of an MLP is, on a domain D,
+
+* **dead**: its pre-activation is ≤ 0 at every input of D (proof: an exact upper bound ≤ 0);
+* **active**: its pre-activation is ≥ 0 at every input of D (proof: an exact lower bound ≥ 0; the unit acts
+  linearly on D);
+* **crossing**: two exact rational inputs of D where it is < 0 and > 0, both checked by exact evaluation;
+* **undecided**: neither was shown within the budget (the reason is given).
+
+The proofs, in order (:mod:`relusym._deep.bounds`): exact interval arithmetic; the exact Lagrangian certificate
+of the per-neuron (triangle) relaxation with multipliers proposed in floats; then branch and bound over the box
+(bisecting the widest side), each leaf's bound recomputed exactly.  On a polytope the first layer's ranges are
+exact linear programs, and the later bounds are taken over the polytope's bounding box (a bound over a superset is
+a bound over D); the witnesses are points of the polytope.  Floats only propose points and multipliers.
+"""
+
+from __future__ import annotations
+
+import math
+import random as _random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from relusym._bounded.domain import Box, Polytope, as_domain
+from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds, exact_preactivations, float_preactivations
+from relusym._deep.mlp import MLP, as_mlp
+from relusym._exact.numbers import fraction_str
+from relusym.errors import InvalidNetworkError
+
+__all__ = [
+    "DEAD",
+    "ACTIVE",
+    "CROSSING",
+    "UNDECIDED",
+    "UnitCertificate",
+    "UnitStatus",
+    "unit_status",
+    "check_certificate",
+    "check_budget",
+    "bounding_box",
+    "statuses_of",
+]
+
+DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
+Point = tuple[Fraction, ...]
+Region = tuple[Point, Point]
+
+
+def check_budget(budget: Any) -> float:
+    """A budget in seconds: a finite non-negative number (NaN, negative, bool and non-numbers are refused)."""
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or not math.isfinite(budget) or budget < 0:
+        raise InvalidNetworkError(f"budget must be a finite non-negative number of seconds, got {budget!r}")
+    return float(budget)
+
+
+@dataclass(frozen=True)
+class UnitCertificate:
+    """Why a unit has its status.
+
+    dead/active: ``bound`` is the exact max (dead) or min (active) of the bounds proved over ``regions``, boxes
+    that cover the domain (one region: the domain's box), ``method`` is ``"interval"``, ``"relaxation"``,
+    ``"exact-lp"`` (first layer on a polytope) or ``"branch-and-bound"``.  crossing: ``negative``/``positive`` are
+    exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``."""
+
+    layer: int
+    unit: int
+    status: str
+    bound: Fraction | None = None
+    method: str = ""
+    regions: tuple[Region, ...] = ()
+    negative: Point | None = None
+    positive: Point | None = None
+    values: tuple[Fraction, Fraction] | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"layer": self.layer, "unit": self.unit, "status": self.status}
+        if self.bound is not None:
+            d["bound"] = fraction_str(self.bound)
+            d["method"] = self.method
+            d["regions"] = len(self.regions)
+        if self.negative is not None and self.positive is not None and self.values is not None:
+            d["negative"] = [fraction_str(v) for v in self.negative]
+            d["positive"] = [fraction_str(v) for v in self.positive]
+            d["values"] = [fraction_str(v) for v in self.values]
+        if self.reason:
+            d["reason"] = self.reason
+        return d
+
+
+@dataclass(frozen=True)
+class UnitStatus:
+    """The status of every hidden unit on a domain: ``statuses[ℓ][j]`` for hidden layer ℓ + 1 (0-based lists),
+    with ``certificates`` of the same shape."""
+
+    domain: Box | Polytope
+    statuses: tuple[tuple[str, ...], ...]
+    certificates: tuple[tuple[UnitCertificate, ...], ...]
+    elapsed: float = field(default=0.0, compare=False)
+
+    def counts(self) -> dict[str, int]:
+        out = {DEAD: 0, ACTIVE: 0, CROSSING: 0, UNDECIDED: 0}
+        for layer in self.statuses:
+            for s in layer:
+                out[s] += 1
+        return out
+
+    def units(self, status: str) -> list[tuple[int, int]]:
+        """(layer, unit) pairs with that status, layers 1-based."""
+        return [(ell + 1, j) for ell, lay in enumerate(self.statuses) for j, s in enumerate(lay) if s == status]
+
+    @property
+    def complete(self) -> bool:
+        return all(s != UNDECIDED for lay in self.statuses for s in lay)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain.to_dict(),
+            "counts": self.counts(),
+            "statuses": [list(lay) for lay in self.statuses],
+            "certificates": [[c.to_dict() for c in lay] for lay in self.certificates],
+        }
+
+    def __str__(self) -> str:
+        c = self.counts()
+        return ", ".join(f"{v} {k}" for k, v in c.items())
+
+
+def bounding_box(dom: Box | Polytope) -> tuple[Point, Point]:
+    """The domain's box, or the bounding box of a polytope (exact linear programs); refused when unbounded."""
+    if isinstance(dom, Box):
+        return dom.lo, dom.hi
+    lo, hi = [], []
+    for j in range(dom.m):
+        e = [Fraction(int(i == j)) for i in range(dom.m)]
+        a, b = dom.range_of(e, Fraction(0))
+        if a is None or b is None:
+            raise InvalidNetworkError(f"the polytope is unbounded along coordinate {j}; unit statuses need a bound")
+        lo.append(a)
+        hi.append(b)
+    return tuple(lo), tuple(hi)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# witnesses
+
+
+def _sample_points(dom: Box | Polytope, box: Region, count: int, rng: _random.Random) -> list[Point]:
+    lo, hi = box
+    m = len(lo)
+    pts: list[Point] = [dom.interior_point()]
+    if isinstance(dom, Polytope):
+        return pts + [_polytope_point(dom, rng) for _ in range(min(count, 256))]
+    if m <= 10:
+        pts += [tuple(hi[j] if c >> j & 1 else lo[j] for j in range(m)) for c in range(1 << m)]
+    den = 1 << 20
+    pts += [
+        tuple(l + (h - l) * Fraction(rng.randint(0, den), den) for l, h in zip(lo, hi, strict=True))
+        for _ in range(count)
+    ]
+    return pts
+
+
+def _polytope_point(dom: Polytope, rng: _random.Random) -> Point:
+    """The interior point moved one random fraction (< 1) of the way to the boundary along a random direction.
+
+    (``Polytope.random_interior`` draws a fraction per coordinate, which may leave the polytope.)"""
+    x0 = dom.interior_point()
+    d = tuple(Fraction(rng.randint(-8, 8), 8) for _ in x0)
+    t = dom.step(x0, d)
+    if t is None:
+        return x0
+    s = t * Fraction(rng.randint(1, 4095), 4096)
+    return tuple(xi + s * di for xi, di in zip(x0, d, strict=True))
+
+
+class _Witnesses:
+    """For each unit, an exact point of the domain where it is < 0 and one where it is > 0 (when found)."""
+
+    def __init__(self, layers: ExactLayers) -> None:
+        self.layers = layers
+        n = layers.widths[1:-1]
+        self.neg: list[list[tuple[Point, Fraction] | None]] = [[None] * w for w in n]
+        self.pos: list[list[tuple[Point, Fraction] | None]] = [[None] * w for w in n]
+
+    def crossing(self, ell: int, j: int) -> bool:
+        return self.neg[ell][j] is not None and self.pos[ell][j] is not None
+
+    def record(self, x: Point) -> list[list[Fraction]]:
+        zs = exact_preactivations(self.layers, x)
+        for ell in range(len(self.neg)):
+            for j, z in enumerate(zs[ell]):
+                if z < 0 and self.neg[ell][j] is None:
+                    self.neg[ell][j] = (x, z)
+                elif z > 0 and self.pos[ell][j] is None:
+                    self.pos[ell][j] = (x, z)
+        return zs
+
+    def search(self, points: Sequence[Point]) -> None:
+        """Evaluate the points in floats, choose a few that show new signs, and confirm them exactly."""
+        if not points:
+            return
+        X = np.array([[float(v) for v in p] for p in points], dtype=np.float64)
+        Z = float_preactivations(self.layers, X)[:-1]
+        chosen: set[int] = set()
+        for ell, Zl in enumerate(Z):
+            if Zl.shape[1] == 0:
+                continue
+            amin, amax = np.argmin(Zl, axis=0), np.argmax(Zl, axis=0)
+            for j in range(Zl.shape[1]):
+                if self.neg[ell][j] is None and Zl[amin[j], j] < 0:
+                    if not any(Zl[i, j] < 0 for i in chosen):
+                        chosen.add(int(amin[j]))
+                if self.pos[ell][j] is None and Zl[amax[j], j] > 0:
+                    if not any(Zl[i, j] > 0 for i in chosen):
+                        chosen.add(int(amax[j]))
+        for i in sorted(chosen):
+            self.record(points[i])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the decision
+
+
+def _first_layer_exact(dom: Polytope, layers: ExactLayers) -> tuple[list[Fraction], list[Fraction]]:
+    lo, hi = [], []
+    for row in layers.rows[0]:
+        a, b = dom.range_of(row[:-1], row[-1])
+        assert a is not None and b is not None  # the polytope is bounded (checked by bounding_box)
+        lo.append(a)
+        hi.append(b)
+    return lo, hi
+
+
+def _table(
+    layers: ExactLayers, box: Region, upto: int, first: tuple[list[Fraction], list[Fraction]] | None
+) -> BoundTable:
+    return certified_bounds(layers, box[0], box[1], upto, first=first)
+
+
+def _split(box: Region, root: Region) -> tuple[Region, Region]:
+    lo, hi = box
+    j = max(range(len(lo)), key=lambda t: (hi[t] - lo[t]) / (root[1][t] - root[0][t]))
+    mid = (lo[j] + hi[j]) / 2
+    return (lo, hi[:j] + (mid,) + hi[j + 1 :]), (lo[:j] + (mid,) + lo[j + 1 :], hi)
+
+
+class _Search:
+    """Branch and bound for one unit: bisect the box until every leaf proves one side or a witness shows the
+    other sign; leaf tables are cached and shared between units."""
+
+    def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: _Witnesses, deadline: float):
+        self.layers, self.dom, self.root, self.wit, self.deadline = layers, dom, root, wit, deadline
+        self.cache: dict[Region, BoundTable] = {}
+        self.first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
+
+    def table(self, box: Region, upto: int) -> BoundTable:
+        t = self.cache.get(box)
+        if t is None or len(t.lower) <= upto:
+            t = _table(self.layers, box, upto, self.first if box == self.root else None)
+            self.cache[box] = t
+        return t
+
+    def run(self, ell: int, j: int, max_leaves: int = 4096) -> UnitCertificate | None:
+        stack = [self.root]
+        dead: list[tuple[Region, Fraction]] = []
+        active: list[tuple[Region, Fraction]] = []
+        while stack:
+            if time.monotonic() > self.deadline or len(dead) + len(active) + len(stack) > max_leaves:
+                return None
+            box = stack.pop()
+            t = self.table(box, ell)
+            if t.raw_upper[ell][j] <= 0:
+                dead.append((box, t.raw_upper[ell][j]))
+                continue
+            if t.raw_lower[ell][j] >= 0:
+                active.append((box, t.raw_lower[ell][j]))
+                continue
+            centre = tuple((a + b) / 2 for a, b in zip(box[0], box[1], strict=True))
+            if self.dom.contains(centre):
+                self.wit.record(centre)
+                if self.wit.crossing(ell, j):
+                    return _crossing_cert(self.wit, ell, j)
+            stack.extend(_split(box, self.root))
+        if dead and not active:
+            return UnitCertificate(
+                ell + 1, j, DEAD, max(b for _, b in dead), "branch-and-bound", tuple(r for r, _ in dead)
+            )
+        if active and not dead:
+            return UnitCertificate(
+                ell + 1, j, ACTIVE, min(b for _, b in active), "branch-and-bound", tuple(r for r, _ in active)
+            )
+        return None
+
+
+def _crossing_cert(wit: _Witnesses, ell: int, j: int) -> UnitCertificate:
+    neg, pos = wit.neg[ell][j], wit.pos[ell][j]
+    assert neg is not None and pos is not None
+    return UnitCertificate(ell + 1, j, CROSSING, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
+
+
+def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) -> UnitCertificate | None:
+    if t.raw_upper[ell][j] <= 0:
+        how = "exact-lp" if polytope and ell == 0 else t.how_upper[ell][j]
+        return UnitCertificate(ell + 1, j, DEAD, t.raw_upper[ell][j], how, (root,))
+    if t.raw_lower[ell][j] >= 0:
+        how = "exact-lp" if polytope and ell == 0 else t.how_lower[ell][j]
+        return UnitCertificate(ell + 1, j, ACTIVE, t.raw_lower[ell][j], how, (root,))
+    return None
+
+
+def unit_status(
+    net: Any, domain: Any, *, budget: float = 10.0, samples: int = 4096, seed: int = 0, max_leaves: int = 4096
+) -> UnitStatus:
+    """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
+
+    ``samples`` random points (plus the centre and, for m ≤ 10, the corners of a box) propose the crossing
+    witnesses, each confirmed by exact evaluation; ``budget`` seconds bound the branch and bound, ``max_leaves``
+    the boxes it may open per unit.  Units left unproved are "undecided" with the reason."""
+    start = time.monotonic()
+    deadline = start + check_budget(budget)
+    mlp = as_mlp(net)
+    dom = as_domain(domain, mlp.m)
+    layers = ExactLayers.of(mlp)
+    root = bounding_box(dom)
+    rng = _random.Random(seed)
+    wit = _Witnesses(layers)
+    wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
+    search = _Search(layers, dom, root, wit, deadline)
+    table = search.table(root, layers.hidden - 1) if layers.hidden else None
+    certs: list[list[UnitCertificate]] = []
+    pending: list[tuple[int, int]] = []
+    for ell in range(layers.hidden):
+        row: list[UnitCertificate] = []
+        for j in range(layers.widths[ell + 1]):
+            c = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else None
+            if c is None and table is not None:
+                c = _root_cert(table, ell, j, root, isinstance(dom, Polytope))
+            if c is None:
+                pending.append((ell, j))
+                c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
+            row.append(c)
+        certs.append(row)
+    for ell, j in pending:
+        c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else search.run(ell, j, max_leaves)
+        if c2 is None:
+            c2 = UnitCertificate(
+                ell + 1,
+                j,
+                UNDECIDED,
+                reason=f"neither a proof of one sign nor inputs of both signs within budget = {budget} s "
+                f"and {max_leaves} boxes",
+            )
+        certs[ell][j] = c2
+    return UnitStatus(
+        dom,
+        tuple(tuple(c.status for c in row) for row in certs),
+        tuple(tuple(row) for row in certs),
+        time.monotonic() - start,
+    )
+
+
+def statuses_of(result: UnitStatus) -> list[list[str]]:
+    return [list(lay) for lay in result.statuses]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# checking a certificate
+
+
+def _covers(regions: Sequence[Region], root: Region) -> bool:
+    """The boxes lie in ``root``, have pairwise disjoint interiors and fill its volume: they cover it."""
+
+    def vol(r: Region) -> Fraction:
+        v = Fraction(1)
+        for a, b in zip(r[0], r[1], strict=True):
+            v *= b - a
+        return v
+
+    for r in regions:
+        if any(a < la or b > hb or a >= b for a, b, la, hb in zip(r[0], r[1], root[0], root[1], strict=True)):
+            return False
+    for i, r in enumerate(regions):
+        for s in regions[i + 1 :]:
+            if all(max(a, c) < min(b, d) for a, b, c, d in zip(r[0], r[1], s[0], s[1], strict=True)):
+                return False
+    return sum((vol(r) for r in regions), Fraction(0)) == vol(root)
+
+
+def check_certificate(net: MLP, domain: Any, cert: UnitCertificate) -> bool:
+    """Re-check one certificate exactly: the witnesses' values by exact evaluation (and that they lie in the
+    domain), or every region's bound recomputed exactly and the regions covering the domain's box."""
+    mlp = as_mlp(net)
+    dom = as_domain(domain, mlp.m)
+    layers = ExactLayers.of(mlp)
+    ell, j = cert.layer - 1, cert.unit
+    if cert.status == CROSSING:
+        if cert.negative is None or cert.positive is None:
+            return False
+        if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
+            return False
+        zn = exact_preactivations(layers, cert.negative)[ell][j]
+        zp = exact_preactivations(layers, cert.positive)[ell][j]
+        return zn < 0 < zp and cert.values == (zn, zp)
+    if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
+        return False
+    root = bounding_box(dom)
+    if not _covers(cert.regions, root):
+        return False
+    first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
+    worst: Fraction | None = None
+    for r in cert.regions:
+        t = certified_bounds(layers, r[0], r[1], ell, first=first if r == root else None)
+        v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
+        if worst is None or (v > worst if cert.status == DEAD else v < worst):
+            worst = v
+    if worst is None:
+        return False
+    return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
