@@ -637,7 +637,7 @@ def _on_signal(signum: int, frame: Any) -> None:
     """SIGTERM/SIGINT: remove the temporary files of writes in progress, then exit at once, quietly.  Nothing is
     imported here: the signal may come while ``relusym._base.fileio`` itself is being imported (its functions not yet
     defined), and then no write has begun and there is nothing to remove."""
-    remove = getattr(sys.modules.get(f"{__package__}._fileio"), "remove_temporaries", None)
+    remove = getattr(sys.modules.get(f"{__package__}._base.fileio"), "remove_temporaries", None)
     if remove is not None:
         remove()
     os._exit(128 + signum)
