@@ -241,6 +241,7 @@ def _search(
     rng = random.Random(seed)
     m = a.m
     points: list[tuple[Fraction, ...]] = [tuple(Fraction(0) for _ in range(m))]
+    points += _screened_points(a, b, rng.randrange(1 << 30))
     points += _lone_hyperplane_points(ra, rb, rng) + _lone_hyperplane_points(rb, ra, rng)
     if mismatch is not None and mismatch.unit is not None and mismatch.layer >= 2:
         points += _firing_points(a, ra, mismatch, rng)
@@ -275,6 +276,43 @@ def _search(
             if ce is not None:
                 return ce
     return None
+
+
+def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fraction, ...]]:
+    """Float candidates ranked by how much the two networks differ there in float64, read exactly: random points
+    at three scales, points just off every first-layer hyperplane of either network (where a unit starts to
+    fire: a kink far from the origin shows there), and far points along random rays.  The float values only
+    choose where to look; the exact evaluation decides."""
+    nrng = np.random.default_rng(seed)
+    m = a.m
+    cands = [nrng.standard_normal((32, m)) * s for s in (1.0, 8.0, 64.0)]
+    for net in (a, b):
+        W = _float64(net.weights[0])
+        beta = _float64(net.biases[0])
+        nn = (W * W).sum(axis=1)
+        keep = nn > 0
+        W, beta, nn = W[keep], beta[keep], nn[keep]
+        if not len(W):
+            continue
+        base = -(beta / nn)[:, None] * W
+        unit = W / np.sqrt(nn)[:, None]
+        delta = 1e-3 * (1.0 + np.abs(base).max(axis=1))[:, None]
+        cands += [base + delta * unit, base - delta * unit]
+    dirs = nrng.standard_normal((16, m))
+    cands += [dirs * 1e3, dirs * 1e6]
+    X = np.vstack(cands)
+    X = X[np.isfinite(X).all(axis=1)]
+    with np.errstate(all="ignore"):
+        diff = np.abs(a.evaluate(X) - b.evaluate(X)).max(axis=1)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    order = np.argsort(-diff, kind="stable")[:top]
+    return [tuple(Fraction(float(v)) for v in X[i]) for i in order.tolist()]
+
+
+def _float64(x: np.ndarray) -> np.ndarray:
+    if x.dtype == object:
+        return np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
+    return x.astype(np.float64)
 
 
 def _lone_hyperplane_points(ra: Reduced, rb: Reduced, rng: random.Random) -> list[tuple[Fraction, ...]]:
