@@ -322,3 +322,30 @@ def test_deep_against_shallow_and_refusals() -> None:
         relusym.equivalent(deep, deep, budget=float("nan"))
     with pytest.raises(InvalidNetworkError, match="tolerance"):
         relusym.equivalent(deep, deep, atol=0.1)
+
+
+def test_align_recovers_a_noisy_deep_copy() -> None:
+    rng = np.random.default_rng(21)
+    w = [6, 20, 15, 3]
+    Ws = [rng.standard_normal((w[i + 1], w[i])) for i in range(3)]
+    bs = [rng.standard_normal(w[i + 1]) for i in range(3)]
+    W2, b2 = [x.copy() for x in Ws], [x.copy() for x in bs]
+    perms, scales = [], []
+    for ell in range(2):
+        n = w[ell + 1]
+        perm, d = rng.permutation(n), 2.0 ** rng.integers(-2, 3, n)
+        W2[ell] = (W2[ell] * d[:, None])[perm]
+        b2[ell] = (b2[ell] * d)[perm]
+        W2[ell + 1] = (W2[ell + 1] / d[None, :])[:, perm]
+        perms.append(np.argsort(perm))
+        scales.append(d)
+    noisy = MLP(
+        [x + 1e-7 * rng.standard_normal(x.shape) for x in W2], [x + 1e-7 * rng.standard_normal(x.shape) for x in b2]
+    )
+    al = relusym.align(MLP(Ws, bs), noisy)
+    assert al.matched_fraction == 1.0
+    for ell in range(2):
+        assert np.array_equal(al.permutation(ell + 1), perms[ell])
+        assert np.allclose(al.scales(ell + 1), scales[ell], rtol=1e-5)
+    with pytest.raises(InvalidNetworkError, match="same widths"):
+        relusym.align(MLP(Ws, bs), MLP(Ws[:1] + [np.ones((3, 20))], bs[:1] + [np.zeros(3)]))

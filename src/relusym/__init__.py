@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relusym._api import distance, equivalent, find_symmetry, normal_form, prune
+from relusym._api import align, distance, equivalent, find_symmetry, normal_form, prune
 from relusym._bounded.domain import Box, Polytope
 from relusym._core.equivalence import Counterexample, Verdict
 from relusym._core.group import Stabilizer, Symmetry, stabilizer
@@ -19,7 +19,6 @@ from relusym._fibre.width import minimal_width
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
 
 _LAZY = {
-    "align": "_tolerance.alignment",
     "Alignment": "_tolerance.alignment",
     "equivalent_approx": "_tolerance.approx",
     # model zoos (pyarrow, and dask when asked for, imported on use)

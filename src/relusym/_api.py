@@ -326,3 +326,21 @@ def find_symmetry(net1: Any, net2: Any) -> Any:
         lb = [rational_rows(W, c) for W, c in zip(mb.weights, mb.biases, strict=True)]
         return align_layers(la, lb)[0]
     return _find_shallow(a, b)
+
+
+def align(net1: Any, net2: Any, **kwargs: Any) -> Any:
+    """The symmetry that best maps a noisy, permuted, rescaled copy onto a network (the tolerance mode: nothing
+    here is exact).  One hidden layer: an ``Alignment`` (see :func:`relusym._tolerance.alignment.align`); deep
+    networks of equal widths: a ``DeepAlignment``, layer by layer (see docs/math/deep.md)."""
+    a, b = shallow_or_deep(net1), shallow_or_deep(net2)
+    if is_deep(a) or is_deep(b):
+        from relusym._deep.align import align_deep
+        from relusym._deep.mlp import as_mlp
+
+        unknown = sorted(set(kwargs) - {"tol", "progress"})
+        if unknown:
+            raise InvalidNetworkError(f"align of deep networks takes no {', '.join(unknown)} argument")
+        return align_deep(as_mlp(a), as_mlp(b), tol=kwargs.get("tol"))
+    from relusym._tolerance.alignment import align as _align_shallow
+
+    return _align_shallow(a, b, **kwargs)

@@ -302,6 +302,12 @@ def cmd_align(args: argparse.Namespace) -> Result:
     from relusym._tolerance.alignment import align
 
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
+    if _deep(net1) or _deep(net2):
+        from relusym._api import align as align_any
+
+        dal = align_any(net1, net2)
+        worst = max(float(r.max(initial=0.0)) for r in dal.residuals)
+        return dal.to_dict(), f"{dal} (largest residual {worst:.3g}; use --json for the permutations)", 0
     al = align(net1, net2, progress=_progress_flag(args))
     d = al.to_dict()
     text = (
