@@ -8,11 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 DATA = Path(__file__).parent / "data"
 
 # Keras 3 tests make their files with keras itself, on the torch backend (the one installed here and in CI)
 os.environ.setdefault("KERAS_BACKEND", "torch")
+
+# No test may depend on the machine's speed: hypothesis's per-example deadline (200 ms) and its too_slow health
+# check are wall-clock bounds, so neither applies anywhere (explicit @settings inherit this profile)
+settings.register_profile("relusym", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("relusym")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -224,6 +223,24 @@ def test_executors_and_chunks_do_not_change_the_table(tmp_path):
 # the job
 
 
+# ``python -m relusym`` that SIGKILLs itself in the middle of writing its n-th part of a job (n from the environment):
+# after the part's data is in its temporary file, before the rename that publishes it
+KILL_AT_PART = """
+import os, runpy, signal, sys
+import pyarrow.parquet as pq
+write, left = pq.write_table, [int(os.environ["RELUSYM_TEST_KILL_AT_PART"])]
+def write_table(table, where, *args, **kwargs):
+    write(table, where, *args, **kwargs)
+    if ".parts" in str(where):
+        left[0] -= 1
+        if left[0] == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+pq.write_table = write_table
+sys.argv = ["relusym", *sys.argv[1:]]
+runpy.run_module("relusym", run_name="__main__", alter_sys=True)
+"""
+
+
 def test_sigkill_and_resume_give_the_same_table(tmp_path):
     args = ["--shape", "1,2,1", "--values=-1,0,1", "--chunk-size", "40", "--check-every", "1", "--quiet"]
     ref = tmp_path / "ref.parquet"
@@ -232,15 +249,14 @@ def test_sigkill_and_resume_give_the_same_table(tmp_path):
     out = tmp_path / "out" / "c.parquet"
     out.parent.mkdir()
     parts = out.with_name(out.name + ".parts")
-    env = dict(os.environ, PYTHONPATH=SRC)
-    proc = subprocess.Popen([sys.executable, "-m", "relusym", "census", *args, "-o", str(out)], env=env)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    written = len(list(parts.glob("part-*.parquet")))
-    assert 3 <= written < 55 and not out.exists()
+    # SIGKILL in the middle of writing the 4th of 55 parts (its data written, not yet renamed into place): the
+    # process kills itself there, so the moment does not depend on how fast it runs next to this one
+    env = dict(os.environ, PYTHONPATH=SRC, RELUSYM_TEST_KILL_AT_PART="4")
+    proc = subprocess.run([sys.executable, "-c", KILL_AT_PART, "census", *args, "-o", str(out)], env=env, timeout=600)
+    assert proc.returncode == -signal.SIGKILL
+    assert len(list(parts.glob("part-*.parquet"))) == 3 and not out.exists()
+    assert [p for p in parts.iterdir() if TMP_MARK in p.name]  # the 4th part's temporary, left by the kill
+    written = 3
     # a resume with other options is refused: exit 2, one sentence naming the option
     for bad, word in (
         (["--chunk-size", "41", "--values=-1,0,1"], "chunk_size"),

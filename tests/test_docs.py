@@ -165,8 +165,14 @@ def broken_links(site: Path) -> list[str]:
     """Internal links of the built HTML whose file or ``#anchor`` does not exist (404.html links from the root)."""
     broken: list[str] = []
     parsed: dict[Path, _Links] = {}
+
+    def links(path: Path) -> _Links:  # each page parsed once (a setdefault(path, _parse(path)) parses every time)
+        if path not in parsed:
+            parsed[path] = _parse(path)
+        return parsed[path]
+
     for page in sorted(p for p in site.rglob("*.html") if p.name != "404.html"):
-        for href in parsed.setdefault(page, _parse(page)).links:
+        for href in links(page).links:
             url = urlsplit(href)
             if url.scheme or url.netloc or href.startswith(("mailto:", "javascript:")):
                 continue
@@ -176,7 +182,7 @@ def broken_links(site: Path) -> list[str]:
             if not target.exists():
                 broken.append(f"{page.relative_to(site)}: {href}")
             elif url.fragment and target.suffix == ".html":
-                if unquote(url.fragment) not in parsed.setdefault(target, _parse(target)).ids:
+                if unquote(url.fragment) not in links(target).ids:
                     broken.append(f"{page.relative_to(site)}: {href} (no such anchor)")
     return broken
 

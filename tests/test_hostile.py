@@ -3,8 +3,10 @@ memory, never running a pickled payload and never writing anything; writes survi
 file-size limits; budgets are deadlines.
 
 The corpus is made by :func:`make_corpus`, which never imports relusym (files of other software are made by that
-software: torch, onnx, safetensors, numpy, joblib, msgpack).  Every run is a subprocess ``python -m relusym``;
-its time and peak memory are measured with ``os.wait4`` and checked against generous bounds.
+software: torch, onnx, safetensors, numpy, joblib, msgpack).  Every run is a subprocess ``python -m relusym``
+under a CPU-time limit (``RLIMIT_CPU``); it reports its own CPU time and peak memory, which are checked against
+generous bounds.  Neither depends on how loaded the machine is: no test here measures wall-clock time, which only
+bounds a hang (a blocking read) with a timeout far above any run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import numpy as np
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-MAX_SECONDS = 30.0  # generous: the machine is shared; a hang or an expansion of 1e999999999 takes far longer
+MAX_CPU_SECONDS = 30  # CPU time (not wall-clock): a refusal takes 1-3 s, an expansion of 1e999999999 far longer
+HANG_SECONDS = 600  # wall-clock, only against a hang (a blocked read uses no CPU); never the property under test
 MAX_RSS_KB = 1 << 20  # 1 GiB; reading /dev/zero to the end or allocating a declared 1e9-wide layer takes more
 
 # ----------------------------------------------------------------------------------------------------------
@@ -286,39 +289,47 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 class Run:
-    def __init__(self, rc: int, out: str, err: str, seconds: float, rss_kb: int) -> None:
-        self.rc, self.out, self.err, self.seconds, self.rss_kb = rc, out, err, seconds, rss_kb
+    def __init__(self, rc: int, out: str, err: str, cpu_seconds: float, rss_kb: int) -> None:
+        self.rc, self.out, self.err, self.cpu_seconds, self.rss_kb = rc, out, err, cpu_seconds, rss_kb
 
     @property
     def lines(self) -> list[str]:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
-# ``python -m relusym`` that also records its own peak memory.  The rusage of a child (os.wait4, RUSAGE_CHILDREN)
-# counts the memory of the parent it was forked from (this pytest process, with torch loaded), so the child reads
-# its own high-water mark, VmHWM of its exec'd image, at exit.
+# ``python -m relusym`` under a CPU-time limit that also records its own CPU time and peak memory.  The rusage of
+# a child (os.wait4, RUSAGE_CHILDREN) counts the memory of the parent it was forked from (this pytest process, with
+# torch loaded), so the child reads its own high-water mark, VmHWM of its exec'd image, at exit, and its CPU time
+# (all its threads) with getrusage.  Past the limit the kernel sends SIGXCPU: the run ends with -SIGXCPU.
 _LAUNCH = """
-import atexit, os, runpy, sys
-def _hwm():
+import atexit, os, resource, runpy, sys
+cpu = int(os.environ["RELUSYM_TEST_CPU"])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+def _report():
+    use = resource.getrusage(resource.RUSAGE_SELF)
     try:
         with open("/proc/self/status") as fh:
             kb = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = "0"
+    try:
         with open(os.environ["RELUSYM_TEST_HWM"], "w") as out:
-            out.write(kb)
-    except (OSError, StopIteration, KeyError):
+            out.write(f"{kb} {use.ru_utime + use.ru_stime}")
+    except (OSError, KeyError):
         pass
-atexit.register(_hwm)
+atexit.register(_report)
 sys.argv = ["relusym", *sys.argv[1:]]
 runpy.run_module("relusym", run_name="__main__", alter_sys=True)
 """
 
 
 def relusym(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Run:
-    """``python -m relusym ARGS`` with its wall time and peak memory (0 where /proc is not available)."""
+    """``python -m relusym ARGS`` under a CPU-time limit of MAX_CPU_SECONDS, with its CPU time and its peak memory
+    (0 where /proc is not available)."""
     hwm = cwd / f".hwm-{os.getpid()}-{time.monotonic_ns()}"
     env = dict(env or _env())
     env["RELUSYM_TEST_HWM"] = str(hwm)
-    t0 = time.monotonic()
+    env["RELUSYM_TEST_CPU"] = str(MAX_CPU_SECONDS)
     proc = subprocess.Popen(
         [sys.executable, "-c", _LAUNCH, *args],
         cwd=cwd,
@@ -328,18 +339,20 @@ def relusym(*args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, st
         env=env,
     )
     try:
-        out, err = proc.communicate(stdin, timeout=MAX_SECONDS * 4)
+        out, err = proc.communicate(stdin, timeout=HANG_SECONDS)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        pytest.fail(f"relusym {' '.join(args)} ran past {MAX_SECONDS * 4} s")
-    seconds = time.monotonic() - t0
+        pytest.fail(f"relusym {' '.join(args)} hangs: still running after {HANG_SECONDS} s")
+    if proc.returncode == -signal.SIGXCPU:
+        pytest.fail(f"relusym {' '.join(args)} used more than {MAX_CPU_SECONDS} s of CPU time")
     try:
-        rss = int(hwm.read_text())
+        kb, cpu = hwm.read_text().split()
+        rss, cpu_seconds = int(kb), float(cpu)
         hwm.unlink()
     except (OSError, ValueError):
-        rss = 0
-    return Run(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), seconds, rss)
+        rss, cpu_seconds = 0, 0.0
+    return Run(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cpu_seconds, rss)
 
 
 COMMANDS: dict[str, list[str]] = {
@@ -377,7 +390,7 @@ def _check_refusal(run: Run, args: list[str], name: str, out_dir: Path, marker: 
     assert stem in line or "<stdin>" in line or "standard input" in line, f"{what}: does not name the file: {line}"
     assert not marker.exists(), f"{what}: a pickled payload ran"
     assert list(out_dir.iterdir()) == [], f"{what}: wrote {list(out_dir.iterdir())}"
-    assert run.seconds < MAX_SECONDS, f"{what}: took {run.seconds:.1f} s"
+    assert run.cpu_seconds < MAX_CPU_SECONDS, f"{what}: took {run.cpu_seconds:.1f} s of CPU time"
     assert run.rss_kb < MAX_RSS_KB, f"{what}: peak memory {run.rss_kb} KB"
 
 
@@ -424,11 +437,11 @@ def test_every_hostile_file_is_refused_with_one_sentence(corpus, capsys):  # typ
         cmd = list(COMMANDS)[i % len(COMMANDS)]
         args = [a.format(f=files[name], good=good, out=out_dir) for a in COMMANDS[cmd]]
         capsys.readouterr()
-        t0 = time.monotonic()
+        t0 = time.process_time()  # CPU time of this process, whatever else the machine runs
         rc = main(args)
-        seconds = time.monotonic() - t0
+        cpu_seconds = time.process_time() - t0
         captured = capsys.readouterr()
-        _check_refusal(Run(rc, captured.out, captured.err, seconds, 0), args, name, out_dir, root / "MARKER")
+        _check_refusal(Run(rc, captured.out, captured.err, cpu_seconds, 0), args, name, out_dir, root / "MARKER")
 
 
 @pytest.mark.slow
@@ -590,7 +603,7 @@ def test_broken_pipe_exits_quietly_with_the_commands_code(tmp_path):  # type: ig
     assert proc.stdout.readline().startswith(b"normal form")
     proc.stdout.close()  # like `| head -1`
     err = proc.stderr.read()
-    assert proc.wait(timeout=60) == 0
+    assert proc.wait(timeout=HANG_SECONDS) == 0
     assert err == b""
 
 
@@ -606,7 +619,8 @@ def _slow_fiber_input(tmp_path: Path) -> Path:
 def _wait_for_handlers(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
     """Until the child catches SIGTERM (Linux: SigCgt in /proc), i.e. the CLI has installed its handlers."""
     status = Path(f"/proc/{proc.pid}/status")
-    for _ in range(600):
+    deadline = time.monotonic() + HANG_SECONDS  # only against a hang: a loaded machine may take long to start it
+    while time.monotonic() < deadline:
         if proc.poll() is not None:
             return
         try:
@@ -633,7 +647,7 @@ def test_interrupt_and_terminate_are_quiet(tmp_path, sig, code):  # type: ignore
     if proc.poll() is not None:
         pytest.skip("the fibre finished before the signal")
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_SECONDS)
     assert proc.returncode == code, err
     assert err == b"" and out == b""
 
@@ -700,7 +714,7 @@ def _kill_trials(tmp_path: Path, trials: int) -> None:
         )
         time.sleep(rnd.uniform(0.3, 1.0) * duration)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=HANG_SECONDS)
         if out.exists():
             data = out.read_bytes()
             assert data == older or _same_tensors(data, complete), f"trial {trial}: a half-written output"
@@ -812,7 +826,7 @@ def _budget_input(tmp_path: Path, k: int) -> Path:
 def test_prune_budget_is_a_deadline(tmp_path, budget):  # type: ignore[no-untyped-def]
     src = _budget_input(tmp_path, k=4)
     run = relusym("prune", "--budget", budget, str(src), "-o", str(tmp_path / "p.json"), cwd=tmp_path)
-    assert run.seconds < MAX_SECONDS
+    assert run.cpu_seconds < MAX_CPU_SECONDS  # and the CPU-time limit would have ended it with SIGXCPU
     if run.rc == 0:  # decided: the pruned network must compute the same function
         from relusym import equivalent, load
 
@@ -1071,7 +1085,7 @@ def test_fiber_budget_is_a_deadline(tmp_path):  # type: ignore[no-untyped-def]
     p = tmp_path / "line.npz"
     np.savez(p, V=np.array([[1.0, 1.0, -1.0]], np.float32), A=A, b=b, c=np.zeros(1, np.float32))
     run = relusym("fiber", "--json", "--budget", "1", str(p), cwd=tmp_path)
-    assert run.seconds < MAX_SECONDS
+    assert run.cpu_seconds < MAX_CPU_SECONDS  # and the CPU-time limit would have ended it with SIGXCPU
     assert run.rc == 0, run.err
     assert json.loads(run.out)["width"] is not None
 
