@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("fibre", {"_fibre"}),
     ("deep networks", {"_deep"}),
     ("formats", {"io"}),
-    ("applications", {"_identify", "_zoo", "census", "plot", "report", "zoo"}),
+    ("applications", {"_identify", "_zoo", "_plots", "census", "plot", "report", "zoo"}),
     ("front ends", {"", "_api", "_cli_deep", "cli", "__main__"}),
 ]
 

@@ -195,3 +195,26 @@ def test_zoo_digests_and_groups_deep_files(tmp_path: Path, capsys) -> None:
         assert table["digest"][rows[name]] == relusym.normal_form(relusym.load(zoo / name)).digest()
     assert table["group"][rows["a.pt"]] == table["group"][rows["a_copy.pt"]] != table["group"][rows["other.pt"]]
     assert table["n"][rows["a.pt"]] == 11 and table["width"][rows["a.pt"]] is None
+
+
+def test_plot_and_report_of_deep_files(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("matplotlib")
+    import relusym
+    from relusym._plots.deep import plot_deep
+
+    from deep_oracles import layers_of, network_pwl
+
+    net = relusym.MLP([[[1], [-1], [2]], [[1, 1, 0], [1, -1, 1]], [[1, -2]]], [[0, 0, -1], [-1, 0], [0]])
+    (tmp_path / "m1.json").write_text(json.dumps(net.to_dict()))
+    code, _ = _run(capsys, "plot", str(tmp_path / "m1.json"), "-o", str(tmp_path / "m1.png"))
+    assert code == 0 and (tmp_path / "m1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the dots are the exact breakpoints: every point where the oracle's slope changes is among them
+    fig = plot_deep([net])
+    dots = {round(float(x), 12) for line in fig.axes[0].lines if line.get_marker() == "o" for x in line.get_xdata()}
+    f = network_pwl(layers_of(net))[0]
+    slopes = [f.left] + [(f.ys[i + 1] - f.ys[i]) / (f.xs[i + 1] - f.xs[i]) for i in range(len(f.xs) - 1)] + [f.right]
+    kinks = {round(float(x), 12) for i, x in enumerate(f.xs) if slopes[i] != slopes[i + 1]}
+    assert kinks and kinks <= dots
+    code, _ = _run(capsys, "report", str(tmp_path / "m1.json"), "-o", str(tmp_path / "r.html"))
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert code == 0 and relusym.normal_form(net).digest() in page and "data:image/png;base64," in page

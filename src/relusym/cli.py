@@ -322,6 +322,13 @@ def cmd_plot(args: argparse.Namespace) -> Result:
 
     _check_output(args.output, args.net, args.net2)
     nets = [_load(p, args) for p in ([args.net] + ([args.net2] if args.net2 else []))]
+    if any(_deep(n) for n in nets):
+        from relusym._deep.mlp import as_mlp
+        from relusym._plots.deep import deep_plot_to_file
+
+        labels = [_display(args.net)] + ([_display(args.net2)] if args.net2 else [])
+        deep_plot_to_file([as_mlp(n) for n in nets], args.output, labels)
+        return {"output": args.output}, f"wrote {args.output}", 0
     plot_to_file(nets, args.output, labels=[_display(args.net)] + ([_display(args.net2)] if args.net2 else []))
     return {"output": args.output}, f"wrote {args.output}", 0
 
@@ -332,6 +339,11 @@ def cmd_report(args: argparse.Namespace) -> Result:
     _check_output(args.output, args.net)
     net = _load(args.net, args)
     notes = [n for info in getattr(args, "load_infos", []) for n in info.notes]
+    if _deep(net):
+        from relusym._plots.deep import deep_report_to_file
+
+        deep_report_to_file(net, args.output, name=_display(args.net), notes=notes)
+        return {"output": args.output}, f"wrote {args.output}", 0
     report_to_file(net, args.output, name=_display(args.net), progress=_progress_flag(args), notes=notes)
     return {"output": args.output}, f"wrote {args.output}", 0
 

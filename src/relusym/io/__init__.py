@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 ASSUMED_ACTIVATION = (
-    "no activation is recorded (weights only), so the network is read as Linear → ReLU → Linear; relusym cannot "
+    "no activation is recorded (weights only), so the network is read as Linear → ReLU → … → Linear; relusym cannot "
     "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
 )
 
