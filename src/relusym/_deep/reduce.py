@@ -14,6 +14,12 @@ For a hidden unit u of layer ℓ with augmented row (w, β) and outgoing column 
 Removing a unit deletes its row and its (then irrelevant) column; a removal can enable another (a column of the
 next layer may become zero, a row of the layer after a constant may change), so the rules are applied until
 none applies.  Every rule keeps the function on all of ℝ^m, exactly.
+
+Reductions are rare in trained networks.  When the layers are still the arrays of a network (an unread
+:class:`relusym._deep.rows.ArrayRows`), :func:`reduce_layers` first asks :func:`relusym._deep.dyadic.reductions_apply`
+(vectorised sign tests, zero tests and row hashes verified exactly) whether any rule applies, and when none does
+returns the layers as they are, without a Fraction; otherwise it runs the Fraction reference
+(:func:`reduce_layers_reference`), which gives the same result in every case.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from relusym._deep.dyadic import reductions_apply
 from relusym._deep.mlp import MLP
-from relusym._deep.rows import Row, primitive, rational_rows
+from relusym._deep.rows import ArrayRows, Row, dyadic_layers, primitive, rational_rows
 from relusym._exact.numbers import is_float_array
 
-__all__ = ["Reduction", "Reduced", "reduce_layers", "reduce_mlp", "rows_to_mlp"]
+__all__ = ["Reduction", "Reduced", "reduce_layers", "reduce_layers_reference", "reduce_mlp", "rows_to_mlp"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,23 @@ class Reduced:
 
 def reduce_layers(layers: list[list[Row]], m: int) -> Reduced:
     """Apply the four rules to augmented rows (copied, not changed) until none applies."""
+    fast = _already_reduced(layers, m)
+    return fast if fast is not None else reduce_layers_reference(layers, m)
+
+
+def _already_reduced(layers: list[list[Row]], m: int) -> Reduced | None:
+    """The result of the reference when the layers are unread arrays to which no rule applies, else None."""
+    if not layers or not all(isinstance(rows, ArrayRows) and rows.untouched for rows in layers):
+        return None
+    D = dyadic_layers(layers, m)
+    if D is None or reductions_apply(D):
+        return None
+    arrays = [rows.sibling() for rows in layers if isinstance(rows, ArrayRows)]
+    return Reduced(list(arrays), [list(range(len(rows))) for rows in arrays[:-1]], (), m)
+
+
+def reduce_layers_reference(layers: list[list[Row]], m: int) -> Reduced:
+    """:func:`reduce_layers` in Fractions, rule by rule (the reference the fast path agrees with)."""
     L = len(layers)
     work = [[list(r) for r in rows] for rows in layers]
     kept = [list(range(len(work[ell]))) for ell in range(L - 1)]
@@ -178,6 +202,11 @@ def rows_to_mlp(
             bs.append(like.biases[ell])
             prev = like.weights[ell].shape[0]
             continue
+        if isinstance(rows, ArrayRows) and rows.untouched and rows.weight.shape[1] == prev:
+            Ws.append(rows.weight)  # the same values, in the arrays they were read from
+            bs.append(rows.bias)
+            prev = rows.weight.shape[0]
+            continue
         W = np.empty((len(rows), prev), dtype=object)
         b = np.empty(len(rows), dtype=object)
         for i, r in enumerate(rows):
@@ -198,9 +227,12 @@ def _as_dtype_of(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
         return x
     flat = x.ravel().tolist()
     try:
-        y = np.array([float(v) for v in flat], dtype=ref.dtype).reshape(x.shape)
+        with np.errstate(over="ignore"):
+            y = np.array([float(v) for v in flat], dtype=ref.dtype).reshape(x.shape)
     except OverflowError:
         return x
+    if not bool(np.isfinite(y).all()):
+        return x  # beyond the dtype's range
     if all(Fraction(float(f)) == v for f, v in zip(y.ravel().tolist(), flat, strict=True)):
         return y
     return x

@@ -6,6 +6,11 @@ b_{ℓ+1}), then scales unit i by d_i > 0 (row · d_i, outgoing column / d_i), t
 Permutations and scales never change the function.  A flip keeps it exactly when Σ_{i∈T} c_i w_iᵀ = 0 (the
 matrix n_{ℓ+1} × n_{ℓ−1}): σ(t) = σ(−t) + t, so the flipped units add Σ c_i (w_i·h + β_i), whose linear part
 vanishes and whose constant the bias absorbs.  :meth:`DeepSymmetry.flips_valid` checks that condition exactly.
+
+:func:`align_layers` works on dyadic integer arrays (:mod:`relusym._deep.dyadic`) when the rows fit: per layer, the
+primitive rows of both networks (up to sign) are hashed, matched by their hashes in the order the reference picks
+partners, and verified exactly.  Where the answer needs a flip (or a Fraction) it falls back on the Fraction
+reference, :func:`align_layers_reference`; both give the same symmetry or the same mismatch.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
+from relusym._deep.dyadic import Dyadic, equal_rows, row_hashes, scale_columns
 from relusym._deep.mlp import MLP
 from relusym._deep.reduce import rows_to_mlp
-from relusym._deep.rows import Row, primitive, rational_rows, unsigned
+from relusym._deep.rows import Row, dyadic_layers, primitive, rational_rows, unsigned
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["LayerMove", "DeepSymmetry", "align_layers", "apply_moves"]
+__all__ = ["LayerMove", "DeepSymmetry", "Mismatch", "align_layers", "align_layers_reference", "apply_moves"]
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,114 @@ def _lone_units(
 def align_layers(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry | None, Mismatch | None]:
     """A symmetry h (with flips where they are valid) such that h·a = b exactly, for two reduced networks given
     by their augmented rows; or None and where the alignment failed."""
+    fast = _align_arrays(a, b)
+    return fast if fast is not None else align_layers_reference(a, b)
+
+
+def _lead_sign(q: np.ndarray) -> np.ndarray:
+    """The sign of each row's first nonzero entry (1 for a zero row)."""
+    if q.shape[1] == 0:
+        return np.ones(q.shape[0], dtype=np.int64)
+    nz = q != 0
+    first = q[np.arange(q.shape[0]), nz.argmax(axis=1)]
+    return np.where(first < 0, -1, 1).astype(np.int64)
+
+
+def _unsigned(D: Dyadic) -> tuple[Dyadic, np.ndarray]:
+    P = D.primitive()
+    s = _lead_sign(P.rows.q)
+    return Dyadic(P.rows.q * s[:, None], P.rows.k), s
+
+
+def _classes(U: Dyadic) -> tuple[dict[int, int], np.ndarray] | None:
+    """{hash: first row with it} and, per row, that first row; None when rows of one hash differ (a collision)."""
+    h = row_hashes(U).tolist()
+    first: dict[int, int] = {}
+    rep = np.array([first.setdefault(v, i) for i, v in enumerate(h)], dtype=np.intp)
+    if not bool(equal_rows(U, np.arange(len(h)), U, rep).all()):
+        return None
+    return first, rep
+
+
+def _ratio(num_g: int, num_x: int, den_g: int, den_x: int) -> Fraction:
+    e = num_x - den_x
+    return Fraction(num_g << max(e, 0), den_g << max(-e, 0))
+
+
+def _align_arrays(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry | None, Mismatch | None] | None:
+    """:func:`align_layers_reference`'s answer computed on dyadic arrays, or None where it needs the reference."""
+    if len(a) != len(b) or not a:
+        return None
+    A_layers, B_layers = dyadic_layers(a), dyadic_layers(b)
+    if A_layers is None or B_layers is None or A_layers[0].shape[1] != B_layers[0].shape[1]:
+        return None
+    moves: list[LayerMove] = []
+    cur = A_layers[0]
+    for ell in range(len(a) - 1):
+        B = B_layers[ell]
+        if cur.shape[1] != B.shape[1]:
+            return None
+        UA, sa = _unsigned(cur)
+        UB, sb = _unsigned(B)
+        got = _classes(UB)
+        if got is None:
+            return None
+        first_b, _ = got
+        ha = row_hashes(UA).tolist()
+        rep = np.array([first_b.get(v, -1) for v in ha], dtype=np.intp)
+        has = np.flatnonzero(rep >= 0)
+        match = np.zeros(len(ha), dtype=bool)
+        match[has] = equal_rows(UA, has, UB, rep[has])
+        partners: dict[int, list[tuple[int, int]]] = {}
+        for j, (r, s) in enumerate(zip(got[1].tolist(), sb.tolist(), strict=True)):
+            partners.setdefault(r, []).append((j, s))
+        perm: list[int] = []
+        flips: list[int] = []
+        lone: list[int] = []
+        for i, (r, s, ok) in enumerate(zip(rep.tolist(), sa.tolist(), match.tolist(), strict=True)):
+            cands = partners.get(r) if ok else None
+            if not cands:
+                lone.append(i)
+                continue
+            pick = next((c for c in cands if c[1] == s), cands[0])
+            cands.remove(pick)
+            if pick[1] != s:
+                flips.append(i)
+            perm.append(pick[0])
+        n_a, n_b = cur.shape[0], B.shape[0]
+        if lone or n_a != n_b:
+            if ell >= 1 and lone and bool((cur.q[lone] >= 0).all()):
+                return None  # a flip may make these units dead on the orthant: the reference decides
+            where = f"unit {lone[0]} of layer {ell + 1} has no partner up to scale and sign" if lone else ""
+            why = where or f"widths differ at layer {ell + 1}: {n_a} against {n_b}"
+            return None, Mismatch(ell + 1, lone[0] if lone else None, why, tuple(moves))
+        if flips:
+            return None
+        pa, pb = cur.primitive(), B.primitive()
+        gA, xA, gB, xB = pa.g.tolist(), pa.x.tolist(), pb.g.tolist(), pb.x.tolist()
+        scales = tuple(_ratio(gB[j], xB[j], gA[i], xA[i]) for i, j in enumerate(perm))
+        moves.append(LayerMove(tuple(perm), scales, ()))
+        # the next layer in the new coordinates: slot perm[i] is column i times d_i / d_perm[i]
+        inv = np.empty(n_a, dtype=np.intp)
+        inv[np.array(perm, dtype=np.intp)] = np.arange(n_a)
+        nxt = scale_columns(A_layers[ell + 1], inv, pa.g[inv], pa.x[inv] - pb.x)
+        if nxt is None:
+            return None
+        if bool((pb.g != 1).any()):
+            div = np.append(pb.g, 1)
+            if bool((nxt.q % div[None, :] != 0).any()):
+                return None  # not dyadic: the reference computes in Fractions
+            nxt = Dyadic(nxt.q // div[None, :], nxt.k)
+        cur = nxt
+    out = B_layers[-1]
+    if cur.shape != out.shape or not (np.array_equal(cur.q, out.q) and np.array_equal(cur.k, out.k)):
+        why = "the output layers differ after aligning every hidden layer"
+        return None, Mismatch(len(a), None, why, tuple(moves))
+    return DeepSymmetry(tuple(moves)), None
+
+
+def align_layers_reference(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry | None, Mismatch | None]:
+    """:func:`align_layers` in Fractions (the reference the array path agrees with)."""
     work = [[list(r) for r in rows] for rows in a]
     moves: list[LayerMove] = []
     for ell in range(len(work) - 1):
