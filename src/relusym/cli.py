@@ -494,8 +494,9 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(
         prog="relusym",
-        description="Exact symmetries of shallow ReLU networks x ↦ V·σ(Ax + b) + c. Networks are read from "
-        "relusym JSON, NPZ, PyTorch, safetensors, ONNX, Flax or scikit-learn files.",
+        description="Exact symmetries of ReLU networks: x ↦ V·σ(Ax + b) + c, and deep ones of any number of hidden "
+        "layers. Networks are read from relusym JSON, NPZ, PyTorch, safetensors, ONNX, Keras, Flax, scikit-learn and "
+        "NNet files and Hugging Face-style folders.",
     )
     p.add_argument("--version", action="version", version=f"relusym {__version__}")
     p.add_argument("--debug", action="store_true", help="print the traceback of any error (also after the command)")
