@@ -349,3 +349,16 @@ def test_align_recovers_a_noisy_deep_copy() -> None:
         assert np.allclose(al.scales(ell + 1), scales[ell], rtol=1e-5)
     with pytest.raises(InvalidNetworkError, match="same widths"):
         relusym.align(MLP(Ws, bs), MLP(Ws[:1] + [np.ones((3, 20))], bs[:1] + [np.zeros(3)]))
+
+
+def test_every_entry_point_takes_a_one_hidden_layer_mlp_and_refuses_deep_ones_where_it_must() -> None:
+    shallow = MLP([[[1], [-1], [1]], [[1, 1, 1]]], [[0, 0, -1], [0]])
+    net = shallow.to_network()
+    assert relusym.minimal_width(shallow) == relusym.minimal_width(net) == 2
+    assert relusym.fiber(shallow).width == 2
+    assert relusym.stabilizer(shallow).order == relusym.stabilizer(net).order
+    assert isinstance(relusym.prune(shallow), MLP) and relusym.prune(shallow).hidden_widths == (2,)
+    deep = MLP([[[1], [-1]], [[1, 1]], [[1]]])
+    for fn in (relusym.fiber, relusym.minimal_width, relusym.stabilizer):
+        with pytest.raises(InvalidNetworkError, match="one hidden layer; this MLP has 2"):
+            fn(deep)

@@ -128,14 +128,34 @@ def _is_net(x: Any) -> bool:
     return isinstance(x, Network | MLP)
 
 
+# the functions about one hidden layer only: a one-hidden-layer MLP is given to them as its Network, and a deep
+# one is refused in one sentence
+_SHALLOW_ONLY = frozenset({"stabilizer", "flip", "fiber", "minimal_width", "equivalent_approx", "distance"})
+
+
+def _as_shallow(x: Any, name: str) -> Any:
+    if isinstance(x, MLP):
+        if x.depth != 1:
+            raise InvalidNetworkError(
+                f"{name} is about networks with one hidden layer; this MLP has {x.depth} (see docs/math/deep.md for "
+                "what relusym decides about deep networks)"
+            )
+        return x.to_network()
+    return x
+
+
 def _taking_anything(fn: Any, count: int) -> Any:
-    """``fn`` with its first ``count`` arguments read by :func:`load` when they are not yet Networks."""
+    """``fn`` with its first ``count`` arguments read by :func:`load` when they are not yet Networks or MLPs."""
     import functools
+
+    shallow_only = fn.__name__ in _SHALLOW_ONLY
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if any(not _is_net(a) for a in args[:count]):
             args = tuple(a if _is_net(a) else load(a) for a in args[:count]) + args[count:]
+        if shallow_only:
+            args = tuple(_as_shallow(a, fn.__name__) for a in args[:count]) + args[count:]
         return fn(*args, **kwargs)
 
     return wrapper
