@@ -1,0 +1,134 @@
+"""Deep networks on a box (issue 22): unit statuses, pruning and equivalence, against exact grid oracles."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relusym._bounded.domain import Box
+from relusym._deep.bounds import ExactLayers, exact_preactivations
+from relusym._deep.box_decide import distance_on_deep, equivalent_on_deep, within_on_deep
+from relusym._deep.box_prune import prune_on
+from relusym._deep.mlp import MLP
+from relusym._deep.status import check_certificate, unit_status
+from relusym.errors import InvalidNetworkError
+
+
+def _grid(box: Box, n: int) -> list[tuple[Fraction, ...]]:
+    (a0, a1), (b0, b1) = box.lo, box.hi
+    return [
+        (a0 + (b0 - a0) * Fraction(i, n), a1 + (b1 - a1) * Fraction(k, n)) for i in range(n + 1) for k in range(n + 1)
+    ]
+
+
+def _random_net(seed: int) -> MLP:
+    rng = np.random.default_rng(seed)
+    shapes = [(5, 2), (4, 5), (3, 4), (2, 3)]
+    return MLP([rng.integers(-3, 4, s).tolist() for s in shapes], [rng.integers(-3, 4, s[0]).tolist() for s in shapes])
+
+
+def _check_against_grid(net: MLP, box: Box, n: int = 12) -> None:
+    res = unit_status(net, box, budget=5)
+    layers = ExactLayers.of(net)
+    zs = [exact_preactivations(layers, x) for x in _grid(box, n)]
+    for ell, lay in enumerate(res.certificates):
+        for j, c in enumerate(lay):
+            if c.status != "undecided":
+                assert check_certificate(net, box, c)
+            vals = [z[ell][j] for z in zs]
+            if c.status == "dead":
+                assert max(vals) <= 0 and c.bound is not None and c.bound <= 0
+            elif c.status == "active":
+                assert min(vals) >= 0 and c.bound is not None and c.bound >= 0
+            elif c.status == "crossing":
+                assert c.negative is not None and c.positive is not None
+                assert box.contains(c.negative) and box.contains(c.positive)
+                assert (
+                    exact_preactivations(layers, c.negative)[ell][j]
+                    < 0
+                    < exact_preactivations(layers, c.positive)[ell][j]
+                )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_statuses_agree_with_exact_grid(seed: int) -> None:
+    _check_against_grid(_random_net(seed), Box([-1, 0], [1, 2]))
+
+
+def test_planted_units() -> None:
+    # layer 2: unit 0 = σ(x0) + σ(x1) − 3, dead on [0,1]² (≤ −1) but active far outside;
+    # unit 1 = σ(x0) + 1, active on the box; unit 2 = σ(x0 − 1/2 + x1/1000) − 1/1000·σ(x1)… crosses in a thin slab
+    W1 = [[1, 0], [0, 1], [1000, 1]]
+    b1 = [0, 0, -500]
+    W2 = [[1, 1, 0], [1, 0, 0], [0, 0, 1]]
+    b2 = [-3, 1, Fraction(-1, 1000)]
+    net = MLP([W1, W2, [[1, 1, 1]]], [b1, b2, [0]])
+    box = Box([0, 0], [1, 1])
+    res = unit_status(net, box, budget=5)
+    assert res.statuses[1] == ("dead", "active", "crossing")
+    for lay in res.certificates:
+        for c in lay:
+            assert check_certificate(net, box, c)
+    # dead only on the box: active at x = (4, 4)
+    assert exact_preactivations(ExactLayers.of(net), (Fraction(4), Fraction(4)))[1][0] > 0
+    _check_against_grid(net, box)
+
+
+def test_prune_on_box_keeps_every_value_inside() -> None:
+    box = Box([-1, 0], [1, 2])
+    for seed in range(4):
+        net = _random_net(seed)
+        pruned = prune_on(net, box, budget=5)
+        assert sum(pruned.network.hidden_widths) <= sum(net.hidden_widths)
+        for x in _grid(box, 10):
+            assert pruned.network.evaluate_exact(x) == net.evaluate_exact(x)
+
+
+def test_prune_folds_dependent_active_units() -> None:
+    # two active units with parallel-but-shifted rows: σ(x + 2) and σ(x + 3) on [0, 1] fold into one
+    net = MLP([[[1], [1]], [[1, 2]]], [[2, 3], [0]])
+    pruned = prune_on(net, Box(0, 1), budget=5)
+    assert pruned.network.hidden_widths == (1,)
+    for i in range(11):
+        x = (Fraction(i, 10),)
+        assert pruned.network.evaluate_exact(x) == net.evaluate_exact(x)
+
+
+def test_equivalence_and_distance_on_box() -> None:
+    box = Box([0, 0], [1, 1])
+    a = MLP([[[1, 0], [0, 1]], [[1, 1]]], [[5, 5], [0]])  # active everywhere on the box: x0 + x1 + 10
+    b = MLP([[[1, 1]], [[1]]], [[10], [0]])
+    v = equivalent_on_deep(a, b, box, budget=5)
+    assert v.status == "equal"
+    c = MLP([[[1, 1]], [[1]]], [[11], [0]])
+    v2 = equivalent_on_deep(a, c, box, budget=5)
+    assert v2.status == "different" and v2.counterexample is not None
+    assert box.contains(v2.counterexample.x, strict=True)
+    assert a.evaluate_exact(v2.counterexample.x) != c.evaluate_exact(v2.counterexample.x)
+    d = distance_on_deep(a, c, box, budget=5)
+    assert d.lower == d.upper == 1 and d.kind == "exact"
+    assert within_on_deep(a, c, box, 1).answer == "yes"
+    assert within_on_deep(a, c, box, Fraction(1, 2)).answer == "no"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1.0, float("inf")])
+def test_budget_refused(bad: float) -> None:
+    with pytest.raises(InvalidNetworkError, match="budget"):
+        unit_status(_random_net(0), Box(0, 1), budget=bad)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.fractions(Fraction(1, 8), Fraction(1, 1)))
+def test_shrinking_the_box_never_makes_a_proved_unit_cross(seed: int, shrink: Fraction) -> None:
+    net = _random_net(seed)
+    big = Box([-1, 0], [1, 2])
+    small = Box([-shrink, 1 - shrink], [shrink, 1 + shrink])
+    sb, ss = unit_status(net, big, budget=2), unit_status(net, small, budget=2)
+    for lb, ls in zip(sb.statuses, ss.statuses, strict=True):
+        for a, b in zip(lb, ls, strict=True):
+            if a in ("dead", "active"):
+                assert b != "crossing"
