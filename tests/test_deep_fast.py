@@ -161,6 +161,8 @@ def _same_canonical(fast: Canonical, ref: Canonical) -> None:
     assert fast.form.digest() == ref.form.digest() == _reference_digest(ref.form)
     assert fast.form.to_dict() == ref.form.to_dict()
     assert fast.order == ref.order and fast.scale == ref.scale
+    back = pickle.loads(pickle.dumps(fast.form))
+    assert back == fast.form and back.digest() == fast.form.digest() and copy.copy(fast.form) == ref.form
 
 
 def _plant(layers: list[list[Row]], rng: random.Random, dyadic: bool) -> list[list[Row]]:

@@ -35,7 +35,7 @@ from relusym._deep.dyadic import (
 )
 from relusym._deep.mlp import MLP
 from relusym._deep.reduce import Reduced, reduce_layers
-from relusym._deep.rows import Row, dyadic_layers, primitive, rational_rows
+from relusym._deep.rows import ReducedLayers, Row, dyadic_layers, primitive, rational_rows
 
 __all__ = ["DeepNormalForm", "Canonical", "canonicalize", "canonicalize_reference", "deep_normal_form", "DIGEST_SCHEME"]
 
@@ -86,6 +86,9 @@ class DeepNormalForm:
         object.__setattr__(form, "_arrays", (tuple(hidden), output))
         object.__setattr__(form, "_digest", [])
         return form
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DeepNormalForm, (self.widths, self.hidden, self.output))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r}: DeepNormalForm is immutable")
@@ -187,7 +190,11 @@ def canonicalize(red: Reduced) -> Canonical:
     fits (every float network, and exact ones of that kind), else by :func:`canonicalize_reference`: the same
     result either way."""
     fast = _canonicalize_arrays(red)
-    return fast if fast is not None else canonicalize_reference(red)
+    if fast is None:
+        return canonicalize_reference(red)
+    if isinstance(red.layers, ReducedLayers) and red.layers.untouched():
+        red.layers.canonical = fast  # for align_layers, which reads the symmetry off two equal forms
+    return fast
 
 
 def _canonicalize_arrays(red: Reduced) -> Canonical | None:

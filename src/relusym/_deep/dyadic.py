@@ -153,31 +153,31 @@ def primitive_rows(D: Dyadic) -> Primitive:
         return Primitive(D, one, np.zeros(n, dtype=np.int64))
     g = np.gcd.reduce(np.abs(q), axis=1)
     zero = g == 0
-    g = np.where(zero, 1, g)
     nz = q != 0
-    xmin = np.where(nz, k, _BIG).min(axis=1)
-    xmin = np.where(zero, 0, xmin)
-    pq = q // g[:, None]
-    pk = np.where(nz, k - xmin[:, None], 0)
+    xmin = k.min(axis=1, where=nz, initial=_BIG)
+    xmin[zero] = 0
+    g[zero] = 1
+    pq = q if bool((g == 1).all()) else q // g[:, None]
+    pk = np.zeros_like(k)
+    np.subtract(k, xmin[:, None], out=pk, where=nz)
     return Primitive(Dyadic(pq, pk), g, xmin)
 
 
 def scale_columns(D: Dyadic, perm: np.ndarray, g: np.ndarray, x: np.ndarray) -> Dyadic | None:
     """The rows in the coordinates of the previous layer's new units: column s is old column perm[s] times
     g[s]·2^x[s] (g odd), the bias (last column) unchanged; None when a mantissa would reach 2^62."""
-    q = D.q[:, perm]
-    k = D.k[:, perm]
-    if q.size:
-        top = _bit_length(np.abs(q).max(axis=0)) + _bit_length(g)
-        if int(top.max(initial=0)) > _MAX_BITS:
-            return None
-    nz = q != 0
-    qs = np.empty((q.shape[0], q.shape[1] + 1), dtype=np.int64)
-    ks = np.empty_like(qs)
-    qs[:, :-1] = q * g[None, :]
-    ks[:, :-1] = np.where(nz, k + x[None, :], 0)
-    qs[:, -1] = D.q[:, -1]
-    ks[:, -1] = D.k[:, -1]
+    n, c = D.q.shape
+    cols = np.append(perm, c - 1)
+    qs = D.q[:, cols]
+    ks = D.k[:, cols]
+    if not bool((g == 1).all()):
+        if qs.size:
+            top = _bit_length(np.abs(qs[:, :-1]).max(axis=0)) + _bit_length(g)
+            if int(top.max(initial=0)) > _MAX_BITS:
+                return None
+        qs[:, :-1] *= g[None, :]
+    if bool(x.any()):
+        np.add(ks[:, :-1], x[None, :], out=ks[:, :-1], where=qs[:, :-1] != 0)
     return Dyadic(qs, ks)
 
 
@@ -254,28 +254,30 @@ _SPACE, _NEWLINE, _MINUS, _ZERO = 32, 10, 45, 48
 _CHUNK = 1 << 16  # entries per block of the renderer (bounded working memory)
 
 
-def _render_int64(a: np.ndarray, neg: np.ndarray, sep: np.ndarray) -> np.ndarray:
-    """The text of integers (magnitudes ``a`` < 10^19, signs ``neg``), each followed by its separator byte."""
+def _render_int64(a: np.ndarray, neg: np.ndarray, sep: np.ndarray) -> bytes:
+    """The text of integers (magnitudes ``a`` < 10^19, signs ``neg``), each followed by its separator byte.
+
+    The characters are laid out in a (N, 21) byte array (sign, 19 digits, separator), the bytes that are not
+    part of the text left 0, and the text is what remains once the zero bytes are dropped."""
     N = a.shape[0]
-    nd = 1 + np.searchsorted(_P10, a, side="right")
     M = np.zeros((N, 21), dtype=np.uint8)
-    M[:, 0] = _MINUS
+    M[:, 0] = np.where(neg, _MINUS, 0)
     M[:, 20] = sep
     hi = a // _TEN10
-    parts = ((a - hi * _TEN10).astype(np.float64), 19), (hi.astype(np.float64), 9)
-    for x, col in parts:  # both halves below 2^53: exact in float64
-        for d in range(10 if col == 19 else 9):
-            if col - d < 20 - int(nd.max(initial=1)):
+    more = hi > 0
+    for x, col, count in ((a - hi * _TEN10).astype(np.float64), 19, 10), (hi.astype(np.float64), 9, 9):
+        for d in range(count):  # both halves are below 2^53: exact in float64
+            live = x > 0
+            if col == 19:
+                live |= more
+                if d == 0:
+                    live[:] = True  # the last digit is always written ("0" for zero)
+            if not live.any():
                 break
             y = np.floor(x * 0.1 + 0.05)  # x // 10: the error of x·0.1 is far below 0.05
-            M[:, col - d] = (x - 10.0 * y).astype(np.uint8) + _ZERO
+            M[:, col - d] = ((x - 10.0 * y) + _ZERO) * live
             x = y
-    keep = np.empty((N, 21), dtype=bool)
-    keep[:, 0] = neg
-    keep[:, 1:20] = np.arange(1, 20)[None, :] >= (20 - nd)[:, None]
-    keep[:, 20] = True
-    out: np.ndarray = M[keep]
-    return out
+    return M.tobytes().replace(b"\x00", b"")
 
 
 def render_rows(P: Dyadic) -> bytes:
@@ -297,15 +299,14 @@ def render_rows(P: Dyadic) -> bytes:
         qq, kk, ff = q[s0:s1], k[s0:s1], fits[s0:s1]
         v = qq << np.where(ff, kk, 0)
         a = np.where(ff, np.abs(v), 0)
-        text = _render_int64(a, ff & (v < 0), sep[s0:s1])
+        raw = _render_int64(a, ff & (v < 0), sep[s0:s1])
         big = np.flatnonzero(~ff)
         if big.size == 0:
-            pieces.append(text.tobytes())
+            pieces.append(raw)
             continue
         # an entry beyond 62 bits was rendered as "0" plus its separator: splice its decimal text in
         nd = 1 + np.searchsorted(_P10, a, side="right") + (ff & (v < 0)) + 1
-        ends = np.cumsum(np.where(ff, nd, 2))
-        raw = text.tobytes()
+        ends = np.cumsum(nd)
         prev = 0
         for e in big.tolist():
             start = int(ends[e]) - 2

@@ -32,7 +32,7 @@ import numpy as np
 
 from relusym._deep.dyadic import reductions_apply
 from relusym._deep.mlp import MLP
-from relusym._deep.rows import ArrayRows, Row, dyadic_layers, primitive, rational_rows
+from relusym._deep.rows import ArrayRows, ReducedLayers, Row, dyadic_layers, primitive, rational_rows
 from relusym._exact.numbers import is_float_array
 
 __all__ = ["Reduction", "Reduced", "reduce_layers", "reduce_layers_reference", "reduce_mlp", "rows_to_mlp"]
@@ -87,7 +87,7 @@ def _already_reduced(layers: list[list[Row]], m: int) -> Reduced | None:
     if D is None or reductions_apply(D):
         return None
     arrays = [rows.sibling() for rows in layers if isinstance(rows, ArrayRows)]
-    return Reduced(list(arrays), [list(range(len(rows))) for rows in arrays[:-1]], (), m)
+    return Reduced(ReducedLayers(arrays), [list(range(len(rows))) for rows in arrays[:-1]], (), m)
 
 
 def reduce_layers_reference(layers: list[list[Row]], m: int) -> Reduced:

@@ -13,6 +13,7 @@ reductions, the canonical form and the alignment never create a Fraction per ent
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -21,7 +22,16 @@ import numpy as np
 
 from relusym._exact.numbers import to_fraction
 
-__all__ = ["Row", "ArrayRows", "rational_rows", "primitive", "unsigned", "matrix_rows", "dyadic_layers"]
+__all__ = [
+    "Row",
+    "ArrayRows",
+    "ReducedLayers",
+    "rational_rows",
+    "primitive",
+    "unsigned",
+    "matrix_rows",
+    "dyadic_layers",
+]
 
 Row = list[Fraction]
 
@@ -42,6 +52,9 @@ def _fraction_rows(W: np.ndarray, b: np.ndarray) -> list[Row]:
 def rational_rows(W: np.ndarray, b: np.ndarray) -> list[Row]:
     """The augmented rows (W[i, :], b[i]) as lists of Fractions (an :class:`ArrayRows`: built when first read)."""
     return ArrayRows(W, b)
+
+
+_FILL = threading.Lock()  # one thread builds an ArrayRows' Fractions; the others wait for them
 
 
 def _filled(name: str) -> Callable[..., Any]:
@@ -78,8 +91,10 @@ class ArrayRows(list[Row]):
 
     def _fill(self) -> None:
         if not self._built:
-            self._built = True
-            list.extend(self, _fraction_rows(self.weight, self.bias))
+            with _FILL:
+                if not self._built:
+                    list.extend(self, _fraction_rows(self.weight, self.bias))
+                    self._built = True
 
     @property
     def untouched(self) -> bool:
@@ -119,6 +134,23 @@ for _name in (
     "sort", "reverse", "copy", "clear",
 ):  # fmt: skip
     setattr(ArrayRows, _name, _filled(_name))
+
+
+class ReducedLayers(list[list[Row]]):
+    """The layers of a network the array fast path found reduced (a plain list of :class:`ArrayRows`), with room
+    for its canonical form once computed (``canonical``), which the alignment of two such networks reuses."""
+
+    __slots__ = ("canonical",)
+
+    canonical: Any
+
+    def __init__(self, layers: Sequence[list[Row]]) -> None:
+        super().__init__(layers)
+        self.canonical = None
+
+    def untouched(self) -> bool:
+        """Whether every layer is still an unread :class:`ArrayRows` (so a stored canonical form is theirs)."""
+        return all(isinstance(rows, ArrayRows) and rows.untouched for rows in self)
 
 
 def dyadic_layers(layers: Sequence[Sequence[Row]], m: int | None = None) -> list[Any] | None:

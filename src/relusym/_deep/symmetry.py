@@ -24,7 +24,7 @@ import numpy as np
 from relusym._deep.dyadic import Dyadic, equal_rows, row_hashes, scale_columns
 from relusym._deep.mlp import MLP
 from relusym._deep.reduce import rows_to_mlp
-from relusym._deep.rows import Row, dyadic_layers, primitive, rational_rows, unsigned
+from relusym._deep.rows import ReducedLayers, Row, dyadic_layers, primitive, rational_rows, unsigned
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["LayerMove", "DeepSymmetry", "Mismatch", "align_layers", "align_layers_reference", "apply_moves"]
@@ -173,8 +173,37 @@ def _lone_units(
 def align_layers(a: list[list[Row]], b: list[list[Row]]) -> tuple[DeepSymmetry | None, Mismatch | None]:
     """A symmetry h (with flips where they are valid) such that h·a = b exactly, for two reduced networks given
     by their augmented rows; or None and where the alignment failed."""
+    via = _align_canonical(a, b)
+    if via is not None:
+        return via, None
     fast = _align_arrays(a, b)
     return fast if fast is not None else align_layers_reference(a, b)
+
+
+def _align_canonical(a: list[list[Row]], b: list[list[Row]]) -> DeepSymmetry | None:
+    """The symmetry read off the canonical forms of two reduced networks, when both were computed (by the array
+    path, on these very layers) and are equal; else None.
+
+    The per-layer group acts freely on reduced networks (no two rows positively parallel, no zero row), so the
+    symmetry h with h·a = b is unique: unit i of layer ℓ goes where b's unit at a's canonical slot of i is,
+    scaled by the ratio of the two canonical scales; the reference's greedy matching finds the same h (every row
+    meets its one same-signed partner, so no flip and no lone unit)."""
+    if not (isinstance(a, ReducedLayers) and isinstance(b, ReducedLayers)):
+        return None
+    ca, cb = a.canonical, b.canonical
+    if ca is None or cb is None or len(a) != len(ca.order) + 1 or len(b) != len(cb.order) + 1:
+        return None
+    if not (a.untouched() and b.untouched()) or ca.form != cb.form:
+        return None
+    moves = []
+    for oa, sa, ob, sb in zip(ca.order, ca.scale, cb.order, cb.scale, strict=True):
+        perm = [0] * len(oa)
+        scales = [Fraction(0)] * len(oa)
+        for slot, (i, j) in enumerate(zip(oa, ob, strict=True)):
+            perm[i] = j
+            scales[i] = sb[slot] / sa[slot]
+        moves.append(LayerMove(tuple(perm), tuple(scales), ()))
+    return DeepSymmetry(tuple(moves))
 
 
 def _lead_sign(q: np.ndarray) -> np.ndarray:
