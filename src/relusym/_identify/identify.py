@@ -2106,25 +2106,32 @@ def _float_network(
     # the error of the linear part: that of each recovered kink term (M is one region's Jacobian with the
     # active kink terms removed, and that Jacobian errs like the kinks' jumps), and of M itself
     tol = 16.0 * (float(cols @ errs) + worst * float(np.linalg.norm(Mf)) + S.eps * float(cols.sum()))
-    if float(np.linalg.norm(Mf)) <= tol:
-        net = Network(V, A, b, c, m=m)
-        if verify(net):
-            return net, normal_form(net), "", True
-    search = absorbing_orientations(X, -Mf.ravel(), tol, S.deadline)
-    for s in search.solutions[:8]:
-        flipped = s == 1
-        A2, b2 = A.copy(), b.copy()
-        A2[flipped], b2[flipped] = -A[flipped], -b[flipped]
-        net = Network(V, A2, b2, c + V[:, flipped] @ b[flipped], m=m)
-        if verify(net):
-            return net, normal_form(net), "", True
-    # cancelling pairs v σ(a·x) − v σ(−a·x) = v (a·x), one per singular value of M above the precision
+    # (no shortcut for ‖M‖ ≤ tol: the orientations are ranked by their residual, s = 0 among them, and a loose
+    # precision must not let a worse one win)
+    # the stated errors are conservative (by 2^6 or more): the search starts at the oracle's noise level and
+    # loosens by 2^4 up to tol, so that the orientation the queries determine is found before looser levels
+    # admit others (at a tight level the flip matrix has a high numerical rank and few free entries)
+    tol0 = min(tol, 16.0 * S.eps * (float(cols.sum()) + float(np.linalg.norm(Mf))))
+    level = tol0
+    while True:
+        search = absorbing_orientations(X, -Mf.ravel(), level, S.deadline)
+        for s in search.solutions[:8]:
+            flipped = s == 1
+            A2, b2 = A.copy(), b.copy()
+            A2[flipped], b2[flipped] = -A[flipped], -b[flipped]
+            net = Network(V, A2, b2, c + V[:, flipped] @ b[flipped], m=m)
+            if verify(net):
+                return net, normal_form(net), "", True
+        if level >= tol or not search.complete:
+            break
+        level = min(16.0 * level, tol)
+    # cancelling pairs v σ(a·x) − v σ(−a·x) = v (a·x), one per singular value of M above the noise level
     # (through r pivot rows of M: M = C M_P with C = I on those rows, so a row of M that is a pivot is kept as
     # recovered, not rounded through a factorization)
     from scipy.linalg import qr
 
     sv = np.linalg.svd(Mf, compute_uv=False)
-    r_num = int(np.sum(sv > tol))
+    r_num = int(np.sum(sv > tol0))
     piv = qr(Mf.T, mode="r", pivoting=True)[1] if k * m else np.zeros(0, dtype=np.int64)
     for rank in dict.fromkeys([r_num, int(np.sum(sv > 0))]):
         Pr = piv[:rank]
