@@ -218,3 +218,61 @@ def test_plot_and_report_of_deep_files(tmp_path: Path, capsys) -> None:
     code, _ = _run(capsys, "report", str(tmp_path / "m1.json"), "-o", str(tmp_path / "r.html"))
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert code == 0 and relusym.normal_form(net).digest() in page and "data:image/png;base64," in page
+
+
+def _box_net() -> dict:
+    # on [0, 1]²: unit 2 of layer 1 (x1 + x2 − 3) never fires there (it does beyond), unit 0 of layer 2 crosses
+    return {
+        "format": "relusym.mlp/1",
+        "weights": [[[1, -1], [-1, 2], [1, 1]], [[1, 1, 5], [2, -1, 1]], [[1, -1]]],
+        "biases": [[0, "1/4", -3], ["-1/2", 0], [0]],
+    }
+
+
+def test_units_prune_and_equiv_on_a_box(tmp_path: Path, capsys) -> None:
+    import relusym
+
+    (tmp_path / "n.json").write_text(json.dumps(_box_net()))
+    code, out = _run(capsys, "units", str(tmp_path / "n.json"), "--box", "0:1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["statuses"][0][2] == "dead"
+    code, out = _run(
+        capsys, "prune", str(tmp_path / "n.json"), "--box", "0:1", "-o", str(tmp_path / "p.json"), "--json"
+    )
+    d = json.loads(out)
+    assert code == 0 and d["widths"][1] == 2 and [1, 2] in d["dead_on_box"]
+    big = relusym.load(tmp_path / "n.json")
+    small = relusym.load(tmp_path / "p.json")
+    grid = [Fraction(i, 8) for i in range(9)]
+    assert all(big([x, y]) == small([x, y]) for x in grid for y in grid)  # equal on the box, exactly
+    assert big([2, 2]) != small([2, 2])  # and only there: unit 2 fires at (2, 2)
+    code, out = _run(capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "p.json"), "--box", "0:1", "--json")
+    assert code in (0, 4) and json.loads(out)["status"] in ("equal", "undecided")
+    code, out = _run(capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "p.json"), "--json")
+    assert code == 1 and json.loads(out)["status"] == "different"  # on all of ℝ² they differ
+    # the verifiers' question on the box: |f − g| ≤ atol?
+    other = _box_net()
+    other["biases"][2] = ["1/1000"]
+    (tmp_path / "o.json").write_text(json.dumps(other))
+    code, out = _run(
+        capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "o.json"), "--box", "0:1", "--atol", "0.01", "--json"
+    )
+    d = json.loads(out)
+    # the gap is 1/1000 everywhere: never "no"; "yes" once the upper bound is below 0.01, else "undecided"
+    assert Fraction(d["lower"]) == Fraction(1, 1000) <= Fraction(d["upper"])
+    assert (code, d["answer"]) in ((0, "yes"), (4, "undecided"))
+    code, out = _run(
+        capsys,
+        "equiv",
+        str(tmp_path / "n.json"),
+        str(tmp_path / "o.json"),
+        "--box",
+        "0:1",
+        "--atol",
+        "0.0001",
+        "--json",
+    )
+    d = json.loads(out)
+    assert code == 1 and d["answer"] == "no"
+    x = [Fraction(v) for v in d["point"]]
+    assert abs(big(x)[0] - relusym.load(tmp_path / "o.json")(x)[0]) > Fraction(1, 10000)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relusym._api import align, distance, equivalent, find_symmetry, normal_form, prune
+from relusym._api import align, distance, equivalent, find_symmetry, normal_form, prune, unit_status
 from relusym._bounded.domain import Box, Polytope
 from relusym._core.equivalence import Counterexample, Verdict
 from relusym._core.group import Stabilizer, Symmetry, stabilizer
@@ -50,6 +50,7 @@ __all__ = [
     "Fiber",
     "minimal_width",
     "prune",
+    "unit_status",
     "align",
     "Alignment",
     "equivalent_approx",
@@ -117,6 +118,7 @@ _TAKES_NETWORKS = {
     "align": 2,
     "equivalent_approx": 2,
     "distance": 2,
+    "unit_status": 1,
     "to_torch": 1,
     "to_keras": 1,
     "to_flax": 1,
@@ -130,7 +132,7 @@ def _is_net(x: Any) -> bool:
 
 # the functions about one hidden layer only: a one-hidden-layer MLP is given to them as its Network, and a deep
 # one is refused in one sentence
-_SHALLOW_ONLY = frozenset({"stabilizer", "flip", "fiber", "minimal_width", "equivalent_approx", "distance"})
+_SHALLOW_ONLY = frozenset({"stabilizer", "flip", "fiber", "minimal_width", "equivalent_approx"})
 
 
 def _as_shallow(x: Any, name: str) -> Any:

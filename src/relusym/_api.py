@@ -20,12 +20,23 @@ from relusym._core.normal_form import NormalForm
 from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:
+    from relusym._deep.box_decide import WithinVerdict
     from relusym._deep.canonical import DeepNormalForm
     from relusym._deep.decide import DeepVerdict
     from relusym._deep.mlp import MLP
     from relusym._tolerance.approx import ApproxVerdict
 
-__all__ = ["equivalent", "normal_form", "distance", "is_deep", "shallow_or_deep"]
+__all__ = [
+    "equivalent",
+    "normal_form",
+    "distance",
+    "prune",
+    "find_symmetry",
+    "align",
+    "unit_status",
+    "is_deep",
+    "shallow_or_deep",
+]
 
 
 def is_deep(net: Any) -> bool:
@@ -131,7 +142,7 @@ def equivalent(
     atol: float | None = None,
     rtol: float | None = None,
     budget: float = 5.0,
-) -> Verdict | DomainVerdict | ApproxVerdict | DeepVerdict:
+) -> Verdict | DomainVerdict | ApproxVerdict | DeepVerdict | WithinVerdict:
     """Decide exactly whether θ1 and θ2 realize the same function, on all of ℝ^m or on a bounded domain.
 
     Without ``domain``: equality on ℝ^m, through the normal form (see docs/math/normal-form.md).  The answer is a
@@ -142,7 +153,9 @@ def equivalent(
 
     With ``domain`` (a :class:`relusym.Box`, a :class:`relusym.Polytope`, or a pair (lo, hi) of scalars or
     length-m sequences): equality on that domain only, decided exactly from the normal forms of the restricted
-    networks (see docs/math/domains.md).  The answer is a ``DomainVerdict``: its certificate lists the neurons
+    networks (see docs/math/domains.md); for deep networks on a box a ``DeepVerdict``, and with ``atol=`` the
+    verifiers' question |f1 − f2| ≤ atol, a ``WithinVerdict`` answering "yes", "no" or "undecided".  For one
+    hidden layer the answer is a ``DomainVerdict``: its certificate lists the neurons
     that cross the domain and those affine or zero on it; a counterexample lies inside the domain and is
     verified by exact evaluation.
 
@@ -164,10 +177,19 @@ def equivalent(
     a: Any = shallow_or_deep(net1)
     b: Any = shallow_or_deep(net2)
     if is_deep(a) or is_deep(b):
-        if atol is not None or rtol is not None:
-            raise InvalidNetworkError("the tolerance mode (atol=, rtol=) is for one-hidden-layer networks")
         if domain is not None:
-            raise InvalidNetworkError("equivalence on a domain is not available for deep networks yet")
+            from relusym._deep import box_decide
+
+            if rtol is not None:
+                raise InvalidNetworkError("deep networks on a box take atol= (|f1 − f2| ≤ atol), not rtol=")
+            if atol is not None:
+                return box_decide.within_on_deep(a, b, domain, atol, budget=budget)
+            return box_decide.equivalent_on_deep(a, b, domain, budget=budget)
+        if atol is not None or rtol is not None:
+            raise InvalidNetworkError(
+                "the tolerance mode (atol=, rtol=) on all of ℝ^m is for one-hidden-layer networks; for deep networks "
+                "give a box too (domain=…, atol=…)"
+            )
         from relusym._deep.decide import equivalent_deep
 
         return equivalent_deep(a, b, budget=budget)
@@ -228,8 +250,8 @@ def normal_form(net: Network | MLP, *, domain: Any = None) -> NormalForm | DeepN
 
 @overload
 def distance(
-    net1: Network,
-    net2: Network,
+    net1: Network | MLP,
+    net2: Network | MLP,
     *,
     atol: float = ...,
     rtol: float = ...,
@@ -241,8 +263,8 @@ def distance(
 
 @overload
 def distance(
-    net1: Network,
-    net2: Network,
+    net1: Network | MLP,
+    net2: Network | MLP,
     *,
     atol: float = ...,
     rtol: float = ...,
@@ -253,8 +275,8 @@ def distance(
 
 
 def distance(
-    net1: Network,
-    net2: Network,
+    net1: Network | MLP,
+    net2: Network | MLP,
     *,
     atol: float = 0.0,
     rtol: float = 1e-9,
@@ -271,18 +293,28 @@ def distance(
     exact point, a sound upper bound and, when proved, the maximum (``kind`` is ``"exact"``, ``"milp"`` or
     ``"bounds"``); ``budget`` is in seconds (see docs/math/domains.md).
     """
+    a: Any = shallow_or_deep(net1)
+    b: Any = shallow_or_deep(net2)
+    if is_deep(a) or is_deep(b):
+        if domain is None:
+            raise InvalidNetworkError("the distance of deep networks is measured on a box: give domain=…")
+        from relusym._deep.box_decide import distance_on_deep
+
+        return distance_on_deep(a, b, domain, norm=norm, budget=budget)
     if domain is None:
         from relusym._tolerance.approx import distance as _approx_distance
 
-        return _approx_distance(net1, net2, atol=atol, rtol=rtol)
-    return distance_on(net1, net2, domain, norm=norm, budget=budget)
+        return _approx_distance(a, b, atol=atol, rtol=rtol)
+    return distance_on(a, b, domain, norm=norm, budget=budget)
 
 
 def prune(net: Any, **kwargs: Any) -> Any:
     """A network computing the same function with fewer neurons: for one hidden layer, of minimal width w(f)
     (see :func:`relusym._fibre.width.prune` and docs/math/width.md); for a deep :class:`relusym.MLP`, the
     reduction by every exact rule of docs/math/deep.md (constant, dead-on-the-orthant, duplicate and output-less
-    units), an MLP equal to ``net`` on all of ℝ^m whose widths are never larger.
+    units), an MLP equal to ``net`` on all of ℝ^m whose widths are never larger.  With ``domain=`` (a box or a
+    polytope): also the units proved dead on the domain removed, and units proved active folded where that is
+    exact (:func:`relusym.unit_status`); the result equals ``net`` at every input of the domain.
 
     >>> from relusym import MLP
     >>> deep = MLP([[[1], [2], [0]], [[1, 1, 5], [-1, 0, 0]], [[1, 0]]], [[0, 0, 1], [0, 0], [0]])
@@ -292,6 +324,16 @@ def prune(net: Any, **kwargs: Any) -> Any:
     from relusym._fibre.width import prune as _prune_shallow
 
     one = shallow_or_deep(net)
+    domain = kwargs.pop("domain", None)
+    if domain is not None:
+        from relusym._deep.box_prune import prune_on
+        from relusym._deep.mlp import MLP
+
+        unknown = sorted(set(kwargs) - {"budget", "progress"})
+        if unknown:
+            raise InvalidNetworkError(f"prune on a domain takes no {', '.join(unknown)} argument")
+        small = prune_on(net, domain, budget=kwargs.get("budget", 10.0)).network
+        return small.to_network() if isinstance(net, Network) and small.depth == 1 else small
     if is_deep(one):
         from relusym._deep.reduce import reduce_mlp
 
@@ -344,3 +386,20 @@ def align(net1: Any, net2: Any, **kwargs: Any) -> Any:
     from relusym._tolerance.alignment import align as _align_shallow
 
     return _align_shallow(a, b, **kwargs)
+
+
+def unit_status(net: Any, domain: Any, *, budget: float = 10.0) -> Any:
+    """Every hidden unit's status on a domain (a Box, a Polytope or a pair (lo, hi)), exactly: ``"dead"`` (its
+    pre-activation is ≤ 0 on the whole domain), ``"active"`` (≥ 0 there: it acts linearly), ``"crossing"`` (two
+    exact inputs of the domain where it is < 0 and > 0) or ``"undecided"`` within ``budget`` seconds.  Each
+    dead/active proof is an exact bound with its certificate; see docs/math/deep.md.
+
+    >>> from relusym import MLP
+    >>> net = MLP([[[1], [-1]], [[1, 1]], [[1]]], [[0, 0], [-3], [0]])   # σ(|x| − 3) on [−1, 1] is dead
+    >>> unit_status(net, (-1, 1)).statuses
+    (('crossing', 'crossing'), ('dead',))
+    """
+    from relusym._deep.mlp import as_mlp
+    from relusym._deep.status import unit_status as _unit_status
+
+    return _unit_status(as_mlp(net), domain, budget=budget)

@@ -64,11 +64,16 @@ def canon(args: argparse.Namespace, net: MLP) -> Result:
     return d, "\n".join(lines), 0
 
 
-def equiv(args: argparse.Namespace, net1: Any, net2: Any) -> Result:
+def equiv(args: argparse.Namespace, net1: Any, net2: Any, box: Any = None) -> Result:
     from relusym._deep.decide import equivalent_deep
 
+    if box is not None:
+        return _equiv_on_box(args, net1, net2, box)
     if args.atol is not None or args.rtol is not None:
-        raise InvalidNetworkError("the tolerance mode (--atol, --rtol) is for one-hidden-layer networks")
+        raise InvalidNetworkError(
+            "--atol/--rtol on all of ℝ^m are for one-hidden-layer networks; for deep networks give a box too "
+            "(--box or --box-from, with --atol)"
+        )
     v = equivalent_deep(net1, net2, budget=args.budget)
     d = v.to_dict()
     d["mode"] = "exact"
@@ -92,6 +97,53 @@ def equiv(args: argparse.Namespace, net1: Any, net2: Any) -> Result:
         lines.append(f"exit {UNDECIDED_EXIT}: undecided (equality of deep ReLU networks is coNP-hard; see docs)")
     code = {"equal": 0, "different": 1}.get(v.status, UNDECIDED_EXIT)
     return d, "\n".join(lines), code
+
+
+def _equiv_on_box(args: argparse.Namespace, net1: Any, net2: Any, box: Any) -> Result:
+    from relusym._deep import box_decide
+
+    if args.rtol is not None:
+        raise InvalidNetworkError("on a box, deep networks take --atol (is |f1 − f2| ≤ atol?), not --rtol")
+    if args.atol is not None:
+        w = box_decide.within_on_deep(net1, net2, box, args.atol, budget=args.budget)
+        d = w.to_dict()
+        d["mode"] = "box"
+        head = {"yes": "YES", "no": "NO", "undecided": "UNDECIDED"}[w.answer]
+        lines = [
+            f"{head}: max over the box of |NET1 − NET2| is in [{exact_and_approx(w.lower)}, "
+            f"{exact_and_approx(w.upper)}] (atol = {exact_and_approx(w.eps)})"
+        ]
+        if w.answer == "no":
+            lines.append(f"  at x = {vector(list(w.point))} the gap exceeds atol (exact)")
+        return d, "\n".join(lines), {"yes": 0, "no": 1}.get(w.answer, UNDECIDED_EXIT)
+    v = box_decide.equivalent_on_deep(net1, net2, box, budget=args.budget)
+    d = v.to_dict()
+    d["mode"] = "box"
+    heads = {"equal": "EQUIVALENT on the box", "different": "NOT equivalent on the box", "undecided": "UNDECIDED"}
+    lines = [f"{heads[v.status]}: {v.reason}"]
+    if v.counterexample is not None:
+        ce = v.counterexample
+        lines += [f"counterexample x = {vector(ce.x)} (inside the box)", f"  NET1(x) = {vector(ce.y1)}"]
+        lines.append(f"  NET2(x) = {vector(ce.y2)}")
+    return d, "\n".join(lines), {"equal": 0, "different": 1}.get(v.status, UNDECIDED_EXIT)
+
+
+def units(args: argparse.Namespace, net: Any, box: Any) -> Result:
+    from relusym._api import unit_status
+
+    st = unit_status(net, box, budget=args.budget)
+    d = st.to_dict()
+    c = st.counts()
+    lines = [
+        f"units of {args.net} on the box: {c['dead']} dead, {c['active']} active, {c['crossing']} crossing, "
+        f"{c['undecided']} undecided (every dead/active proof and crossing witness checked exactly)"
+    ]
+    for ell, lay in enumerate(st.statuses, start=1):
+        lines.append(
+            f"  layer {ell}: "
+            + ", ".join(f"{lay.count(s)} {s}" for s in ("dead", "active", "crossing", "undecided") if lay.count(s))
+        )
+    return d, "\n".join(lines), 0
 
 
 def _w(net: MLP) -> str:
@@ -129,21 +181,34 @@ def orbit(args: argparse.Namespace, net1: Any, net2: Any) -> Result:
     return d, "\n".join(["in the same orbit: NET2 = h·NET1", *_symmetry_lines(h)]), 0
 
 
-def prune(args: argparse.Namespace, net: MLP, like: str | None) -> Result:
+def prune(args: argparse.Namespace, net: Any, like: str | None, box: Any = None) -> Result:
     from relusym._base.display import decimal
     from relusym._deep.reduce import reduce_mlp
     from relusym.io import save
 
-    small, red = reduce_mlp(net)
-    info = save(small, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
-    d = {
-        "widths": list(small.widths),
-        "from_widths": list(net.widths),
-        "reductions": [s.to_dict() for s in red.steps],
-        "output": args.output,
-        "write": info.to_dict(),
-    }
-    text = f"reduced widths {_w(small)} (from {_w(net)}, {len(red.steps)} reduction(s)); "
+    big = as_mlp(net)
+    d: dict[str, Any] = {}
+    if box is not None:
+        from relusym._deep.box_prune import prune_on
+
+        bp = prune_on(big, box, budget=args.budget)
+        small, steps = bp.network, bp.steps
+        d.update(dead_on_box=[list(p) for p in bp.dead], folded_on_box=[list(p) for p in bp.folded])
+        d["statuses"] = bp.statuses.counts()
+        where = f", equal to it on the box ({len(bp.dead)} unit(s) dead there, {len(bp.folded)} folded)"
+    else:
+        small, red = reduce_mlp(big)
+        steps, where = red.steps, ""
+    out: Any = small.to_network() if small.depth == 1 else small
+    info = save(out, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
+    d.update(
+        widths=list(small.widths),
+        from_widths=list(big.widths),
+        reductions=[s.to_dict() for s in steps],
+        output=args.output,
+        write=info.to_dict(),
+    )
+    text = f"reduced widths {_w(small)} (from {_w(big)}, {len(steps)} reduction(s){where}); "
     text += f"wrote {args.output} ({info.format})"
     if info.exact:
         text += ", exactly this network"

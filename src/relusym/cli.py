@@ -126,6 +126,12 @@ def _domain_arg(args: argparse.Namespace) -> Any:
     return Box(lo, hi)
 
 
+def _exact_box(args: argparse.Namespace) -> Any:
+    """The box of ``--box``/``--box-from`` for the deep commands, which take ``--atol`` beside it (the
+    verifiers' question |f1 − f2| ≤ atol on the box)."""
+    return _domain_arg(argparse.Namespace(**{**vars(args), "atol": None, "rtol": None}))
+
+
 def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
     from relusym._bounded.domain import equivalent_on
 
@@ -153,14 +159,13 @@ def _deep(net: Any) -> bool:
 
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = _load(args.net1, args), _load(args.net2, args)
-    if getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None:
-        if _deep(net1) or _deep(net2):
-            raise InvalidNetworkError("--box and --box-from are not available for deep networks yet")
-        return _cmd_equiv_domain(args, net1, net2)
+    boxed = getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None
     if _deep(net1) or _deep(net2):
         from relusym import _cli_deep
 
-        return _cli_deep.equiv(args, net1, net2)
+        return _cli_deep.equiv(args, net1, net2, _exact_box(args) if boxed else None)
+    if boxed:
+        return _cmd_equiv_domain(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
         from relusym._tolerance.approx import equivalent_approx
 
@@ -238,6 +243,14 @@ def cmd_orbit(args: argparse.Namespace) -> Result:
     return d, "\n".join(lines), 0
 
 
+def cmd_units(args: argparse.Namespace) -> Result:
+    from relusym import _cli_deep
+
+    if args.box is None and args.box_from is None:
+        raise InvalidNetworkError("units needs a box: --box LO:HI, --box FILE or --box-from NET")
+    return _cli_deep.units(args, _load(args.net, args), _exact_box(args))
+
+
 def cmd_stabilizer(args: argparse.Namespace) -> Result:
     from relusym._core.group import stabilizer
 
@@ -269,10 +282,11 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     fmt_in = format_of(like_path)
     fmt_out = format_of(args.output, for_writing=True)
     like = str(like_path) if fmt_out.NAME == fmt_in.NAME and fmt_in.NAME != "folder" else None
-    if _deep(net):
+    boxed = getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None
+    if _deep(net) or boxed:
         from relusym import _cli_deep
 
-        return _cli_deep.prune(args, net, like)
+        return _cli_deep.prune(args, net, like, _exact_box(args) if boxed else None)
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
     from relusym._base.progress import ticking
@@ -544,6 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net1", metavar="NET1")
     sp.add_argument("net2", metavar="NET2")
 
+    sp = add("units", cmd_units, "every hidden unit's status on a box: dead, active or crossing, proved exactly")
+    sp.add_argument("net", metavar="NET")
+    sp.add_argument("--box", default=None, metavar="LO:HI|FILE", help="the box (as for equiv)")
+    sp.add_argument("--box-from", default=None, metavar="NET", help="the input box of an NNet file")
+    sp.add_argument("--budget", type=float, default=10.0, help="seconds for the proofs (default 10)")
+
     sp = add("stabilizer", cmd_stabilizer, "the stabilizer of a network in H_n (Theorem 2)")
     sp.add_argument("net", metavar="NET")
 
@@ -561,6 +581,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="output file; its suffix chooses the format (NET's own layout when the formats agree)",
     )
     sp.add_argument("--budget", type=float, default=10.0, help="seconds for the width search (default 10)")
+    sp.add_argument(
+        "--box",
+        default=None,
+        metavar="LO:HI|FILE",
+        help="also remove what is provably dead on this box (and fold what is provably active): the written network "
+        "equals NET on the box only",
+    )
+    sp.add_argument("--box-from", default=None, metavar="NET", help="the same on the input box of an NNet file")
     sp.add_argument(
         "--allow-rounding",
         action="store_true",
