@@ -33,7 +33,17 @@ from relusym._deep.mlp import MLP
 from relusym._deep.rows import Row, rational_rows
 from relusym._exact.numbers import common_denominator
 
-__all__ = ["ExactLayers", "BoundTable", "certified_bounds", "exact_preactivations", "float_preactivations"]
+__all__ = [
+    "ExactLayers",
+    "BoundTable",
+    "certified_bounds",
+    "dual_bounds",
+    "exact_preactivations",
+    "float_preactivations",
+    "interval_bounds",
+    "quantize",
+    "round_out",
+]
 
 _BITS = 40  # significant bits kept when a bound is rounded outward
 _MU_BITS = 30  # significant bits of the multipliers (any multipliers give a valid bound)
@@ -124,7 +134,7 @@ class BoundTable:
     how_upper: tuple[tuple[str, ...], ...]
 
 
-def _round_out(vals: list[Fraction], up: bool) -> list[Fraction]:
+def round_out(vals: list[Fraction], up: bool) -> list[Fraction]:
     big = max((abs(v) for v in vals), default=Fraction(0))
     e = _BITS - (math.ceil(big).bit_length() if big else 0)
     s = Fraction(2) ** e
@@ -136,7 +146,7 @@ def _round_out(vals: list[Fraction], up: bool) -> list[Fraction]:
     return out
 
 
-def _ibp(
+def interval_bounds(
     layers: ExactLayers, k: int, lo: Sequence[Fraction], hi: Sequence[Fraction]
 ) -> tuple[list[Fraction], list[Fraction]]:
     """Exact interval bounds of layer k's pre-activations given bounds lo ≤ h_{k−1} ≤ hi."""
@@ -177,7 +187,7 @@ def _multipliers(
     return mus
 
 
-def _quantize(mu: np.ndarray) -> tuple[np.ndarray, int]:
+def quantize(mu: np.ndarray) -> tuple[np.ndarray, int]:
     """μ ≈ M / 2^s with integer M (any multipliers are valid: rounding costs tightness, never soundness)."""
     big = float(np.max(np.abs(mu))) if mu.size else 0.0
     if not big or not math.isfinite(big):
@@ -218,35 +228,54 @@ def _relaxation(
         C[r, u] = sg
     fl = [np.array([float(v) for v in lay]) for lay in lower]
     fu = [np.array([float(v) for v in lay]) for lay in upper]
-    mus = _multipliers(layers, T, C, fl, fu)
+    mus = [quantize(mu) for mu in _multipliers(layers, T, C, fl, fu)]
+    return dual_bounds(layers, T, signs, units, mus, lo, hi, lower, upper)
+
+
+def _ints(vals: Sequence[Fraction], den: int) -> np.ndarray:
+    return np.array([v.numerator * (den // v.denominator) for v in vals], dtype=object)
+
+
+def dual_bounds(
+    layers: ExactLayers,
+    T: int,
+    signs: Sequence[int],
+    units: Sequence[int],
+    mus: Sequence[tuple[np.ndarray, int]],
+    lo: Sequence[Fraction],
+    hi: Sequence[Fraction],
+    lower: Sequence[Sequence[Fraction]],
+    upper: Sequence[Sequence[Fraction]],
+) -> list[Fraction]:
+    """The exact Lagrangian bound (module docstring) of sign·z_{T,unit} for each target r, with the multipliers
+    μ_k = M_k[r] / 2^(s_k) given by ``mus[k] = (M_k, s_k)`` (M_k an object array of Python ints, one row per
+    target) and the bounds lower[k] ≤ z_k ≤ upper[k] of the layers k < T.  Any multipliers give a valid upper
+    bound: they are free variables of the dual."""
+    n = len(units)
     total = [Fraction(sg) * layers.bias[T][u] for sg, u in zip(signs, units, strict=True)]
-    # λ_{T−1} = C W_T exactly: integers over D_T
     Cm = np.zeros((n, layers.widths[T + 1]), dtype=object)
     for r, (sg, u) in enumerate(zip(signs, units, strict=True)):
         Cm[r, u] = sg
+    # λ_{T−1} = C W_T exactly: integers over D_T
     Lam, lam_den = _matmul(Cm, layers.Wi[T]), layers.D[T]
     for k in range(T - 1, -1, -1):
-        M, s = _quantize(mus[k])
+        M, s = mus[k]
         # λ = Lam / lam_den, μ = M / 2^s; common denominator lam_den · 2^s · E
-        Ld = common_denominator(lower[k] + upper[k])
-        Li = np.array([v.numerator * (Ld // v.denominator) for v in lower[k]], dtype=object)
-        Ui = np.array([v.numerator * (Ld // v.denominator) for v in upper[k]], dtype=object)
+        Ld = common_denominator(list(lower[k]) + list(upper[k]))
+        Li, Ui = _ints(lower[k], Ld), _ints(upper[k], Ld)
         lam = Lam * (1 << s) if s >= 0 else Lam
         Mx = M * lam_den if s >= 0 else M * lam_den * (1 << -s)
         # values of λσ(z) − μz at z = l, u (scaled by lam_den·2^max(s,0)·Ld), and 0 when l < 0 < u
         sL = np.where(Li > 0, Li, 0)
         sU = np.where(Ui > 0, Ui, 0)
-        vL = lam * sL - Mx * Li
-        vU = lam * sU - Mx * Ui
-        best = np.maximum(vL, vU)
+        best = np.maximum(lam * sL - Mx * Li, lam * sU - Mx * Ui)
         inside = (Li < 0) & (Ui > 0)
         best = np.where(inside[None, :] & (best < 0), 0, best)
         den = lam_den * (1 << max(s, 0)) * Ld
         sums = best.sum(axis=1).tolist() if best.shape[1] else [0] * n
         # μ_k · b_k
         bden = common_denominator(layers.bias[k])
-        bi = np.array([v.numerator * (bden // v.denominator) for v in layers.bias[k]], dtype=object)
-        mb = M.dot(bi).tolist() if M.shape[1] else [0] * n
+        mb = M.dot(_ints(layers.bias[k], bden)).tolist() if M.shape[1] else [0] * n
         for r in range(n):
             total[r] += Fraction(int(sums[r]), den) + Fraction(int(mb[r]), bden) / Fraction(2) ** s
         Lam, lam_den = _matmul(M, layers.Wi[k]), layers.D[k]
@@ -256,8 +285,7 @@ def _relaxation(
             Lam = Lam * (1 << -s)
     # the input term: Σ_j max(λ_j lo_j, λ_j hi_j)
     xd = common_denominator(list(lo) + list(hi))
-    loi = np.array([v.numerator * (xd // v.denominator) for v in lo], dtype=object)
-    hii = np.array([v.numerator * (xd // v.denominator) for v in hi], dtype=object)
+    loi, hii = _ints(lo, xd), _ints(hi, xd)
     term = np.maximum(Lam * loi[None, :], Lam * hii[None, :]).sum(axis=1).tolist()
     for r in range(n):
         total[r] += Fraction(int(term[r]), lam_den * xd)
@@ -285,29 +313,34 @@ def certified_bounds(
     how_u: list[tuple[str, ...]] = []
     for T in range(last + 1):
         if T == 0:
-            il, iu = _ibp(layers, 0, lo, hi)
+            il, iu = interval_bounds(layers, 0, lo, hi)
             if first is not None:
                 il = [max(a, b) for a, b in zip(il, first[0], strict=True)]
                 iu = [min(a, b) for a, b in zip(iu, first[1], strict=True)]
         else:
             zero = Fraction(0)
-            il, iu = _ibp(layers, T, [max(v, zero) for v in lower[T - 1]], [max(v, zero) for v in upper[T - 1]])
+            il, iu = interval_bounds(
+                layers, T, [max(v, zero) for v in lower[T - 1]], [max(v, zero) for v in upper[T - 1]]
+            )
         hl = ["interval"] * len(il)
         hu = ["interval"] * len(iu)
-        if relax and T > 0 and il:
-            n = len(il)
-            vals = _relaxation(layers, T, [1] * n + [-1] * n, list(range(n)) * 2, lo, hi, lower, upper)
-            for j in range(n):
-                if vals[j] < iu[j]:
-                    iu[j], hu[j] = vals[j], "relaxation"
-                if -vals[n + j] > il[j]:
-                    il[j], hl[j] = -vals[n + j], "relaxation"
+        # the relaxation for every unit that interval arithmetic leaves unsettled or active (a dead unit's bound
+        # changes nothing later)
+        todo = [j for j in range(len(il)) if iu[j] > 0]
+        if relax and T > 0 and todo:
+            n = len(todo)
+            vals = _relaxation(layers, T, [1] * n + [-1] * n, todo * 2, lo, hi, lower, upper)
+            for r, j in enumerate(todo):
+                if vals[r] < iu[j]:
+                    iu[j], hu[j] = vals[r], "relaxation"
+                if -vals[n + r] > il[j]:
+                    il[j], hl[j] = -vals[n + r], "relaxation"
         raw_l.append(il)
         raw_u.append(iu)
         how_l.append(tuple(hl))
         how_u.append(tuple(hu))
-        lower.append(_round_out(il, up=False))
-        upper.append(_round_out(iu, up=True))
+        lower.append(round_out(il, up=False))
+        upper.append(round_out(iu, up=True))
     return BoundTable(
         tuple(lo),
         tuple(hi),

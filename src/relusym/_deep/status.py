@@ -28,8 +28,17 @@ from typing import Any
 import numpy as np
 
 from relusym._bounded.domain import Box, Polytope, as_domain
-from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds, exact_preactivations, float_preactivations
+from relusym._deep.bounds import (
+    BoundTable,
+    ExactLayers,
+    certified_bounds,
+    exact_preactivations,
+    float_preactivations,
+    interval_bounds,
+)
+from relusym._deep.lp import DualProof, FloatLP, check_proof, prove
 from relusym._deep.mlp import MLP, as_mlp
+from relusym._deep.witness import FloatNet, exact_point
 from relusym._exact.numbers import fraction_str
 from relusym.errors import InvalidNetworkError
 
@@ -66,7 +75,10 @@ class UnitCertificate:
     dead/active: ``bound`` is the exact max (dead) or min (active) of the bounds proved over ``regions``, boxes
     that cover the domain (one region: the domain's box), ``method`` is ``"interval"``, ``"relaxation"``,
     ``"exact-lp"`` (first layer on a polytope) or ``"branch-and-bound"``.  crossing: ``negative``/``positive`` are
-    exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``."""
+    exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
+    ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
+    (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
+    the region's exact interval/relaxation bounds of the earlier layers."""
 
     layer: int
     unit: int
@@ -78,6 +90,7 @@ class UnitCertificate:
     positive: Point | None = None
     values: tuple[Fraction, Fraction] | None = None
     reason: str = ""
+    proofs: tuple[DualProof | None, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"layer": self.layer, "unit": self.unit, "status": self.status}
@@ -85,6 +98,7 @@ class UnitCertificate:
             d["bound"] = fraction_str(self.bound)
             d["method"] = self.method
             d["regions"] = len(self.regions)
+            d["dual_proofs"] = sum(p is not None for p in self.proofs)
         if self.negative is not None and self.positive is not None and self.values is not None:
             d["negative"] = [fraction_str(v) for v in self.negative]
             d["positive"] = [fraction_str(v) for v in self.positive]
@@ -208,9 +222,14 @@ class _Witnesses:
             return
         X = np.array([[float(v) for v in p] for p in points], dtype=np.float64)
         Z = float_preactivations(self.layers, X)[:-1]
+        for i in sorted(self._choose(Z)):
+            self.record(points[i])
+
+    def _choose(self, Z: Sequence[np.ndarray]) -> set[int]:
+        """Rows of the float pre-activations that show a sign not yet witnessed, a few per unit."""
         chosen: set[int] = set()
         for ell, Zl in enumerate(Z):
-            if Zl.shape[1] == 0:
+            if Zl.shape[1] == 0 or not len(Zl):
                 continue
             amin, amax = np.argmin(Zl, axis=0), np.argmax(Zl, axis=0)
             for j in range(Zl.shape[1]):
@@ -220,8 +239,38 @@ class _Witnesses:
                 if self.pos[ell][j] is None and Zl[amax[j], j] > 0:
                     if not any(Zl[i, j] > 0 for i in chosen):
                         chosen.add(int(amax[j]))
-        for i in sorted(chosen):
-            self.record(points[i])
+        return chosen
+
+    def search_box(self, box: Region, count: int, seed: int, deadline: float) -> None:
+        """Many uniform grid points of the box (and its corners) in one float pass, then sign-gradient ascent of
+        each unit not yet seen with both signs from its best points; every kept point is confirmed exactly."""
+        net = FloatNet(self.layers, box[0], box[1])
+        U = net.samples(count, seed)
+        Z = net.preactivations(U)[:-1]
+        for i in sorted(self._choose(Z)):
+            self.record(exact_point(box[0], box[1], U[i]))
+        for ell, Zl in enumerate(Z):
+            if time.monotonic() > deadline:
+                return
+            starts, units, signs = [], [], []
+            for j in range(Zl.shape[1]):
+                if self.crossing(ell, j):
+                    continue
+                sg = 1 if self.pos[ell][j] is None else -1
+                best = np.argsort(-sg * Zl[:, j])[:4]
+                starts.append(U[best])
+                units += [j] * len(best)
+                signs += [sg] * len(best)
+            if not units:
+                continue
+            V = net.ascend(np.concatenate(starts), ell, np.array(units), np.array(signs, dtype=np.float64))
+            val = np.array(signs) * net.preactivations(V, ell)[ell][np.arange(len(units)), units]
+            for r in np.argsort(-val):
+                if val[r] <= 0:
+                    break
+                j = units[r]
+                if not self.crossing(ell, j):
+                    self.record(exact_point(box[0], box[1], V[r]))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -244,16 +293,53 @@ def _table(
     return certified_bounds(layers, box[0], box[1], upto, first=first)
 
 
-def _split(box: Region, root: Region) -> tuple[Region, Region]:
+def _split(box: Region, root: Region, axis: int | None = None) -> tuple[Region, Region]:
     lo, hi = box
-    j = max(range(len(lo)), key=lambda t: (hi[t] - lo[t]) / (root[1][t] - root[0][t]))
+    j = axis
+    if j is None or hi[j] <= lo[j] or (hi[j] - lo[j]) * 4096 < root[1][j] - root[0][j]:
+        j = max(range(len(lo)), key=lambda t: (hi[t] - lo[t]) / (root[1][t] - root[0][t]))
     mid = (lo[j] + hi[j]) / 2
     return (lo, hi[:j] + (mid,) + hi[j + 1 :]), (lo[:j] + (mid,) + lo[j + 1 :], hi)
 
 
+def _interval_unit(layers: ExactLayers, t: BoundTable, ell: int, j: int) -> tuple[Fraction, Fraction]:
+    """Exact interval bounds of z[ell][j] from the table's (rounded) bounds of layer ell − 1."""
+    zero = Fraction(0)
+    lo = [max(v, zero) for v in t.lower[ell - 1]]
+    hi = [max(v, zero) for v in t.upper[ell - 1]]
+    one = ExactLayers([layers.rows[ell][j : j + 1]], len(lo))
+    il, iu = interval_bounds(one, 0, lo, hi)
+    return il[0], iu[0]
+
+
+def _split_axis(
+    layers: ExactLayers,
+    mus: Sequence[np.ndarray],
+    fl: Sequence[np.ndarray],
+    fu: Sequence[np.ndarray],
+    width: np.ndarray,
+) -> int:
+    """The input coordinate to bisect: each unsettled earlier unit's relaxation gap (|μ|·(−l·u/(u − l)), the
+    height of its triangle weighted by its multiplier) shared among the inputs by their interval influence on it
+    (|W| products times the widths)."""
+    score = np.zeros(len(width))
+    S = np.diag(width)
+    for k, mu in enumerate(mus):
+        S = np.abs(layers.Wf[k]) @ S
+        l, u = fl[k], fu[k]
+        cross = (l < 0) & (u > 0)
+        if not cross.any():
+            continue
+        gap = np.abs(mu[cross]) * (-l[cross] * u[cross] / (u[cross] - l[cross]))
+        share = S[cross] / np.maximum(S[cross].sum(axis=1, keepdims=True), 1e-300)
+        score += gap @ share
+    return int(np.argmax(score)) if score.any() else int(np.argmax(width))
+
+
 class _Search:
-    """Branch and bound for one unit: bisect the box until every leaf proves one side or a witness shows the
-    other sign; leaf tables are cached and shared between units."""
+    """Branch and bound for one unit: bisect the box until every leaf proves one side (interval arithmetic and
+    the relaxation, then the triangle LP with an exact dual proof) or a witness shows the other sign; leaf tables
+    are cached and shared between units."""
 
     def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: _Witnesses, deadline: float):
         self.layers, self.dom, self.root, self.wit, self.deadline = layers, dom, root, wit, deadline
@@ -267,35 +353,74 @@ class _Search:
             self.cache[box] = t
         return t
 
-    def run(self, ell: int, j: int, max_leaves: int = 4096) -> UnitCertificate | None:
+    def _lp(self, box: Region, t: BoundTable, ell: int, j: int, sign: int) -> tuple[DualProof | None, int | None]:
+        """The LP's exact dual proof of sign·z ≤ value on the box (None when the float optimum is not ≤ 0) and
+        the coordinate to split next (the largest |λ_x,i|·(hi_i − lo_i) of the LP's multipliers)."""
+        fl = [np.array([float(v) for v in lay]) for lay in t.lower]
+        fu = [np.array([float(v) for v in lay]) for lay in t.upper]
+        r = FloatLP(self.layers, box[0], box[1]).solve(ell, j, sign, fl, fu)
+        if r is None:
+            return None, None
+        opt, mus, x = r
+        width = np.array([float(b - a) for a, b in zip(box[0], box[1], strict=True)])
+        axis = _split_axis(self.layers, mus, fl, fu, width)
+        lo = np.array([float(v) for v in box[0]])
+        u = np.where(width > 0, (x - lo) / np.where(width > 0, width, 1.0), 0.0)
+        pt = exact_point(box[0], box[1], u)
+        if self.dom.contains(pt):
+            self.wit.record(pt)
+        if opt > 0:
+            return None, axis
+        return prove(self.layers, ell, j, sign, mus, box, t.lower, t.upper), axis
+
+    def run(self, ell: int, j: int, max_leaves: int = 4096, deadline: float | None = None) -> UnitCertificate | None:
+        end = self.deadline if deadline is None else min(deadline, self.deadline)
         stack = [self.root]
-        dead: list[tuple[Region, Fraction]] = []
-        active: list[tuple[Region, Fraction]] = []
+        dead: list[tuple[Region, Fraction, DualProof | None]] = []
+        active: list[tuple[Region, Fraction, DualProof | None]] = []
+        # the sign to prove: a point where the unit is < 0 rules out "active", one where it is > 0 "dead"
+        sign = -1 if self.wit.pos[ell][j] is not None else 1
         while stack:
-            if time.monotonic() > self.deadline or len(dead) + len(active) + len(stack) > max_leaves:
+            if time.monotonic() > end or len(dead) + len(active) + len(stack) > max_leaves:
                 return None
             box = stack.pop()
-            t = self.table(box, ell)
-            if t.raw_upper[ell][j] <= 0:
-                dead.append((box, t.raw_upper[ell][j]))
+            axis = None
+            if ell == 0:
+                t = self.table(box, ell)
+                il, iu = t.raw_lower[ell][j], t.raw_upper[ell][j]
+            else:
+                # the earlier layers' proved bounds, interval arithmetic for the unit, then the LP's dual proof
+                t = self.table(box, ell - 1)
+                il, iu = _interval_unit(self.layers, t, ell, j)
+            if iu <= 0:
+                dead.append((box, iu, None))
                 continue
-            if t.raw_lower[ell][j] >= 0:
-                active.append((box, t.raw_lower[ell][j]))
+            if il >= 0:
+                active.append((box, il, None))
                 continue
+            if ell > 0:
+                proof, axis = self._lp(box, t, ell, j, sign)
+                if proof is not None and proof.value <= 0:
+                    if sign > 0:
+                        dead.append((box, proof.value, proof))
+                    else:
+                        active.append((box, -proof.value, proof))
+                    continue
+            if self.wit.crossing(ell, j):
+                return _crossing_cert(self.wit, ell, j)
             centre = tuple((a + b) / 2 for a, b in zip(box[0], box[1], strict=True))
             if self.dom.contains(centre):
                 self.wit.record(centre)
                 if self.wit.crossing(ell, j):
                     return _crossing_cert(self.wit, ell, j)
-            stack.extend(_split(box, self.root))
-        if dead and not active:
-            return UnitCertificate(
-                ell + 1, j, DEAD, max(b for _, b in dead), "branch-and-bound", tuple(r for r, _ in dead)
-            )
-        if active and not dead:
-            return UnitCertificate(
-                ell + 1, j, ACTIVE, min(b for _, b in active), "branch-and-bound", tuple(r for r, _ in active)
-            )
+            stack.extend(_split(box, self.root, axis))
+        for side, status in ((dead, DEAD), (active, ACTIVE)):
+            other = active if side is dead else dead
+            if side and not other:
+                bound = max(b for _, b, _ in side) if status == DEAD else min(b for _, b, _ in side)
+                proofs = tuple(p for _, _, p in side) if ell > 0 else ()
+                how = "lp" if ell > 0 else "branch-and-bound"
+                return UnitCertificate(ell + 1, j, status, bound, how, tuple(r for r, _, _ in side), proofs=proofs)
         return None
 
 
@@ -331,7 +456,11 @@ def unit_status(
     root = bounding_box(dom)
     rng = _random.Random(seed)
     wit = _Witnesses(layers)
-    wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
+    if isinstance(dom, Box) and layers.hidden:
+        wit.record(dom.interior_point())
+        wit.search_box(root, max(0, int(samples)), seed, deadline)
+    else:
+        wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
     search = _Search(layers, dom, root, wit, deadline)
     table = search.table(root, layers.hidden - 1) if layers.hidden else None
     certs: list[list[UnitCertificate]] = []
@@ -347,8 +476,10 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
-    for ell, j in pending:
-        c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else search.run(ell, j, max_leaves)
+    for i, (ell, j) in enumerate(pending):
+        left = len(pending) - i
+        share = time.monotonic() + 2 * max(0.0, deadline - time.monotonic()) / left
+        c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else search.run(ell, j, max_leaves, share)
         if c2 is None:
             c2 = UnitCertificate(
                 ell + 1,
@@ -414,10 +545,26 @@ def check_certificate(net: MLP, domain: Any, cert: UnitCertificate) -> bool:
     if not _covers(cert.regions, root):
         return False
     first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
+    if cert.proofs and len(cert.proofs) != len(cert.regions):
+        return False
+    lp = cert.method == "lp"
+    if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
+        return False
     worst: Fraction | None = None
-    for r in cert.regions:
-        t = certified_bounds(layers, r[0], r[1], ell, first=first if r == root else None)
-        v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
+    for i, r in enumerate(cert.regions):
+        t = certified_bounds(layers, r[0], r[1], ell - 1 if lp else ell, first=first if r == root else None)
+        if lp:
+            il, iu = _interval_unit(layers, t, ell, j)
+            v = iu if cert.status == DEAD else il
+        else:
+            v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
+        p = cert.proofs[i] if cert.proofs else None
+        if p is not None:
+            if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
+                return False
+            if not check_proof(layers, p, r, t.lower, t.upper):
+                return False
+            v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
         if worst is None or (v > worst if cert.status == DEAD else v < worst):
             worst = v
     if worst is None:
