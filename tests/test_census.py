@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from relusym import Network
 from relusym.census import CATEGORIES, classify, main, networks_121, networks_231, run_census
 
@@ -29,6 +31,7 @@ def _independent_121_counts() -> dict[str, int]:
     return {"generic": generic, "finitely many orbits": flips, "rigid, not generic": rigid}
 
 
+@pytest.mark.slow
 def test_full_121_census_counts():
     census = run_census(sample_231=0, samples=1)
     (row,) = census.rows

@@ -132,6 +132,7 @@ def _stack(spec: CensusSpec, start: int, stop: int) -> tuple[np.ndarray, ...]:
     return num[:, : o[0]].reshape(-1, k, n), num[:, o[0] : o[1]].reshape(-1, n, m), num[:, o[1] : o[2]], num[:, o[2] :]
 
 
+@pytest.mark.slow
 def test_integer_keys_are_exactly_the_normal_forms():
     # every network of Ω(1,2,1) with entries in {−1, 0, 1}: all the degenerate ones (null, constant, dead,
     # duplicate, opposite and cancelling neurons) are there
@@ -168,6 +169,7 @@ def test_table_equals_fiber_on_every_network_of_a_small_grid():
     _assert_table_equals_fiber(CensusSpec((1, 2, 1), (-1, 0, 1), check_every=0, chunk_size=700))
 
 
+@pytest.mark.slow
 def test_table_equals_fiber_on_thousands_of_larger_networks():
     # three chunks of the 4^10 grid of Ω(1,3,1) (consecutive indices: b and c run fastest), every row
     spec = CensusSpec((1, 3, 1), (-1, 0, 1, 2), check_every=0, chunk_size=400)

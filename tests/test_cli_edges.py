@@ -28,6 +28,7 @@ def runb(*args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(cmd, capture_output=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -72,6 +73,7 @@ def test_progress_enabled_shows_a_bar_on_a_tty_only(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_state_dict_input_says_the_activation_is_assumed(tmp_path):
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
@@ -99,6 +101,7 @@ def _bf16_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_prune_bf16_refuses_names_the_entry_and_writes_nothing(tmp_path):
     src = _bf16_file(tmp_path)
     out = tmp_path / "small.safetensors"
@@ -157,6 +160,7 @@ def test_pickles_need_the_opt_in(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_skl2onnx_classifier_has_a_command_line_route(tmp_path):
     pytest.importorskip("skl2onnx")
     import warnings

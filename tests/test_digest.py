@@ -356,6 +356,7 @@ def test_the_normal_form_on_a_domain_hashes_its_json_form():
     assert hashlib.sha256(text).hexdigest() == nf.digest() != normal_form(net).digest()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sub_entries", [None, 64])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_exact_digit_product_over_several_blocks(dtype, sub_entries, monkeypatch):

@@ -600,6 +600,7 @@ def test_both_restrictions_give_one_normal_form(monkeypatch) -> None:
         assert (direct[0] == mirrored[1]) == v_direct
 
 
+@pytest.mark.slow
 def test_polytope_status_with_highs_matches_the_exact_simplex(monkeypatch) -> None:
     """On a larger polytope HiGHS proposes crossing points (checked exactly); the kinds equal the simplex's."""
     import numpy as np

@@ -211,6 +211,7 @@ def test_skl2onnx_files_read_as_the_estimator(tmp_path, kind, dtype):
     assert normal_form(net) == normal_form(Network(*coefs))
 
 
+@pytest.mark.slow
 def test_torch_onnx_exports_with_flatten(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx")

@@ -272,6 +272,7 @@ def test_fiber_is_invariant_under_h(net, rnd):
         assert moved == set(fb2.flips)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_networks(), st.randoms(use_true_random=False))
 def test_samples_are_in_the_fibre(net, rnd):
@@ -470,6 +471,7 @@ def _predicted_type_dimension(net: Network) -> int:
     return core + spare
 
 
+@pytest.mark.slow
 def test_local_dimension_matches_stratum_formula():
     """Numerical cross-check of §5.5 at sampled points: the dimension of the set of parameters keeping the
     sample's combinatorial type and normal form equals the stratum formula (with the sample's component s),

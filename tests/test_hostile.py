@@ -461,6 +461,7 @@ def test_hostile_input_on_standard_input(corpus):  # type: ignore[no-untyped-def
     _check_refusal(run, ["canon", "-"], "stdin", out_dir, root / "MARKER")
 
 
+@pytest.mark.slow
 def test_valid_input_from_standard_input_and_dev_stdin(tmp_path):  # type: ignore[no-untyped-def]
     import torch
 
@@ -487,6 +488,7 @@ def test_valid_input_from_standard_input_and_dev_stdin(tmp_path):  # type: ignor
     assert json.loads(proc.stdout)["digest"] == digest
 
 
+@pytest.mark.slow
 def test_non_utf8_file_names_work_everywhere(tmp_path):  # type: ignore[no-untyped-def]
     name = os.fsdecode(b"net-\xff\xfe.json")
     (tmp_path / name).write_text(json.dumps({"V": [[1, -2]], "A": [[1], [2]], "b": [0, 1]}))
@@ -508,7 +510,7 @@ def net_json(tmp_path: Path) -> Path:
     return p
 
 
-@pytest.mark.parametrize("cmd", ["prune", "plot", "report"])
+@pytest.mark.parametrize("cmd", ["prune", *(pytest.param(c, marks=pytest.mark.slow) for c in ("plot", "report"))])
 def test_unusable_output_paths_are_refused_up_front(tmp_path, net_json, cmd):  # type: ignore[no-untyped-def]
     suffix = {"prune": "json", "plot": "png", "report": "html"}[cmd]
     cases = {

@@ -82,6 +82,7 @@ def _nl(net):
     return [list(r) for r in net.V.tolist()], net.A.tolist(), net.b.tolist(), net.c.tolist()
 
 
+@pytest.mark.slow
 def test_m1_oracle_agrees_on_thousands_of_random_pairs():
     rng = random.Random(2604)
     agree_true = agree_false = 0

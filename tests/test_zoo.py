@@ -119,6 +119,7 @@ def test_stack_digests_flips_and_fallbacks():
     assert sd.digest == stack_definition(V64, A64, b64, c64)
 
 
+@pytest.mark.slow
 def test_stack_digests_thousands_of_random_networks():
     rng = np.random.default_rng(11)
     # the last two shapes have n·k·m > 4096: M comes from exact matrix products of 16-bit limbs
@@ -491,6 +492,7 @@ def _census_core(c) -> list[tuple]:
     ]
 
 
+@pytest.mark.slow
 def test_census_chunked_reproduces_the_census():
     from relusym.census import run_census, run_census_chunked
 

@@ -129,6 +129,7 @@ def test_batched_digests_equal_a_from_scratch_oracle():
                 assert sd.digest[i] == scratch_digest(V[i], A[i], b[i], c[i])
 
 
+@pytest.mark.slow
 def test_thousands_of_random_networks():
     rng = np.random.default_rng(7)
     count = 0
