@@ -9,7 +9,11 @@ field and the limit (an :class:`~relusym.errors.InvalidNetworkError`, exit code 
 * the size of one exact number: the decimal digits of a numerator or a denominator, and the decimal exponent of a
   number written like ``1e-5`` (``1e999999999`` is refused, never expanded into a billion-digit integer);
 * the nesting depth of JSON documents (checked by a scan that cannot overflow the stack);
-* dimensions that the file declares without holding the data for them (``"m": 1000000000`` with no rows).
+* dimensions that the file declares without holding the data for them (``"m": 1000000000`` with no rows, a
+  weight of shape (0, 10^9), which holds no entries): at most ``max_declared_dim``;
+* what a zip member or a compressed HDF5 dataset inflates to, against what it stores: a member that inflates more
+  than ``zip_ratio`` times its compressed size (beyond 1 MiB) is a zip bomb, refused before anything is inflated;
+  a header member (a Keras ``config.json``, a torch ``data.pkl``) is held to ``header_bytes``.
 
 The defaults are generous for real models (gigabytes of weights, hundreds of digits per exact number).  They can be
 changed for one block of code with :func:`limits`, for a process with the environment variable
@@ -44,6 +48,9 @@ __all__ = [
     "file_limit",
     "check_zip",
     "check_npy_members",
+    "check_shape",
+    "check_ratio",
+    "check_budget",
 ]
 
 _GiB = 1 << 30
@@ -70,6 +77,7 @@ class Limits:
     max_depth: int = 64  #: deepest nesting of JSON arrays and objects (a network needs 4)
     max_declared_dim: int = 1 << 20  #: largest dimension a file declares without the data for it (m when n = 0)
     max_elements: int = 1 << 34  #: most entries of one declared tensor (checked against the bytes present)
+    zip_ratio: int = 200  #: most a compressed zip member (or HDF5 dataset) may inflate, per byte stored, past 1 MiB
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -183,6 +191,12 @@ def check_decimal(text: str, where: str) -> None:
     """Check a decimal or rational string before it is expanded into integers: digits and exponent within the
     limits.  Strings of other shapes pass (the parser refuses them with its own message)."""
     lim = current()
+    if not text.isascii() and any(ch.isdigit() for ch in text):
+        bad = next(ch for ch in text if ch.isdigit() and not ch.isascii())
+        raise InvalidNetworkError(
+            f"{where} is {shorten(text)}, written with the non-ASCII digit {bad!r} (U+{ord(bad):04X}); numbers must be "
+            "written with the digits 0-9"
+        )
     if "/" in text:
         for part, what in zip(text.split("/", 1), ("numerator", "denominator"), strict=True):
             check_digits(sum(ch.isdigit() for ch in part), where, what)
@@ -245,8 +259,24 @@ def parse_json(text: str, where: str, *, exact: bool = True) -> Any:
         # kept as the string "NaN"/"Infinity": the reader of the array refuses it naming the array and the index
         return name
 
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise InvalidNetworkError(
+                    f"{where} has the key {shorten(key)} twice in one JSON object; which one is meant is ambiguous"
+                )
+            out[key] = value
+        return out
+
     try:
-        return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+        return json.loads(
+            text,
+            parse_int=parse_int,
+            parse_float=parse_float,
+            parse_constant=parse_constant,
+            object_pairs_hook=no_duplicates,
+        )
     except json.JSONDecodeError as exc:
         raise InvalidNetworkError(
             f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
@@ -259,9 +289,25 @@ def parse_json(text: str, where: str, *, exact: bool = True) -> Any:
 # archives
 
 
-def check_zip(path: Any, fmt: str) -> list[Any]:
-    """The members of a zip archive (NPZ, torch.save), after checking their number and their total uncompressed
-    size against the limits (a zip bomb is refused before anything is inflated)."""
+_RATIO_FLOOR = 1 << 20  # members inflating to at most 1 MiB are never zip bombs worth refusing
+
+
+def check_ratio(inflated: int, stored: int, where: str) -> None:
+    """Refuse data that inflates to more than ``zip_ratio`` times the bytes it stores (beyond 1 MiB): a zip bomb,
+    a compressed HDF5 dataset of zeros, or a dataset declared with no storage at all."""
+    lim = current().zip_ratio
+    if inflated > _RATIO_FLOOR and inflated > lim * max(stored, 1):
+        raise InvalidNetworkError(
+            f"{where} inflates {stored} stored bytes to {inflated}, more than the limit zip_ratio = {lim} times "
+            f"(a zip bomb?); refused before inflating (raise it with --limit zip_ratio=N)"
+        )
+
+
+def check_zip(path: Any, fmt: str, *, headers: tuple[str, ...] = ()) -> list[Any]:
+    """The members of a zip archive (NPZ, torch.save, .keras), after checking their number, each member's
+    inflated size against its compressed size (``zip_ratio``), the members named in ``headers`` (exact names or
+    ``/name`` endings) against ``header_bytes``, and their total uncompressed size against the format's limit: a
+    zip bomb is refused before anything is inflated."""
     import zipfile
 
     lim = current()
@@ -276,12 +322,19 @@ def check_zip(path: Any, fmt: str) -> list[Any]:
             f"{name} has {len(infos)} zip members, more than the limit zip_members = {lim.zip_members}"
         )
     for info in infos:
+        member = f"{name}: the zip member {shorten(info.filename)}"
         if info.flag_bits & 0x1:
-            raise InvalidNetworkError(f"{name}: the zip member {shorten(info.filename)} is encrypted")
+            raise InvalidNetworkError(f"{member} is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
-            raise InvalidNetworkError(
-                f"{name}: the zip member {shorten(info.filename)} uses the unknown compression {info.compress_type}"
-            )
+            raise InvalidNetworkError(f"{member} uses the unknown compression {info.compress_type}")
+        if any(info.filename == h or info.filename.endswith("/" + h) for h in headers):
+            if info.file_size > lim.header_bytes:
+                raise InvalidNetworkError(
+                    f"{member} inflates to {info.file_size} bytes, more than the limit header_bytes = "
+                    f"{lim.header_bytes} (raise it with --limit header_bytes=N)"
+                )
+        if info.compress_type != zipfile.ZIP_STORED:
+            check_ratio(info.file_size, info.compress_size, member)
     total = sum(i.file_size for i in infos)
     cap = file_limit(fmt)
     if total > cap:
@@ -290,6 +343,37 @@ def check_zip(path: Any, fmt: str) -> list[Any]:
             f"--limit {fmt}_bytes=N)"
         )
     return infos
+
+
+def check_shape(shape: Any, where: str) -> tuple[int, ...]:
+    """A declared tensor shape within the limits: non-negative dimensions, at most ``max_elements`` entries, and,
+    when it holds no entries (a dimension 0), no dimension beyond ``max_declared_dim`` (a weight of shape
+    (0, 10^9) holds no data, so nothing backs its 10^9)."""
+    dims = tuple(int(d) for d in shape)
+    lim = current()
+    if any(d < 0 for d in dims):
+        raise InvalidNetworkError(f"{where} has the negative dimension {min(dims)} in its shape {shorten(dims)}")
+    count = math.prod(dims)
+    if count > lim.max_elements:
+        raise InvalidNetworkError(
+            f"{where} declares {count} entries, more than the limit max_elements = {lim.max_elements}"
+        )
+    if count == 0 and max(dims, default=0) > lim.max_declared_dim:
+        raise InvalidNetworkError(
+            f"{where} has the shape {shorten(dims)}, which holds no entries; a dimension with no data behind it "
+            f"must be at most max_declared_dim = {lim.max_declared_dim}"
+        )
+    return dims
+
+
+def check_budget(budget: Any, what: str = "budget") -> float:
+    """The one check of every time budget: a finite non-negative number of seconds (not NaN, not a boolean)."""
+    import numbers
+
+    seconds = float(budget) if isinstance(budget, numbers.Real) and not isinstance(budget, bool) else math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise InvalidNetworkError(f"{what} must be a finite non-negative number of seconds, got {shorten(budget)}")
+    return seconds
 
 
 def check_npy_members(path: Any, *, allow_objects: bool = False) -> None:
@@ -327,9 +411,7 @@ def check_npy_members(path: Any, *, allow_objects: bool = False) -> None:
                 raise InvalidNetworkError(
                     f"{where} holds Python objects (a pickle); relusym reads only numeric arrays and never unpickles"
                 )
-            count = math.prod(int(d) for d in shape)
-            if any(int(d) < 0 for d in shape) or count > lim.max_elements:
-                raise InvalidNetworkError(f"{where} declares the shape {shorten(shape)}, beyond max_elements")
+            count = math.prod(check_shape(shape, where))
             if count * dtype.itemsize != info.file_size - header_len:
                 raise InvalidNetworkError(
                     f"{where} declares shape {shorten(shape)} of {dtype} ({count * dtype.itemsize} bytes) but holds "

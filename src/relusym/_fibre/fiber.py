@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._base.rng import RNGLike, as_random
 from relusym._core.analysis import Analysis, KinkData
@@ -318,6 +319,7 @@ def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"fiber needs a Network, got {type(net).__name__}")
+    budget = check_budget(budget)
     with ticking(budget, desc="fibre: hyperplane classes", enabled=progress) as bar:
         t0 = time.monotonic()
         deadline = t0 + budget

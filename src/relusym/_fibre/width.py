@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
 from relusym._core.network import Network, NeuronType
@@ -193,6 +194,7 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"minimal_width needs a Network, got {type(net).__name__}")
+    budget = check_budget(budget)
     an = Analysis(net)
     if not an.mixed:
         return an.N
@@ -324,6 +326,7 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
+    budget = check_budget(budget)
     an = Analysis(net)
     if an.N > _DIRECT_MIN_CLASSES and not an.mixed:
         return _direct_minimal(an, keep_scales)
@@ -471,6 +474,7 @@ def prune(
     >>> small.to_dict()["V"], small.to_dict()["A"], small.to_dict()["b"], small.to_dict()["c"]
     ([['2', '1']], [['-1'], ['1']], ['1', '0'], ['0'])
     """
+    budget = check_budget(budget)
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
     with ticking(budget, desc="prune: width search", enabled=progress):

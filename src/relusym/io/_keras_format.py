@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.limits import check_ratio, check_shape, check_zip, parse_json, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -90,20 +91,59 @@ def sniff(path: Path, head: bytes) -> bool:
 # reading
 
 
-def _h5_layers(f: Any) -> list[tuple[str, str, list[np.ndarray], list[str]]]:
+def _h5_child(group: Any, key: str, where: str) -> Any:  # where: the child, as the messages name it
+    """``group[key]`` if it is a hard link in this file; an external or soft link is refused, never followed (it
+    may point at any file on the machine)."""
+    h5py = _import_h5py()
+    link = group.get(key, getlink=True)
+    if isinstance(link, h5py.ExternalLink):
+        raise UnsupportedModelError(
+            f"{where} is an HDF5 external link to the file {shorten(Path(link.filename).name)}; "
+            "relusym never follows it, and reads only data stored in the file itself"
+        )
+    if not isinstance(link, h5py.HardLink):
+        raise UnsupportedModelError(
+            f"{where} is an HDF5 {type(link).__name__}; relusym reads only data stored in the "
+            "file itself, never through links"
+        )
+    return group[key]
+
+
+def _h5_array(ds: Any, where: str) -> np.ndarray:
+    """A dataset's array, after checking that its storage is in this file and that it declares no more than it
+    stores (a compressed dataset of zeros or a shape with no storage is refused before it is read)."""
+    h5py = _import_h5py()
+    if not isinstance(ds, h5py.Dataset):
+        raise UnsupportedModelError(f"{where} is a {type(ds).__name__}, not an HDF5 dataset")
+    if ds.is_virtual or ds.external:
+        how = "a virtual dataset" if ds.is_virtual else "external storage"
+        raise UnsupportedModelError(
+            f"{where} keeps its data outside the file ({how}); relusym reads only data stored in the file itself"
+        )
+    if ds.dtype.kind not in "fiub":
+        raise UnsupportedModelError(f"{where} holds {ds.dtype}, not numbers")
+    check_shape(ds.shape, where)
+    check_ratio(int(ds.size) * ds.dtype.itemsize, int(ds.id.get_storage_size()), where)
+    return np.asarray(ds[()])
+
+
+def _h5_layers(f: Any, source: str = "the HDF5 file") -> list[tuple[str, str, list[np.ndarray], list[str]]]:
     """(group, layer name, arrays, dtypes) for each ``layers/<group>/vars`` with arrays, in the file's order."""
     out = []
-    layers = f.get("layers")
-    if layers is None:
+    if "layers" not in f:
         raise UnsupportedModelError("the HDF5 file has no 'layers' group: not a Keras 3 weights file")
+    layers = _h5_child(f, "layers", f"{source}: layers")
     for group in sorted(layers.keys(), key=natural_key):
-        vars_ = layers[group].get("vars")
-        if vars_ is None:
+        where = f"{source}: layers/{shorten(group, 40)[1:-1]}"
+        g = _h5_child(layers, group, where)
+        if "vars" not in g:
             continue
+        where = f"{where}/vars"
+        vars_ = _h5_child(g, "vars", where)
         keys = sorted(vars_.keys(), key=natural_key)
         if not keys:
             continue
-        arrays = [np.asarray(vars_[k][()]) for k in keys]
+        arrays = [_h5_array(_h5_child(vars_, k, f"{where}/{k}"), f"{where}/{k}") for k in keys]
         name = vars_.attrs.get("name", group)
         name = name.decode() if isinstance(name, bytes) else str(name)
         out.append((group, name, arrays, [a.dtype.name for a in arrays]))
@@ -124,7 +164,11 @@ def _layer_list(config: Mapping[str, Any], source: str) -> list[Mapping[str, Any
     inner = config.get("config", {})
     if cls not in ("Sequential", "Functional", "Model"):
         raise UnsupportedModelError(f"{source} holds a Keras {cls}, not a Sequential or functional model")
-    layers = list(inner.get("layers", []))
+    layers = inner.get("layers", []) if isinstance(inner, Mapping) else None
+    if not isinstance(layers, list) or not all(
+        isinstance(ly, Mapping) and isinstance(ly.get("config", {}), Mapping) for ly in layers
+    ):
+        raise UnsupportedModelError(f"{source}: the config's 'layers' is not a list of Keras layers")
     if cls != "Sequential":
         # a functional model must be a chain: each layer fed by the one before
         names = [ly.get("config", {}).get("name") for ly in layers]
@@ -139,7 +183,9 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[list[str],
     """The names of the Dense layers in order and the output activation (None for linear), checking that the
     layers compute Dense → ReLU → Dense, or deeper with a ReLU between each two Dense layers."""
     seq: list[tuple[str, str]] = []  # (kind, name)
-    for ly in layers:
+    for i, ly in enumerate(layers):
+        if not isinstance(ly, Mapping) or not isinstance(ly.get("config", {}) or {}, Mapping):
+            raise UnsupportedModelError(f"{source}: layer {i} of the config is {shorten(ly)}, not a Keras layer")
         cls = str(ly.get("class_name"))
         cfg = ly.get("config", {}) or {}
         name = str(cfg.get("name", cls))
@@ -150,7 +196,7 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[list[str],
                 raise UnsupportedModelError(f"{source}: layer '{name}' (Flatten) sits after a Dense layer")
             continue
         if cls == "Dense":
-            act = _activation_name(cfg.get("activation", "linear"))
+            act = _activation_name(cfg.get("activation", "linear"), f"{source}: layer '{name}'")
             seq.append(("dense", name))
             if act in _RELU_NAMES:
                 seq.append(("relu", name))
@@ -161,7 +207,7 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[list[str],
                 raise UnsupportedModelError(f"{source}: layer '{name}' is a ReLU with a slope, threshold or cap")
             seq.append(("relu", name))
         elif cls == "Activation":
-            act = _activation_name(cfg.get("activation", "linear"))
+            act = _activation_name(cfg.get("activation", "linear"), f"{source}: layer '{name}'")
             if act in _RELU_NAMES:
                 seq.append(("relu", name))
             elif act != "linear":
@@ -201,12 +247,34 @@ def _structure(layers: list[Mapping[str, Any]], source: str) -> tuple[list[str],
     return denses, head
 
 
-def _activation_name(act: Any) -> str:
+def _activation_name(act: Any, where: str = "a layer") -> str:
+    """The name of an activation given as a string or as a serialized object (``{"class_name": "function",
+    "config": "relu"}``, ``{"class_name": "ReLU", "config": {"name": …}}``); any other form is refused, naming the
+    layer."""
+    if act is None:
+        return "linear"
+    if isinstance(act, str):
+        return act.lower()
     if isinstance(act, Mapping):  # a serialized activation object
-        if act.get("module") in ("keras.activations", "keras.src.activations") and "config" not in act:
-            return str(act.get("class_name", act.get("registered_name", "?"))).lower()
-        return str(act.get("config", {}).get("name", act.get("class_name", "?"))).lower()
-    return str(act).lower() if act is not None else "linear"
+        inner = act.get("config")
+        if isinstance(inner, str):  # a serialized function: its name is the config
+            return inner.lower()
+        if inner is None and act.get("module") in ("keras.activations", "keras.src.activations"):
+            name = act.get("class_name", act.get("registered_name"))
+            if isinstance(name, str):
+                return name.lower()
+        if isinstance(inner, Mapping):
+            cls, name = act.get("class_name"), inner.get("name")
+            if cls == "ReLU" and not any(inner.get(k) for k in ("negative_slope", "threshold", "max_value")):
+                return "relu"
+            if isinstance(name, str):
+                return name.lower()
+            if isinstance(cls, str):
+                return cls.lower()
+    raise UnsupportedModelError(
+        f"{where} gives its activation as {shorten(act)}, which is not an activation relusym can read (a name such "
+        "as 'relu', or a serialized Keras activation)"
+    )
 
 
 def _network(dense: list[tuple[np.ndarray, np.ndarray | None]], names: list[str]) -> Network | MLP:
@@ -236,13 +304,18 @@ def _head_warning(source: str, head: str) -> str:
 
 def _read_archive(path: Path) -> tuple[dict[str, Any], Any]:
     h5py = _import_h5py()
+    # member count, header sizes and inflation ratios checked before anything is inflated
+    check_zip(path, NAME, headers=("config.json", "metadata.json"))
     try:
         zf = zipfile.ZipFile(path)
-        config = json.loads(zf.read("config.json").decode("utf-8"))
+        text = zf.read("config.json").decode("utf-8")
+        config = parse_json(text, f"{path.name}: config.json", exact=False)
+        if not isinstance(config, Mapping):
+            raise InvalidNetworkError(f"{path.name}: config.json holds a {type(config).__name__}, not an object")
         weights = h5py.File(io.BytesIO(zf.read("model.weights.h5")), "r")
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise InvalidNetworkError(f"{path.name} is not a readable .keras archive ({exc})") from None
-    return config, weights
+    return dict(config), weights
 
 
 def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
@@ -257,7 +330,7 @@ def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
         except OSError as exc:
             raise InvalidNetworkError(f"{path.name} is not a readable HDF5 file ({exc})") from None
         with f:
-            found = _h5_layers(f)
+            found = _h5_layers(f, path.name)
         if len(found) < 2:
             raise UnsupportedModelError(
                 f"{path.name} holds {len(found)} layers with weights ({', '.join(n for _, n, _, _ in found)}); "
@@ -269,7 +342,7 @@ def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     config, weights = _read_archive(path)
     with weights:
         denses, head = _structure(_layer_list(config, path.name), path.name)
-        by_name = {name: arrays for _, name, arrays, _ in _h5_layers(weights)}
+        by_name = {name: arrays for _, name, arrays, _ in _h5_layers(weights, f"{path.name}: model.weights.h5")}
     for name in denses:
         if name not in by_name:
             raise InvalidNetworkError(f"{path.name}: the weights of layer '{name}' are not in model.weights.h5")

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.limits import check_shape, file_limit, shorten
 from relusym._base.limits import current as current_limits
-from relusym._base.limits import file_limit, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -167,6 +167,7 @@ def _check_tensor(onnx: Any, t: Any, where: str) -> None:
     lim = current_limits().max_elements
     if count > lim:
         raise InvalidNetworkError(f"{where} declares {count} entries, more than the limit max_elements = {lim}")
+    check_shape(dims, where)  # a shape holding no entries, such as (0, 10^9), declares at most max_declared_dim
     if t.data_location == onnx.TensorProto.EXTERNAL:
         return
     if t.HasField("raw_data"):

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.limits import check_shape, parse_json, shorten
 from relusym._base.limits import current as current_limits
-from relusym._base.limits import parse_json, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -150,10 +150,7 @@ def _check_entry(name: str, key: str, info: Any, data_len: int) -> None:
             f"{name} is truncated or corrupted: tensor {shorten(key)} ends at byte {shorten(end)} of a {data_len}-byte "
             "data section"
         )
-    count = math.prod(shape)
-    lim = current_limits().max_elements
-    if count > lim:
-        raise InvalidNetworkError(f"{where} declares {count} entries, more than the limit max_elements = {lim}")
+    count = math.prod(check_shape(shape, where))  # entries within max_elements; (0, 10^9) holds no data
     if count * _ITEMSIZE[dtype] != end - start:
         raise InvalidNetworkError(
             f"{where} has shape {shorten(shape)} of {dtype} ({count * _ITEMSIZE[dtype]} bytes) but holds "

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import check_zip
+from relusym._base.limits import check_shape, check_zip, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -110,7 +110,9 @@ def read(path: Path) -> tuple[Network | MLP, tuple[str, ...], bool]:
     path = Path(path)
     with open(path, "rb") as fh:
         if fh.read(4) == _ZIP_MAGIC[:4]:
-            check_zip(path, NAME)  # member count and inflated size within the limits, before torch reads it
+            # member count, inflation ratios, the pickle's size and the inflated total within the limits, before
+            # torch reads anything
+            check_zip(path, NAME, headers=("data.pkl", "constants.pkl"))
     if _is_torchscript(path):
         return read_torchscript(path)
     return _load_state_dict_file(path), (), False
@@ -322,6 +324,7 @@ def from_state_dict(
             continue
         if not hasattr(value, "shape"):
             raise UnsupportedModelError(f"{source}: entry '{key}' is a {type(value).__name__}, not a tensor")
+        check_shape(tuple(value.shape), f"{source}: tensor {shorten(str(key))}")  # (0, 10^9) holds no data
         arrays[str(key)] = _tensor_to_numpy(value)
     return chain_linear_layers(arrays, source=source, ordered=True, order_hint=order_hint).network()
 
