@@ -277,11 +277,14 @@ def test_sklearn_deep_classifier_and_skl2onnx(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LogitsOnlyWarning)
         info = relusym.save(from_onnx, out, like=src)
-    assert info.exact and any("head" in n for n in info.notes)
-    sess = ort.InferenceSession(str(out))
+    assert info.exact
+    # the classifier head is kept (issue 21): the same outputs, the same labels and probabilities
+    sess, orig = ort.InferenceSession(str(out)), ort.InferenceSession(str(src))
+    assert [o.name for o in sess.get_outputs()] == [o.name for o in orig.get_outputs()]
     Xf = X[:5].astype(np.float32)
-    got = sess.run(None, {sess.get_inputs()[0].name: Xf})[0]
-    np.testing.assert_allclose(got, from_onnx.evaluate(Xf.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    got, want = sess.run(None, {"X": Xf}), orig.run(None, {"X": Xf})
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
     # written as a scikit-learn estimator (joblib), read back by scikit-learn
     pkl = tmp_path / "reg.joblib"
     relusym.save(net, pkl)

@@ -294,7 +294,14 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     with ticking(args.budget, desc="prune: width search", enabled=_progress_flag(args)):
         mn = minimal_network(net, budget=args.budget, keep_scales=net.is_float and fmt_out.NAME != "json")
     small = mn.network
-    info = save(small, args.output, like=like, allow_rounding=args.allow_rounding, dtype=args.dtype)
+    info = save(
+        small,
+        args.output,
+        like=like,
+        allow_rounding=args.allow_rounding,
+        dtype=args.dtype,
+        allow_unsafe_pickle=bool(getattr(args, "allow_unsafe_pickle", False)),
+    )
     d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical, "write": info.to_dict()}
     text = f"minimal width {small.n} (from n = {net.n}); wrote {args.output} ({info.format})"
     if info.exact:

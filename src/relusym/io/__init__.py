@@ -390,6 +390,7 @@ def save(
     like: str | os.PathLike[str] | None = None,
     allow_rounding: bool = False,
     dtype: str | None = None,
+    allow_unsafe_pickle: bool = False,
 ) -> SaveInfo:
     """Write ``net`` (a ``Network``, or an ``MLP`` of any depth) to ``path`` atomically, exactly: the file's
     network is ``net`` itself.
@@ -402,6 +403,13 @@ def save(
     ``dtype="float64"`` to keep a float16 file's pruned network exactly.  Before the file replaces ``path`` it is
     read back and compared with the network meant to be written.  For a deep network written with rounding,
     ``distance`` is not computed (``max_change`` is).
+
+    Writing ``like`` a file keeps everything of it that the network does not change: a scikit-learn classifier
+    stays a classifier (its classes and output activation), an ONNX model keeps its input signature, the nodes
+    before the first layer and its classifier head with every output, an NNet file its header and normalisation,
+    a model folder its ``config.json`` (with the new width).  A scikit-learn ``like`` file is unpickled for that
+    (which runs its code) only with ``allow_unsafe_pickle=True`` or when this process read that same file with
+    it; a model folder ``like`` is written as a folder unless ``path`` has the weights file's suffix.
     """
     from relusym.io._layers import WritePolicy, as_model
 
@@ -421,7 +429,7 @@ def save(
     if getattr(mod, "save", None) is None:
         raise UnsupportedModelError(f"relusym cannot write {mod.NAME} files")
     check_output(p)
-    policy = WritePolicy(allow_rounding=allow_rounding, dtype=dtype)
+    policy = WritePolicy(allow_rounding=allow_rounding, dtype=dtype, allow_unsafe_pickle=allow_unsafe_pickle)
     distance: float | None = None
     change: float | None = None
     with atomic_path(p) as tmp:

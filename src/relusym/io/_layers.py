@@ -366,6 +366,7 @@ class WritePolicy:
 
     allow_rounding: bool = False
     dtype: str | None = None
+    allow_unsafe_pickle: bool = False  # a writer may unpickle its ``like`` file (scikit-learn) to keep its head
     rounded: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

@@ -701,6 +701,9 @@ def to_model(net: Network | MLP, like: Any = None, *, policy: WritePolicy | None
     L = len(ours)
     if parsed is not None:
         check_depth(L, len(parsed.layers), "the like model")
+        kept = _rewrite(net, like, parsed, policy)
+        if kept is not None:
+            return kept
     dt_name = common_dtype(net).name
     if parsed is not None:
         dt_name = parsed.layers[0].dtype if parsed.layers[0].dtype in FILE_DTYPES else "float32"
@@ -792,6 +795,160 @@ def to_model(net: Network | MLP, like: Any = None, *, policy: WritePolicy | None
     model.ir_version = parsed.ir_version if parsed else _IR_VERSION
     onnx.checker.check_model(model)
     return model
+
+
+_ELEM_CODES = {"float32": 1, "float16": 10, "float64": 11, "bfloat16": 16}
+
+
+def _rewrite(net: Network | MLP, like: Any, parsed: _Parsed, policy: WritePolicy) -> Any:
+    """A copy of the ``like`` model with the layers' weights and biases replaced by the network's (new shapes,
+    each in its tensor's own float type), everything else kept: the input and output names, types and shapes,
+    the nodes passed over before the first layer (Flatten, Reshape, Cast), the classifier head with all its
+    outputs (Softmax, a label and probabilities), the opsets and metadata.  None when the network does not
+    fit that frame (other input or output sizes, a ``dtype`` that changes the model's float type, a weight
+    shared between layers): then the model is rebuilt from the network alone."""
+    onnx = _import_onnx()
+    from onnx import helper, numpy_helper
+
+    widths = widths_of(net)
+    if widths[0] != parsed.layers[0].W.shape[1] or widths[-1] != parsed.layers[-1].W.shape[0]:
+        return None
+    model = onnx.ModelProto()
+    model.CopyFrom(like)
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    const_nodes = {n.output[0]: n for n in graph.node if n.op_type == "Constant" and n.output}
+    uses: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+
+    def elem_of(name: str) -> str | None:
+        if name in inits:
+            return _ELEM_NAMES.get(inits[name].data_type)
+        node = const_nodes.get(name)
+        if node is not None:
+            for a in node.attribute:
+                if a.name == "value":
+                    return _ELEM_NAMES.get(a.t.data_type)
+        return None
+
+    names = [n for ly in parsed.layers for n in (ly.weight_name, ly.bias_name, *ly.extra_bias) if n]
+    if len(set(names)) != len(names) or any(uses.get(n, 0) != 1 for n in names):
+        return None
+    if any(elem_of(n) is None for n in names):
+        return None
+    if policy.dtype is not None and any(elem_of(n) != policy.dtype for n in names):
+        return None  # another float type for the whole model: rebuilt
+
+    declared = {vi.name: vi for vi in graph.input}
+
+    def put(name: str, arr: np.ndarray, dt: str) -> None:
+        t = _tensor_as(helper, numpy_helper, onnx, arr, name, dt)
+        if name in declared:  # an initializer also listed as a graph input (older exporters): its new shape
+            dims = declared[name].type.tensor_type.shape
+            del dims.dim[:]
+            for d in arr.shape:
+                dims.dim.add().dim_value = int(d)
+        if name in inits:
+            inits[name].CopyFrom(t)
+            return
+        node = const_nodes[name]
+        del node.attribute[:]
+        node.attribute.extend([helper.make_attribute("value", t)])
+
+    def set_attr(node: Any, key: str, value: float) -> None:
+        for a in node.attribute:
+            if a.name == key:
+                a.f = value
+                return
+        node.attribute.extend([helper.make_attribute(key, value)])
+
+    nodes_by_weight = {n.input[i]: n for n in graph.node if n.op_type in ("Gemm", "MatMul") for i in (0, 1)}
+    fresh = 0
+    for ly, (W, B, wn, bn) in zip(parsed.layers, affine_layers(net), strict=True):
+        node = nodes_by_weight[ly.weight_name]
+        out = W.shape[0]
+        wdt = elem_of(ly.weight_name) or "float32"
+        hold = np.dtype(np.float32) if wdt == "bfloat16" else np.dtype(wdt)
+        alpha = _keeps(W, ly.alpha, hold) if ly.op == "Gemm" else 1.0
+        Wf = policy.fit(_unscaled(W, alpha), wdt, wn)
+        put(ly.weight_name, Wf if ly.weight_transposed else np.ascontiguousarray(Wf.T), wdt)
+        if ly.op == "Gemm" and alpha != ly.alpha:
+            set_attr(node, "alpha", alpha)
+        zero = all(x == 0 for x in B.ravel().tolist())
+        if ly.bias_name is None and zero:
+            continue
+        if ly.bias_name is None:  # the like layer has no bias; the network's is not zero
+            fresh += 1
+            bname = f"{ly.weight_name}_relusym_bias{fresh}"
+            Bf = policy.fit(B, wdt, bn)
+            shape = (1, out) if ly.data_first else (out, 1)
+            graph.initializer.append(_tensor_as(helper, numpy_helper, onnx, Bf.reshape(shape), bname, wdt))
+            if ly.op == "Gemm" and ly.data_first:
+                node.input.append(bname)
+                set_attr(node, "beta", 1.0)
+            else:
+                y = node.output[0]
+                mid = f"{y}_relusym_product"
+                node.output[0] = mid
+                add = helper.make_node("Add", [mid, bname], [y])
+                pos = list(graph.node).index(node)
+                graph.node.insert(pos + 1, add)
+            continue
+        bdt = elem_of(ly.bias_name) or wdt
+        bhold = np.dtype(np.float32) if bdt == "bfloat16" else np.dtype(bdt)
+        beta = _keeps(B, ly.beta, bhold) if ly.op == "Gemm" and node.input[2:3] == [ly.bias_name] else 1.0
+        Bf = policy.fit(_unscaled(B, beta), bdt, bn)
+        old = _stored_shape(inits, const_nodes, ly.bias_name)
+        put(ly.bias_name, Bf.reshape(_bias_shape(old, out, ly.data_first)), bdt)
+        if ly.op == "Gemm" and node.input[2:3] == [ly.bias_name] and beta != ly.beta:
+            set_attr(node, "beta", beta)
+        for extra in ly.extra_bias:  # the whole bias went into the first one
+            odt = elem_of(extra) or bdt
+            eshape = _stored_shape(inits, const_nodes, extra)
+            zeros = np.zeros(_bias_shape(eshape, out, ly.data_first) if eshape else (), dtype=np.float32)
+            put(extra, zeros.astype(np.float32 if odt == "bfloat16" else odt), odt)
+    # the shapes recorded for intermediate tensors changed with the widths: recomputed where onnx can
+    del graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an operator shape inference does not know: the annotations are optional
+        inferred = model
+    # the annotations the like model had, with their new shapes; the outputs exactly as declared (inference
+    # fills unknown dimensions with names of its own)
+    had = {vi.name for vi in like.graph.value_info}
+    kept_info = [vi for vi in inferred.graph.value_info if vi.name in had]
+    del inferred.graph.value_info[:]
+    inferred.graph.value_info.extend(kept_info)
+    del inferred.graph.output[:]
+    inferred.graph.output.extend(like.graph.output)
+    model = inferred
+    onnx.checker.check_model(model)
+    return model
+
+
+def _tensor_as(helper: Any, numpy_helper: Any, onnx: Any, arr: np.ndarray, name: str, dt: str) -> Any:
+    if dt == "bfloat16":
+        bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+        return helper.make_tensor(name, onnx.TensorProto.BFLOAT16, list(arr.shape), vals=bits.tobytes(), raw=True)
+    return numpy_helper.from_array(np.ascontiguousarray(arr), name)
+
+
+def _stored_shape(inits: dict[str, Any], const_nodes: dict[str, Any], name: str) -> tuple[int, ...]:
+    if name in inits:
+        return tuple(int(d) for d in inits[name].dims)
+    for a in const_nodes[name].attribute:
+        if a.name == "value":
+            return tuple(int(d) for d in a.t.dims)
+    return ()
+
+
+def _bias_shape(old: tuple[int, ...], out: int, data_first: bool) -> tuple[int, ...]:
+    """The shape of a rewritten bias: the stored one's rank and orientation with ``out`` entries."""
+    if not data_first:
+        return (out, 1)
+    return (1, out) if len(old) == 2 else (out,)
 
 
 def _keeps(x: np.ndarray, s: float, dt: np.dtype) -> float:

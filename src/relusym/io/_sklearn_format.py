@@ -8,10 +8,18 @@ says so.
 
 Pickle and joblib files run code when loaded, so :func:`load` refuses them; :func:`load_pickle` reads one only
 with an explicit ``allow_unsafe_pickle=True``.
+
+Writing with ``like`` (the file the network was read from) keeps the estimator: its class (an ``MLPClassifier``
+stays one), its classes, label binarizer, output activation, feature names and hyper-parameters; only the weights
+and the hidden layer sizes change (the optimizer's state, shaped like the old weights, is dropped).  Keeping them
+needs ``like`` unpickled, which runs its code: allowed when ``allow_unsafe_pickle=True`` was passed to
+:func:`relusym.io.save`, or when this process read that same unchanged file with ``allow_unsafe_pickle=True``.
 """
 
 from __future__ import annotations
 
+import copy
+import os
 import pickle
 import warnings
 from pathlib import Path
@@ -95,16 +103,42 @@ def load_pickle(path: Path | str, *, allow_unsafe_pickle: bool = False) -> Netwo
         RuntimeWarning,
         stacklevel=2,
     )
+    obj = _unpickle(path)
+    net = from_object(obj)
+    _remember(path, obj)
+    return net
+
+
+def _unpickle(path: Path) -> Any:
     try:
         import joblib
     except ImportError:
         joblib = None
     if joblib is not None:
-        obj = joblib.load(path)
-    else:
-        with open(path, "rb") as fh:
-            obj = pickle.load(fh)  # noqa: S301 - explicit opt-in above
-    return from_object(obj)
+        return joblib.load(path)
+    with open(path, "rb") as fh:
+        return pickle.load(fh)  # noqa: S301 - only after an explicit opt-in
+
+
+# estimators read with allow_unsafe_pickle=True in this process, by file identity, so that writing a pruned
+# network "like" that file keeps its head without unpickling it again (the opt-in was given for that file)
+_TRUSTED: dict[tuple[Any, ...], Any] = {}
+
+
+def _identity(path: Path) -> tuple[Any, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(path: Path, est: Any) -> None:
+    key = _identity(path)
+    if key is not None and hasattr(est, "coefs_"):
+        if len(_TRUSTED) > 16:
+            _TRUSTED.clear()
+        _TRUSTED[key] = copy.deepcopy(est)
 
 
 def accepts(obj: Any) -> bool:
@@ -154,32 +188,96 @@ def from_estimator(est: Any) -> Network | MLP:
     return shaped(layers)
 
 
-def to_estimator(net: Network | MLP, dtype: Any = None, *, policy: WritePolicy | None = None) -> Any:
-    """An ``MLPRegressor`` (hidden_layer_sizes = the hidden widths, activation='relu') whose ``predict`` computes
-    the network (as a 1-D array when k = 1, as scikit-learn does), in ``dtype`` (float32 or float64; default the
-    network's widest float dtype, float64 for rationals).  Every entry exact, or as ``policy`` allows."""
+def to_estimator(net: Network | MLP, dtype: Any = None, *, policy: WritePolicy | None = None, like: Any = None) -> Any:
+    """An estimator whose ``predict`` computes the network (as a 1-D array when k = 1, as scikit-learn does), in
+    ``dtype`` (float32 or float64; default ``like``'s weights' dtype, else the network's widest float dtype,
+    float64 for rationals).  Every entry exact, or as ``policy`` allows.
+
+    Without ``like``, an ``MLPRegressor`` (hidden_layer_sizes = the hidden widths, activation='relu').  With
+    ``like`` (a fitted ReLU ``MLPRegressor`` or ``MLPClassifier`` with as many inputs, outputs and layers), a copy
+    of it with the new weights and hidden layer sizes: its class, ``classes_``, label binarizer, output activation,
+    ``n_outputs_``, feature names and hyper-parameters are kept, so a classifier's ``predict`` and
+    ``predict_proba`` work as before on the new weights."""
     sknn = _import_sklearn()
     policy = policy if policy is not None else WritePolicy()
-    name = policy.dtype or (np.dtype(dtype).name if dtype is not None else common_dtype(net).name)
+    widths = widths_of(net)
+    if like is not None:
+        _check_like(like, widths)
+    if policy.dtype is not None:
+        name = policy.dtype
+    elif dtype is not None:
+        name = np.dtype(dtype).name
+    elif like is not None:
+        name = np.asarray(like.coefs_[0]).dtype.name
+    else:
+        name = common_dtype(net).name
     if name not in ("float32", "float64"):
         if policy.dtype is not None or dtype is not None:
             raise InvalidNetworkError(f"scikit-learn MLPs hold float32 or float64 weights, not {name}")
         name = "float32"  # a float16 network: float32 holds it exactly
     fitted = [(policy.fit(W, name, wn), policy.fit(B, name, bn)) for W, B, wn, bn in affine_layers(net)]
-    widths = widths_of(net)
-    est = sknn.MLPRegressor(hidden_layer_sizes=tuple(widths[1:-1]), activation="relu")
+    if like is not None:
+        est = copy.deepcopy(like)
+        est.hidden_layer_sizes = tuple(widths[1:-1])
+        for attr in ("_optimizer", "_best_coefs", "_best_intercepts"):  # shaped like the old weights
+            if attr in est.__dict__:
+                delattr(est, attr)
+    else:
+        est = sknn.MLPRegressor(hidden_layer_sizes=tuple(widths[1:-1]), activation="relu")
+        est.n_features_in_ = widths[0]
+        est.n_outputs_ = widths[-1]
+        est.out_activation_ = "identity"
+        est.n_iter_ = 0
+        est.t_ = 0
+        est.loss_ = float("nan")
+        est.loss_curve_ = []
+        est.best_loss_ = None
     est.coefs_ = [np.ascontiguousarray(W.T) for W, _ in fitted]
     est.intercepts_ = [B.copy() for _, B in fitted]
-    est.n_features_in_ = widths[0]
-    est.n_outputs_ = widths[-1]
     est.n_layers_ = len(widths)
-    est.out_activation_ = "identity"
-    est.n_iter_ = 0
-    est.t_ = 0
-    est.loss_ = float("nan")
-    est.loss_curve_ = []
-    est.best_loss_ = None
     return est
+
+
+def _check_like(like: Any, widths: tuple[int, ...]) -> None:
+    """``like`` is a fitted ReLU MLP with the network's inputs, outputs and number of layers."""
+    sknn = _import_sklearn()
+    name = type(like).__name__
+    if not isinstance(like, sknn.MLPRegressor | sknn.MLPClassifier) or not hasattr(like, "coefs_"):
+        raise UnsupportedModelError(f"like holds a {name}, not a fitted MLPRegressor or MLPClassifier")
+    theirs = (int(like.coefs_[0].shape[0]), *(int(c.shape[1]) for c in like.coefs_))
+    if len(theirs) != len(widths) or theirs[0] != widths[0] or theirs[-1] != widths[-1]:
+        raise InvalidNetworkError(
+            f"the network has widths {widths} but the like {name} has {theirs}; relusym writes a network in the "
+            "estimator of one with the same inputs, outputs and number of layers"
+        )
+
+
+def _class_in_bytes(path: Path) -> str | None:
+    """The MLP class a pickle names, seen from its bytes (never by unpickling it)."""
+    with open(path, "rb") as fh:
+        data = fh.read(1 << 20)
+    for cls in ("MLPClassifier", "MLPRegressor"):
+        if cls.encode() in data:
+            return cls
+    return None
+
+
+def _like_estimator(like: Path, policy: WritePolicy) -> Any:
+    """The estimator in ``like``: from this process's earlier trusted read of that same file, or unpickled when
+    the caller allowed it; None for a regressor that may not be unpickled (an ``MLPRegressor`` is then written,
+    which is what it was); a classifier that may not be unpickled is refused (its classes would be lost)."""
+    key = _identity(like)
+    if key is not None and key in _TRUSTED:
+        return _TRUSTED[key]
+    if policy.allow_unsafe_pickle:
+        return _unpickle(like)
+    if _class_in_bytes(like) == "MLPRegressor":
+        return None
+    raise UnsupportedModelError(
+        f"writing like {like.name} keeps its estimator (its classes, label binarizer and output activation), which "
+        "needs unpickling it, and that runs any code it contains: if you trust it, pass allow_unsafe_pickle=True "
+        "(CLI --allow-unsafe-pickle)"
+    )
 
 
 def serializer_of(path: Path) -> str:
@@ -192,8 +290,11 @@ def serializer_of(path: Path) -> str:
 
 def save(net: Network | MLP, path: Path, like: Path | None = None, *, policy: WritePolicy | None = None) -> None:
     """Dump an ``MLPRegressor`` computing the network, with the serializer that wrote ``like`` (joblib or
-    pickle, seen from its bytes; ``like`` is never unpickled), else joblib when installed, else pickle."""
-    est = to_estimator(net, policy=policy)
+    pickle, seen from its bytes), else joblib when installed, else pickle.  With ``like``, its estimator with the
+    new weights (see :func:`to_estimator`; ``like`` is unpickled only as the module docstring says)."""
+    policy = policy if policy is not None else WritePolicy()
+    template = _like_estimator(Path(like), policy) if like is not None else None
+    est = to_estimator(net, policy=policy, like=template)
     try:
         import joblib
     except ImportError:
