@@ -6,16 +6,22 @@ job), so that a job killed at any point and restarted skips what is done."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from relusym._base.fileio import atomic_path, atomic_write
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["PartsFolder", "execute", "one_blas_thread", "part_name", "write_outputs", "write_parquet"]
+__all__ = ["PartsFolder", "execute", "one_blas_thread", "part_name", "pool_worker", "write_outputs", "write_parquet"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -54,7 +60,8 @@ def execute(
         from concurrent.futures import ProcessPoolExecutor
 
         spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=spawn, initializer=one_blas_thread) as pool:
+        init = partial(pool_worker, os.getpid())
+        with ProcessPoolExecutor(workers, mp_context=spawn, initializer=init) as pool:
             try:
                 yield from _execute_futures(pool, fn, tasks)
             except BaseException:
@@ -63,6 +70,32 @@ def execute(
         return
     for t, args in enumerate(tasks):
         yield t, fn(*args)
+
+
+def pool_worker(parent: int) -> None:
+    """The initializer of the zoo's and the census's pool workers: one BLAS thread (:func:`one_blas_thread`), and
+    death with the parent process ``parent``.  A parent killed with SIGKILL runs no cleanup, so each worker asks
+    the kernel for SIGKILL when its parent dies (Linux), and checks its parent once a second elsewhere; the
+    multiprocessing resource tracker then sees its last user gone and ends too."""
+    one_blas_thread()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+    if not sys.platform.startswith("linux"):
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1.0)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="relusym-parent-watch", daemon=True).start()
 
 
 def one_blas_thread() -> None:
@@ -105,8 +138,17 @@ def _execute_dask(
     if dask_local is not None:
         if dask_local < 1:
             raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
+        import logging
+
+        for name in ("distributed", "tornado", "bokeh"):  # the cluster's own log lines are not relusym's output
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         cluster = LocalCluster(
-            n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            n_workers=dask_local,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
     else:

@@ -21,8 +21,8 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._jobs import PartsFolder, execute, write_outputs
-from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk
-from relusym.errors import BudgetExceededError, InvalidNetworkError
+from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk, skipped_files
+from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
 __all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
 
@@ -125,7 +125,7 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
     row: dict[str, Any] = {}
     if width < 0:
         try:
-            width = minimal_width(net, budget=options.budget)
+            width = minimal_width(net, budget=options.budget, progress=False)
         except BudgetExceededError:
             width = -1
     row["width"] = width if width >= 0 else None
@@ -133,7 +133,7 @@ def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
         from relusym._fibre.fiber import fiber
         from relusym.census import fibre_category
 
-        fb = fiber(net, budget=options.budget)
+        fb = fiber(net, budget=options.budget, progress=False)  # the zoo's own bar is the only one
         row["generic"] = {True: "true", False: "false", None: "undecided"}[fb.generic]
         row["fibre_type"] = fibre_category(fb)
         if fb.flips is not None:
@@ -187,7 +187,12 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
     for items, V, A, b, c in data.stacks:
-        sd = stack_digests(V, A, b, c)
+        try:
+            sd = stack_digests(V, A, b, c)
+        except Exception as exc:  # noqa: BLE001 - arrays no network can have: one error row each, not the job's end
+            msg = exc.args[0] if isinstance(exc, InvalidNetworkError) and exc.args else f"{type(exc).__name__}: {exc}"
+            rows += [_error_row(item, chunk, str(msg)) for item in items]
+            continue
         k, n, m = V.shape[1], V.shape[2], A.shape[2]
         good = [t for t in range(len(items)) if sd.digest[t] is not None]
         probes, nd = (
@@ -326,30 +331,37 @@ def run_job(
     total = sum(c.size for c in chunks)
     tables: dict[int, Any] = {}
     todo = [c for c in chunks if c.index not in done]
-    with progress(total=total, desc="zoo", unit="net", enabled=show_progress) as bar:
-        bar.update(sum(c.size for c in chunks if c.index in done))
-        for t, table in execute(
-            run_chunk,
-            [(c, options) for c in todo],
-            workers=workers,
-            executor=executor,
-            scheduler=scheduler,
-            dask_local=dask_local,
-            key=f"zoo-{key[:16]}",
-            labels=[c.index for c in todo],
-        ):
-            chunk = todo[t]
-            if parts is not None:
-                parts.write(chunk.index, table)
-            else:
-                tables[chunk.index] = table
-            bar.update(chunk.size)
-            if on_part is not None:
-                on_part(chunk.index)
+    try:
+        with progress(total=total, desc="zoo", unit="net", enabled=show_progress) as bar:
+            bar.update(sum(c.size for c in chunks if c.index in done))
+            for t, table in execute(
+                run_chunk,
+                [(c, options) for c in todo],
+                workers=workers,
+                executor=executor,
+                scheduler=scheduler,
+                dask_local=dask_local,
+                key=f"zoo-{key[:16]}",
+                labels=[c.index for c in todo],
+            ):
+                chunk = todo[t]
+                if parts is not None:
+                    parts.write(chunk.index, table)
+                else:
+                    tables[chunk.index] = table
+                bar.update(chunk.size)
+                if on_part is not None:
+                    on_part(chunk.index)
+    except (InvalidNetworkError, UnsupportedModelError):
+        # a refusal (exit 2) leaves nothing behind unless finished parts are worth resuming from
+        if parts is not None and not parts.done([c.index for c in chunks]):
+            parts.remove()
+        raise
     done_tables = [parts.read(c.index) for c in chunks] if parts is not None else [tables[c.index] for c in chunks]
     schema = _schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = _finish(raw, chunks, options)
+    summary["skipped_files"] = skipped_files(source)
     summary_path = write_outputs(table, summary, out, parts) if out is not None else None
     return ZooResult(table, summary, out, summary_path)
 

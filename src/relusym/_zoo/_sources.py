@@ -4,9 +4,11 @@ A *chunk* is a small, picklable description of some networks of a store (a list 
 of a stacked shard or of a Parquet file); the process that runs a chunk reads the data itself, so networks never
 travel through a scheduler one by one.  Stores:
 
-* a folder, walked recursively: every ``.parquet`` file is a zoo table, every ``.npz`` or ``.safetensors`` file
-  whose ``A`` has three dimensions is a stacked shard, every other file a model file for :func:`relusym.load`;
-  a folder of Parquet files is therefore also a (hive-partitioned or flat) pyarrow Dataset;
+* a folder, walked recursively: every ``.parquet`` file is a zoo table (an unreadable one is one error row), every
+  ``.npz`` or ``.safetensors`` file whose ``A`` has three dimensions is a stacked shard, every other file with the
+  suffix of a model format a model file for :func:`relusym.load`; files with other suffixes (a ``README.md``) are
+  skipped and counted (:func:`skipped_files`); a folder of Parquet files is therefore also a (hive-partitioned
+  or flat) pyarrow Dataset;
 * a stacked shard: arrays ``V`` (B×k×n), ``A`` (B×n×m), ``b`` (B×n) and optionally ``c`` (B×k);
 * a Parquet zoo table, one row per network: integer columns ``m``, ``n``, ``k`` and either list columns ``V``,
   ``A``, ``b``, ``c`` (each flattened row-major) or one list column ``weights`` holding V, A, b, c flattened and
@@ -31,9 +33,33 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["Chunk", "Item", "plan_chunks", "read_chunk"]
+__all__ = ["Chunk", "Item", "model_suffixes", "plan_chunks", "read_chunk", "skipped_files"]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
+
+
+def model_suffixes() -> frozenset[str]:
+    """The suffixes of files a zoo folder reads: every format's, and ``.parquet`` for zoo tables."""
+    import importlib
+
+    from relusym.io import FORMATS
+
+    out = {".parquet"}
+    for name in FORMATS:
+        try:
+            mod = importlib.import_module(f"relusym.io.{name}")
+        except ImportError:  # a format not shipped in this build
+            continue
+        out.update(s.lower() for s in getattr(mod, "SUFFIXES", ()))
+    return frozenset(out)
+
+
+def skipped_files(source: Any) -> int:
+    """How many files of a zoo folder are not model files by their suffix (0 for any other source)."""
+    if not isinstance(source, str | os.PathLike) or not Path(source).is_dir():
+        return 0
+    known = model_suffixes()
+    return sum(f.suffix.lower() not in known for f in _walk(Path(source)))
 
 
 @dataclass(frozen=True)
@@ -161,12 +187,24 @@ def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 2
             raise InvalidNetworkError(f"{p}: no such file or folder")
         root = p if p.is_dir() else p.parent
         files = _walk(p) if p.is_dir() else [p]
-        if p.is_dir() and not files:
-            raise InvalidNetworkError(f"{p} is an empty folder: no networks to read")
+        if p.is_dir():
+            known = model_suffixes()
+            files = [f for f in files if f.suffix.lower() in known]
+            if not files:
+                raise InvalidNetworkError(
+                    f"{p} holds no model files (suffixes {', '.join(sorted(known))}): no networks to read"
+                )
         for f in files:
             suffix = f.suffix.lower()
             if suffix == ".parquet":
-                entries.append(("table", f, _parquet_rows(f), _name(f, root)))
+                try:
+                    table_rows = _parquet_rows(f)
+                except InvalidNetworkError:
+                    if not p.is_dir():
+                        raise
+                    entries.append(("file", f, 1, _name(f, root)))  # one error row, read again by its worker
+                    continue
+                entries.append(("table", f, table_rows, _name(f, root)))
             elif suffix in _STACK_SUFFIXES and (rows := _stack_rows(f)) is not None:
                 entries.append(("shard", f, rows, _name(f, root)))
             else:
@@ -336,6 +374,13 @@ def _table_rows(path: str, start: int, stop: int) -> Iterator[tuple[int, Any]]:
                 cuts = np.cumsum([0] + sizes)
                 parts = [w[cuts[i] : cuts[i + 1]] for i in range(4)]
             V, A, b, c = (np.asarray(x, dtype=_dtype(table)) for x in parts)
+            nested = [x for x, arr in zip(("V", "A", "b", "c"), (V, A, b, c), strict=True) if arr.ndim != 1]
+            if nested:
+                col = "weights" if not flat else nested[0]
+                raise InvalidNetworkError(
+                    f"{path} row {row}: the column {col} holds nested lists; a zoo table holds each array as one "
+                    "flat list (row-major)"
+                )
             if V.size != k * n or A.size != n * m or b.size != n or c.size != k:
                 raise InvalidNetworkError(
                     f"{path} row {row}: V, A, b, c have {V.size}, {A.size}, {b.size}, {c.size} entries, expected "
@@ -400,6 +445,9 @@ def read_chunk(chunk: Chunk) -> ChunkData:
 
         for i, (path, name) in enumerate(zip(chunk.paths, chunk.names, strict=True)):
             try:
+                if path.lower().endswith(".parquet"):  # a table that could not be opened when the job was planned
+                    _parquet_rows(Path(path))
+                    raise InvalidNetworkError(f"{name} changed since the job started; run it again")
                 net = load(path)
                 loaded.append((Item(name, chunk.first + i, net=net), None))
             except Exception as exc:  # noqa: BLE001 - any failure to read a file is that file's error row
