@@ -529,7 +529,7 @@ def test_unusable_output_paths_are_refused_up_front(tmp_path, net_json, cmd):  #
             continue
         assert run.rc == 2 and len(run.lines) == 1, run.err
         assert expect in run.lines[0]
-        assert str((tmp_path / out).absolute()) in run.lines[0] or str(Path(out).absolute()) in run.lines[0]
+        assert f"cannot write {out}:" in run.lines[0]  # the path as typed, not made absolute
         assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert json.loads(net_json.read_text())["V"] == [[1, 1, -1]]
 

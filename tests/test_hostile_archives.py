@@ -401,3 +401,60 @@ def test_every_budget_is_checked_once(budget: object) -> None:
     for fn in (relusym.fiber, relusym.minimal_width, relusym.prune):
         with pytest.raises(InvalidNetworkError, match="budget must be a finite non-negative number of seconds"):
             fn(net, budget=budget)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the command line as a person meets it (item 5)
+
+
+def _plain_run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "relusym", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": SRC, "HOME": str(cwd)},
+    )
+
+
+def _two_nets(tmp_path: Path) -> None:
+    net = {"V": [["1", "1"]], "A": [["1"], ["-1"]], "b": ["0", "1"]}
+    (tmp_path / "e1.json").write_text(json.dumps(net))
+    (tmp_path / "e2.json").write_text(json.dumps(net))
+
+
+def test_negative_box_bound_without_equals(tmp_path: Path) -> None:
+    _two_nets(tmp_path)
+    proc = _plain_run("equiv", "e1.json", "e2.json", "--box", "-1:1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("EQUIVALENT on the box")
+
+
+def test_box_with_tolerance_says_what_to_do(tmp_path: Path) -> None:
+    _two_nets(tmp_path)
+    proc = _plain_run("equiv", "e1.json", "e2.json", "--box", "-1:1", "--atol", "0.1", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "drop the tolerance" in proc.stderr and "drop the box" in proc.stderr
+
+
+def test_output_errors_name_the_path_as_typed(tmp_path: Path) -> None:
+    _two_nets(tmp_path)
+    proc = _plain_run("prune", "e1.json", "-o", "missing/out.json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "cannot write missing/out.json: the folder missing does not exist" in proc.stderr
+    assert str(tmp_path) not in proc.stderr
+
+
+def test_fibre_report_summarizes_long_flip_sets() -> None:
+    import dataclasses
+
+    import relusym
+
+    fb = relusym.fiber(relusym.Network([[1, 1]], [[1], [-1]], [0, 1]))
+    assert fb.flip_sets is not None
+    sets = dataclasses.replace(fb.flip_sets, sets=((), tuple(range(1000))), complete=True, count=2)
+    big = dataclasses.replace(fb, flip_sets=sets)
+    text = big.report()
+    assert "{0, 1, 2, 3, 4, 5, 6, 7, …, 999} (1000 neurons)" in text
+    assert len(text) < 3000

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,7 +108,10 @@ def _domain_arg(args: argparse.Namespace) -> Any:
     if args.box is not None and args.box_from is not None:
         raise InvalidNetworkError("give either --box or --box-from, not both")
     if args.atol is not None or args.rtol is not None:
-        raise InvalidNetworkError("--box and --box-from decide exactly; they do not combine with --atol or --rtol")
+        raise InvalidNetworkError(
+            "--box and --box-from decide exactly and do not combine with --atol or --rtol: drop the tolerance to "
+            "decide equality on the box, or drop the box to compare within the tolerance everywhere"
+        )
     if args.box_from is not None:
         from relusym.io import input_box
 
@@ -461,9 +465,13 @@ def _cmd_zoo(args: argparse.Namespace) -> Result:
         f"{s['errors']} error(s), {s['distinct_functions']} distinct function(s)",
         f"exact duplicate groups (same function): {len(s['exact_duplicate_groups'])}",
     ]
+    if s.get("skipped_files"):
+        lines.insert(1, f"skipped {s['skipped_files']} file(s) that are not model files by their suffix")
     for g in s["exact_duplicate_groups"][:20]:
         shown = ", ".join(g["sources"][:6]) + (", ..." if g["size"] > 6 else "")
         lines.append(f"  group {g['group']} ({g['size']}): {shown}")
+    if len(s["exact_duplicate_groups"]) > 20:
+        lines.append(f"  … and {len(s['exact_duplicate_groups']) - 20} more groups (see the summary file)")
     tol = s["tolerance"]
     lines.append(
         f"near-duplicate groups (atol = {tol['atol']:g}, rtol = {tol['rtol']:g}; not transitive): "
@@ -472,6 +480,8 @@ def _cmd_zoo(args: argparse.Namespace) -> Result:
     for g in s["near_duplicate_groups"][:20]:
         shown = ", ".join(g["sources"][:6]) + (", ..." if g["size"] > 6 else "")
         lines.append(f"  cluster {g['cluster']} ({g['size']}, {g['distinct_digests']} functions): {shown}")
+    if len(s["near_duplicate_groups"]) > 20:
+        lines.append(f"  … and {len(s['near_duplicate_groups']) - 20} more clusters (see the summary file)")
     if s["fibre_types"] is not None:
         lines.append("fibre types: " + (", ".join(f"{c} {v}" for c, v in s["fibre_types"].items()) or "none"))
         lines.append("generic: " + (", ".join(f"{c} {v}" for c, v in s["generic"].items()) or "none"))
@@ -479,7 +489,7 @@ def _cmd_zoo(args: argparse.Namespace) -> Result:
     for e in s["error_rows"][:20]:
         lines.append(f"  error {e['source']}: {e['error']}")
     if len(s["error_rows"]) > 20:
-        lines.append(f"  ... {len(s['error_rows']) - 20} more error rows (see the table)")
+        lines.append(f"  … and {len(s['error_rows']) - 20} more error rows (see the table)")
     lines.append(f"wrote {res.output} and {res.summary_path}")
     return s, "\n".join(lines), 0
 
@@ -554,7 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--box",
         default=None,
         metavar="LO:HI|FILE",
-        help='decide equality on a box only: LO:HI for every coordinate, or a JSON file {"lo": [...], "hi": [...]}',
+        help="decide equality on a box only: LO:HI for every coordinate (negative bounds too: --box -1:1), or a JSON "
+        'file {"lo": [...], "hi": [...]}',
     )
     sp.add_argument("--box-from", default=None, metavar="NET", help="decide on the input box of an NNet file")
     sp.add_argument(
@@ -758,6 +769,23 @@ def _input_error(exc: BaseException) -> str | None:
     return None
 
 
+_NEGATIVE_BOX = re.compile(r"^-[0-9.]")
+
+
+def _negative_box(argv: list[str]) -> list[str]:
+    """``--box -1:1`` as ``--box=-1:1``: argparse would take a value starting with '-' for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--box" and i + 1 < len(argv) and _NEGATIVE_BOX.match(argv[i + 1]):
+            out.append(f"--box={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
     if argv[:1] == ["census"]:
         from relusym.census import main as census_main
@@ -765,7 +793,7 @@ def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
         code = census_main(argv[1:])
         return "census", None, ({}, "", code)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_box(argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return "", None, ({}, "", 2)

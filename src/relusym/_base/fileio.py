@@ -80,16 +80,15 @@ def remove_temporaries() -> None:
 
 
 def _full(p: Path) -> str:
-    try:
-        return str(p.absolute())
-    except OSError:  # the working directory itself is gone
-        return str(p)
+    """A path as the person typed it (relative stays relative): messages name what was given, not where the
+    process happens to run."""
+    return os.fspath(p)
 
 
 def check_output(path: str | os.PathLike[str], inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """Refuse, before any work, an output path that cannot be written: its folder is missing or not a folder or
     not writable, it is a folder itself, it is standard input/output, or it is one of the ``inputs`` (the same
-    file, links followed).  The message names the full path."""
+    file, links followed).  The message names the path as it was given."""
     target = Path(path)
     full = _full(target)
     if os.fspath(path) in ("", "-"):

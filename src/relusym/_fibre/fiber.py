@@ -227,7 +227,7 @@ class Fiber:
         )
         lines.append(f"class A (Theorem B(ii): no null/constant neuron, distinct hyperplanes): {yn(self.class_a)}")
         if self.flips is not None:
-            shown = ", ".join("∅" if not T else "{" + ", ".join(map(str, T)) + "}" for T in self.flips[:6])
+            shown = ", ".join(_flip_set_text(T) for T in self.flips[:6])
             more = " …" if len(self.flips) > 6 else ""
             if self.flips_complete:
                 lines.append(f"flip sets 𝒯(θ): {self.flip_count} (all): {shown}{more}")
@@ -306,6 +306,15 @@ def _inactive(net: Network) -> int:
         return 0
     z = ~np.asarray(net.V != 0).any(axis=0) & ~np.asarray(net.A != 0).any(axis=1) & np.asarray(net.b == 0)
     return int(z.sum())
+
+
+def _flip_set_text(T: tuple[int, ...]) -> str:
+    """A flip set as a person reads it: ∅, {0, 1}, or for a long one its first and last neurons and its size."""
+    if not T:
+        return "∅"
+    if len(T) <= 12:
+        return "{" + ", ".join(map(str, T)) + "}"
+    return "{" + ", ".join(map(str, T[:8])) + f", …, {T[-1]}}} ({len(T)} neurons)"
 
 
 def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -> Fiber:
