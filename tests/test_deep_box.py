@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relusym import prune
 from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers, exact_preactivations
 from relusym._deep.box_decide import distance_on_deep, equivalent_on_deep, within_on_deep
@@ -132,3 +135,115 @@ def test_shrinking_the_box_never_makes_a_proved_unit_cross(seed: int, shrink: Fr
         for a, b in zip(lb, ls, strict=True):
             if a in ("dead", "active"):
                 assert b != "crossing"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the LP path: the triangle relaxation's exact dual proofs
+
+# layer 1: a = σ(x0), b = σ(x1), c = σ(x0 + x1 − 1); on [0, 1]² the unit a + b − 2c − 101/100 is ≤ −1/100 (its
+# maximum is on the line x0 + x1 = 1): interval arithmetic and the fixed-slope relaxation (c ≥ 0) give 99/100,
+# the triangle LP (c ≥ x0 + x1 − 1) proves it dead.  The opposite unit is active.
+_W1 = [[1, 0], [0, 1], [1, 1]]
+_B1 = [0, 0, -1]
+
+
+def _lp_net() -> MLP:
+    W2 = [[1, 1, -2], [-1, -1, 2], [1, 1, 1]]
+    b2 = [Fraction(-101, 100), Fraction(101, 100), Fraction(-1, 2)]
+    return MLP([_W1, W2, [[1, 1, 1]]], [_B1, b2, [0]])
+
+
+def _dual_value(net: MLP, cert: Any, region: tuple[tuple[Fraction, ...], tuple[Fraction, ...]], proof: Any) -> Fraction:
+    """The Lagrangian dual objective B(μ) recomputed here with plain Fractions (first hidden layer's bounds by
+    exact interval arithmetic on the region, which is exact for an affine layer)."""
+    assert proof.layer == 1 and len(proof.mus) == 1
+    lo, hi = region
+    W1 = [[Fraction(v) for v in r] for r in net.weights[0].tolist()]
+    b1 = [Fraction(v) for v in net.biases[0].tolist()]
+    W2 = [[Fraction(v) for v in r] for r in net.weights[1].tolist()]
+    b2 = [Fraction(v) for v in net.biases[1].tolist()]
+    (mu,) = proof.multipliers()
+    assert all(isinstance(v, Fraction) for v in mu) and len(mu) == len(b1)  # μ is free: any rationals are feasible
+    sg, u = proof.sign, proof.unit
+    lam = [sg * w for w in W2[u]]
+    total = sg * b2[u] + sum((m * b for m, b in zip(mu, b1, strict=True)), Fraction(0))
+    for i, row in enumerate(W1):
+        l = b1[i] + sum((min(w * a, w * c) for w, a, c in zip(row, lo, hi, strict=True)), Fraction(0))
+        h = b1[i] + sum((max(w * a, w * c) for w, a, c in zip(row, lo, hi, strict=True)), Fraction(0))
+        cands = [l, h] + ([Fraction(0)] if l < 0 < h else [])
+        total += max(lam[i] * max(z, Fraction(0)) - mu[i] * z for z in cands)
+    lam_x = [sum((mu[i] * W1[i][q] for i in range(len(W1))), Fraction(0)) for q in range(len(lo))]
+    total += sum((max(v * a, v * c) for v, a, c in zip(lam_x, lo, hi, strict=True)), Fraction(0))
+    return total
+
+
+def test_lp_proofs_are_exact_dual_bounds() -> None:
+    net = _lp_net()
+    box = Box([0, 0], [1, 1])
+    res = unit_status(net, box, budget=10)
+    assert res.statuses[1][:2] == ("dead", "active")
+    layers = ExactLayers.of(net)
+    grid = [exact_preactivations(layers, x) for x in _grid(box, 16)]
+    for unit, status in ((0, "dead"), (1, "active")):
+        c = res.certificates[1][unit]
+        assert c.method == "lp" and c.proofs and len(c.proofs) == len(c.regions)
+        assert check_certificate(net, box, c)
+        for region, proof in zip(c.regions, c.proofs, strict=True):
+            if proof is None:
+                continue
+            assert proof.sign == (1 if status == "dead" else -1)
+            value = _dual_value(net, c, region, proof)
+            assert value == proof.value and value <= 0
+        # the bound holds on the grid
+        vals = [z[1][unit] for z in grid]
+        assert max(vals) <= 0 if status == "dead" else min(vals) >= 0
+    assert max(z[1][0] for z in grid) == Fraction(-1, 100)
+
+
+def test_tampered_certificates_are_rejected() -> None:
+    net = _lp_net()
+    box = Box([0, 0], [1, 1])
+    res = unit_status(net, box, budget=10)
+    c = res.certificates[1][0]
+    i = next(k for k, p in enumerate(c.proofs) if p is not None)
+    p = c.proofs[i]
+    assert p is not None
+    worse = [list(r) for r in p.mus]
+    worse[0][0] += 1 << 20
+    tampered = [
+        replace(c, bound=c.bound - 1 if c.bound is not None else None),
+        replace(c, proofs=c.proofs[:i] + (replace(p, value=p.value - 1),) + c.proofs[i + 1 :]),
+        replace(c, proofs=c.proofs[:i] + (replace(p, mus=tuple(map(tuple, worse))),) + c.proofs[i + 1 :]),
+        replace(c, proofs=c.proofs[:i] + (replace(p, sign=-1),) + c.proofs[i + 1 :]),
+        replace(c, regions=c.regions[1:], proofs=c.proofs[1:]) if len(c.regions) > 1 else replace(c, regions=()),
+        replace(c, status="active"),
+    ]
+    for t in tampered:
+        assert not check_certificate(net, box, t)
+    cross = next(x for lay in res.certificates for x in lay if x.status == "crossing")
+    assert check_certificate(net, box, cross)
+    assert not check_certificate(net, box, replace(cross, negative=cross.positive))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.integers(0, 10_000),
+    st.lists(st.fractions(Fraction(-3), Fraction(3)), min_size=2, max_size=2),
+    st.lists(st.fractions(Fraction(1, 16), Fraction(4)), min_size=2, max_size=2),
+)
+def test_units_the_reductions_remove_as_dead_are_dead_on_every_box(
+    seed: int, corner: list[Fraction], sides: list[Fraction]
+) -> None:
+    # rule 2 of the ℝ^m reductions: a unit of layer ≥ 2 with w ≤ 0 and β ≤ 0 never fires; plant one
+    net = _random_net(seed)
+    W = [np.array(w.tolist(), dtype=object) for w in net.weights]
+    b = [np.array(v.tolist(), dtype=object) for v in net.biases]
+    W[1][2] = [-abs(int(v)) for v in W[1][2]]
+    b[1][2] = -abs(int(b[1][2]))
+    planted = MLP([w.tolist() for w in W], [v.tolist() for v in b])
+    reduced = prune(planted)
+    assert sum(reduced.hidden_widths) < sum(planted.hidden_widths)  # the planted unit is removed on ℝ^m
+    box = Box(corner, [c + s for c, s in zip(corner, sides, strict=True)])
+    res = unit_status(planted, box, budget=2)
+    assert res.statuses[1][2] == "dead"
+    assert check_certificate(planted, box, res.certificates[1][2])
