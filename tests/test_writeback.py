@@ -6,6 +6,7 @@ which is then compared with the original on real inputs."""
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -185,3 +186,203 @@ def test_pruned_torch_onnx_export_keeps_input_shape_and_head(tmp_path: Path, cap
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     if softmax:
         np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a Hugging Face-style folder: written back as a folder, its activation read from config.json
+
+
+def _hf_folder(folder: Path, act: str | None) -> dict[str, np.ndarray]:
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(3)
+    arrays = {
+        "fc1.weight": rng.normal(size=(6, 4)).astype(np.float32),
+        "fc1.bias": rng.normal(size=6).astype(np.float32),
+        "fc2.weight": rng.normal(size=(2, 6)).astype(np.float32),
+        "fc2.bias": rng.normal(size=2).astype(np.float32),
+    }
+    arrays["fc2.weight"][:, 3] = 0
+    folder.mkdir()
+    save_file(arrays, str(folder / "model.safetensors"))
+    config: dict[str, Any] = {"model_type": "mlp", "input_size": 4, "hidden_size": 6, "num_labels": 2}
+    if act is not None:
+        config["hidden_act"] = act
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "README.md").write_text("a model card\n")
+    return arrays
+
+
+def test_pruned_model_folder_is_written_as_a_folder(tmp_path: Path, capsys: Any):
+    from safetensors.numpy import load_file
+
+    src, out = tmp_path / "model", tmp_path / "small"
+    arrays = _hf_folder(src, "relu")
+    code, text, _ = prune_cli(src, out, capsys=capsys)
+    assert code == 0 and "minimal width 5 (from n = 6)" in text, text
+    assert "no activation is recorded" not in text  # config.json records the ReLU
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["hidden_size"] == 5 and config["hidden_act"] == "relu" and config["input_size"] == 4
+    got = load_file(str(out / "model.safetensors"))
+    assert got["fc1.weight"].shape == (5, 4) and got["fc2.weight"].shape == (2, 5)
+    x = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
+
+    def run(a: dict[str, np.ndarray]) -> np.ndarray:
+        h = np.maximum(x @ a["fc1.weight"].T + a["fc1.bias"], 0)
+        return h @ a["fc2.weight"].T + a["fc2.bias"]
+
+    np.testing.assert_allclose(run(got), run(arrays), rtol=1e-6, atol=1e-6)
+
+
+def test_model_folder_with_another_activation_is_refused(tmp_path: Path):
+    src = tmp_path / "model"
+    _hf_folder(src, "gelu")
+    with pytest.raises(relusym.errors.UnsupportedModelError, match='"hidden_act": "gelu"'):
+        relusym.io.load_with_info(src)
+    assert main(["canon", str(src)]) == 2
+
+
+# ----------------------------------------------------------------------------------------------------------
+# an assumed activation is said once: a warning in Python, a note in the CLI
+
+
+def test_weights_only_load_warns_once_and_load_with_info_says_it(tmp_path: Path, capsys: Any):
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "w.safetensors"
+    save_file({"0.weight": rng.normal(size=(3, 2)), "0.bias": np.zeros(3), "2.weight": rng.normal(size=(1, 3))},
+              str(path))  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        relusym.load(path)
+        relusym.io.load(path)
+    assumed = [w for w in caught if issubclass(w.category, relusym.io.AssumedActivationWarning)]
+    assert len(assumed) == 2 and issubclass(relusym.io.AssumedActivationWarning, UserWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=relusym.io.AssumedActivationWarning)
+        relusym.load(path)  # silenceable
+        _, info = relusym.io.load_with_info(path)  # does not warn: the info says it
+    assert info.activation == "assumed" and any("no activation is recorded" in n for n in info.notes)
+    assert "load_with_info" in relusym.io.__all__ and "AssumedActivationWarning" in relusym.io.__all__
+    capsys.readouterr()
+    assert main(["canon", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out + captured.err).count("no activation is recorded") == 1
+
+
+# ----------------------------------------------------------------------------------------------------------
+# NNet: the file's own rows and normalisation, the real output named, a rounded file never called exact
+
+_NNET = """// a small network
+// with one dead neuron
+2,2,1,3,
+2,3,1,
+0,
+-10,-10,
+10,10,
+1.5,-2,0.5,
+3,4,2,
+0.7,-1.2,
+0.3,0.9,
+{third}
+0.25,
+-0.5,
+{third_bias}
+1.5,{v2},2.5,
+0.125,
+"""
+
+
+def test_pruned_nnet_keeps_its_rows_and_normalisation(tmp_path: Path, capsys: Any):
+    src, out = tmp_path / "net.nnet", tmp_path / "small.nnet"
+    src.write_text(_NNET.format(third="0,0,", third_bias="-1,", v2="-0.75"))
+    code, text, _ = prune_cli(src, out, capsys=capsys)
+    assert code == 0 and "minimal width 2 (from n = 3)" in text and "exactly this network" in text, text
+    lines = out.read_text().splitlines()
+    assert lines[:2] == ["// a small network", "// with one dead neuron"] and "exact decimals" in lines[2]
+    assert lines[5:11] == ["0,", "-10,-10,", "10,10,", "1.5,-2,0.5,", "3,4,2,", "0.7,-1.2,"]
+    assert lines[11:] == ["0.3,0.9,", "0.25,", "-0.5,", "1.5,-0.75,", "0.125,"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert relusym.equivalent(relusym.load(src), relusym.load(out))
+
+
+def test_nnet_that_cannot_hold_a_merge_names_the_output_and_rounding_is_not_called_exact(tmp_path: Path, capsys: Any):
+    src, out = tmp_path / "dup.nnet", tmp_path / "small.nnet"
+    # the second neuron is the first at a third of its scale: their merge has no finite decimal expansion
+    rows = ["0.9,1.8,", "0.3,0.6,", "0.5,-1,", "0.9,", "0.3,", "0.25,", "1.5,1,2.5,", "0.125,"]
+    src.write_text("\n".join(_NNET.splitlines()[:9] + rows) + "\n")
+    code, _, err = prune_cli(src, out, capsys=capsys)
+    assert code == 2 and f"cannot write {out}" in err and ".tmp" not in err, err
+    assert not out.exists()
+    code, text, _ = prune_cli(src, out, "--allow-rounding", capsys=capsys)
+    assert code == 0 and "rounded" in text and "exactly this network" not in text, text
+    header = out.read_text().splitlines()
+    assert not any("exact decimals" in line for line in header) and any("rounded" in line for line in header)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a merge float32 cannot hold: the largest exact reduction in float32, the full one with --dtype float64
+
+
+def test_prune_writes_the_largest_exact_reduction_in_the_files_dtype(tmp_path: Path, capsys: Any):
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 6.0], [1.0, 1.0], [2.0, 4.0]]))
+        model[0].bias.copy_(torch.tensor([0.5, 1.5, 0.0, 1.0]))
+        model[2].weight.copy_(torch.tensor([[1.0, 0.1, 0.0, 0.5]]))  # 1 + 3·0.1f is not a float32
+        model[2].bias.zero_()
+    src, out, wide = tmp_path / "m.pt", tmp_path / "small.pt", tmp_path / "wide.pt"
+    torch.save(model.state_dict(), src)
+    code, text, _ = prune_cli(src, out, capsys=capsys)
+    assert code == 0, text
+    assert "largest exact reduction in float32: width 2" in text and "neurons 0 and 1" in text and "--dtype" in text
+    small = torch.load(out, weights_only=True)
+    assert small["0.weight"].dtype == torch.float32 and small["0.weight"].shape == (2, 2)
+    x = torch.randn(50, 2)
+    full = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    full.load_state_dict(small)
+    torch.testing.assert_close(full(x), model(x), rtol=1e-6, atol=1e-6)
+    code, text, _ = prune_cli(src, wide, "--dtype", "float64", capsys=capsys)
+    assert code == 0 and "minimal width 1 (from n = 4)" in text and "exactly this network" in text, text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        red = relusym.io.exact_reduction(relusym.load(src), np.float32)
+    assert red.network.n == 2 and red.unmerged == ((0, 1),) and red.removed == (2, 3)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Keras bfloat16
+
+
+def test_keras_bfloat16_is_read_and_pruned_in_bfloat16(tmp_path: Path, capsys: Any):
+    import keras
+
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(5, activation="relu", dtype="bfloat16"),
+            keras.layers.Dense(2, dtype="bfloat16"),
+        ]
+    )
+    w = model.layers[1].get_weights()
+    w[0][4, :] = 0
+    model.layers[1].set_weights(w)
+    src, out = tmp_path / "bf.keras", tmp_path / "small.keras"
+    model.save(src)
+    net = relusym.load(src)
+    assert net.n == 5
+    code, text, _ = prune_cli(src, out, capsys=capsys)
+    assert code == 0 and "minimal width 4 (from n = 5)" in text and "exactly this network" in text, text
+    small = keras.saving.load_model(out)
+    assert small.layers[0].units == 4 and small.layers[0].dtype_policy.name == "bfloat16"
+    x = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    want = np.asarray(model.predict(x, verbose=0)).astype(np.float32)
+    got = np.asarray(small.predict(x, verbose=0)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)

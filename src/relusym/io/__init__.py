@@ -54,7 +54,9 @@ __all__ = [
     "LoadInfo",
     "SaveInfo",
     "ASSUMED_ACTIVATION",
+    "AssumedActivationWarning",
     "input_box",
+    "exact_reduction",
     "Limits",
     "limits",
     "is_stdin",
@@ -65,6 +67,14 @@ ASSUMED_ACTIVATION = (
     "no activation is recorded (weights only), so the network is read as Linear → ReLU → … → Linear; relusym cannot "
     "check that the model that produced these weights applies a ReLU (a tanh or residual network would be misread)"
 )
+
+
+class AssumedActivationWarning(UserWarning):
+    """:func:`load` read a file (or object) that records no activation, so it assumed ReLU between the layers.
+
+    Raised once per :func:`load` of such a source; :func:`load_with_info` does not warn, it returns the same
+    fact as ``LoadInfo.activation == "assumed"`` (and the note in ``LoadInfo.notes``).  Silence it with
+    ``warnings.filterwarnings("ignore", category=relusym.io.AssumedActivationWarning)``."""
 
 
 @dataclass(frozen=True)
@@ -328,8 +338,13 @@ def load(source: Any, **kwargs: Any) -> Network | MLP:
     or an in-memory object: a ``Network`` or ``MLP``, a ``relusym.network/1`` or ``relusym.mlp/1`` dict, a dict
     of numpy arrays, a torch module or state_dict, a fitted scikit-learn MLP, a Flax parameter dict or nnx module,
     a Keras model or an ONNX ModelProto.  One hidden layer gives a ``Network``, two or more an ``MLP``.
-    ``load_with_info`` also says what reading assumed."""
-    return load_with_info(source, **kwargs)[0]
+    A source that records no activation (a state_dict, safetensors, npz or msgpack file, a dict of arrays) is
+    read as Linear → ReLU → … → Linear, and an :class:`AssumedActivationWarning` says so; :func:`load_with_info`
+    returns that fact (and what else reading assumed) in a :class:`LoadInfo` instead of warning."""
+    net, info = load_with_info(source, **kwargs)
+    if info.activation == "assumed":
+        warnings.warn(AssumedActivationWarning(f"{info.source}: {ASSUMED_ACTIVATION}"), stacklevel=2)
+    return net
 
 
 def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
@@ -344,7 +359,8 @@ def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
 
 def load_with_info(source: Any, **kwargs: Any) -> tuple[Network | MLP, LoadInfo]:
     """:func:`load`, and a :class:`LoadInfo` saying where the network came from and whether the source records
-    its activation (else it was read as Linear → ReLU → Linear, and the info's notes say so)."""
+    its activation (else it was read as Linear → ReLU → Linear, and the info's notes say so).  It does not raise
+    the :class:`AssumedActivationWarning` of :func:`load`: the info carries it (``info.activation``)."""
     if isinstance(source, Network):
         return source, LoadInfo("relusym.Network", "network", "recorded")
     if isinstance(source, MLP):
@@ -421,9 +437,32 @@ def save(
     p = Path(path)
     if like is not None and Path(like).is_dir():  # a model folder: its weights file is the layout
         folder_format = importlib.import_module(f"{__name__}._folder_format")
-        inner = folder_format.weights_file(Path(like))
+        folder = Path(like)
+        inner = folder_format.weights_file(folder)
         if inner is None:
             raise UnsupportedModelError(f"cannot write in the layout of {like}: it has no single weights file")
+        if p.suffix.lower() != inner.suffix.lower():  # a folder like the original: weights and config.json
+            folder_format.check_target(p, folder)
+            old = folder_format.load(folder)
+            created = not p.exists()
+            p.mkdir(exist_ok=True)
+            try:
+                info = save(
+                    net,
+                    p / inner.name,
+                    like=inner,
+                    allow_rounding=allow_rounding,
+                    dtype=dtype,
+                    allow_unsafe_pickle=allow_unsafe_pickle,
+                )
+                notes = folder_format.write_config(p, folder, old, as_model(net))
+            except BaseException:
+                if created:
+                    import shutil
+
+                    shutil.rmtree(p, ignore_errors=True)
+                raise
+            return dataclasses.replace(info, path=str(p), format="folder", notes=(*info.notes, *notes))
         like = inner
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
     if getattr(mod, "save", None) is None:
@@ -433,7 +472,12 @@ def save(
     distance: float | None = None
     change: float | None = None
     with atomic_path(p) as tmp:
-        mod.save(net, tmp, like=Path(like) if like is not None else None, policy=policy)
+        try:
+            mod.save(net, tmp, like=Path(like) if like is not None else None, policy=policy)
+        except (InvalidNetworkError, UnsupportedModelError) as exc:  # name the output, not its temporary sibling
+            if str(tmp) not in str(exc) and tmp.name not in str(exc):
+                raise
+            raise type(exc)(str(exc).replace(str(tmp), str(p)).replace(tmp.name, p.name)) from None
         reader = getattr(mod, "read_back", mod.load)
         with warnings.catch_warnings():  # reading back our own file: what it would warn about was said on reading
             warnings.simplefilter("ignore")
@@ -486,6 +530,17 @@ def _max_change(given: Network | MLP, written: Network | MLP) -> float:
             )
             best = max(best, float(max(diffs)))
     return best
+
+
+def exact_reduction(net: Network, dtype: Any) -> Any:
+    """The largest reduction of a one-hidden-layer network whose every entry ``dtype`` (a float type, e.g. the
+    file's float32) holds exactly: null, dead and constant neurons removed, neurons on the same hyperplane with
+    the same orientation merged where their summed weights fit, θ's own rows kept.  Returns an object with
+    ``network``, ``removed``, ``merged`` and ``unmerged`` (the pairs kept apart because their merge does not
+    fit); ``relusym.prune`` gives the minimal network, which may need a wider type (``dtype="float64"``)."""
+    from relusym._fibre.width import exact_reduction as _exact_reduction
+
+    return _exact_reduction(net, dtype)
 
 
 def input_box(path: str | os.PathLike[str]) -> Any:

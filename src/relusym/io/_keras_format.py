@@ -109,6 +109,18 @@ def _h5_child(group: Any, key: str, where: str) -> Any:  # where: the child, as 
     return group[key]
 
 
+def _is_bfloat16(ds: Any) -> bool:
+    """Keras stores bfloat16 weights as 2-byte opaque values with the attribute ``dtype = "bfloat16"``."""
+    tag = ds.attrs.get("dtype", "")
+    tag = tag.decode() if isinstance(tag, bytes) else str(tag)
+    return ds.dtype.kind == "V" and ds.dtype.itemsize == 2 and tag == "bfloat16"
+
+
+def _widen_bfloat16(raw: np.ndarray) -> np.ndarray:
+    """bfloat16 bits as float32 (their high half): exact, as the other formats read bfloat16."""
+    return (np.ascontiguousarray(raw).view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(raw.shape)
+
+
 def _h5_array(ds: Any, where: str) -> np.ndarray:
     """A dataset's array, after checking that its storage is in this file and that it declares no more than it
     stores (a compressed dataset of zeros or a shape with no storage is refused before it is read)."""
@@ -120,11 +132,12 @@ def _h5_array(ds: Any, where: str) -> np.ndarray:
         raise UnsupportedModelError(
             f"{where} keeps its data outside the file ({how}); relusym reads only data stored in the file itself"
         )
-    if ds.dtype.kind not in "fiub":
+    bf16 = _is_bfloat16(ds)
+    if ds.dtype.kind not in "fiub" and not bf16:
         raise UnsupportedModelError(f"{where} holds {ds.dtype}, not numbers")
     check_shape(ds.shape, where)
     check_ratio(int(ds.size) * ds.dtype.itemsize, int(ds.id.get_storage_size()), where)
-    return np.asarray(ds[()])
+    return _widen_bfloat16(np.asarray(ds[()])) if bf16 else np.asarray(ds[()])
 
 
 def _h5_layers(f: Any, source: str = "the HDF5 file") -> list[tuple[str, str, list[np.ndarray], list[str]]]:
@@ -143,10 +156,12 @@ def _h5_layers(f: Any, source: str = "the HDF5 file") -> list[tuple[str, str, li
         keys = sorted(vars_.keys(), key=natural_key)
         if not keys:
             continue
-        arrays = [_h5_array(_h5_child(vars_, k, f"{where}/{k}"), f"{where}/{k}") for k in keys]
+        children = [_h5_child(vars_, k, f"{where}/{k}") for k in keys]
+        arrays = [_h5_array(c, f"{where}/{k}") for c, k in zip(children, keys, strict=True)]
         name = vars_.attrs.get("name", group)
         name = name.decode() if isinstance(name, bytes) else str(name)
-        out.append((group, name, arrays, [a.dtype.name for a in arrays]))
+        dts = ["bfloat16" if _is_bfloat16(c) else a.dtype.name for c, a in zip(children, arrays, strict=True)]
+        out.append((group, name, arrays, dts))
     return out
 
 
@@ -483,9 +498,11 @@ def _arrays(
         pair = []
         for x, name, dt in ((W, wn, wdt), (B, bn, bdt)):
             target = policy.target(dt, x)
-            if target == "bfloat16":
-                raise UnsupportedModelError("relusym writes Keras weights as float16, float32 or float64, not bfloat16")
-            pair.append(policy.fit(x, target, name))
+            fitted = policy.fit(x, target, name)
+            if target == "bfloat16":  # stored as Keras does: the high half of the float32 bits, 2-byte opaque
+                fitted = (np.ascontiguousarray(fitted, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+                fitted = fitted.view("V2")
+            pair.append(fitted)
         out.append((pair[0].T.copy(), pair[1]))
     return out
 
@@ -499,8 +516,10 @@ def _write_h5(
         for (group, name), (kernel, bias) in zip(groups, arrays, strict=True):
             vars_ = layers.create_group(group).create_group("vars")
             vars_.attrs["name"] = name
-            vars_.create_dataset("0", data=kernel)
-            vars_.create_dataset("1", data=bias)
+            for key, arr in (("0", kernel), ("1", bias)):
+                ds = vars_.create_dataset(key, data=arr)
+                if arr.dtype.kind == "V":  # bfloat16 bits (see _arrays)
+                    ds.attrs["dtype"] = "bfloat16"
         f.create_group("vars").attrs["name"] = top
 
 

@@ -28,12 +28,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from relusym._base.limits import check_decimal, shorten
 from relusym._bounded.domain import Box
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._exact.numbers import fractions_of
-from relusym.errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
+from relusym.errors import InvalidNetworkError, NNetClampWarning, NotRepresentableError, UnsupportedModelError
 from relusym.io._layers import affine_layers, widths_of
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "input_bounds", "input_box"]
@@ -276,8 +278,8 @@ def _spell(q: Fraction, allow_rounding: bool, where: str, path: Path) -> str:
 
 def _unfold(exact: list[tuple[Any, Any, str, str]], d: dict[str, Any]) -> list[tuple[Any, Any, str, str]] | None:
     """The layers as an NNet file with ``d``'s normalisation stores them (W₁·diag(range), b₁ + W₁·mean for the
-    first layer, (W_L, b_L − mean_out)/range_out for the last), or None when a value has no finite decimal
-    expansion (or the input count differs)."""
+    first layer, (W_L, b_L − mean_out)/range_out for the last), exactly (some values may have no finite decimal
+    expansion); None when the input or output count differs."""
     import numpy as np
 
     m = d["m"]
@@ -299,10 +301,19 @@ def _unfold(exact: list[tuple[Any, Any, str, str]], d: dict[str, Any]) -> list[t
     WL = np.array([Fraction(x) / ro for x in V.ravel().tolist()], dtype=object).reshape(V.shape)
     bL = np.array([(Fraction(x) - mo) / ro for x in c.tolist()], dtype=object)
     out[-1] = (WL, bL, vn, cn)
-    for arr in (W1, b1, WL, bL):
-        if any(_decimal(v) is None for v in arr.ravel().tolist()):
-            return None
     return out
+
+
+def _not_decimal(layers: list[tuple[Any, Any, str, str]]) -> list[tuple[str, tuple[int, ...], Fraction]]:
+    """(array name, index, value) of the first entry without a finite decimal expansion in each array."""
+    found = []
+    for W, B, wn, bn in layers:
+        for name, arr in ((wn, W), (bn, B)):
+            for idx, v in np.ndenumerate(arr):
+                if _decimal(Fraction(v)) is None:
+                    found.append((name, tuple(int(i) for i in idx), Fraction(v)))
+                    break
+    return found
 
 
 def save(
@@ -344,18 +355,10 @@ def save(
     else:
         mins, maxs = ["-" + _NO_CLAMP] * m, [_NO_CLAMP] * m
     exact = [(fractions_of(W), fractions_of(B), wn, bn) for W, B, wn, bn in ours]
-    if policy is not None and allow_rounding:
-        for W, B, wn, bn in exact:
-            for name, arr in ((wn, W), (bn, B)):
-                if any(_decimal(Fraction(v)) is None for v in arr.ravel().tolist()):
-                    policy.rounded.append(name)
-
-    def row(values: list[Any], name: str) -> str:
-        return ",".join(_spell(Fraction(v), allow_rounding, name, path) for v in values) + ","
-
     L = len(ours)
     kind = "one-hidden-layer" if L == 2 else f"{L - 1}-hidden-layer"
-    out = [f"// {kind} ReLU network written by relusym (exact decimals, mean 0, range 1)"]
+    kept: list[str] = []
+    mine = f"// {kind} ReLU network written by relusym ({{}}, mean 0, range 1)"
     norm = [
         ",".join(mins) + ",",
         ",".join(maxs) + ",",
@@ -363,12 +366,38 @@ def save(
         ",".join(["1"] * (m + 1)) + ",",
     ]
     if bounds is None and like is not None and like.suffix.lower() == ".nnet" and like.exists():
+        # the like file's own rows: its header and normalisation lines (ACAS Xu's extra entries included) are
+        # kept, and the layers are stored as that normalisation needs them (a network read from that file, pruned
+        # with its own scales, gives back the file's decimals)
         d = _read(like)
         unfolded = _unfold(exact, d)
-        if unfolded is not None:
+        if unfolded is not None and (not _not_decimal(unfolded) or _not_decimal(exact) or allow_rounding):
             exact = unfolded
-            out = [*d["header"], f"// written by relusym with the input box and normalisation of {like.name}"]
+            kept = list(d["header"])
+            mine = f"// written by relusym ({{}}) with the input box and normalisation of {like.name}"
             norm = list(d["norm_lines"])
+        elif unfolded is not None and policy is not None:
+            name, idx, v = _not_decimal(unfolded)[0]
+            policy.notes.append(
+                f"the normalisation of {like.name} is not kept: under it {name}[{', '.join(map(str, idx))}] would be "
+                f"{v}, which has no finite decimal expansion; the file has mean 0 and range 1 and holds the network "
+                "exactly"
+            )
+    bad = _not_decimal(exact)
+    if bad and not allow_rounding:
+        name, idx, v = bad[0]
+        raise NotRepresentableError(
+            f"cannot write {path}: {name}[{', '.join(map(str, idx))}] = {v} has no finite decimal expansion, so "
+            "NNet text cannot hold it exactly; save as JSON to keep it exact, or allow rounding (CLI --allow-rounding)"
+        )
+    if policy is not None:
+        policy.rounded.extend(dict.fromkeys(name for name, _, _ in bad))
+    spelled = "decimals rounded to double precision" if bad else "exact decimals"
+    out = [*kept, mine.format(spelled)]
+
+    def row(values: list[Any], name: str) -> str:
+        return ",".join(_spell(Fraction(v), allow_rounding, name, path) for v in values) + ","
+
     out.append(f"{L},{m},{widths[-1]},{max(widths)},")
     out.append(",".join(str(w) for w in widths) + ",")
     out.append("0,")
