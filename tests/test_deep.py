@@ -167,7 +167,7 @@ def test_normal_form_separates_and_digest_is_pinned() -> None:
 
     text = "relusym.mlp-nf/1\n1 2 1 1\n-1 0\n1 0\n1 1 -1\n2 0\n"
     assert nfa.digest() == hashlib.sha256(text.encode()).hexdigest()
-    assert nfa.to_dict()["hidden"] == [[[-1, 0], [1, 0]], [[1, 1, -1]]]
+    assert nfa.to_dict()["hidden"] == [[["-1", "0"], ["1", "0"]], [["1", "1", "-1"]]]
 
 
 def test_float_and_exact_copies_have_one_digest() -> None:

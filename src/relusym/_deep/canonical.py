@@ -156,7 +156,7 @@ class DeepNormalForm:
             "scheme": DIGEST_SCHEME,
             "digest": self.digest(),
             "widths": list(self.widths),
-            "hidden": [[list(r) for r in rows] for rows in self.hidden],
+            "hidden": [[[str(v) for v in r] for r in rows] for rows in self.hidden],  # exact: strings, as everywhere
             "output": [[_q(v) for v in r] for r in self.output],
         }
 
