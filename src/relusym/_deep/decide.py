@@ -156,14 +156,13 @@ def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0)
         return DeepVerdict(DIFFERENT, "an exact input where the outputs differ", None, found, forms)
     if a.m == 1:
         try:
-            t, _ = compare_on_line(_layers(a), _layers(b), deadline=deadline)
+            t, pts = compare_on_line(_layers(a), _layers(b), deadline=deadline)
         except LineBudget:
             return DeepVerdict(
                 UNDECIDED, f"the breakpoints on ℝ were not all found within budget = {budget} s", None, None, forms
             )
         if t is not None:
             return DeepVerdict(DIFFERENT, "an exact input where the outputs differ", None, _ce(a, b, (t,)), forms)
-        pts = _line_points(a, b)
         return DeepVerdict(
             EQUAL,
             "m = 1: the functions agree at every breakpoint of either and beyond both ends",
@@ -186,9 +185,10 @@ def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0)
     )
 
 
-def _align(
-    ra: Reduced, rb: Reduced
-) -> tuple[tuple[list[list[Row]], list[list[Row]], DeepSymmetry, tuple[tuple[Reduction, ...], ...]] | None, Mismatch]:
+_Aligned = tuple[list[list[Row]], list[list[Row]], DeepSymmetry, tuple[tuple[Reduction, ...], ...]]
+
+
+def _align(ra: Reduced, rb: Reduced) -> tuple[_Aligned | None, Mismatch | None]:
     """Align the reductions; when the alignment stops after valid flips of earlier layers, apply those moves to
     one side, reduce it again (a flip can make a unit of the next layer dead on the orthant) and retry, in both
     directions.  Returns (rows of side 1, rows of side 2, h with h·side1 = side2, the extra reductions)."""
@@ -201,8 +201,8 @@ def _align(
             sym, mm = align_layers(rows, y.layers)
             if sym is not None:
                 if swap:
-                    return (y.layers, rows, sym.inverse(), ((), extra)), mm or first  # type: ignore[return-value]
-                return (rows, y.layers, sym, (extra, ())), mm or first  # type: ignore[return-value]
+                    return (y.layers, rows, sym.inverse(), ((), extra)), first
+                return (rows, y.layers, sym, (extra, ())), first
             assert mm is not None
             first = first or mm
             if not any(mv.flips for mv in mm.moves):
@@ -211,19 +211,11 @@ def _align(
             if not red.steps:
                 break
             rows, extra = red.layers, extra + red.steps
-    assert first is not None
     return None, first
 
 
 def _is_constant(red: Reduced) -> bool:
     return all(w == 0 for w in red.hidden_widths)
-
-
-def _line_points(a: MLP, b: MLP) -> tuple[Fraction, ...]:
-    from relusym._deep.line import breakpoints
-
-    S = sorted(set(breakpoints(_layers(a))) | set(breakpoints(_layers(b))))
-    return tuple([S[0] - 1, *S, S[-1] + 1] if S else [Fraction(0), Fraction(1)])
 
 
 def _ce(a: MLP, b: MLP, x: tuple[Fraction, ...]) -> Counterexample | None:

@@ -85,9 +85,9 @@ def breakpoints(layers: list[list[Row]], *, deadline: float | None = None, max_p
 
 def compare_on_line(
     la: list[list[Row]], lb: list[list[Row]], *, deadline: float | None = None
-) -> tuple[Fraction | None, int]:
-    """(t, count): a t where the two one-input networks differ, or None when they agree on all of ℝ; ``count`` is
-    the number of points compared."""
+) -> tuple[Fraction | None, tuple[Fraction, ...]]:
+    """(t, points): a t where the two one-input networks differ, or None when they agree on all of ℝ; ``points``
+    are the points compared (every breakpoint of either and one beyond each end: the certificate of "agree")."""
     S = sorted(set(breakpoints(la, deadline=deadline)) | set(breakpoints(lb, deadline=deadline)))
     pts = [S[0] - 1, *S, S[-1] + 1] if S else [Fraction(0), Fraction(1)]
     L = len(la) - 1
@@ -96,5 +96,5 @@ def compare_on_line(
         if deadline is not None and time.monotonic() > deadline:
             raise LineBudget
         if _forward_1d(la, t, L) != _forward_1d(lb, t, Lb):
-            return t, len(pts)
-    return None, len(pts)
+            return t, tuple(pts)
+    return None, tuple(pts)
