@@ -82,6 +82,27 @@ def plant(Ws, bs, rng, junk: bool = True):  # type: ignore[no-untyped-def]
     return Ws, bs, perms
 
 
+def visible_weight(Ws, bs, ell: int, rng) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """A weight (i, j) of layer ``ell`` whose unit fires while its input is positive at some sampled point, in the
+    bounding box of the first layer's hyperplanes (enlarged)."""
+    W, b = Ws[0].astype(np.float64), bs[0].astype(np.float64)
+    nn = (W * W).sum(axis=1)
+    base = -(b / np.where(nn > 0, nn, 1.0))[:, None] * W
+    lo, hi = base.min(axis=0), base.max(axis=0)
+    X = (lo + hi) / 2 + (hi - lo) * rng.uniform(-0.75, 0.75, (4096, W.shape[1]))
+    H = X
+    for k in range(ell):
+        H = np.maximum(H @ Ws[k].astype(np.float64).T + bs[k], 0.0)
+    Z = H @ Ws[ell].astype(np.float64).T + bs[ell]
+    fires = Z > 0 if ell < len(Ws) - 1 else np.ones_like(Z, dtype=bool)
+    co = fires.T.astype(np.float64) @ (H > 0).astype(np.float64)  # (units, inputs): co-activation counts
+    cand = np.argwhere(co > 0)
+    if not len(cand):
+        return int(rng.integers(Ws[ell].shape[0])), int(rng.integers(Ws[ell].shape[1]))
+    i, j = cand[int(rng.integers(len(cand)))]
+    return int(i), int(j)
+
+
 def weight_matching(Wa, ba, Wb, bb, max_iter: int = 50):  # type: ignore[no-untyped-def]
     """Git Re-Basin weight matching: permutations P_ℓ maximizing Σ_ℓ ⟨W_ℓ^a, P_ℓ W_ℓ^b P_{ℓ−1}ᵀ⟩ + ⟨b_ℓ^a, P_ℓ b_ℓ^b⟩,
     by coordinate descent of linear assignments over the layers."""
@@ -124,7 +145,10 @@ def as_float32_layers(net: MLP) -> tuple[list[np.ndarray], list[np.ndarray]]:
 def one_case(name: str, Ws, bs, rng, args) -> None:  # type: ignore[no-untyped-def]
     net = MLP(Ws, bs)
     X = rng.standard_normal((1024, Ws[0].shape[1])).astype(np.float32)
-    fwd = min(timed(lambda: forward32(Ws, bs, X))[0] for _ in range(5)) or 1e-9
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):  # CPU time of one thread, like relusym's own code
+        fwd = min(timed(lambda: forward32(Ws, bs, X))[0] for _ in range(20)) or 1e-9
     Wp, bp, perms = plant(Ws, bs, rng)
     copy = MLP(Wp, bp)
     c_eq, w_eq, v = timed(lambda: relusym.equivalent(net, copy, budget=args.budget))
@@ -138,10 +162,11 @@ def one_case(name: str, Ws, bs, rng, args) -> None:  # type: ignore[no-untyped-d
     recovered = all(np.array_equal(f, p) for f, p in zip(found, perms_q, strict=True))
     c_nf, _, _ = timed(lambda: relusym.normal_form(net))
     c_pr, _, _ = timed(lambda: relusym.prune(net))
-    # one ulp, at a random layer
+    # one ulp, at a random layer, on a weight that matters: sampling shows its unit firing while its input is
+    # positive (a weight whose input is never positive may not change the function at all, see docs/math/deep.md)
     ell = int(rng.integers(len(Ws)))
+    i, j = visible_weight(Ws, bs, ell, rng)
     W1 = [w.copy() for w in Ws]
-    i, j = int(rng.integers(W1[ell].shape[0])), int(rng.integers(W1[ell].shape[1]))
     W1[ell][i, j] = np.nextafter(W1[ell][i, j], np.float32(np.inf))
     ulp = MLP(W1, bs)
     c_ulp, _, vu = timed(lambda: relusym.equivalent(net, ulp, budget=args.budget))

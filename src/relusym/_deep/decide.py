@@ -278,6 +278,7 @@ def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fra
     nrng = np.random.default_rng(seed)
     m = a.m
     cands = [nrng.standard_normal((32, m)) * s for s in (1.0, 8.0, 64.0)]
+    bases: list[np.ndarray] = []
     for net in (a, b):
         W = _float64(net.weights[0])
         beta = _float64(net.biases[0])
@@ -290,6 +291,16 @@ def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fra
         unit = W / np.sqrt(nn)[:, None]
         delta = 1e-3 * (1.0 + np.abs(base).max(axis=1))[:, None]
         cands += [base + delta * unit, base - delta * unit]
+        bases.append(base)
+    if bases:
+        # where the first layer's hyperplanes are: uniform points of their bounding box, enlarged by half (the
+        # region a trained network's inputs live in, whatever the input's units)
+        allb = np.vstack(bases)
+        allb = allb[np.isfinite(allb).all(axis=1)]
+        if len(allb):
+            lo, hi = allb.min(axis=0), allb.max(axis=0)
+            mid, half = (lo + hi) / 2, (hi - lo) * 0.75 + 1e-9
+            cands.append(mid + half * nrng.uniform(-1.0, 1.0, (1024, m)))
     dirs = nrng.standard_normal((16, m))
     cands += [dirs * 1e3, dirs * 1e6]
     X = np.vstack(cands)
