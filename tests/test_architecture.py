@@ -201,3 +201,10 @@ def test_internal_modules_define_accurate_all() -> None:
         assert names is not None, f"relusym.{name} has no __all__"
         for n in names:
             assert hasattr(mod, n), f"relusym.{name}.__all__ lists {n!r}, which it does not define"
+
+
+def test_dir_lists_every_public_name_and_the_package_is_typed() -> None:
+    code = "import relusym; print(' '.join(n for n in relusym.__all__ if n not in dir(relusym)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [], f"dir(relusym) misses {out} before their first use"
+    assert (ROOT / "py.typed").is_file(), "users' type checkers see relusym's types only with a py.typed marker"

@@ -89,6 +89,11 @@ def save(net: Network | MLP, path: Any, **kwargs: Any) -> Any:
     return _save(net, path, **kwargs)
 
 
+def __dir__() -> list[str]:
+    """Every public name, the lazily imported ones included (``dir(relusym)`` lists them before first use)."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> Any:
     """The fibre, width and tolerance-mode functions, imported on first use (keeps ``import relusym`` fast)."""
     mod = _LAZY.get(name)
