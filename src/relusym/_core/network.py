@@ -21,6 +21,7 @@ from relusym._exact.numbers import (
     fractions_of,
     integer_matrix,
     is_float_array,
+    same_values,
     to_fraction,
 )
 from relusym.errors import InvalidNetworkError
@@ -296,16 +297,8 @@ class Network:
         """Exact equality of the parameters (not of the realized functions: see ``relusym.equivalent``)."""
         if self.shape != other.shape:
             return False
-        for x, y in zip((self.V, self.A, self.b, self.c), (other.V, other.A, other.b, other.c), strict=True):
-            if x.dtype != object and y.dtype != object:
-                # float64 casts of float16/32/64 values are exact, so this is exact equality
-                if not np.array_equal(x.astype(np.float64), y.astype(np.float64)):
-                    return False
-            elif not all(
-                Fraction(p) == Fraction(q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
-            ):
-                return False
-        return True
+        pairs = zip((self.V, self.A, self.b, self.c), (other.V, other.A, other.b, other.c), strict=True)
+        return all(same_values(x, y) for x, y in pairs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Network):

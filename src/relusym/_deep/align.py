@@ -19,6 +19,7 @@ import numpy as np
 
 from relusym._deep.mlp import MLP
 from relusym._deep.symmetry import DeepSymmetry, LayerMove
+from relusym._exact.numbers import as_float64
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["DeepAlignment", "align_deep"]
@@ -64,12 +65,6 @@ class DeepAlignment:
         return f"alignment of {n} hidden units in {len(self.residuals)} layers: {self.matched_fraction:.1%} matched"
 
 
-def _f64(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        return np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-    return x.astype(np.float64)
-
-
 def align_deep(net1: MLP, net2: MLP, *, tol: float | None = None) -> DeepAlignment:
     """Per-layer permutations and positive scales g with g·θ1 ≈ θ2, for two MLPs of the same widths."""
     from scipy.optimize import linear_sum_assignment
@@ -86,8 +81,8 @@ def align_deep(net1: MLP, net2: MLP, *, tol: float | None = None) -> DeepAlignme
     residuals: list[np.ndarray] = []
     unmatched: list[tuple[int, int]] = []
     for ell in range(L - 1):
-        W1, b1 = _f64(net1.weights[ell]), _f64(net1.biases[ell])
-        W2, b2 = _f64(net2.weights[ell]), _f64(net2.biases[ell])
+        W1, b1 = as_float64(net1.weights[ell]), as_float64(net1.biases[ell])
+        W2, b2 = as_float64(net2.weights[ell]), as_float64(net2.biases[ell])
         R1 = np.zeros((W1.shape[0], W2.shape[1] + 1))
         R1[:, slot] = W1 / scale[None, :]
         R1[:, -1] = b1

@@ -32,6 +32,7 @@ from relusym._deep.mlp import MLP, as_mlp
 from relusym._deep.reduce import Reduced, Reduction, reduce_layers, rows_to_mlp
 from relusym._deep.rows import Row, primitive, rational_rows, unsigned
 from relusym._deep.symmetry import DeepSymmetry, Mismatch, align_layers, apply_moves
+from relusym._exact.numbers import as_float64
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["DeepVerdict", "DeepCertificate", "equivalent_deep", "UndecidedError"]
@@ -278,10 +279,9 @@ def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fra
     nrng = np.random.default_rng(seed)
     m = a.m
     cands = [nrng.standard_normal((32, m)) * s for s in (1.0, 8.0, 64.0)]
-    bases: list[np.ndarray] = []
     for net in (a, b):
-        W = _float64(net.weights[0])
-        beta = _float64(net.biases[0])
+        W = as_float64(net.weights[0])
+        beta = as_float64(net.biases[0])
         nn = (W * W).sum(axis=1)
         keep = nn > 0
         W, beta, nn = W[keep], beta[keep], nn[keep]
@@ -291,16 +291,10 @@ def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fra
         unit = W / np.sqrt(nn)[:, None]
         delta = 1e-3 * (1.0 + np.abs(base).max(axis=1))[:, None]
         cands += [base + delta * unit, base - delta * unit]
-        bases.append(base)
-    if bases:
-        # where the first layer's hyperplanes are: uniform points of their bounding box, enlarged by half (the
-        # region a trained network's inputs live in, whatever the input's units)
-        allb = np.vstack(bases)
-        allb = allb[np.isfinite(allb).all(axis=1)]
-        if len(allb):
-            lo, hi = allb.min(axis=0), allb.max(axis=0)
-            mid, half = (lo + hi) / 2, (hi - lo) * 0.75 + 1e-9
-            cands.append(mid + half * nrng.uniform(-1.0, 1.0, (1024, m)))
+    for net in (a, b):
+        region = _hyperplane_region(net, nrng, 512)
+        if region is not None:
+            cands.append(region)
     dirs = nrng.standard_normal((16, m))
     cands += [dirs * 1e3, dirs * 1e6]
     X = np.vstack(cands)
@@ -312,10 +306,22 @@ def _screened_points(a: MLP, b: MLP, seed: int, top: int = 12) -> list[tuple[Fra
     return [tuple(Fraction(float(v)) for v in X[i]) for i in order.tolist()]
 
 
-def _float64(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        return np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-    return x.astype(np.float64)
+def _hyperplane_region(net: MLP, nrng: np.random.Generator, count: int) -> np.ndarray | None:
+    """``count`` uniform points of the bounding box of the points of the first layer's hyperplanes nearest the
+    origin, enlarged by half: the region a trained network's inputs live in, whatever the inputs' units."""
+    W, beta = as_float64(net.weights[0]), as_float64(net.biases[0])
+    nn = (W * W).sum(axis=1)
+    keep = nn > 0
+    if not keep.any():
+        return None
+    base = -(beta[keep] / nn[keep])[:, None] * W[keep]
+    base = base[np.isfinite(base).all(axis=1)]
+    if not len(base):
+        return None
+    lo, hi = base.min(axis=0), base.max(axis=0)
+    mid, half = (lo + hi) / 2, (hi - lo) * 0.75 + 1e-9
+    out: np.ndarray = mid + half * nrng.uniform(-1.0, 1.0, (count, net.m))
+    return out
 
 
 def _lone_hyperplane_points(ra: Reduced, rb: Reduced, rng: random.Random) -> list[tuple[Fraction, ...]]:
@@ -349,14 +355,13 @@ def _firing_points(a: MLP, ra: Reduced, mm: Mismatch, rng: random.Random) -> lis
     """Float-sampled points where the unmatched unit of ``a``'s reduction fires strongest, read exactly."""
     red = rows_to_mlp(ra.layers, ra.m)
     nrng = np.random.default_rng(rng.randrange(1 << 30))
-    X = nrng.standard_normal((256, a.m)) * np.array([1.0, 4.0, 16.0, 64.0]).repeat(64)[:, None]
+    X = np.vstack([nrng.standard_normal((256, a.m)) * np.array([1.0, 4.0, 16.0, 64.0]).repeat(64)[:, None]])
+    region = _hyperplane_region(a, nrng, 1024)
+    if region is not None:
+        X = np.vstack([X, region])
     H = X
     for ell in range(mm.layer):
-        W = np.array([[float(v) for v in r] for r in red.weights[ell].tolist()], dtype=np.float64).reshape(
-            red.weights[ell].shape
-        )
-        bias = np.array([float(v) for v in red.biases[ell].tolist()], dtype=np.float64)
-        Z = H @ W.T + bias
+        Z = H @ as_float64(red.weights[ell]).T + as_float64(red.biases[ell])
         H = np.maximum(Z, 0.0)
     z = Z[:, mm.unit] if mm.unit is not None and mm.unit < Z.shape[1] else Z.max(axis=1)
     best = np.argsort(-z)[:6]

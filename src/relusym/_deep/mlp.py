@@ -16,7 +16,15 @@ import numpy as np
 
 from relusym._core.network import Network
 from relusym._deep.evaluate import ExactEvaluator
-from relusym._exact.numbers import as_exact_array, as_rational_vector, fraction_str, is_float_array, to_fraction
+from relusym._exact.numbers import (
+    as_exact_array,
+    as_float64,
+    as_rational_vector,
+    fraction_str,
+    is_float_array,
+    same_values,
+    to_fraction,
+)
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["MLP", "as_mlp"]
@@ -219,7 +227,7 @@ class MLP:
         H = Xa
         L = len(self.weights)
         for ell, (W, b) in enumerate(zip(self.weights, self.biases, strict=True), start=1):
-            H = H @ _float64(W).T + _float64(b)
+            H = H @ as_float64(W).T + as_float64(b)
             if ell < L:
                 H = np.maximum(H, 0.0)
         return np.asarray(H[0] if single else H)
@@ -244,15 +252,9 @@ class MLP:
         """Exact equality of the parameters (not of the realized functions: see ``relusym.equivalent``)."""
         if self.widths != other.widths:
             return False
-        for x, y in zip(self.weights + self.biases, other.weights + other.biases, strict=True):
-            if x.dtype != object and y.dtype != object:
-                if not np.array_equal(x.astype(np.float64), y.astype(np.float64)):
-                    return False
-            elif not all(
-                Fraction(p) == Fraction(q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
-            ):
-                return False
-        return True
+        return all(
+            same_values(x, y) for x, y in zip(self.weights + self.biases, other.weights + other.biases, strict=True)
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MLP):
@@ -265,12 +267,6 @@ class MLP:
     def __repr__(self) -> str:
         kind = "float" if self.is_float else "exact"
         return f"MLP(widths={self.widths}, {kind})"
-
-
-def _float64(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        return np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-    return x.astype(np.float64, copy=False)
 
 
 def as_mlp(x: Any) -> MLP:

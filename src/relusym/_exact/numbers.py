@@ -42,6 +42,8 @@ __all__ = [
     "as_exact_array",
     "exact_view",
     "fractions_of",
+    "as_float64",
+    "same_values",
     "float_key",
     "exact_float",
     "quotient_row_hashes",
@@ -209,6 +211,24 @@ def fractions_of(arr: np.ndarray) -> np.ndarray:
     flat = arr.ravel().tolist()
     out.ravel()[:] = [Fraction(v) for v in flat] if flat else []
     return out
+
+
+def as_float64(arr: np.ndarray) -> np.ndarray:
+    """The values as float64 (rounded for exact rationals; float16/32/64 arrays exactly): for float screens and
+    pictures, never for decisions."""
+    if arr.dtype == object:
+        return np.array([float(v) for v in arr.ravel().tolist()], dtype=np.float64).reshape(arr.shape)
+    return arr.astype(np.float64)
+
+
+def same_values(x: np.ndarray, y: np.ndarray) -> bool:
+    """Exact equality of two parameter arrays of one shape, whatever their storage (float or exact)."""
+    if x.shape != y.shape:
+        return False
+    if x.dtype != object and y.dtype != object:
+        # float64 casts of float16/32/64 values are exact, so this is exact equality
+        return bool(np.array_equal(x.astype(np.float64), y.astype(np.float64)))
+    return all(Fraction(p) == Fraction(q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True))
 
 
 def products_exact(*arrays: np.ndarray) -> bool:

@@ -22,15 +22,10 @@ import numpy as np
 
 from relusym._base.fileio import atomic_write
 from relusym._deep.mlp import MLP
+from relusym._exact.numbers import as_float64
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["plot_deep", "deep_plot_to_file", "deep_report_html", "deep_report_to_file"]
-
-
-def _f64(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        return np.array([float(v) for v in x.ravel().tolist()], dtype=np.float64).reshape(x.shape)
-    return x.astype(np.float64)
 
 
 def _breakpoints(net: MLP) -> list[float]:
@@ -96,7 +91,7 @@ def _panel_1d(ax: Any, net: MLP, name: str) -> None:
         if inside:
             yb = net.evaluate(np.array(inside)[:, None])
             ax.plot(inside, yb[:, 0], "o", ms=3, color="k")
-        W, b = _f64(net.weights[0])[:, 0], _f64(net.biases[0])
+        W, b = as_float64(net.weights[0])[:, 0], as_float64(net.biases[0])
         for w, c in zip(W, b, strict=True):
             if w != 0 and lo <= -c / w <= hi:
                 ax.axvline(-c / w, color="0.85", lw=0.8, zorder=0)
@@ -112,7 +107,7 @@ def _panel_1d(ax: Any, net: MLP, name: str) -> None:
 
 
 def _panel_2d(ax: Any, net: MLP, name: str) -> None:
-    W, b = _f64(net.weights[0]), _f64(net.biases[0])
+    W, b = as_float64(net.weights[0]), as_float64(net.biases[0])
     nn = np.hypot(W[:, 0], W[:, 1])
     ok = nn > 0
     centres = (-(b[ok] / nn[ok] ** 2))[:, None] * W[ok]
