@@ -631,3 +631,18 @@ def test_polytope_status_with_highs_matches_the_exact_simplex(monkeypatch) -> No
         vals = [sum((A[i][j] * v[j] for j in range(m)), b[i]) for v in verts]
         kind = 2 if min(vals) < 0 < max(vals) else (1 if min(vals) >= 0 else 0)
         assert kind == slow[i]
+
+
+def test_polytope_random_interior_points_are_interior() -> None:
+    # one random fraction per point keeps it on the segment from the interior point to the boundary (one fraction
+    # per coordinate left the polytope about 2% of the time, and the points serve as witnesses)
+    import random
+
+    from relusym import Polytope
+
+    A, b = [[1, 1], [-1, 0], [0, -1], [3, -1]], [1, 0, 0, 2]
+    P = Polytope(A, b)
+    rng = random.Random(0)
+    for _ in range(3000):
+        x = P.random_interior(rng)
+        assert all(sum(a * xi for a, xi in zip(row, x, strict=True)) < bi for row, bi in zip(A, b, strict=True))

@@ -424,7 +424,8 @@ class Polytope:
         t = self.step(x0, d)
         if t is None:
             t = Fraction(1)
-        return tuple(xi + t * Fraction(rng.randint(1, den - 1), den) * di for xi, di in zip(x0, d, strict=True))
+        s = t * Fraction(rng.randint(1, den - 1), den)  # one fraction for the whole point: it stays on the segment
+        return tuple(xi + s * di for xi, di in zip(x0, d, strict=True))
 
     def _crossing_by_highs(self, a: list[Fraction], beta: Fraction, sign: int) -> bool:
         """True when scipy's HiGHS finds a point of P where sign·ℓ < 0 that is confirmed exactly (the LP's float
