@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -233,25 +234,37 @@ def _search(
 ) -> Counterexample | None:
     rng = random.Random(seed)
     m = a.m
-    points: list[tuple[Fraction, ...]] = [tuple(Fraction(0) for _ in range(m))]
-    points += _screened_points(a, b, rng.randrange(1 << 30))
-    points += _lone_hyperplane_points(ra, rb, rng) + _lone_hyperplane_points(rb, ra, rng)
-    if mismatch is not None and mismatch.unit is not None and mismatch.layer >= 2:
-        points += _firing_points(a, ra, mismatch, rng)
-    for _ in range(4):
-        points.append(tuple(Fraction(rng.randint(-8, 8), rng.choice((1, 2, 3, 4))) for _ in range(m)))
-    for scale in (1 << 10, 1 << 30):
-        points.append(tuple(Fraction(rng.randint(-100, 100) * scale) for _ in range(m)))
+
+    def simple() -> list[tuple[Fraction, ...]]:
+        out = [tuple(Fraction(rng.randint(-8, 8), rng.choice((1, 2, 3, 4))) for _ in range(m)) for _ in range(4)]
+        return out + [tuple(Fraction(rng.randint(-100, 100) * s) for _ in range(m)) for s in (1 << 10, 1 << 30)]
+
+    def firing() -> list[tuple[Fraction, ...]]:
+        if mismatch is not None and mismatch.unit is not None and mismatch.layer >= 2:
+            return _firing_points(a, ra, mismatch, rng)
+        return []
+
+    # in stages, each built only when the ones before found nothing (the cheap and likely ones first)
+    stages: tuple[Callable[[], list[tuple[Fraction, ...]]], ...] = (
+        lambda: [tuple(Fraction(0) for _ in range(m))],
+        lambda: _screened_points(a, b, rng.randrange(1 << 30)),
+        lambda: _lone_hyperplane_points(ra, rb, rng) + _lone_hyperplane_points(rb, ra, rng),
+        firing,
+        simple,
+    )
     seen: set[tuple[Fraction, ...]] = set()
-    for x in points:
-        if x in seen:
-            continue
-        seen.add(x)
+    for stage in stages:
         if time.monotonic() > deadline:
             return None
-        ce = _ce(a, b, x)
-        if ce is not None:
-            return ce
+        for x in stage():
+            if x in seen:
+                continue
+            seen.add(x)
+            if time.monotonic() > deadline:
+                return None
+            ce = _ce(a, b, x)
+            if ce is not None:
+                return ce
     # lines through the candidate points, each decided exactly by its breakpoints
     la, lb = _layers(a), _layers(b)
     anchors = list(seen)
@@ -326,13 +339,12 @@ def _hyperplane_region(net: MLP, nrng: np.random.Generator, count: int) -> np.nd
 
 def _lone_hyperplane_points(ra: Reduced, rb: Reduced, rng: random.Random) -> list[tuple[Fraction, ...]]:
     """Points just off each first-layer hyperplane of ``ra`` that ``rb``'s first layer lacks (up to sign)."""
-    if not ra.layers[0] or len(ra.layers) < 2:
+    if len(ra.layers) < 2 or not len(ra.layers[0]):
         return []
-    other = {unsigned(primitive(r)[0])[0] for r in rb.layers[0]} if len(rb.layers) >= 2 else set()
+    lone = _lone_rows(ra, rb)
     out: list[tuple[Fraction, ...]] = []
-    for row in ra.layers[0]:
-        if unsigned(primitive(row)[0])[0] in other:
-            continue
+    for i in lone[:34]:
+        row = list(ra.layers[0][i])
         w, beta = row[:-1], row[-1]
         nn = sum((v * v for v in w), Fraction(0))
         base = [-beta * v / nn for v in w]
@@ -346,9 +358,32 @@ def _lone_hyperplane_points(ra: Reduced, rb: Reduced, rng: random.Random) -> lis
                 step = eps / max(Fraction(1), max(abs(v) for v in w))
                 out.append(tuple(pi + step * wi for pi, wi in zip(p0, w, strict=True)))
                 out.append(tuple(pi - step * wi for pi, wi in zip(p0, w, strict=True)))
-        if len(out) > 400:
-            break
     return out
+
+
+def _lone_rows(ra: Reduced, rb: Reduced) -> list[int]:
+    """The first-layer units of ``ra`` whose row, up to a nonzero scale, is no row of ``rb``'s first layer:
+    from the exact primitive rows (integer arrays; the Fraction reference when they do not fit)."""
+    from relusym._deep.dyadic import Dyadic, row_hashes
+    from relusym._deep.rows import dyadic_layers
+
+    if len(rb.layers) < 2:
+        return list(range(len(ra.layers[0])))
+    da, db = dyadic_layers(ra.layers[:1], ra.m), dyadic_layers(rb.layers[:1], rb.m)
+    if da is None or db is None:
+        other = {unsigned(primitive(r)[0])[0] for r in rb.layers[0]}
+        return [i for i, r in enumerate(ra.layers[0]) if unsigned(primitive(r)[0])[0] not in other]
+
+    def keys(D: Any) -> np.ndarray:
+        P = D.primitive().rows
+        q = P.q.copy()
+        first = np.argmax(q != 0, axis=1)
+        sign = np.sign(q[np.arange(len(q)), first])
+        q *= np.where(sign == 0, 1, sign)[:, None]  # the sign of the first nonzero entry made positive
+        return np.asarray(row_hashes(Dyadic(q, P.k)))
+
+    other_keys = set(keys(db[0]).tolist())
+    return [i for i, h in enumerate(keys(da[0]).tolist()) if h not in other_keys]
 
 
 def _firing_points(a: MLP, ra: Reduced, mm: Mismatch, rng: random.Random) -> list[tuple[Fraction, ...]]:

@@ -76,7 +76,142 @@ class Reduced:
 def reduce_layers(layers: list[list[Row]], m: int) -> Reduced:
     """Apply the four rules to augmented rows (copied, not changed) until none applies."""
     fast = _already_reduced(layers, m)
+    if fast is None:
+        fast = _float_reduce(layers, m)
     return fast if fast is not None else reduce_layers_reference(layers, m)
+
+
+class _Inexact(Exception):
+    """An update of the float path that float64 cannot hold exactly: the Fraction reference takes over."""
+
+
+def _float_reduce(layers: list[list[Row]], m: int) -> Reduced | None:
+    """The reference's reductions, step for step, on float64 copies of float layers: every entry an update
+    changes is checked against its exact value (Fractions for those few entries only), and duplicates are found
+    from the exact primitive rows (:mod:`relusym._deep.dyadic`).  None when the layers are not unread float
+    arrays or an update is not exact in float64 (then the reference runs)."""
+    if not layers or not all(isinstance(r, ArrayRows) and r.untouched for r in layers):
+        return None
+    arrays = [r for r in layers if isinstance(r, ArrayRows)]
+    if not all(is_float_array(r.weight) and is_float_array(r.bias) for r in arrays):
+        return None
+    Ws = [np.array(r.weight, dtype=np.float64) for r in arrays]
+    bs = [np.array(r.bias, dtype=np.float64) for r in arrays]
+    kept = [list(range(W.shape[0])) for W in Ws[:-1]]
+    steps: list[Reduction] = []
+    try:
+        while True:
+            changed = _forward_float(Ws, bs, kept, steps)
+            changed = _backward_float(Ws, kept, steps, bs) or changed
+            if not changed:
+                break
+    except _Inexact:
+        return None
+    out = [ArrayRows(*_in_dtype_of(W, b, r)) for W, b, r in zip(Ws, bs, arrays, strict=True)]
+    return Reduced(ReducedLayers(out), kept, tuple(steps), m)
+
+
+def _in_dtype_of(W: np.ndarray, b: np.ndarray, ref: ArrayRows) -> tuple[np.ndarray, np.ndarray]:
+    """The arrays, read-only, in the original layer's dtype where that holds them exactly (else float64)."""
+    dt = np.result_type(ref.weight.dtype, ref.bias.dtype)
+    out = []
+    for x in (W, b):
+        with np.errstate(over="ignore"):
+            y = x.astype(dt)
+        z = y if np.array_equal(y.astype(np.float64), x) else x
+        z.setflags(write=False)
+        out.append(z)
+    return out[0], out[1]
+
+
+def _add_exact(target: np.ndarray, addend: np.ndarray, t: Fraction) -> None:
+    """target += t·addend in float64, each changed entry checked against its exact value."""
+    nz = np.flatnonzero(addend)
+    if nz.size == 0:
+        return
+    old = target[nz].copy()
+    with np.errstate(all="ignore"):
+        target[nz] = old + float(t) * addend[nz]
+    for o, a, new in zip(old.tolist(), addend[nz].tolist(), target[nz].tolist(), strict=True):
+        if not np.isfinite(new) or Fraction(new) != Fraction(o) + t * Fraction(a):
+            raise _Inexact
+
+
+def _forward_float(Ws: list[np.ndarray], bs: list[np.ndarray], kept: list[list[int]], steps: list[Reduction]) -> bool:
+    from relusym._deep.dyadic import dyadic_of_arrays, equal_rows, row_hashes, scale_fractions
+
+    changed = False
+    for ell in range(len(Ws) - 1):
+        W, b, Wn, bn = Ws[ell], bs[ell], Ws[ell + 1], bs[ell + 1]
+        n = W.shape[0]
+        if n == 0:
+            continue
+        const: np.ndarray = np.logical_not(W.any(axis=1))
+        dead: np.ndarray = np.zeros(n, dtype=bool)
+        affine: np.ndarray = np.zeros(n, dtype=bool)
+        if ell >= 1:  # the input of layers 2, 3, … is ≥ 0
+            dead = ~const & (W <= 0).all(axis=1) & (b <= 0)
+            affine = ~const & (W >= 0).all(axis=1) & (b > 0)
+        b_eff = np.where(affine, 0.0, b)
+        D = dyadic_of_arrays(W, b_eff)
+        if D is None:
+            raise _Inexact
+        P = D.primitive()
+        hashes = row_hashes(P.rows).tolist()
+        scales = scale_fractions(P.g, P.x)
+        keep: list[int] = []
+        seen: dict[int, list[int]] = {}
+        for i in range(n):
+            ident = kept[ell][i]
+            if const[i]:
+                if b[i] > 0:
+                    _add_exact(bn, Wn[:, i], Fraction(float(b[i])))
+                steps.append(Reduction("constant", ell + 1, ident))
+                continue
+            if dead[i]:
+                steps.append(Reduction("dead", ell + 1, ident))
+                continue
+            if affine[i]:
+                _add_exact(bn, Wn[:, i], Fraction(float(b[i])))
+                b[i] = 0.0
+                steps.append(Reduction("affine-bias", ell + 1, ident))
+            match = None
+            for j in seen.get(hashes[i], ()):
+                if bool(equal_rows(P.rows, np.array([i]), P.rows, np.array([j]))[0]):
+                    match = j
+                    break
+            if match is not None:
+                tfac = scales[i] / scales[match]
+                col = Wn[:, match].copy()
+                _add_exact(col, Wn[:, i], tfac)
+                Wn[:, match] = col
+                steps.append(Reduction("merged", ell + 1, ident, kept[ell][match], tfac))
+                continue
+            seen.setdefault(hashes[i], []).append(i)
+            keep.append(i)
+        if len(keep) < n:
+            changed = True
+            _keep_float(Ws, bs, kept, ell, keep)
+    return changed
+
+
+def _backward_float(Ws: list[np.ndarray], kept: list[list[int]], steps: list[Reduction], bs: list[np.ndarray]) -> bool:
+    changed = False
+    for ell in range(len(Ws) - 2, -1, -1):
+        live = Ws[ell + 1].any(axis=0)
+        if not bool(live.all()):
+            changed = True
+            for i in np.flatnonzero(~live).tolist():
+                steps.append(Reduction("no-output", ell + 1, kept[ell][i]))
+            _keep_float(Ws, bs, kept, ell, np.flatnonzero(live).tolist())
+    return changed
+
+
+def _keep_float(Ws: list[np.ndarray], bs: list[np.ndarray], kept: list[list[int]], ell: int, keep: list[int]) -> None:
+    Ws[ell] = Ws[ell][keep]
+    bs[ell] = bs[ell][keep]
+    Ws[ell + 1] = Ws[ell + 1][:, keep]
+    kept[ell] = [kept[ell][i] for i in keep]
 
 
 def _already_reduced(layers: list[list[Row]], m: int) -> Reduced | None:

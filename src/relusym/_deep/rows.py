@@ -62,6 +62,9 @@ def _filled(name: str) -> Callable[..., Any]:
 
     def run(self: ArrayRows, *args: Any, **kwargs: Any) -> Any:
         self._fill()
+        for arg in args:  # list's C methods read another list's storage directly: build it first
+            if isinstance(arg, ArrayRows):
+                arg._fill()
         return method(self, *args, **kwargs)
 
     run.__name__ = name
