@@ -52,7 +52,8 @@ def with_entry(net: Network, value: object) -> Network:
 WRITERS = [".npz", ".safetensors", ".pt", ".onnx", ".msgpack", ".keras", ".weights.h5", ".joblib"]
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 # combinations a format cannot hold at all (refused with UnsupportedModelError/InvalidNetworkError, never rounded)
-NO_SUCH_TYPE = {(".keras", "bfloat16"), (".weights.h5", "bfloat16"), (".joblib", "float16"), (".joblib", "bfloat16")}
+# Keras writes bfloat16 since issue 21 (read back as bfloat16 values); these formats have no such float type
+NO_SUCH_TYPE = {(".joblib", "float16"), (".joblib", "bfloat16")}
 NO_SUCH_TYPE |= {(".npz", "bfloat16")}
 
 
