@@ -246,7 +246,9 @@ def test_units_prune_and_equiv_on_a_box(tmp_path: Path, capsys) -> None:
     grid = [Fraction(i, 8) for i in range(9)]
     assert all(big([x, y]) == small([x, y]) for x in grid for y in grid)  # equal on the box, exactly
     assert big([2, 2]) != small([2, 2])  # and only there: unit 2 fires at (2, 2)
-    code, out = _run(capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "p.json"), "--box", "0:1", "--json")
+    code, out = _run(
+        capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "p.json"), "--box", "0:1", "--budget", "1", "--json"
+    )
     assert code in (0, 4) and json.loads(out)["status"] in ("equal", "undecided")
     code, out = _run(capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "p.json"), "--json")
     assert code == 1 and json.loads(out)["status"] == "different"  # on all of ℝ² they differ
@@ -255,7 +257,17 @@ def test_units_prune_and_equiv_on_a_box(tmp_path: Path, capsys) -> None:
     other["biases"][2] = ["1/1000"]
     (tmp_path / "o.json").write_text(json.dumps(other))
     code, out = _run(
-        capsys, "equiv", str(tmp_path / "n.json"), str(tmp_path / "o.json"), "--box", "0:1", "--atol", "0.01", "--json"
+        capsys,
+        "equiv",
+        str(tmp_path / "n.json"),
+        str(tmp_path / "o.json"),
+        "--box",
+        "0:1",
+        "--atol",
+        "0.01",
+        "--budget",
+        "1",
+        "--json",
     )
     d = json.loads(out)
     # the gap is 1/1000 everywhere: never "no"; "yes" once the upper bound is below 0.01, else "undecided"
