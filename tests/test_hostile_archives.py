@@ -458,3 +458,28 @@ def test_fibre_report_summarizes_long_flip_sets() -> None:
     text = big.report()
     assert "{0, 1, 2, 3, 4, 5, 6, 7, …, 999} (1000 neurons)" in text
     assert len(text) < 3000
+
+
+def test_a_zip_member_claiming_an_unknown_zip_version_is_refused_in_one_sentence(tmp_path) -> None:
+    # zipfile raises NotImplementedError ("zip file version 6.4") for it; hypothesis found it in the npz fuzzer
+    import io
+    import zipfile
+
+    import numpy as np
+    import pytest
+
+    import relusym
+    from relusym.errors import InvalidNetworkError, UnsupportedModelError
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, arr in (("A", np.ones((2, 1))), ("b", np.zeros(2)), ("V", np.ones((1, 2))), ("c", np.zeros(1))):
+            with zf.open(f"{name}.npy", "w") as fh:
+                np.lib.format.write_array(fh, arr)
+    data = bytearray(buf.getvalue())
+    central = data.find(b"PK\x01\x02")
+    data[central + 6] = 64  # "version needed to extract" of the first member: 6.4
+    path = tmp_path / "net.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises((InvalidNetworkError, UnsupportedModelError)):
+        relusym.load(path)

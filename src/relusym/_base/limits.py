@@ -26,6 +26,7 @@ import dataclasses
 import math
 import os
 import re
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +37,7 @@ from typing import Any
 from relusym.errors import InvalidNetworkError
 
 __all__ = [
+    "ZIP_ERRORS",
     "Limits",
     "current",
     "limits",
@@ -52,6 +54,17 @@ __all__ = [
     "check_ratio",
     "check_budget",
 ]
+
+# what opening or listing a zip archive raises on a malformed or hostile one (a member claiming a zip version the
+# standard library does not implement raises NotImplementedError): one tuple for every reader
+ZIP_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    OSError,
+    EOFError,
+    ValueError,
+)
 
 _GiB = 1 << 30
 _MiB = 1 << 20
@@ -315,7 +328,7 @@ def check_zip(path: Any, fmt: str, *, headers: tuple[str, ...] = ()) -> list[Any
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+    except ZIP_ERRORS as exc:
         raise InvalidNetworkError(f"{name} is not a readable zip archive (truncated or corrupted?): {exc}") from None
     if len(infos) > lim.zip_members:
         raise InvalidNetworkError(

@@ -191,6 +191,7 @@ _DATA_ERRORS: tuple[type[BaseException], ...] = (
     RecursionError,
     MemoryError,
     zipfile.BadZipFile,
+    NotImplementedError,  # zipfile: a member claiming a zip version or compression it does not implement
     struct.error,
 )
 

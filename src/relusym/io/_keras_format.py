@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import check_ratio, check_shape, check_zip, parse_json, shorten
+from relusym._base.limits import ZIP_ERRORS, check_ratio, check_shape, check_zip, parse_json, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -66,6 +66,9 @@ _PASS = ("InputLayer", "Dropout", "SpatialDropout1D", "GaussianDropout", "AlphaD
 _RELU_NAMES = ("relu",)
 
 
+_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (*ZIP_ERRORS, KeyError)
+
+
 def _import_h5py() -> Any:
     try:
         import h5py
@@ -81,7 +84,7 @@ def sniff(path: Path, head: bytes) -> bool:
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())
-        except zipfile.BadZipFile:
+        except ZIP_ERRORS:
             return False
         return "config.json" in names and "model.weights.h5" in names
     return False
@@ -328,7 +331,7 @@ def _read_archive(path: Path) -> tuple[dict[str, Any], Any]:
         if not isinstance(config, Mapping):
             raise InvalidNetworkError(f"{path.name}: config.json holds a {type(config).__name__}, not an object")
         weights = h5py.File(io.BytesIO(zf.read("model.weights.h5")), "r")
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+    except _ARCHIVE_ERRORS as exc:
         raise InvalidNetworkError(f"{path.name} is not a readable .keras archive ({exc})") from None
     return dict(config), weights
 

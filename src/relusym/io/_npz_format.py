@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import check_npy_members, check_zip
+from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -57,7 +57,7 @@ def sniff(path: Path, head: bytes) -> bool:
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
-    except zipfile.BadZipFile:
+    except ZIP_ERRORS:
         return path.suffix.lower() == ".npz"
     return bool(names) and all(n.endswith(".npy") for n in names)
 
@@ -76,7 +76,7 @@ def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
         check_npy_members(path, allow_objects=allow_unsafe_pickle)
     try:
         data = np.load(path, allow_pickle=allow_unsafe_pickle)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError) as exc:
         raise InvalidNetworkError(f"{path} is not a readable numpy file ({exc})") from None
     except ValueError as exc:
         if "allow_pickle" in str(exc):

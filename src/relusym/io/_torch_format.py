@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import check_shape, check_zip, shorten
+from relusym._base.limits import ZIP_ERRORS, check_shape, check_zip, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -63,6 +63,9 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 # wrappers that checkpoints commonly put around the state_dict
 _WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "module", "net", "network", "params")
+
+
+_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (*ZIP_ERRORS, RuntimeError, KeyError, IndexError)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -122,7 +125,7 @@ def _is_torchscript(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
-    except (zipfile.BadZipFile, OSError):
+    except ZIP_ERRORS:
         return False
     return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
 
@@ -260,7 +263,7 @@ def _load_state_dict_file(path: Path) -> Network | MLP:
         raise InvalidNetworkError(
             f"{path.name} is not a readable PyTorch file (corrupted?): {_first_line(msg)}"
         ) from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile, KeyError, IndexError) as exc:
+    except _ARCHIVE_ERRORS as exc:
         raise InvalidNetworkError(
             f"{path.name} is not a readable PyTorch file (truncated or corrupted?): {_first_line(str(exc))}"
         ) from None
