@@ -483,3 +483,14 @@ def test_a_zip_member_claiming_an_unknown_zip_version_is_refused_in_one_sentence
     path.write_bytes(bytes(data))
     with pytest.raises((InvalidNetworkError, UnsupportedModelError)):
         relusym.load(path)
+
+
+def test_a_non_ascii_non_digit_beside_digits_is_one_sentence() -> None:
+    # "0´" (an acute accent after an ASCII digit) ended in StopIteration inside the non-ASCII-digit check
+    import pytest
+
+    from relusym import Network
+    from relusym.errors import InvalidNetworkError
+
+    with pytest.raises(InvalidNetworkError):
+        Network([["0´"]], [[1]], [0])

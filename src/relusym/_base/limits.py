@@ -204,8 +204,8 @@ def check_decimal(text: str, where: str) -> None:
     """Check a decimal or rational string before it is expanded into integers: digits and exponent within the
     limits.  Strings of other shapes pass (the parser refuses them with its own message)."""
     lim = current()
-    if not text.isascii() and any(ch.isdigit() for ch in text):
-        bad = next(ch for ch in text if ch.isdigit() and not ch.isascii())
+    bad = None if text.isascii() else next((ch for ch in text if ch.isdigit() and not ch.isascii()), None)
+    if bad is not None:
         raise InvalidNetworkError(
             f"{where} is {shorten(text)}, written with the non-ASCII digit {bad!r} (U+{ord(bad):04X}); numbers must be "
             "written with the digits 0-9"
