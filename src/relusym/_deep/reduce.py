@@ -18,8 +18,10 @@ none applies.  Every rule keeps the function on all of ℝ^m, exactly.
 Reductions are rare in trained networks.  When the layers are still the arrays of a network (an unread
 :class:`relusym._deep.rows.ArrayRows`), :func:`reduce_layers` first asks :func:`relusym._deep.dyadic.reductions_apply`
 (vectorised sign tests, zero tests and row hashes verified exactly) whether any rule applies, and when none does
-returns the layers as they are, without a Fraction; otherwise it runs the Fraction reference
-(:func:`reduce_layers_reference`), which gives the same result in every case.
+returns the layers as they are, without a Fraction.  When rules apply to float layers, :func:`_float_reduce`
+applies them step for step as the reference does, on float64 copies, checking every entry an update changes
+against its exact value; otherwise (exact rationals, or an update float64 cannot hold) the Fraction reference
+(:func:`reduce_layers_reference`) runs.  All three give the same result in every case.
 """
 
 from __future__ import annotations
