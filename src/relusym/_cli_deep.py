@@ -15,15 +15,15 @@ from relusym._base.display import exact_and_approx, vector
 from relusym._deep.mlp import MLP, as_mlp
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["UNDECIDED_EXIT", "canon", "equiv", "orbit", "prune", "widths_text"]
+__all__ = ["UNDECIDED_EXIT", "canon", "equiv", "orbit", "prune", "units"]
 
 UNDECIDED_EXIT = 4
 
 Result = tuple[dict[str, Any], str, int]
 
 
-def widths_text(net: MLP) -> str:
-    return f"widths {'-'.join(map(str, net.widths))} ({net.depth} hidden layers)"
+def _widths_text(net: MLP) -> str:
+    return f"widths {_w(net)} ({net.depth} hidden layers)"
 
 
 def canon(args: argparse.Namespace, net: MLP) -> Result:
@@ -48,7 +48,7 @@ def canon(args: argparse.Namespace, net: MLP) -> Result:
         kinds[s.kind] = kinds.get(s.kind, 0) + 1
     done = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
     lines = [
-        f"normal form of {args.net} ({widths_text(net)}) under the per-layer group",
+        f"normal form of {args.net} ({_widths_text(net)}) under the per-layer group",
         f"reduced widths {'-'.join(map(str, nf.widths))} (reductions: {done})",
     ]
     for ell, rows in enumerate(nf.hidden, start=1):
