@@ -258,7 +258,8 @@ def test_random_small_pairs_never_wrong(m: int) -> None:
         else:
             base, other = add_flip_pair(base, rng, rng.randrange(depth))
         a, b = to_mlp(base, floats=trial % 2 == 0 and float_exact(base)), to_mlp(other)
-        v = relusym.equivalent(a, b, budget=5)
+        # m = 1 is decided completely: a generous budget, so that a loaded machine cannot turn it "undecided"
+        v = relusym.equivalent(a, b, budget=300 if m == 1 else 5)
         _check_verdict(v, a, b, rng=rng)
         if kind == 0:
             assert v.status == "equal"

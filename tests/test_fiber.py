@@ -512,7 +512,7 @@ def test_float_1_1000_1_is_not_generic():
         rng.standard_normal((n, 1)).astype(np.float32),
         rng.standard_normal(n).astype(np.float32),
     )
-    fb = fiber(net, budget=20.0)
+    fb = fiber(net, budget=600.0)  # generous: the result, not the speed, is under test
     assert fb.class_a and fb.generic is False and fb.rigid is False
     assert fb.width == n and fb.dimension == n
     assert fb.generic_reason.startswith("G-c fails: flipping neurons")
@@ -524,6 +524,48 @@ def test_float_1_1000_1_is_not_generic():
     d = json.loads(json.dumps(fb.to_dict(), allow_nan=False))
     assert d["generic"] is False and d["flip_count_estimate_log2"] > 100
     assert "G-c fails" in fb.report()
+
+
+def test_flip_sets_with_no_budget_on_a_wide_network_say_so():
+    """The passes over the neurons of a wide network read the clock: with budget 0 nothing is searched, and the
+    answer says why (deterministic: the deadline has passed before the first neuron)."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    net = Network(
+        rng.standard_normal((1, n)).astype(np.float32),
+        rng.standard_normal((n, 1)).astype(np.float32),
+        rng.standard_normal(n).astype(np.float32),
+    )
+    fs = flip_sets(net, budget=0.0)
+    assert fs.sets == ((),) and not fs.complete and fs.count is None and fs.trivial is None
+    assert fs.undecided is not None and "ran out" in fs.undecided and "20000 neurons" in fs.undecided
+
+
+@pytest.mark.slow
+def test_fiber_keeps_its_budget_on_a_million_neurons():
+    """Issue: ``fiber --budget 5`` took 80 s at m = 1, n = 10^6 (the passes over the neurons did not read the
+    clock).  Bounded by CPU time, not wall time, so a loaded machine cannot fail it: a child process limited to 40 s
+    of CPU (RLIMIT_CPU) must finish the whole analysis with a 2 s budget (it used about 3 s here)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import resource, numpy as np, relusym
+        resource.setrlimit(resource.RLIMIT_CPU, (40, 40))
+        rng = np.random.default_rng(0)
+        n = 10**6
+        net = relusym.Network(rng.standard_normal((1, n)).astype(np.float32),
+                              rng.standard_normal((n, 1)).astype(np.float32),
+                              rng.standard_normal(n).astype(np.float32))
+        fb = relusym.fiber(net, budget=2)
+        print(fb.width, fb.generic)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[0] == "1000000"
 
 
 def test_budget_reports_undecided_instead_of_hanging():

@@ -273,7 +273,7 @@ def test_wide_float_network_has_hidden_flips(shape: tuple[int, int, int]) -> Non
     rng = np.random.default_rng(2024 + n)
     V = rng.standard_normal((k, n)).astype(np.float32)
     A = rng.standard_normal((n, m)).astype(np.float32)
-    res = fs.network_flip_sets(V, A, budget=8.0, max_sets=3)
+    res = fs.network_flip_sets(V, A, budget=600.0, max_sets=3)  # generous: the result is under test
     assert res.sets, res.undecided
     assert not res.complete and res.count is None
     assert res.count_lower_bound >= len(res.sets)

@@ -146,7 +146,19 @@ def _verified(an: Analysis, sets: Sequence[tuple[int, ...]]) -> bool:
     return True
 
 
-def _direction_groups(an: Analysis) -> tuple[list[list[int]], list[Fraction]]:
+class _OutOfTime(Exception):
+    """The budget ran out while preparing the search (the linear passes over the n neurons of a huge network)."""
+
+
+_CHECK_EVERY = 4096  # neurons between two readings of the clock in the linear passes
+
+
+def _check(i: int, deadline: float) -> None:
+    if i % _CHECK_EVERY == 0 and time.monotonic() >= deadline:
+        raise _OutOfTime
+
+
+def _direction_groups(an: Analysis, deadline: float = math.inf) -> tuple[list[list[int]], list[Fraction]]:
     """Group the neurons whose flip-matrix rows X_i = v_i ⊗ a_i are parallel (v_i ∥ v_j and a_i ∥ a_j), and
     give each its coefficient d_i = v_i[p]·a_i[q] (first nonzero entries), so that X_i = d_i·(v̂ ⊗ â) in its
     group.  Rows that are zero (v_i = 0 or a_i = 0) form singleton groups with d_i = 0.  Buckets use float
@@ -176,6 +188,7 @@ def _direction_groups(an: Analysis) -> tuple[list[list[int]], list[Fraction]]:
     first: dict[bytes, int] = {}
     cand = np.full(n, -1, dtype=np.int64)
     for i in np.nonzero(ok)[0].tolist():
+        _check(i, deadline)
         key = kv[i].tobytes()
         if key in first:
             cand[i] = first[key]
@@ -191,6 +204,7 @@ def _direction_groups(an: Analysis) -> tuple[list[list[int]], list[Fraction]]:
     groups: dict[int, list[int]] = {}
     order: list[int] = []
     for i in range(n):
+        _check(i, deadline)
         if ok[i]:
             d[i] = to_fraction(lv[i]) * to_fraction(la[i])
         if good[i]:
@@ -208,8 +222,12 @@ def _scalar_zero_sums(
     Returns (sets, exact count or None, lower bound, log2 of the estimated count, undecided, method)."""
     from relusym._fibre.flipsearch import find_flip_sets
 
+    deadline = time.monotonic() + max(0.0, budget)
     den = common_denominator(vals)
-    ints = [int(v * den) for v in vals]
+    ints = []
+    for i, v in enumerate(vals):
+        _check(i, deadline)
+        ints.append(int(v * den))
     if len(ints) <= 22:
         from relusym._exact.subsets import subset_sums
 
@@ -274,11 +292,27 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
 
 def flip_sets_of(an: Analysis, *, budget: float = 10.0, max_sets: int = 4096, rng: RNGLike = 0) -> FlipSets:
     """:func:`flip_sets` of the network of ``an``, from its analysis (the integer mantissas of V and A)."""
+    net = an.net
+    t0 = time.monotonic()
+    try:
+        return _flip_sets_within(an, t0, budget, max_sets, rng)
+    except _OutOfTime:  # a huge network: the passes over its neurons alone outlast the budget
+        return FlipSets(
+            ((),),
+            False,
+            None,
+            1,
+            None,
+            "none: the budget ran out before the search began",
+            f"the budget of {budget:g} s ran out while preparing the flip search over {net.n} neurons",
+        )
+
+
+def _flip_sets_within(an: Analysis, t0: float, budget: float, max_sets: int, rng: RNGLike) -> FlipSets:
     from relusym._fibre.flipsearch import network_flip_sets
 
     net = an.net
-    t0 = time.monotonic()
-    groups, d = _direction_groups(an)
+    groups, d = _direction_groups(an, t0 + max(0.0, budget))
     if len(groups) == net.n and all(x != 0 for x in d):  # no parallel or zero rows
         if flips_certified_absent(an):
             return FlipSets(
@@ -296,7 +330,7 @@ def flip_sets_of(an: Analysis, *, budget: float = 10.0, max_sets: int = 4096, rn
         if sub is None or flips_certified_absent(Analysis(sub)):
             return _flips_by_groups(an, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
     gen = as_generator(rng)
-    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=budget, rng=gen)
+    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=budget - (time.monotonic() - t0), rng=gen)
     sets = [(), *sorted({tuple(sorted(int(i) for i in T)) for T in res.sets}, key=lambda T: (len(T), T))]
     if not _verified(an, sets):  # pragma: no cover - the search returned a wrong set
         raise AssertionError("a reported flip set does not sum to zero")

@@ -432,29 +432,31 @@ class _KTree:
         return left + self.recover(2 * node + 1, level - 1, int(iv[idx]))
 
 
-def _valuation_order(rows_exact: np.ndarray) -> np.ndarray:
+def _valuation_order(rows_exact: np.ndarray, deadline: float = math.inf) -> np.ndarray | None:
     """Elements sorted by decreasing 2-adic valuation (min over coordinates, then sum).
 
     Float data have most of their low-order bits in a few elements of small magnitude; leaving
-    those out shrinks the number of bits the search has to cancel.
+    those out shrinks the number of bits the search has to cancel.  None when ``deadline`` passes first.
     """
     s = rows_exact.shape[0]
     keys = []
     for i in range(s):
+        if i % 4096 == 4095 and time.monotonic() > deadline:
+            return None
         vs = [two_adic(int(x)) for x in rows_exact[i] if int(x)]
         keys.append((-(min(vs) if vs else 1 << 30), -sum(vs), i))
     keys.sort()
     return np.array([k[2] for k in keys], dtype=np.int64)
 
 
-def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int]) -> dict[int, _Profile]:
+def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int], deadline: float = math.inf) -> dict[int, _Profile] | None:
     """Packed layouts (see pack) of the first ``size`` rows, for each requested size.
 
     The entropy of coordinate ``j`` is that of a uniformly random subset sum read in units of its
     lowest bit: near a normal law with mean mu = Σx/2 and variance sd² = Σx²/4, the chance that it
     takes one given value near the mean is about exp(-mu²/2sd²)/(sd sqrt(2π)), so its low
     log2(sd sqrt(2π)) + mu²/(2 sd² ln 2) bits count as uniform (1 bit each) and the bits above as
-    determined.
+    determined.  None when ``deadline`` passes first.
     """
     s, r = rows_ordered.shape
     want = sorted({x for x in sizes if 1 <= x <= s})
@@ -466,6 +468,8 @@ def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int]) -> dict[int, _Prof
     k = 0
     half_log2_2pi = 0.5 * math.log2(2 * math.pi)
     for i in range(s):
+        if i % 4096 == 4095 and time.monotonic() > deadline:
+            return None
         for j in range(r):
             x = int(rows_ordered[i, j])
             if x:
@@ -512,9 +516,12 @@ def ktree_search(
     tree.
     """
     s = len(gidx)
-    order = _valuation_order(rows_exact)
+    order = _valuation_order(rows_exact, deadline)
     sizes = {g << lv for lv in range(1, 16) for g in range(1, bmax + 1) if g << lv <= s}
-    cfg = _ktree_config(_profiles(rows_exact[order], sizes), bmax, mem_entries)
+    profiles = None if order is None else _profiles(rows_exact[order], sizes, deadline)
+    if order is None or profiles is None:
+        return [], f"k-tree: the budget ran out while ordering the {s} elements; not run"
+    cfg = _ktree_config(profiles, bmax, mem_entries)
     if cfg is None:
         return [], "k-tree: block too small"
     if cfg.log2_expected < min_log2_expected:
@@ -557,18 +564,19 @@ def ktree_search(
     return sorted(found, key=lambda t: (len(t), t)), info
 
 
-def log2_count_estimate(rows_exact: np.ndarray) -> float | None:
-    """Heuristic log2 of the number of zero subset sums (local central limit theorem)."""
+def log2_count_estimate(rows_exact: np.ndarray, deadline: float = math.inf) -> float | None:
+    """Heuristic log2 of the number of zero subset sums (local central limit theorem); None when ``deadline``
+    passes first."""
     s, r = rows_exact.shape
     if s == 0:
         return None
     cols = []
     for j in range(r):
+        if time.monotonic() > deadline:
+            return None
         col = [int(x) for x in rows_exact[:, j]]
         if any(col):
-            g = 0
-            for v in col:
-                g = math.gcd(g, v)
+            g = math.gcd(*col)
             cols.append([v // g for v in col])
     if not cols:
         return float(s)

@@ -402,7 +402,7 @@ def find_flip_sets(
             est: float | None = None
             if len(use_cols) <= 16:
                 ex = M.exact(gidx, use_cols)
-                est = log2_count_estimate(ex)
+                est = log2_count_estimate(ex, deadline)
                 found, info = ktree_search(M, gidx, ex, max_sets, deadline, gen)
                 methods.add("generalized birthday search")
             res = BlockResult(sets=found, count=None, complete=False, method="k-tree", log2_estimate=est)
