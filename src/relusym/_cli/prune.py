@@ -86,9 +86,9 @@ def cmd_prune(args: argparse.Namespace) -> Result:
         text += f"\nkept apart (their merge does not fit {dtype.name}): neurons {', '.join(kept)}"
         text += f"\nthe minimal network (width {small.n}): add --dtype float64"
         d = {
+            "n": net.n,
             "width": partial.network.n,
             "minimal_width": small.n,
-            "n": net.n,
             "output": args.output,
             "canonical": False,
             "partial": partial.to_dict(),
@@ -97,7 +97,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
         for note in info.notes:
             text += f"\nnote: {note}"
         return d, text, 0
-    d = {"width": small.n, "n": net.n, "output": args.output, "canonical": mn.canonical, "write": info.to_dict()}
+    d = {"n": net.n, "width": small.n, "output": args.output, "canonical": mn.canonical, "write": info.to_dict()}
     text = f"minimal width {small.n} (from n = {net.n}); wrote {args.output} ({info.format})"
     if info.exact:
         text += ", exactly this network"

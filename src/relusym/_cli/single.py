@@ -12,7 +12,8 @@ __all__ = ["cmd_canon", "cmd_stabilizer", "cmd_fiber"]
 
 def cmd_canon(args: argparse.Namespace) -> Result:
     from relusym._base.display import rows_summary, vector
-    from relusym._core.nf_export import export_normal_form, write_canon_json
+    from relusym._cli.canon_json import write_canon
+    from relusym._core.nf_export import export_normal_form
     from relusym._core.normal_form import normal_form
 
     net = load(args.net, args)
@@ -23,9 +24,10 @@ def cmd_canon(args: argparse.Namespace) -> Result:
     nf = normal_form(net)
     if args.output:
         export_normal_form(nf, args.output, net.n)
-    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._core.nf_export)
+    if args.json:  # streamed: kinks, M and e only with --full or when small (see relusym._cli.canon_json)
         inputs = [info.to_dict() for info in getattr(args, "load_infos", [])]
-        write_canon_json(nf, sys.stdout.buffer, net.n, full=True if args.full else None, extra={"inputs": inputs})
+        sys.stdout.flush()
+        write_canon(nf, sys.stdout.buffer, net.n, full=True if args.full else None, inputs=inputs)
         sys.stdout.flush()
         return STREAMED, "", 0
     limit = None if args.all else 8
