@@ -20,7 +20,6 @@ __all__ = [
     "display_path",
     "net_shape",
     "domain_arg",
-    "exact_box",
     "is_deep",
     "counterexample_lines",
     "one_line",
@@ -72,11 +71,6 @@ def domain_arg(args: argparse.Namespace) -> Any:
 
     if args.box is not None and args.box_from is not None:
         raise InvalidNetworkError("give either --box or --box-from, not both")
-    if args.atol is not None or args.rtol is not None:
-        raise InvalidNetworkError(
-            "--box and --box-from decide exactly and do not combine with --atol or --rtol: drop the tolerance to "
-            "decide equality on the box, or drop the box to compare within the tolerance everywhere"
-        )
     if args.box_from is not None:
         from relusym.io import input_box
 
@@ -93,12 +87,6 @@ def domain_arg(args: argparse.Namespace) -> Any:
     if not sep:
         raise InvalidNetworkError(f"--box {spec!r} is neither LO:HI (e.g. 0:1) nor an existing JSON file")
     return Box(lo, hi)
-
-
-def exact_box(args: argparse.Namespace) -> Any:
-    """The box of ``--box``/``--box-from`` for the deep commands, which take ``--atol`` beside it (the
-    verifiers' question |f1 − f2| ≤ atol on the box)."""
-    return domain_arg(argparse.Namespace(**{**vars(args), "atol": None, "rtol": None}))
 
 
 def is_deep(net: Any) -> bool:

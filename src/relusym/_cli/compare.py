@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from relusym._base.display import exact_and_approx
-from relusym._cli.common import Result, counterexample_lines, domain_arg, exact_box, is_deep, load, progress_flag
+from relusym._cli.common import Result, counterexample_lines, domain_arg, is_deep, load, progress_flag
 from relusym._core.network import Network
 from relusym.errors import InvalidNetworkError
 
@@ -36,10 +36,14 @@ def equiv_on_box(args: argparse.Namespace, net1: Network, net2: Network) -> Resu
 def cmd_equiv(args: argparse.Namespace) -> Result:
     net1, net2 = load(args.net1, args), load(args.net2, args)
     boxed = getattr(args, "box", None) is not None or getattr(args, "box_from", None) is not None
+    if boxed and (args.atol is not None or args.rtol is not None):  # |f1 − f2| ≤ atol on the box?
+        from relusym._cli.within import within_on_box
+
+        return within_on_box(args, net1, net2, domain_arg(args))
     if is_deep(net1) or is_deep(net2):
         from relusym import _cli_deep
 
-        return _cli_deep.equiv(args, net1, net2, exact_box(args) if boxed else None)
+        return _cli_deep.equiv(args, net1, net2, domain_arg(args) if boxed else None)
     if boxed:
         return equiv_on_box(args, net1, net2)
     if args.atol is not None or args.rtol is not None:
@@ -113,7 +117,7 @@ def cmd_units(args: argparse.Namespace) -> Result:
 
     if args.box is None and args.box_from is None:
         raise InvalidNetworkError("units needs a box: --box LO:HI, --box FILE or --box-from NET")
-    return _cli_deep.units(args, load(args.net, args), exact_box(args))
+    return _cli_deep.units(args, load(args.net, args), domain_arg(args))
 
 
 def cmd_align(args: argparse.Namespace) -> Result:

@@ -61,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("equiv", cmd_equiv, "decide whether two networks compute the same function, with a certificate")
     sp.add_argument("net1", metavar="NET1")
     sp.add_argument("net2", metavar="NET2")
-    sp.add_argument("--atol", type=float, default=None, help="tolerance mode: absolute tolerance")
-    sp.add_argument("--rtol", type=float, default=None, help="tolerance mode: relative tolerance")
+    sp.add_argument(
+        "--atol",
+        type=float,
+        default=None,
+        help="tolerance mode: absolute tolerance; with --box/--box-from, ask whether |NET1 − NET2| ≤ ATOL at every "
+        "input of the box (exit 0 yes, 1 no with an exact input, 4 undecided)",
+    )
+    sp.add_argument("--rtol", type=float, default=None, help="tolerance mode (on all of ℝ^m): relative tolerance")
     sp.add_argument(
         "--box",
         default=None,
@@ -72,7 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--box-from", default=None, metavar="NET", help="decide on the input box of an NNet file")
     sp.add_argument(
-        "--budget", type=float, default=5.0, help="deep networks: seconds for the search for a difference (default 5)"
+        "--budget",
+        type=float,
+        default=5.0,
+        help="deep networks, and --atol on a box: seconds for the search for a difference (default 5)",
     )
 
     sp = add("orbit", cmd_orbit, "decide whether NET2 = h·NET1 for a permutation-and-positive-scaling h")

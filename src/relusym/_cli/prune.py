@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from relusym._cli.common import Result, check_output, exact_box, is_deep, load, progress_flag
+from relusym._cli.common import Result, check_output, domain_arg, is_deep, load, progress_flag
 from relusym._core.network import Network
 
 __all__ = ["cmd_prune"]
@@ -39,7 +39,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     if is_deep(net) or boxed:
         from relusym import _cli_deep
 
-        return _cli_deep.prune(args, net, like, exact_box(args) if boxed else None)
+        return _cli_deep.prune(args, net, like, domain_arg(args) if boxed else None)
     # float models: keep θ's own scales (the default of relusym.prune), so that single-neuron classes come back
     # as the same float weights; the writer then checks every entry against the file's dtype
     from relusym._base.progress import ticking
