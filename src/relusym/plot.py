@@ -349,14 +349,16 @@ def _format_of(path: str | os.PathLike[str]) -> str:
 
 def plot_to_file(
     nets: Network | Sequence[Network], path: str | os.PathLike[str], labels: Sequence[str] | None = None, **kw: Any
-) -> None:
+) -> Figure:
     """Draw :func:`plot_networks` (keywords passed on) into ``path``, a .png, .svg or .pdf file (from its
-    suffix), written atomically.  An unknown suffix raises InvalidNetworkError before anything is drawn or written."""
+    suffix), written atomically, and return the figure.  An unknown suffix raises InvalidNetworkError before
+    anything is drawn or written."""
     fmt = _format_of(path)
     dpi = kw.pop("dpi", 100)
     fig = plot_networks(nets, labels, dpi=dpi, **kw)
     meta = {"Creator": "relusym"} if fmt != "png" else {"Software": "relusym"}
     atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta))
+    return fig
 
 
 def png_base64(fig: Figure, dpi: float = 90) -> str:

@@ -140,6 +140,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("net", metavar="NET")
     sp.add_argument("net2", metavar="NET2", nargs="?")
     sp.add_argument("-o", "--output", required=True, metavar="FIG", help="figure file (.png, .svg, .pdf)")
+    sp.add_argument(
+        "--xlim",
+        default=None,
+        metavar="LO:HI",
+        help="m = 1: the x range drawn (negative bounds too: --xlim -5:5); default: where the function changes",
+    )
+    sp.add_argument(
+        "--box",
+        "--domain",
+        dest="box",
+        default=None,
+        metavar="LO:HI|FILE",
+        help='m ≤ 2: draw on this box only (LO:HI for every coordinate, or a JSON file {"lo": [...], "hi": [...]})',
+    )
+    sp.add_argument("--box-from", default=None, metavar="NET", help="m ≤ 2: draw on the input box of an NNet file")
 
     sub.add_parser(
         "census",

@@ -137,12 +137,13 @@ NEGATIVE_BOX = re.compile(r"^-[0-9.]")
 
 
 def negative_box(argv: list[str]) -> list[str]:
-    """``--box -1:1`` as ``--box=-1:1``: argparse would take a value starting with '-' for an option."""
+    """``--box -1:1`` as ``--box=-1:1`` (also ``--domain`` and ``--xlim``): argparse would take a value starting
+    with '-' for an option."""
     out: list[str] = []
     i = 0
     while i < len(argv):
-        if argv[i] == "--box" and i + 1 < len(argv) and NEGATIVE_BOX.match(argv[i + 1]):
-            out.append(f"--box={argv[i + 1]}")
+        if argv[i] in ("--box", "--domain", "--xlim") and i + 1 < len(argv) and NEGATIVE_BOX.match(argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
             i += 2
             continue
         out.append(argv[i])

@@ -30,6 +30,10 @@ __all__ = [
     "hyper_rows",
     "auto_domain",
     "check_domain",
+    "kinks_m1",
+    "change_window",
+    "KEEP_SHARE",
+    "TAIL_SHARE",
 ]
 
 
@@ -214,29 +218,72 @@ def hyper_rows(net: Network) -> np.ndarray:
     return np.concatenate([A[keep], b[keep, None]], axis=1)
 
 
-def auto_domain(
-    nets: Network | Sequence[Network], *, plane: Slice | None = None, points: Sequence[Sequence[Any]] = ()
-) -> Domain:
-    """A window that shows every kink (docs/math/normal-form.md) of every network, and the given ``points`` of ℝ^m.
+KEEP_SHARE = 1 / 20  # a kink whose |Δslope| is at least this share of the network's largest is always shown
+TAIL_SHARE = 0.025  # the kinks left out on each side carry at most this share of the network's total |Δslope|
 
-    m = 1: ((lo, hi),) around every breakpoint −b_i/a_i of a hyperplane neuron, with a margin of a third of
-    their spread on each side (±1 around a single breakpoint, [−1, 1] without any).
+
+def kinks_m1(net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """The kinks of NF(θ) of an m = 1 network, as floats: their positions x_j and weights w_j = max_r |κ_j,r|,
+    the change of slope there (the largest over the outputs); cancelled kinks (κ = 0) are left out."""
+    g = geometry_of(net)
+    w = np.abs(g.kappa).max(axis=1) if g.kappa.size else np.zeros(g.u.shape[0])
+    keep = w > 0
+    return -g.u[keep, 1] / g.u[keep, 0], w[keep]
+
+
+def change_window(xs: np.ndarray, w: np.ndarray) -> tuple[float, float] | None:
+    """The part of the line where one m = 1 function changes: the smallest interval of kinks that keeps every
+    kink of weight ≥ KEEP_SHARE · max w and leaves out, on each side, kinks of total weight ≤ TAIL_SHARE · Σ w
+    (None without kinks).  See docs/gallery.md, "The window"."""
+    if xs.size == 0:
+        return None
+    order = np.argsort(xs, kind="stable")
+    xs, w = xs[order], w[order]
+    total, major = float(w.sum()), w >= KEEP_SHARE * float(w.max())
+    # the first kink from each end that is major or past the tail's share of the weight (the largest kink
+    # is major, so the two meet at worst there)
+    left = np.nonzero(major | (np.cumsum(w) > TAIL_SHARE * total))[0][0]
+    right = np.nonzero(major | (np.cumsum(w[::-1])[::-1] > TAIL_SHARE * total))[0][-1]
+    return float(xs[left]), float(xs[right])
+
+
+def auto_domain(
+    nets: Network | Sequence[Network],
+    *,
+    plane: Slice | None = None,
+    points: Sequence[Sequence[Any]] = (),
+    every_kink: bool = False,
+) -> Domain:
+    """A window that shows where the networks change (docs/math/normal-form.md) and the given ``points`` of ℝ^m.
+
+    m = 1: ((lo, hi),) around the kinks that carry the change of each network (:func:`change_window`: every kink
+    whose change of slope |κ| is at least 1/20 of the network's largest, and all but tails of at most 2.5 % of
+    its total |κ| on each side), with a margin of a third of their spread on each side (±1 around a single
+    point, [−1, 1] without any).  A trained network's far kinks of tiny |κ| (neurons with small input weights)
+    are thus left out instead of shrinking the fitted region to a sliver of the picture; ``every_kink=True``
+    spans every breakpoint −b_i/a_i of a hyperplane neuron instead.
     m ≥ 2: ((s_lo, s_hi), (t_lo, t_hi)) in the coordinates of ``plane`` (default :func:`choose_slice`): a
-    square
-    holding the origin and the point of each hyperplane's line closest to the origin, with a margin, so that
-    every line crosses the window.
+    square holding the origin and the point of each hyperplane's line closest to the origin, with a margin, so
+    that every line crosses the window.
     """
     lst = as_list(nets)
     m = lst[0].m
-    rows = np.concatenate([hyper_rows(x) for x in lst], axis=0)
     if m == 1:
-        xs = list(-rows[:, 1] / rows[:, 0]) + [float(p[0]) for p in points]
+        xs: list[float] = [float(p[0]) for p in points]
+        for x in lst:
+            if every_kink:
+                rows = hyper_rows(x)
+                xs += list(-rows[:, 1] / rows[:, 0])
+            else:
+                span = change_window(*kinks_m1(x))
+                xs += list(span) if span is not None else []
         if not xs:
             return ((-1.0, 1.0),)
         lo, hi = float(min(xs)), float(max(xs))
-        span = hi - lo
-        margin = span / 3 if span > 0 else max(1.0, abs(lo) / 10)
+        span_ = hi - lo
+        margin = span_ / 3 if span_ > 0 else max(1.0, abs(lo) / 10)
         return ((lo - margin, hi + margin),)
+    rows = np.concatenate([hyper_rows(x) for x in lst], axis=0)
     pl = plane or choose_slice(m)
     L = pl.lines(rows)
     nrm = L[:, 0] ** 2 + L[:, 1] ** 2

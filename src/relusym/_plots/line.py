@@ -52,6 +52,7 @@ def panel_1d(
     if contributions and g.net.n:
         ys += _contributions(ax, g, (lo, hi), outputs, out_colors, colors, max_contributions, bps)
     _kinks(ax, g, (lo, hi), outputs, out_colors)
+    _outside_note(ax, g, (lo, hi), outputs)
     if ce is not None:
         _counterexample(ax, g, ce, outputs[0], sym)
     ax.set_xlim(lo, hi)
@@ -234,6 +235,27 @@ def _kinks(ax: Axes, g: Geo, window: tuple[float, float], outputs: list[int], ou
     if flat_x:
         fy = g.evaluate(np.array(flat_x)[:, None])
         ax.scatter(flat_x, fy[:, outputs[0]], s=40, marker="x", color="0.3", zorder=6, label="cancelled kink (κ = 0)")
+
+
+def _outside_note(ax: Axes, g: Geo, window: tuple[float, float], outputs: list[int]) -> None:
+    """Say how many kinks of the drawn outputs lie outside the window, and where (the default window leaves out
+    far kinks of tiny |κ|; see relusym.plot.auto_domain)."""
+    lo, hi = window
+    x = -g.u[:, 1] / g.u[:, 0] if g.u.size else np.zeros(0)
+    out = (np.abs(g.kappa[:, outputs]).max(axis=1) > 0) & ((x < lo) | (x > hi)) if x.size else np.zeros(0, bool)
+    if not out.any():
+        return
+    xs = x[out]
+    where = f"at x ≈ {xs[0]:.4g}" if xs.size == 1 else f"from x ≈ {xs.min():.4g} to {xs.max():.4g}"
+    ax.text(
+        0.01,
+        0.985,
+        f"{int(out.sum())} kink(s) outside the window, {where}",
+        transform=ax.transAxes,
+        fontsize=7,
+        color="0.3",
+        va="top",
+    )
 
 
 def _counterexample(ax: Axes, g: Geo, ce: Counterexample, q: int, sym: str) -> None:
