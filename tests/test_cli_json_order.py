@@ -14,6 +14,7 @@ import pytest
 
 from relusym import MLP, Network, normal_form
 from relusym._cli.canon_json import KEY_ORDER, write_canon
+from relusym._cli.runtime import json_object
 from relusym.cli import main
 from relusym.io import save
 
@@ -93,3 +94,12 @@ def test_every_command_follows_one_key_order(tmp_path: Path, capsys: pytest.Capt
     runs |= {"canon deep": ("canon", d), "equiv deep": ("equiv", d, d), "orbit deep": ("orbit", d, d)}
     for name, argv in runs.items():
         _check_convention(_run_json(capsys, *argv), name)
+
+
+def test_the_one_order_is_imposed_on_any_command() -> None:
+    """identify's own dict starts with ``mode``, a deep canon's carries ``inputs`` inside: the printed object still
+    has schema, the shape, the rest in its order, inputs last."""
+    data = {"mode": "exact", "k": 1, "n": 2, "inputs": ["stale"], "m": 1, "kinks": 2}
+    out = json_object("identify", data, [{"source": "x"}])
+    assert list(out) == ["schema", "m", "n", "k", "mode", "kinks", "inputs"]
+    assert out["schema"] == "relusym.identify/1" and out["inputs"] == [{"source": "x"}]

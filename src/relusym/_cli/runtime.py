@@ -25,6 +25,8 @@ __all__ = [
     "quiet_stdout",
     "without_timings",
     "print_result",
+    "json_object",
+    "SHAPE_KEYS",
 ]
 
 GLOBAL_FLAGS = ("--debug", "--quiet")
@@ -171,14 +173,25 @@ def without_timings(obj: Any) -> Any:
     return obj
 
 
+SHAPE_KEYS = ("m", "n", "k", "N")
+
+
+def json_object(command: str, data: dict[str, Any], inputs: list[Any]) -> dict[str, Any]:
+    """The one key order of every command's JSON (docs/cli.md): ``schema``, the shape keys the command has
+    (m, n, k, N), the command's own keys in their order, ``inputs`` last."""
+    out: dict[str, Any] = {"schema": f"relusym.{command}/1"}
+    out.update({key: data[key] for key in SHAPE_KEYS if key in data})
+    out.update({key: v for key, v in data.items() if key not in SHAPE_KEYS and key != "inputs"})
+    out["inputs"] = inputs
+    return out
+
+
 def print_result(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    """One JSON object (``"schema": "relusym.<command>/1"``, byte-for-byte deterministic: no timings unless
-    ``--timings``) or the human report, followed by what reading assumed."""
+    """One JSON object (:func:`json_object`, byte-for-byte deterministic: no timings unless ``--timings``) or the
+    human report, followed by what reading assumed."""
     inputs = [info.to_dict() for info in getattr(args, "load_infos", [])]
     if args.json:
-        out: dict[str, Any] = {"schema": f"relusym.{args.command}/1"}
-        out.update(data if getattr(args, "timings", False) else without_timings(data))
-        out["inputs"] = inputs
+        out = json_object(args.command, data if getattr(args, "timings", False) else without_timings(data), inputs)
         print(json.dumps(out, default=str, ensure_ascii=False))
         return
     notes = [f"note: {info['source']}: {note}" for info in inputs for note in info["notes"]]
