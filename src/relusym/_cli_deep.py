@@ -102,20 +102,6 @@ def equiv(args: argparse.Namespace, net1: Any, net2: Any, box: Any = None) -> Re
 def _equiv_on_box(args: argparse.Namespace, net1: Any, net2: Any, box: Any) -> Result:
     from relusym._deep import box_decide
 
-    if args.rtol is not None:
-        raise InvalidNetworkError("on a box, deep networks take --atol (is |f1 − f2| ≤ atol?), not --rtol")
-    if args.atol is not None:
-        w = box_decide.within_on_deep(net1, net2, box, args.atol, budget=args.budget)
-        d = w.to_dict()
-        d["mode"] = "box"
-        head = {"yes": "YES", "no": "NO", "undecided": "UNDECIDED"}[w.answer]
-        lines = [
-            f"{head}: max over the box of |NET1 − NET2| is in [{exact_and_approx(w.lower)}, "
-            f"{exact_and_approx(w.upper)}] (atol = {exact_and_approx(w.eps)})"
-        ]
-        if w.answer == "no":
-            lines.append(f"  at x = {vector(list(w.point))} the gap exceeds atol (exact)")
-        return d, "\n".join(lines), {"yes": 0, "no": 1}.get(w.answer, UNDECIDED_EXIT)
     v = box_decide.equivalent_on_deep(net1, net2, box, budget=args.budget)
     d = v.to_dict()
     d["mode"] = "box"

@@ -48,8 +48,15 @@ def _window(points: Sequence[float]) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def plot_deep(nets: Sequence[MLP], labels: Sequence[str] | None = None, *, dpi: float = 100) -> Any:
-    """A matplotlib ``Figure`` of one or more deep networks with the same number of inputs (see the module)."""
+Window = tuple[tuple[float, float], ...]
+
+
+def plot_deep(
+    nets: Sequence[MLP], labels: Sequence[str] | None = None, *, dpi: float = 100, domain: Window | None = None
+) -> Any:
+    """A matplotlib ``Figure`` of one or more deep networks with the same number of inputs (see the module).
+    ``domain``: the window drawn, ((lo, hi),) for m = 1 or ((lo₁, hi₁), (lo₂, hi₂)) for m = 2 (default: around
+    the breakpoints, or the first layer's lines)."""
     from matplotlib.figure import Figure
 
     if not nets:
@@ -62,11 +69,11 @@ def plot_deep(nets: Sequence[MLP], labels: Sequence[str] | None = None, *, dpi: 
     if m == 2:
         axes = fig.subplots(1, len(nets), squeeze=False)[0]
         for ax, net, name in zip(axes, nets, names, strict=True):
-            _panel_2d(ax, net, name)
+            _panel_2d(ax, net, name, domain)
     else:
         ax = fig.add_subplot(1, 1, 1)
         for net, name in zip(nets, names, strict=True):
-            _panel_1d(ax, net, name)
+            _panel_1d(ax, net, name, domain)
         ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
@@ -79,10 +86,10 @@ def _line_of(net: MLP) -> tuple[np.ndarray, np.ndarray, str]:
     return np.zeros(net.m), d, f" (slice x = t·e₁ of ℝ^{net.m})"
 
 
-def _panel_1d(ax: Any, net: MLP, name: str) -> None:
+def _panel_1d(ax: Any, net: MLP, name: str, domain: Window | None = None) -> None:
     if net.m == 1:
         bps = _breakpoints(net)
-        lo, hi = _window(bps)
+        lo, hi = domain[0] if domain is not None else _window(bps)
         t = np.linspace(lo, hi, 801)
         Y = net.evaluate(t[:, None])
         for r in range(Y.shape[1]):
@@ -95,6 +102,8 @@ def _panel_1d(ax: Any, net: MLP, name: str) -> None:
         for w, c in zip(W, b, strict=True):
             if w != 0 and lo <= -c / w <= hi:
                 ax.axvline(-c / w, color="0.85", lw=0.8, zorder=0)
+        if domain is not None:
+            ax.set_xlim(lo, hi)
         ax.set_xlabel("x")
         ax.set_title(f"{'-'.join(map(str, net.widths))}: breakpoints (dots), first-layer kinks (grey)", fontsize=9)
         return
@@ -106,14 +115,17 @@ def _panel_1d(ax: Any, net: MLP, name: str) -> None:
     ax.set_title(f"{'-'.join(map(str, net.widths))}: output 1{suffix}", fontsize=9)
 
 
-def _panel_2d(ax: Any, net: MLP, name: str) -> None:
+def _panel_2d(ax: Any, net: MLP, name: str, domain: Window | None = None) -> None:
     W, b = as_float64(net.weights[0]), as_float64(net.biases[0])
     nn = np.hypot(W[:, 0], W[:, 1])
     ok = nn > 0
-    centres = (-(b[ok] / nn[ok] ** 2))[:, None] * W[ok]
-    lo, hi = _window(list(centres.ravel()) + [-1.0, 1.0])
-    g = np.linspace(lo, hi, 241)
-    X1, X2 = np.meshgrid(g, g)
+    if domain is None:
+        centres = (-(b[ok] / nn[ok] ** 2))[:, None] * W[ok]
+        lo, hi = _window(list(centres.ravel()) + [-1.0, 1.0])
+        domain = ((lo, hi), (lo, hi))
+    (lo1, hi1), (lo2, hi2) = domain
+    g, g2 = np.linspace(lo1, hi1, 241), np.linspace(lo2, hi2, 241)
+    X1, X2 = np.meshgrid(g, g2)
     Z = net.evaluate(np.stack([X1.ravel(), X2.ravel()], axis=1))[:, 0].reshape(X1.shape)
     im = ax.pcolormesh(X1, X2, Z, shading="auto", cmap="viridis")
     ax.figure.colorbar(im, ax=ax, shrink=0.8)
@@ -121,21 +133,28 @@ def _panel_2d(ax: Any, net: MLP, name: str) -> None:
         if abs(w2) >= abs(w1):
             ax.plot(g, -(c + w1 * g) / w2, color="w", lw=0.6, alpha=0.8)
         else:
-            ax.plot(-(c + w2 * g) / w1, g, color="w", lw=0.6, alpha=0.8)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
+            ax.plot(-(c + w2 * g2) / w1, g2, color="w", lw=0.6, alpha=0.8)
+    ax.set_xlim(lo1, hi1)
+    ax.set_ylim(lo2, hi2)
     ax.set_xlabel("x₁")
     ax.set_ylabel("x₂")
     ax.set_title(f"{name}: output 1, first-layer lines (white)", fontsize=9)
 
 
-def deep_plot_to_file(nets: Sequence[MLP], path: str | os.PathLike[str], labels: Sequence[str] | None = None) -> None:
-    """Draw :func:`plot_deep` into a .png, .svg or .pdf file (from its suffix), atomically."""
+def deep_plot_to_file(
+    nets: Sequence[MLP],
+    path: str | os.PathLike[str],
+    labels: Sequence[str] | None = None,
+    *,
+    domain: Window | None = None,
+) -> Any:
+    """Draw :func:`plot_deep` into a .png, .svg or .pdf file (from its suffix), atomically; returns the figure."""
     fmt = os.fspath(path).rsplit(".", 1)[-1].lower()
     if fmt not in ("png", "svg", "pdf"):
         raise InvalidNetworkError(f"{os.fspath(path)}: a figure is written as .png, .svg or .pdf")
-    fig = plot_deep(nets, labels)
+    fig = plot_deep(nets, labels, domain=domain)
     atomic_write(path, lambda fh: fig.savefig(fh, format=fmt))
+    return fig
 
 
 def deep_report_html(net: MLP, name: str = "network", *, notes: Sequence[str] = (), dpi: float = 90) -> str:
