@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("deep networks", {"_deep"}),
     ("formats", {"io"}),
     ("applications", {"_identify", "_zoo", "_plots", "census", "plot", "report", "zoo"}),
-    ("front ends", {"", "_api", "_cli_deep", "cli", "__main__"}),
+    ("front ends", {"", "_api", "_cli", "_cli_deep", "cli", "__main__"}),
 ]
 
 HEAVY = (
