@@ -58,7 +58,7 @@ from relusym._base.progress import progress as _progress_bar
 from relusym._base.rng import RNGLike, as_generator
 from relusym._core.network import Network
 from relusym._identify.check import compare_line, heldout_bound, heldout_points
-from relusym._identify.lines import LineSearch
+from relusym._identify.lines import LineResult, LineSearch
 from relusym._identify.refine import (
     distinct_hypers,
     rebuild,
@@ -70,6 +70,8 @@ from relusym._identify.refine import (
     verify_regions,
 )
 from relusym._identify.regions import (
+    Hyper,
+    Region,
     affine,
     basis_regions,
     enlarge_steps,
@@ -161,142 +163,16 @@ def _identify(
     session: Session, t_start: float, check_lines: int, heldout: int, min_bits: float, fiber_budget: float
 ) -> Identification:
     m, k = session.m, session.k
-    T0: Any = Fraction(session.scale).limit_denominator(2**20) if session.exact else float(session.scale)
-    notes: list[str] = []
-    p, d = random_line(session)
-    if not session.exact:
-        estimate_noise(session, p, d, float(T0))
-    L1 = LineSearch(session, p, d).run(T0)
-    window = max(abs(float(L1.lo)), abs(float(L1.hi)))
-    regs = line_regions(session, L1, T0)
-    N1 = len(L1.kinks)
-    hypers = line_hypers(session, L1, regs, range(N1))
-    origin: list[tuple[int, int]] = [(0, u) for u in range(N1)]  # (line, kink) each hyperplane came from
-    lines = [L1]
-    line_regs = [regs]
-    # a step that crossed a hyperplane corrupts the Jacobian of its region: redo such steps shorter
-    hypers = repair(session, lines, line_regs, origin, hypers)
-    hypers = verify_regions(session, lines, line_regs, origin, hypers)
-    based = False
-    if not session.exact and session.enlarge:
-        # second pass: the hyperplanes are known, so every Jacobian can be measured again with long steps,
-        # along the dual basis of the recovered normals (after the check lines, which may find hyperplanes
-        # the long steps would cross), or, when that basis does not exist, with the longest coordinate steps
-        # the region allows (now)
-        hypers = refine_poor(session, hypers, float(T0), origin)
-        if step_basis(hypers) is not None:
-            based = True
-        elif enlarge_steps(session, hypers, list(regs.values()), 4.0 * float(T0)):
-            hypers = rebuild(session, lines, line_regs, origin)
-            hypers = verify_regions(session, lines, line_regs, origin, hypers)
-    if not session.exact and session.refine and hypers and not based:
-        hypers, _ = refine_worst(session, hypers, float(T0), origin)
-    M, e = affine(session, hypers, regs[0])
-    # consistency on further lines
-    checked = 0
-    max_rel = 0.0
-    for _attempt in range(check_lines + 6):
-        if checked >= check_lines:
-            break
-        p2, d2 = random_line(session)
-        L2 = LineSearch(session, p2, d2).run(T0)
-        window = max(window, abs(float(L2.lo)), abs(float(L2.hi)))
-        new_idx, ok, rel, stale = compare_line(session, hypers, M, e, L2)
-        max_rel = max(max_rel, rel)
-        if not new_idx and ok:
-            checked += 1
-            continue
-        if not ok and not new_idx:
-            raise IdentificationError(
-                "the recovered network disagrees with the oracle on a check line: the oracle is not a "
-                "one-hidden-layer ReLU network" + ("" if session.exact else " within its measured noise")
-            )
-        # kinks seen only on this line: recover them from Jacobians around them
-        need = sorted({i for u in new_idx for i in (u, u + 1)})
-        rg2 = line_regions(session, L2, T0, need)
-        lines.append(L2)
-        line_regs.append(rg2)
-        li = len(lines) - 1
-        # an imprecise copy of a hyperplane found again here (its predicted crossing missed the kink) is replaced
-        origin = [o for q, o in enumerate(origin) if q not in stale]
-        origin += [(li, u) for u in new_idx]
-        hypers = rebuild(session, lines, line_regs, origin)
-        hypers = repair(session, lines, line_regs, origin, hypers)
-        hypers = verify_regions(session, lines, line_regs, origin, hypers)
-        if not session.exact and session.refine and hypers and not based:
-            hypers, _ = refine_worst(session, hypers, float(T0), origin)
-        if not session.exact:
-            keep = distinct_hypers(hypers)
-            if len(keep) < len(hypers):
-                origin = [origin[q] for q in keep]
-                hypers = [hypers[q] for q in keep]
-        M, e = affine(session, hypers, regs[0])
-        notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
-    else:
-        raise IdentificationError("no check line could be explained by the recovered network")
-    if based:
-        hypers = refine_poor(session, hypers, float(T0), origin)
-        if basis_regions(session, hypers, line_regs):
-            hypers = rebuild(session, lines, line_regs, origin)
-            hypers = verify_regions(session, lines, line_regs, origin, hypers)
-            if session.refine:
-                refine_basis(session, hypers, origin, max(1, len(hypers) // 8))
-                relocate(session, hypers, origin)
-        M, e = affine(session, hypers, regs[0])
+    rec = _Recovery.first_line(session)
+    checked, max_rel = rec.check(check_lines)
+    if rec.based:
+        rec.basis_pass()
     # held-out points
-    X = heldout_points(session, heldout, float(window))
+    X = heldout_points(session, heldout, float(rec.window))
     Y = session.query(X)
-    Yh = model_values(session, hypers, M, e, X)
-    if session.exact:
-        if not np.all(Y == Yh):
-            raise IdentificationError("the recovered network disagrees with the oracle at a held-out point")
-        heldout_err = 0.0
-    else:
-        diff = np.max(np.abs(Y - Yh), axis=1)
-        bound = np.array([session.tol(y) for y in Y])
-        heldout_err = float(np.max(diff / (session.y0 + np.max(np.abs(Y), axis=1))))
-        max_rel = max(max_rel, heldout_err)
-    precision = None
-    if not session.exact:
-        worst = max([max(h.err_w, h.err_v) for h in hypers], default=session.eps)
-        # never state more than the check lines showed: each kink found there lies on a true hyperplane, which
-        # the nearest recovered one misses by at least its error there (twice the largest such miss)
-        if session.kink_points and hypers:
-            Xk = np.array(session.kink_points)
-            Ah = np.array([np.asarray(h.a, dtype=np.float64) for h in hypers])
-            bh = np.array([float(h.b) for h in hypers])
-            nrm = np.hypot(np.linalg.norm(Ah, axis=1), bh)
-            miss = np.abs(Xk @ Ah.T + bh[None, :]) / nrm[None, :]
-            worst = max(worst, 2.0 * float(np.max(np.min(miss, axis=1))))
-        if not hypers:
-            # no kink class: what is recovered is the affine part, as precisely as its Jacobian was measured
-            dM = math.sqrt(k) * float(np.linalg.norm(regs[0].step_errors(session)))
-            nM = float(np.linalg.norm(np.asarray(M, dtype=np.float64)))
-            # relative to ‖M‖, or to the output scale y0/scale when M is within its error of 0 (a constant)
-            ref = nM if nM > 4.0 * ERR_SAFETY * dM else max(nM, session.y0 / session.scale)
-            worst = max(worst, ERR_SAFETY * dM / ref)
-        worst = max(worst, session.eps)
-        precision = -math.log2(worst)
-        if not bool(np.all(diff <= np.maximum(bound, 4.0 * heldout_bound(session, hypers, X, Y)))):
-            raise IdentificationError(
-                f"held-out queries disagree with the recovered network by up to {heldout_err:.3g} (relative), "
-                "more than its stated precision allows: the oracle is not a one-hidden-layer ReLU network within "
-                "its measured noise"
-            )
-        if precision < min_bits:
-            raise IdentificationError(
-                f"the oracle's noise (relative {session.eps:.2g}) leaves only {precision:.1f} bits of precision in the "
-                f"recovered hyperplanes and kinks, below min_bits = {min_bits}"
-            )
-    verify: Callable[[Network], bool] = lambda net: True  # noqa: E731 - exact mode: the normal form is exact
-    if not session.exact:
-        allowed = np.maximum(bound, 4.0 * heldout_bound(session, hypers, X, Y))
-
-        def verify(net: Network) -> bool:
-            """A realization chosen within the precision must still reproduce the held-out queries."""
-            return bool(np.all(np.max(np.abs(Y - net.evaluate(X)), axis=1) <= allowed))
-
-    net, nf, width_note, width_minimal = build_network(session, hypers, M, e, verify)
+    precision, max_rel, verify = _heldout(session, rec, X, Y, min_bits, max_rel)
+    notes = rec.notes
+    net, nf, width_note, width_minimal = build_network(session, rec.hypers, rec.M, rec.e, verify)
     if width_note:
         notes.append(width_note)
     if nf.N == 0:
@@ -310,7 +186,7 @@ def _identify(
         fb = fiber(net, budget=fiber_budget)
     except BudgetExceededError as exc:  # pragma: no cover - depends on the budget
         notes.append(f"fibre not computed: {exc}")
-    limits = describe_limits(session, window, check_lines)
+    limits = describe_limits(session, rec.window, check_lines)
     info = net.n * (m + k + 1) + k
     return Identification(
         network=net,
@@ -321,8 +197,8 @@ def _identify(
         precision_bits=precision,
         noise=None if session.exact else session.eps,
         heldout_error=None if session.exact else max_rel,
-        window=window,
-        lines=len(lines) + checked,
+        window=rec.window,
+        lines=len(rec.lines) + checked,
         kinks=nf.N,
         fiber=fb,
         indistinguishable=describe_fiber(fb, net),
@@ -332,3 +208,177 @@ def _identify(
         notes=tuple(notes),
         width_minimal=width_minimal,
     )
+
+
+@dataclasses.dataclass
+class _Recovery:
+    """The hyperplanes recovered so far, the lines and regions they came from, and the affine part."""
+
+    session: Session
+    T0: Any
+    lines: list[LineResult]
+    line_regs: list[dict[int, Region]]
+    origin: list[tuple[int, int]]  # (line, kink) each hyperplane came from
+    hypers: list[Hyper]
+    window: float
+    based: bool = False
+    notes: list[str] = dataclasses.field(default_factory=list)
+    M: Any = None
+    e: Any = None
+
+    @classmethod
+    def first_line(cls, session: Session) -> _Recovery:
+        """The hyperplanes of the kinks on a first random line, repaired and verified (and, in float mode,
+        refined)."""
+        T0: Any = Fraction(session.scale).limit_denominator(2**20) if session.exact else float(session.scale)
+        p, d = random_line(session)
+        if not session.exact:
+            estimate_noise(session, p, d, float(T0))
+        L1 = LineSearch(session, p, d).run(T0)
+        window = max(abs(float(L1.lo)), abs(float(L1.hi)))
+        regs = line_regions(session, L1, T0)
+        N1 = len(L1.kinks)
+        hypers = line_hypers(session, L1, regs, range(N1))
+        rec = cls(session, T0, [L1], [regs], [(0, u) for u in range(N1)], hypers, window)
+        # a step that crossed a hyperplane corrupts the Jacobian of its region: redo such steps shorter
+        rec.hypers = repair(session, rec.lines, rec.line_regs, rec.origin, rec.hypers)
+        rec.hypers = verify_regions(session, rec.lines, rec.line_regs, rec.origin, rec.hypers)
+        if not session.exact and session.enlarge:
+            # second pass: the hyperplanes are known, so every Jacobian can be measured again with long steps,
+            # along the dual basis of the recovered normals (after the check lines, which may find hyperplanes
+            # the long steps would cross), or, when that basis does not exist, with the longest coordinate steps
+            # the region allows (now)
+            rec.hypers = refine_poor(session, rec.hypers, float(T0), rec.origin)
+            if step_basis(rec.hypers) is not None:
+                rec.based = True
+            elif enlarge_steps(session, rec.hypers, list(regs.values()), 4.0 * float(T0)):
+                rec.hypers = rebuild(session, rec.lines, rec.line_regs, rec.origin)
+                rec.hypers = verify_regions(session, rec.lines, rec.line_regs, rec.origin, rec.hypers)
+        rec.refine_worst()
+        rec.M, rec.e = affine(session, rec.hypers, regs[0])
+        return rec
+
+    def refine_worst(self) -> None:
+        session = self.session
+        if not session.exact and session.refine and self.hypers and not self.based:
+            self.hypers, _ = refine_worst(session, self.hypers, float(self.T0), self.origin)
+
+    def check(self, check_lines: int) -> tuple[int, float]:
+        """Consistency on further lines: ``check_lines`` lines that the recovered function explains, with the
+        kinks found only there recovered on the way; the lines checked and the largest relative disagreement."""
+        session = self.session
+        checked = 0
+        max_rel = 0.0
+        for _attempt in range(check_lines + 6):
+            if checked >= check_lines:
+                break
+            p2, d2 = random_line(session)
+            L2 = LineSearch(session, p2, d2).run(self.T0)
+            self.window = max(self.window, abs(float(L2.lo)), abs(float(L2.hi)))
+            new_idx, ok, rel, stale = compare_line(session, self.hypers, self.M, self.e, L2)
+            max_rel = max(max_rel, rel)
+            if not new_idx and ok:
+                checked += 1
+                continue
+            if not ok and not new_idx:
+                raise IdentificationError(
+                    "the recovered network disagrees with the oracle on a check line: the oracle is not a "
+                    "one-hidden-layer ReLU network" + ("" if session.exact else " within its measured noise")
+                )
+            self.absorb(L2, new_idx, stale)
+        else:
+            raise IdentificationError("no check line could be explained by the recovered network")
+        return checked, max_rel
+
+    def absorb(self, L2: LineResult, new_idx: list[int], stale: set[int]) -> None:
+        """Kinks seen only on a check line: recover them from Jacobians around them."""
+        session = self.session
+        need = sorted({i for u in new_idx for i in (u, u + 1)})
+        rg2 = line_regions(session, L2, self.T0, need)
+        self.lines.append(L2)
+        self.line_regs.append(rg2)
+        li = len(self.lines) - 1
+        # an imprecise copy of a hyperplane found again here (its predicted crossing missed the kink) is replaced
+        self.origin = [o for q, o in enumerate(self.origin) if q not in stale]
+        self.origin += [(li, u) for u in new_idx]
+        self.hypers = rebuild(session, self.lines, self.line_regs, self.origin)
+        self.hypers = repair(session, self.lines, self.line_regs, self.origin, self.hypers)
+        self.hypers = verify_regions(session, self.lines, self.line_regs, self.origin, self.hypers)
+        self.refine_worst()
+        if not session.exact:
+            keep = distinct_hypers(self.hypers)
+            if len(keep) < len(self.hypers):
+                self.origin = [self.origin[q] for q in keep]
+                self.hypers = [self.hypers[q] for q in keep]
+        self.M, self.e = affine(session, self.hypers, self.line_regs[0][0])
+        self.notes.append(f"{len(new_idx)} kink class(es) were found only on a check line (outside the first window)")
+
+    def basis_pass(self) -> None:
+        """Float mode: every Jacobian measured again with long steps along the dual basis of the normals."""
+        session = self.session
+        self.hypers = refine_poor(session, self.hypers, float(self.T0), self.origin)
+        if basis_regions(session, self.hypers, self.line_regs):
+            self.hypers = rebuild(session, self.lines, self.line_regs, self.origin)
+            self.hypers = verify_regions(session, self.lines, self.line_regs, self.origin, self.hypers)
+            if session.refine:
+                refine_basis(session, self.hypers, self.origin, max(1, len(self.hypers) // 8))
+                relocate(session, self.hypers, self.origin)
+        self.M, self.e = affine(session, self.hypers, self.line_regs[0][0])
+
+
+def _heldout(
+    session: Session, rec: _Recovery, X: Any, Y: np.ndarray, min_bits: float, max_rel: float
+) -> tuple[float | None, float, Callable[[Network], bool]]:
+    """The check at the held-out points: the precision in bits (float mode), the largest relative disagreement
+    seen, and the test a realization chosen within the precision must pass."""
+    Yh = model_values(session, rec.hypers, rec.M, rec.e, X)
+    if session.exact:
+        if not np.all(Y == Yh):
+            raise IdentificationError("the recovered network disagrees with the oracle at a held-out point")
+        return None, max_rel, lambda net: True  # exact mode: the normal form is exact
+    diff = np.max(np.abs(Y - Yh), axis=1)
+    bound = np.array([session.tol(y) for y in Y])
+    heldout_err = float(np.max(diff / (session.y0 + np.max(np.abs(Y), axis=1))))
+    max_rel = max(max_rel, heldout_err)
+    precision = -math.log2(_worst_error(session, rec))
+    if not bool(np.all(diff <= np.maximum(bound, 4.0 * heldout_bound(session, rec.hypers, X, Y)))):
+        raise IdentificationError(
+            f"held-out queries disagree with the recovered network by up to {heldout_err:.3g} (relative), "
+            "more than its stated precision allows: the oracle is not a one-hidden-layer ReLU network within "
+            "its measured noise"
+        )
+    if precision < min_bits:
+        raise IdentificationError(
+            f"the oracle's noise (relative {session.eps:.2g}) leaves only {precision:.1f} bits of precision in the "
+            f"recovered hyperplanes and kinks, below min_bits = {min_bits}"
+        )
+    allowed = np.maximum(bound, 4.0 * heldout_bound(session, rec.hypers, X, Y))
+
+    def verify(net: Network) -> bool:
+        """A realization chosen within the precision must still reproduce the held-out queries."""
+        return bool(np.all(np.max(np.abs(Y - net.evaluate(X)), axis=1) <= allowed))
+
+    return precision, max_rel, verify
+
+
+def _worst_error(session: Session, rec: _Recovery) -> float:
+    """Float mode: the largest relative error of the recovered hyperplanes and kinks (or of the affine part)."""
+    hypers, k = rec.hypers, session.k
+    worst = max([max(h.err_w, h.err_v) for h in hypers], default=session.eps)
+    # never state more than the check lines showed: each kink found there lies on a true hyperplane, which
+    # the nearest recovered one misses by at least its error there (twice the largest such miss)
+    if session.kink_points and hypers:
+        Xk = np.array(session.kink_points)
+        Ah = np.array([np.asarray(h.a, dtype=np.float64) for h in hypers])
+        bh = np.array([float(h.b) for h in hypers])
+        nrm = np.hypot(np.linalg.norm(Ah, axis=1), bh)
+        miss = np.abs(Xk @ Ah.T + bh[None, :]) / nrm[None, :]
+        worst = max(worst, 2.0 * float(np.max(np.min(miss, axis=1))))
+    if not hypers:
+        # no kink class: what is recovered is the affine part, as precisely as its Jacobian was measured
+        dM = math.sqrt(k) * float(np.linalg.norm(rec.line_regs[0][0].step_errors(session)))
+        nM = float(np.linalg.norm(np.asarray(rec.M, dtype=np.float64)))
+        # relative to ‖M‖, or to the output scale y0/scale when M is within its error of 0 (a constant)
+        ref = nM if nM > 4.0 * ERR_SAFETY * dM else max(nM, session.y0 / session.scale)
+        worst = max(worst, ERR_SAFETY * dM / ref)
+    return max(worst, session.eps)

@@ -242,123 +242,149 @@ class LineSearch:
 
     def resolve(self) -> None:
         """Refine until every gap between consecutive anchors is closed (same piece or a confirmed kink)."""
-        session = self.session
         while True:
-            gap = None
-            for a, b in zip(self.anchors, self.anchors[1:], strict=False):
-                if a.piece is not b.piece and a.kink_to is not b:
-                    gap = (a, b)
-                    break
+            gap = self._open_gap()
             if gap is None:
                 return
             if len(self.anchors) > 64 * (self.count_kinks() + 8):
                 raise IdentificationError(
                     f"the breakpoint search on a line does not settle ({len(self.anchors)} probes for "
                     f"{self.count_kinks()} kinks): the oracle is not piecewise linear"
-                    + (" (an exact oracle must return exact values)" if session.exact else " within its measured noise")
+                    + (
+                        " (an exact oracle must return exact values)"
+                        if self.session.exact
+                        else " within its measured noise"
+                    )
                 )
-            a, b = gap
-            if session.exact and not self.resolution(a.t, b.t):
-                raise IdentificationError(
-                    f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
-                )
-            Pa, Pb = a.piece, b.piece
-            # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
-            ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
-            if not session.exact and not (self.resolution(ga, gb) and self.resolution(a.t, b.t)):
-                # float mode: the gap is as narrow as the oracle's precision resolves, so whatever lies in it is
-                # one kink where the two pieces meet (or none, when they agree within noise)
-                if self.same(a, b):
-                    for t, yy in zip(Pb.ts, Pb.ys, strict=True):
-                        Pa.add(t, yy, False)
-                    for anc in self.anchors:
-                        if anc.piece is Pb:
-                            anc.piece = Pa
-                    continue
-                t_meet = self.intersect(Pa, Pb)
-                w = self.res_width(ga, gb)
-                # where two noisy pieces meet is itself uncertain: their values' errors over the slope difference
-                tg = float(ga + gb) / 2
-                yg = Pa.at(tg)
-                sd = math.sqrt(
-                    session.noise(yg, tg) ** 2 + pred_error(session, Pa, tg) ** 2 + pred_error(session, Pb, tg) ** 2
-                )
-                dsl = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
-                w += TOL_FACTOR * sd / max(dsl, 1e-300)
-                if t_meet is not None and ga - w <= t_meet <= gb + w:
-                    a.kink_to = b
-                    continue
-                raise IdentificationError(
-                    f"the oracle's restriction to a line is not piecewise linear within its measured noise "
-                    f"(relative {session.eps:.2g}) near t = {float(a.t):.6g}: two pieces differ across a gap narrower "
-                    "than its precision resolves but do not meet there (added noise, rounded outputs, a smooth "
-                    "activation, or kinks closer together than its precision separates)"
-                )
-            if self.same(a, b):
-                u = session.rand_between(ga, gb)
-                (y,) = self.g([u])
-                if self.on(y, Pa, u) and (session.exact or self.consistent(Pa.ts + Pb.ts + [u], Pa.ys + Pb.ys + [y])):
-                    for t, yy in zip(Pb.ts, Pb.ys, strict=True):
-                        Pa.add(t, yy, session.exact)
-                    Pa.add(u, y, session.exact)
-                    for anc in self.anchors:
-                        if anc.piece is Pb:
-                            anc.piece = Pa
-                    self.insert(_Anchor(u, Pa))
-                else:
-                    self.probe(ga, gb, u, y)
-                continue
-            ts = self.intersect(Pa, Pb)
-            if not session.exact:
-                # float mode: the outermost sample of a piece may sit just across a kink (within noise), so
-                # only the inner half of each piece's extent beyond its anchor is trusted
-                ga2 = (a.t + Pa.hi) / 2 if Pa.hi > a.t else a.t
-                gb2 = (b.t + Pb.lo) / 2 if Pb.lo < b.t else b.t
-                ga, gb = (ga2, gb2) if ga2 < gb2 else (a.t, b.t)
-            if ts is not None and ga < ts < gb:
-                u1 = session.rand_between(ga, ts)
-                u2 = session.rand_between(ts, gb)
-                room = min(ts - u1, u2 - ts)
-                if session.exact:
-                    dl = room * EXACT_NEAR
-                else:
-                    # as close as the noise allows: the two pieces must differ there by many noise levels
-                    ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
-                    need = 64.0 * session.tol(Pa.at(ts), float(ts)) / max(ds, 1e-300)
-                    dl = min(room * FLOAT_NEAR, max(room * 2.0**-12, need, self.quantum(ts)))
-                ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
-                # a single kink at ts: the value there is on both pieces, and so are values just beside it
-                ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
-                ok0 = ok0 and self.on(ym, Pa, ts - dl) and self.on(yp, Pb, ts + dl)
-                ok1 = self.on(y1, Pa, u1)
-                ok2 = self.on(y2, Pb, u2)
-                if ok0 and ok1 and ok2:
-                    Pa.add(u1, y1, session.exact)
-                    Pb.add(u2, y2, session.exact)
-                    if session.exact:  # float mode keeps only samples well inside a piece for the final fit
-                        Pa.add(ts - dl, ym, True)
-                        Pb.add(ts + dl, yp, True)
-                    A1, A2 = _Anchor(u1, Pa), _Anchor(u2, Pb)
-                    A1.kink_to = A2
-                    self.insert(A1)
-                    self.insert(A2)
-                    continue
-                if session.exact:  # float mode: a sample near an unconfirmed kink may fit the wrong piece within noise
-                    if ok1:
-                        Pa.add(u1, y1, True)
-                        self.insert(_Anchor(u1, Pa))
-                    if ok2:
-                        Pb.add(u2, y2, True)
-                        self.insert(_Anchor(u2, Pb))
-                    ga, gb = (u1 if ok1 else ga), (u2 if ok2 else gb)
-                if not ok0:
-                    self.probe(ga, gb, ts, ys)
-                elif not ok1:
-                    self.probe(ga, ts, u1, y1)
-                else:
-                    self.probe(ts, gb, u2, y2)
-                continue
-            self.probe(ga, gb)
+            self._close_gap(*gap)
+
+    def _open_gap(self) -> tuple[_Anchor, _Anchor] | None:
+        """The first two consecutive anchors on different pieces without a confirmed kink between them."""
+        for a, b in zip(self.anchors, self.anchors[1:], strict=False):
+            if a.piece is not b.piece and a.kink_to is not b:
+                return a, b
+        return None
+
+    def _close_gap(self, a: _Anchor, b: _Anchor) -> None:
+        """One step towards closing the gap between anchors a and b."""
+        session = self.session
+        if session.exact and not self.resolution(a.t, b.t):
+            raise IdentificationError(
+                f"two kinks of the restriction to a line lie closer than 2^-400 near t = {float(a.t):.6g}"
+            )
+        Pa, Pb = a.piece, b.piece
+        # the uncertified gap: Pa is linear up to Pa.hi and Pb from Pb.lo, so any kink lies in between
+        ga, gb = (Pa.hi, Pb.lo) if Pa.hi < Pb.lo else (a.t, b.t)
+        if not session.exact and not (self.resolution(ga, gb) and self.resolution(a.t, b.t)):
+            self._close_narrow(a, b, ga, gb)
+            return
+        if self.same(a, b):
+            self._join_or_probe(a, b, ga, gb)
+            return
+        ts = self.intersect(Pa, Pb)
+        if not session.exact:
+            # float mode: the outermost sample of a piece may sit just across a kink (within noise), so
+            # only the inner half of each piece's extent beyond its anchor is trusted
+            ga2 = (a.t + Pa.hi) / 2 if Pa.hi > a.t else a.t
+            gb2 = (b.t + Pb.lo) / 2 if Pb.lo < b.t else b.t
+            ga, gb = (ga2, gb2) if ga2 < gb2 else (a.t, b.t)
+        if ts is not None and ga < ts < gb:
+            self._check_kink(a, b, ga, gb, ts)
+            return
+        self.probe(ga, gb)
+
+    def _merge(self, Pa: _Piece, Pb: _Piece, exact: bool) -> None:
+        """Pb's samples join Pa, and Pb's anchors move to Pa."""
+        for t, yy in zip(Pb.ts, Pb.ys, strict=True):
+            Pa.add(t, yy, exact)
+        for anc in self.anchors:
+            if anc.piece is Pb:
+                anc.piece = Pa
+
+    def _close_narrow(self, a: _Anchor, b: _Anchor, ga: Any, gb: Any) -> None:
+        """Float mode: the gap is as narrow as the oracle's precision resolves, so whatever lies in it is one kink
+        where the two pieces meet (or none, when they agree within noise)."""
+        session = self.session
+        Pa, Pb = a.piece, b.piece
+        if self.same(a, b):
+            self._merge(Pa, Pb, False)
+            return
+        t_meet = self.intersect(Pa, Pb)
+        w = self.res_width(ga, gb)
+        # where two noisy pieces meet is itself uncertain: their values' errors over the slope difference
+        tg = float(ga + gb) / 2
+        yg = Pa.at(tg)
+        sd = math.sqrt(session.noise(yg, tg) ** 2 + pred_error(session, Pa, tg) ** 2 + pred_error(session, Pb, tg) ** 2)
+        dsl = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+        w += TOL_FACTOR * sd / max(dsl, 1e-300)
+        if t_meet is not None and ga - w <= t_meet <= gb + w:
+            a.kink_to = b
+            return
+        raise IdentificationError(
+            f"the oracle's restriction to a line is not piecewise linear within its measured noise "
+            f"(relative {session.eps:.2g}) near t = {float(a.t):.6g}: two pieces differ across a gap narrower "
+            "than its precision resolves but do not meet there (added noise, rounded outputs, a smooth "
+            "activation, or kinks closer together than its precision separates)"
+        )
+
+    def _join_or_probe(self, a: _Anchor, b: _Anchor, ga: Any, gb: Any) -> None:
+        """Two anchors whose pieces look the same: one sample between them joins the pieces, or probes further."""
+        session = self.session
+        Pa, Pb = a.piece, b.piece
+        u = session.rand_between(ga, gb)
+        (y,) = self.g([u])
+        if self.on(y, Pa, u) and (session.exact or self.consistent(Pa.ts + Pb.ts + [u], Pa.ys + Pb.ys + [y])):
+            self._merge(Pa, Pb, session.exact)
+            Pa.add(u, y, session.exact)
+            self.insert(_Anchor(u, Pa))
+        else:
+            self.probe(ga, gb, u, y)
+
+    def _check_kink(self, a: _Anchor, b: _Anchor, ga: Any, gb: Any, ts: Any) -> None:
+        """The pieces of a and b meet at ts inside the gap: confirm a single kink there, or probe further."""
+        session = self.session
+        Pa, Pb = a.piece, b.piece
+        u1 = session.rand_between(ga, ts)
+        u2 = session.rand_between(ts, gb)
+        room = min(ts - u1, u2 - ts)
+        if session.exact:
+            dl = room * EXACT_NEAR
+        else:
+            # as close as the noise allows: the two pieces must differ there by many noise levels
+            ds = float(np.linalg.norm(np.asarray(Pa.s - Pb.s, dtype=np.float64)))
+            need = 64.0 * session.tol(Pa.at(ts), float(ts)) / max(ds, 1e-300)
+            dl = min(room * FLOAT_NEAR, max(room * 2.0**-12, need, self.quantum(ts)))
+        ys, y1, y2, ym, yp = self.g([ts, u1, u2, ts - dl, ts + dl])
+        # a single kink at ts: the value there is on both pieces, and so are values just beside it
+        ok0 = self.on(ys, Pa, ts) and self.on(ys, Pb, ts)
+        ok0 = ok0 and self.on(ym, Pa, ts - dl) and self.on(yp, Pb, ts + dl)
+        ok1 = self.on(y1, Pa, u1)
+        ok2 = self.on(y2, Pb, u2)
+        if ok0 and ok1 and ok2:
+            Pa.add(u1, y1, session.exact)
+            Pb.add(u2, y2, session.exact)
+            if session.exact:  # float mode keeps only samples well inside a piece for the final fit
+                Pa.add(ts - dl, ym, True)
+                Pb.add(ts + dl, yp, True)
+            A1, A2 = _Anchor(u1, Pa), _Anchor(u2, Pb)
+            A1.kink_to = A2
+            self.insert(A1)
+            self.insert(A2)
+            return
+        if session.exact:  # float mode: a sample near an unconfirmed kink may fit the wrong piece within noise
+            if ok1:
+                Pa.add(u1, y1, True)
+                self.insert(_Anchor(u1, Pa))
+            if ok2:
+                Pb.add(u2, y2, True)
+                self.insert(_Anchor(u2, Pb))
+            ga, gb = (u1 if ok1 else ga), (u2 if ok2 else gb)
+        if not ok0:
+            self.probe(ga, gb, ts, ys)
+        elif not ok1:
+            self.probe(ga, ts, u1, y1)
+        else:
+            self.probe(ts, gb, u2, y2)
 
     def kinks_between(self, lo: Any, hi: Any) -> int:
         return sum(1 for a in self.anchors if a.kink_to is not None and lo <= a.t and a.kink_to.t <= hi)
