@@ -35,7 +35,8 @@ import numpy as np
 
 from relusym._base.fileio import atomic_write
 from relusym._core.network import Network
-from relusym._exact.numbers import float_key, fraction_str
+from relusym._exact.hashing import float_key
+from relusym._exact.numbers import fraction_str
 from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._exact.numbers import float_parts
+from relusym._exact.mantissas import float_parts
 
 __all__ = ["n_digits", "float_parts", "quotient_parts", "bit_length", "render_cells", "fits", "PAIR_DIGITS", "Segment"]
 
