@@ -579,9 +579,3 @@ def set_errors(hy: Hyper, dv: float) -> None:
     nw = math.hypot(1.0, float(hy.b))
     hy.err_w = ERR_SAFETY * math.hypot(hy.da, hy.db) / nw
     hy.err_v = ERR_SAFETY * (dv + hy.da)
-
-
-def _merge_key(session: Session, h: Hyper) -> Any:
-    if session.exact:
-        return tuple(h.a.tolist()) + (h.b,)
-    return None
