@@ -234,6 +234,73 @@ def test_no_module_over_the_size_limit() -> None:
     assert not stale, f"OVER_SIZE lists modules that no longer exceed {MAX_LINES} lines: {stale}"
 
 
+def _module_all(path: Path) -> list[str] | None:
+    """The names a module's ``__all__`` lists, read from its source (None when it has none)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+            return [str(x) for x in ast.literal_eval(node.value)]
+    return None
+
+
+def _resolve_from(name: str, path: Path, node: ast.ImportFrom) -> str | None:
+    """The module (relative to relusym, "" for the package) that ``node`` in module ``name`` imports from."""
+    if node.level:
+        pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        pkg = [x for x in pkg if x]
+        base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+        return ".".join(base + ([node.module] if node.module else []))
+    if node.module and (node.module == "relusym" or node.module.startswith("relusym.")):
+        return node.module[len("relusym") :].lstrip(".")
+    return None
+
+
+def _lying_imports(files: dict[str, Path]) -> list[str]:
+    """Each ``from relusym.X import n`` (in ``files``) where n is not a submodule of X and X's __all__ omits n."""
+    mods = _modules()
+    bad = []
+    for name, path in sorted(files.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _resolve_from(name, path, node)
+            if target is None or target not in mods:
+                continue
+            listed = _module_all(mods[target])
+            for a in node.names:
+                if f"{target}.{a.name}".lstrip(".") in mods or a.name == "*":
+                    continue  # a submodule, not a name
+                if listed is None or a.name not in listed:
+                    bad.append(f"{name or 'relusym'} imports {a.name} from relusym.{target or ''}".rstrip("."))
+    return bad
+
+
+def test_all_is_the_truth() -> None:
+    """A name that another module imports from a relusym module is listed in that module's __all__ (its public
+    surface, which the private-name rule and the reference docs rely on).  The package itself counts its lazily
+    exported names."""
+    bad = _lying_imports(_modules())
+    assert not bad, "names imported from a module whose __all__ omits them:\n" + "\n".join(bad)
+
+
+def test_all_truth_check_can_fail(tmp_path: Path) -> None:
+    """The check above sees an unlisted import (so its silence means something)."""
+    mods = _modules()
+    numbers = _module_all(mods["_exact.numbers"]) or []
+    defined = {
+        n.name
+        for n in ast.parse(mods["_exact.numbers"].read_text(encoding="utf-8")).body
+        if isinstance(n, ast.FunctionDef)
+    }
+    private = sorted(defined - set(numbers))
+    assert private, "relusym._exact.numbers has no unlisted function to test with"
+    probe = tmp_path / "probe.py"
+    probe.write_text(f"from relusym._exact.numbers import {private[0]}, to_fraction\n", encoding="utf-8")
+    assert _lying_imports({"_probe.probe": probe}) == [f"_probe.probe imports {private[0]} from relusym._exact.numbers"]
+
+
 def test_every_error_has_the_one_root() -> None:
     """Every exception relusym raises on purpose is a RelusymError (catch one class to catch them all); the
     warnings are not errors and stay warnings."""

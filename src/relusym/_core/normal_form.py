@@ -74,6 +74,11 @@ __all__ = [
     "kinks_json",
     "json_chunks",
     "float_key_scalar",
+    "Difference",
+    "compare",
+    "flip",
+    "match_classes",
+    "realize",
 ]
 
 
