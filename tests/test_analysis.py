@@ -19,7 +19,7 @@ import pytest
 import relusym
 import relusym._core.analysis as analysis_module
 import relusym._core.normal_form as nf_module
-import relusym._exact.numbers as numbers_module
+import relusym._exact.mantissas as numbers_module
 from relusym import Network, equivalent, fiber, flip, minimal_width, normal_form, prune
 from relusym._core.analysis import Analysis, KinkData
 from relusym._core.normal_form import hyperplane_classes

@@ -362,8 +362,8 @@ def test_the_normal_form_on_a_domain_hashes_its_json_form():
 def test_exact_digit_product_over_several_blocks(dtype, sub_entries, monkeypatch):
     # M's exact product: more inner terms than one block (8192), wide exponent spreads, against Fractions; and
     # with BLAS calls on a few rows at a time (sub-blocks summed in float64: exact below 2^53)
-    from relusym._exact import numbers as _numbers
-    from relusym._exact.numbers import digits_to_ints, exact_matmul_digits, normalize_digits
+    from relusym._exact import mantissas as _numbers
+    from relusym._exact.mantissas import digits_to_ints, exact_matmul_digits, normalize_digits
 
     if sub_entries:
         monkeypatch.setattr(_numbers, "_SUB_ENTRIES", sub_entries)

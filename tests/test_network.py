@@ -122,7 +122,7 @@ def test_dict_round_trip_reads_json_decimals_exactly():
     "dtype, spread", [(np.float16, 4), (np.float32, 3), (np.float32, 30), (np.float64, 1), (np.float64, 200)]
 )
 def test_exact_matvec_of_floats_against_fractions(dtype, spread):
-    from relusym._exact.numbers import exact_matvec_float
+    from relusym._exact.mantissas import exact_matvec_float
 
     rng = np.random.default_rng(int(spread) + np.dtype(dtype).itemsize)
     for _ in range(25):

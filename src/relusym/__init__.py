@@ -17,6 +17,7 @@ from relusym._deep.mlp import MLP
 from relusym._fibre.fiber import Fiber, fiber
 from relusym._fibre.width import minimal_width
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
+from relusym.errors import RelusymError as RelusymError  # the root of every error
 
 _LAZY = {
     "Alignment": "_tolerance.alignment",

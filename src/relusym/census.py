@@ -47,7 +47,7 @@ from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._exact import linalg as linalg
 from relusym._fibre.fiber import Fiber, fiber
-from relusym._fibre.strata import point_type
+from relusym._fibre.tangent import point_type
 
 __all__ = [
     "CATEGORIES",

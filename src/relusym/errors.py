@@ -1,8 +1,14 @@
-"""The exceptions relusym raises. Each message names the argument, the shape or the index at fault."""
+"""The exceptions relusym raises. Each message names the argument, the shape or the index at fault.
+
+Every one of them is a :class:`RelusymError`, so ``except relusym.RelusymError`` catches whatever relusym raises
+on purpose (and nothing else: a bug surfaces as the built-in exception it is).  Each class also keeps the
+built-in base it has always promised (``ValueError`` for bad input, ``RuntimeError`` for a budget, ``OSError`` for
+an output path), so code written against those goes on working."""
 
 from __future__ import annotations
 
 __all__ = [
+    "RelusymError",
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
@@ -13,15 +19,20 @@ __all__ = [
 ]
 
 
-class InvalidNetworkError(ValueError):
+class RelusymError(Exception):
+    """The root of every exception relusym raises on purpose: bad input, a model it cannot read, an output it
+    cannot write, a budget that ran out, an oracle it cannot identify."""
+
+
+class InvalidNetworkError(RelusymError, ValueError):
     """The parameters do not describe a network θ ∈ Ω(m, n, k): wrong shapes, NaN, non-numeric entries."""
 
 
-class UnsupportedModelError(ValueError):
+class UnsupportedModelError(RelusymError, ValueError):
     """A model or file that is not a one-hidden-layer ReLU network (or a format that relusym cannot read)."""
 
 
-class BudgetExceededError(RuntimeError):
+class BudgetExceededError(RelusymError, RuntimeError):
     """A search (flip sets, minimal width) ran past the budget it was given."""
 
 

@@ -38,15 +38,9 @@ import numpy as np
 from relusym._core import equivalence as _equivalence
 from relusym._core.network import Network, check_pair
 from relusym._core.normal_form import Difference, HyperplaneClasses, NormalForm, compare, hyperplane_classes
-from relusym._exact.numbers import (
-    exact_matmul,
-    float_key,
-    fraction_str,
-    fractions_of,
-    integer_matrix,
-    row_integers,
-    to_fraction,
-)
+from relusym._exact.hashing import float_key
+from relusym._exact.mantissas import exact_matmul, integer_matrix, row_integers
+from relusym._exact.numbers import fraction_str, fractions_of, to_fraction
 from relusym.errors import InvalidNetworkError
 
 __all__ = [

@@ -22,7 +22,8 @@ import numpy as np
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
 from relusym._exact import linalg as linalg
-from relusym._exact.numbers import fractions_of, integer_matrix
+from relusym._exact.mantissas import integer_matrix
+from relusym._exact.numbers import fractions_of
 
 __all__ = ["Analysis", "KinkData", "Vec", "Mat"]
 

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._exact.numbers import float_parts
+from relusym._exact.mantissas import float_parts
 
 __all__ = [
     "DIGEST_SCHEME",

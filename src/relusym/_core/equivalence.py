@@ -30,7 +30,9 @@ from relusym._core.normal_form import (
     float_key_scalar,
     hyperplane_classes,
 )
-from relusym._exact.numbers import exact_matmul_float, float_key, fraction_str, is_float_array, to_fraction
+from relusym._exact.hashing import float_key
+from relusym._exact.mantissas import exact_matmul_float
+from relusym._exact.numbers import fraction_str, is_float_array, to_fraction
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["Verdict", "Counterexample", "equivalent", "counterexample", "sparse_evaluate"]

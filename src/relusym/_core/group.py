@@ -15,17 +15,8 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
-from relusym._exact.numbers import (
-    exact_view,
-    float_key,
-    fraction_str,
-    fractions_of,
-    products_exact,
-    quotient_row_hashes,
-    row_hash,
-    rows_proportional,
-    to_fraction,
-)
+from relusym._exact.hashing import float_key, quotient_row_hashes, row_hash, rows_proportional
+from relusym._exact.numbers import exact_view, fraction_str, fractions_of, products_exact, to_fraction
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["Symmetry", "find_symmetry", "search_symmetry", "stabilizer", "Stabilizer"]

@@ -12,14 +12,13 @@ import numpy as np
 
 from relusym._base.limits import current as current_limits
 from relusym._base.limits import shorten
+from relusym._exact.mantissas import exact_matvec_float, integer_matrix
 from relusym._exact.numbers import (
     as_exact_array,
     as_rational_vector,
     common_denominator,
-    exact_matvec_float,
     fraction_str,
     fractions_of,
-    integer_matrix,
     is_float_array,
     same_values,
     to_fraction,

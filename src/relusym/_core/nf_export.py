@@ -43,7 +43,8 @@ import numpy as np
 from relusym._base.fileio import atomic_write
 from relusym._core.normal_form import NormalForm
 from relusym._exact.decimal import bit_length
-from relusym._exact.numbers import float_parts, fraction_str, to_fraction
+from relusym._exact.mantissas import float_parts
+from relusym._exact.numbers import fraction_str, to_fraction
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["SCHEMA", "FULL_BY_DEFAULT", "write_canon_json", "export_normal_form", "read_export", "summary"]

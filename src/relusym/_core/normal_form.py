@@ -41,30 +41,25 @@ from relusym._core.digest import (
 )
 from relusym._core.network import Network, NeuronType
 from relusym._exact.decimal import bit_length, quotient_parts, render_cells
-from relusym._exact.numbers import (
-    dyadic_str,
+from relusym._exact.dtypes import exactly_in_dtype
+from relusym._exact.dtypes import float_or_inf as float_key_scalar
+from relusym._exact.hashing import (
     exact_float,
+    exact_products,
+    float_key,
+    quotient_row_hashes,
+    row_hash,
+    rows_proportional,
+)
+from relusym._exact.mantissas import (
     exact_matmul,
     exact_matmul_digits,
     exact_matmul_float,
-    exact_products,
-    exact_view,
-    exactly_in_dtype,
-    float_key,
     float_parts,
-    fraction_str,
-    fractions_of,
-    is_float_array,
     normalize_digits,
-    quotient_row_hashes,
-    row_hash,
     row_integers,
-    rows_proportional,
-    to_fraction,
 )
-from relusym._exact.numbers import (
-    float_or_inf as float_key_scalar,
-)
+from relusym._exact.numbers import dyadic_str, exact_view, fraction_str, fractions_of, is_float_array, to_fraction
 from relusym.errors import InvalidNetworkError
 
 _ZERO: Any = Fraction(0)
@@ -79,6 +74,11 @@ __all__ = [
     "kinks_json",
     "json_chunks",
     "float_key_scalar",
+    "Difference",
+    "compare",
+    "flip",
+    "match_classes",
+    "realize",
 ]
 
 

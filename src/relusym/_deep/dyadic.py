@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from relusym._exact.numbers import float_parts, is_float_array, to_fraction
+from relusym._exact.mantissas import float_parts
+from relusym._exact.numbers import is_float_array, to_fraction
 
 __all__ = [
     "Dyadic",

@@ -11,7 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._exact.numbers import common_denominator, integer_matrix, to_fraction
+from relusym._exact.mantissas import integer_matrix
+from relusym._exact.numbers import common_denominator, to_fraction
 
 __all__ = ["ExactEvaluator"]
 

@@ -2,7 +2,7 @@
 many rationals at once, in numpy, without one Python object per entry.
 
 A finite binary float x is exactly ``mant · 2^exp`` with ``mant`` an odd integer (or 0) of at most 53 bits
-(:func:`relusym._exact.numbers.float_parts`).  A quotient of two such floats is ``num / den · 2^d`` with ``num`` and
+(:func:`relusym._exact.mantissas.float_parts`).  A quotient of two such floats is ``num / den · 2^d`` with ``num`` and
 ``den`` odd and coprime (:func:`quotient_parts`); that triple is a canonical exact representation (equal values ⇔ equal
 triples), and the reduced fraction is ``(num · 2^max(d, 0)) / (den · 2^max(−d, 0))``.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._exact.numbers import float_parts
+from relusym._exact.mantissas import float_parts
 
 __all__ = ["n_digits", "float_parts", "quotient_parts", "bit_length", "render_cells", "fits", "PAIR_DIGITS", "Segment"]
 

@@ -32,6 +32,7 @@ __all__ = [
     "nonsingular_mod_p",
     "rank_mod_p",
     "residues_mod_p",
+    "Matrix",
 ]
 
 #: A fixed 62-bit prime (2**62 - 57), used by :func:`rank_mod_p` when asked for a word-size prime.

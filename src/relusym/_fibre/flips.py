@@ -24,15 +24,10 @@ from relusym._base.rng import RNGLike, as_generator
 from relusym._core.analysis import Analysis
 from relusym._core.network import Network
 from relusym._exact import linalg as linalg
-from relusym._exact.numbers import (
-    common_denominator,
-    float_key,
-    is_float_array,
-    rows_proportional,
-    to_fraction,
-)
+from relusym._exact.hashing import float_key, rows_proportional
+from relusym._exact.numbers import common_denominator, is_float_array, to_fraction
 
-__all__ = ["FlipSets", "flip_sets", "flip_sets_of", "flips_certified_absent"]
+__all__ = ["FlipSets", "flip_sets", "flip_sets_of", "flips_certified_absent", "LIST_LIMIT"]
 
 LIST_LIMIT = 200  # flip sets (and, in relusym.fiber, strata) listed in to_dict()
 

@@ -12,7 +12,7 @@ from relusym._core.normal_form import HyperplaneClasses
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym._fibre.configurations import ConfigurationSet, OwnConfiguration
 
-__all__: list[str] = []
+__all__: list[str] = ["configuration_r5", "generic_conditions", "rigidity_verdict"]
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ from relusym._core.analysis import Analysis, KinkData, Vec
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import HyperplaneClasses, normal_form
 from relusym._exact import linalg as linalg
-from relusym._exact.numbers import common_denominator, exactly_in_dtype, to_fraction
+from relusym._exact.dtypes import exactly_in_dtype
+from relusym._exact.numbers import common_denominator, to_fraction
 from relusym._fibre.configurations import Configuration, configurations, kink_neurons, own_configuration
 from relusym.errors import BudgetExceededError, InvalidNetworkError
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from relusym._core.network import Network
-from relusym._exact.numbers import float_key
+from relusym._exact.hashing import float_key
 from relusym._plots.style import CLASS_COLORS, fmt_vector
 from relusym.errors import InvalidNetworkError
 

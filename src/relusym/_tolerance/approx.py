@@ -31,7 +31,17 @@ import numpy as np
 from relusym._core.network import Network
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["ApproxVerdict", "equivalent_approx", "distance"]
+__all__ = [
+    "ApproxVerdict",
+    "equivalent_approx",
+    "distance",
+    "CHUNK",
+    "check_compatible",
+    "project",
+    "projector",
+    "row_dist",
+    "unique_rows",
+]
 
 NOT_TRANSITIVE = "tolerance equality is not transitive: θ1 ≈ θ2 and θ2 ≈ θ3 do not imply θ1 ≈ θ3"
 _PROJ_DIM = 12

@@ -20,7 +20,7 @@ import numpy as np
 from relusym._base.display import exact_and_approx, float_value
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
-from relusym._exact.numbers import cast_to_dtype, first_inexact, to_bfloat16_values
+from relusym._exact.dtypes import cast_to_dtype, first_inexact, to_bfloat16_values
 from relusym.errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
 __all__ = [

@@ -46,6 +46,7 @@ __all__ = [
     "to_estimator",
     "serializer_of",
     "read_back",
+    "LogitsOnlyWarning",
 ]
 
 NAME = "sklearn"

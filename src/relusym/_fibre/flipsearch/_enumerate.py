@@ -16,7 +16,7 @@ from relusym._exact import modular as modular
 from relusym._fibre.flipsearch._exact import IntMatrix, combos_zero, verify_sets
 from relusym._fibre.flipsearch._limbs import PackedLimbs, join_equal, limb_subset_sums, limbs_neg
 
-__all__ = []
+__all__ = ["BlockResult", "enumerate_nullspace", "mitm"]
 
 
 @dataclass

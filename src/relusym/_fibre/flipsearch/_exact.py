@@ -22,7 +22,18 @@ from relusym._exact import linalg as linalg
 from relusym._exact import modular as modular
 from relusym._exact.numbers import common_denominator, to_fraction
 
-__all__ = ["FlipFactors", "flip_factors", "flip_matrix", "is_flip_set"]
+__all__ = [
+    "FlipFactors",
+    "flip_factors",
+    "flip_matrix",
+    "is_flip_set",
+    "FLIP_PRIME",
+    "IntMatrix",
+    "combos_zero",
+    "python_combo_zero",
+    "verify_sets",
+    "wrap",
+]
 
 FLIP_PRIME = linalg.FAST_PRIMES[0]
 

@@ -38,7 +38,7 @@ from relusym._fibre.flipsearch._limbs import (
     words_key,
 )
 
-__all__ = []
+__all__ = ["ktree_search", "log2_count_estimate"]
 
 # The plan's expected number of solutions rests on a heuristic entropy model that is off by a few
 # bits either way; trees are scored as if they expected 2**_MARGIN times fewer solutions than planned.

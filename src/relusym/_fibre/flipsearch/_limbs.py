@@ -22,7 +22,19 @@ import numpy as np
 
 from relusym._exact.subsets import subset_sums_by_doubling
 
-__all__ = []
+__all__ = [
+    "PackedLimbs",
+    "PackedWords",
+    "bits_key",
+    "join_equal",
+    "limb_subset_sums",
+    "limbs_add",
+    "limbs_neg",
+    "pack",
+    "pack_words",
+    "two_adic",
+    "words_key",
+]
 
 _LB = 56  # bits per limb of the exact multi-limb integers
 _LMASK = (1 << _LB) - 1
