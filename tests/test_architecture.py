@@ -336,8 +336,7 @@ def test_every_error_has_the_one_root() -> None:
     assert not stray, f"exception classes outside the RelusymError root: {stray}"
 
 
-# Exception classes outside the root, each argued.  A user never sees the first; the second is to join the root.
+# Exception classes outside the root, each argued: a user never sees these.
 OUTSIDE_THE_ROOT = {
     "_deep.line.LineBudget": "control flow: raised and caught inside relusym (_deep.decide, _plots.deep)",
-    "_deep.decide.UndecidedError": "bool() of an undecided deep verdict: to become a RelusymError (owner of _deep)",
 }

@@ -34,14 +34,14 @@ from relusym._deep.reduce import Reduced, Reduction, reduce_layers, rows_to_mlp
 from relusym._deep.rows import Row, primitive, rational_rows, unsigned
 from relusym._deep.symmetry import DeepSymmetry, Mismatch, align_layers, apply_moves
 from relusym._exact.numbers import as_float64
-from relusym.errors import InvalidNetworkError
+from relusym.errors import InvalidNetworkError, RelusymError
 
 __all__ = ["DeepVerdict", "DeepCertificate", "equivalent_deep", "UndecidedError"]
 
 EQUAL, DIFFERENT, UNDECIDED = "equal", "different", "undecided"
 
 
-class UndecidedError(ValueError):
+class UndecidedError(RelusymError, ValueError):
     """``bool()`` of an undecided verdict: the question was not settled within the budget."""
 
 
