@@ -174,13 +174,13 @@ def _dual_value(net: MLP, cert: Any, region: tuple[tuple[Fraction, ...], tuple[F
         total += max(lam[i] * max(z, Fraction(0)) - mu[i] * z for z in cands)
     lam_x = [sum((mu[i] * W1[i][q] for i in range(len(W1))), Fraction(0)) for q in range(len(lo))]
     total += sum((max(v * a, v * c) for v, a, c in zip(lam_x, lo, hi, strict=True)), Fraction(0))
-    return total
+    return Fraction(total)
 
 
 def test_lp_proofs_are_exact_dual_bounds() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10)
+    res = unit_status(net, box, budget=10, phases=False)
     assert res.statuses[1][:2] == ("dead", "active")
     layers = ExactLayers.of(net)
     grid = [exact_preactivations(layers, x) for x in _grid(box, 16)]
@@ -203,7 +203,7 @@ def test_lp_proofs_are_exact_dual_bounds() -> None:
 def test_tampered_certificates_are_rejected() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10)
+    res = unit_status(net, box, budget=10, phases=False)
     c = res.certificates[1][0]
     i = next(k for k, p in enumerate(c.proofs) if p is not None)
     p = c.proofs[i]
