@@ -16,7 +16,8 @@ the box, or "undecided"), and for ``f16`` ``distance_on_deep`` (an exact lower b
 upper bound).  MILP: for each output i and sign, max ±(f1_i − f2_i) over the box with both networks encoded by
 big-M (bounds by float interval arithmetic, as a user would), scipy.optimize.milp (HiGHS), the pair's time split
 evenly; verdict "equal" when every program is optimal with value ≤ 1e-9, "different" when one finds a value
-> 1e-9 (its maximizer then checked exactly here), else "timeout".  Floats decide the MILP's verdicts: they are
+> 1e-9 (its maximizer then checked exactly here), "error" when HiGHS reports a solve error (scipy 1.x's HiGHS
+does on some of these programs, also on small ones), else "timeout".  Floats decide the MILP's verdicts: they are
 not proofs.  ReluDiff / VeriPrune are not run (they need ELINA and C builds that this machine does not have).
 """
 
@@ -135,13 +136,14 @@ def milp_pair(a: MLP, b: MLP, box: Box, limit: float) -> tuple[str, float, str]:
     k = a.k
     T = len(W) - 1
     each = limit / (2 * k)
-    best, all_opt, arg = 0.0, True, None
+    best, all_opt, arg, errors = 0.0, True, None, 0
     for i in range(k):
         for sg in (1.0, -1.0):
             c = np.zeros(2 * k)
             c[i], c[k + i] = sg, -sg
             r = milp_max(W, B, lo, hi, L, U, T, c, each)
             all_opt &= r.optimal
+            errors += r.status == 4
             if r.value is not None and r.value > best:
                 best, arg = r.value, r.x
     dt = time.perf_counter() - t0
@@ -151,6 +153,8 @@ def milp_pair(a: MLP, b: MLP, box: Box, limit: float) -> tuple[str, float, str]:
         return "different", dt, f"max gap found {best:.3g} (exact at its input: {float(gap):.3g})"
     if all_opt:
         return "equal", dt, f"every program optimal, max gap {best:.3g}"
+    if errors:
+        return "error", dt, f"HiGHS 'solve error' in {errors} of {2 * k} programs; best gap found {best:.3g}"
     return "timeout", dt, f"best gap found {best:.3g}"
 
 

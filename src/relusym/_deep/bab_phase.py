@@ -57,8 +57,10 @@ _BITS = 40
 
 @dataclass(frozen=True)
 class LayerProof:
-    """Bounds of layer ``layer`` on the box: signs[r]·z[layer][units[r]] ≤ values[r], by the Lagrangian with
-    μ_k[r] = mus[k][r] / 2^shifts[k] (k < layer), evaluated on the tightened bounds of the earlier layers."""
+    """Bounds of layer ``layer`` on the box, one per target r: sign_r · z(layer, unit_r) ≤ value_r (``signs``,
+    ``units``, ``values``), by the Lagrangian with the multipliers of target r on layer k < ``layer`` equal to row
+    r of ``mus`` (layer k) over 2 to the power ``shifts`` (layer k), evaluated on the tightened bounds of the
+    earlier layers."""
 
     layer: int
     signs: tuple[int, ...]

@@ -162,13 +162,14 @@ def equivalent_on_deep(a: Any, b: Any, domain: Any, *, budget: float = 5.0, seed
     quick = _by_symmetry(n1, n2, box, budget)
     if quick is not None:
         return quick
-    for x in _samples(box, 64, seed):
+    L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
+    screened = [x for x in _float_argmax(L1, L2, box, 4096, seed, 8) if box.contains(x, strict=True)]
+    for x in screened + _samples(box, 64, seed):
         y1, y2 = _values(n1, n2, x)
         if y1 != y2:
             return DeepVerdict(
                 "different", "an exact input inside the box where the outputs differ", None, Counterexample(x, y1, y2)
             )
-    L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
     stack = [(box.lo, box.hi)]
     leaves = 0
     while stack:

@@ -19,12 +19,13 @@ __all__ = ["MilpResult", "milp_max"]
 @dataclass(frozen=True)
 class MilpResult:
     """HiGHS's answer: ``value`` of the best point found (None when none), ``bound`` its proved-in-floats upper
-    bound, ``x`` the best input, ``optimal`` when the gap is closed."""
+    bound, ``x`` the best input, ``optimal`` when the gap is closed, ``status`` scipy's (4: HiGHS's "solve error")."""
 
     value: float | None
     bound: float
     x: np.ndarray | None
     optimal: bool
+    status: int = 0
 
 
 def milp_max(
@@ -87,7 +88,9 @@ def milp_max(
             np.asarray(b[k], dtype=np.float64),
             n,
         )
-        dead, act = u <= 0, l >= 0
+        # a unit whose range is within 1e-7 of one side is taken as settled (big-M rows with tiny coefficients
+        # make HiGHS report solve errors); the MILP is a float proposer, never a proof
+        dead, act = u <= 1e-7, (l >= -1e-7) & (u > 1e-7)
         cross = ~dead & ~act
         lb[oh[k] : oh[k] + n] = np.where(act, l, 0.0)
         ub[oh[k] : oh[k] + n] = np.where(dead, 0.0, u)
@@ -133,4 +136,4 @@ def milp_max(
     value = None if res.fun is None else const - float(res.fun)
     dual = getattr(res, "mip_dual_bound", None)
     bound = const - float(dual) if dual is not None and np.isfinite(dual) else (value if res.status == 0 else np.inf)
-    return MilpResult(value, float(bound if bound is not None else np.inf), x_out, res.status == 0)
+    return MilpResult(value, float(bound if bound is not None else np.inf), x_out, res.status == 0, int(res.status))
