@@ -197,3 +197,15 @@ def test_lp_maximizers_give_crossing_witnesses_inside_the_box(seed: int) -> None
                 assert zn < 0 < zp
             elif c.status != "undecided":
                 assert check_certificate(net, BOX, c)
+
+
+def test_batch_checking_agrees_with_one_by_one() -> None:
+    from relusym._deep.status import check_certificates
+
+    net = _net(13)
+    res = unit_status(net, BOX, budget=60, samples=64)
+    certs = [c for lay in res.certificates for c in lay if c.status != "undecided"]
+    bad = [replace(c, bound=(c.bound or Fraction(0)) + (1 if c.status == "dead" else -1)) for c in certs if c.bound]
+    mixed = certs + bad + certs
+    assert check_certificates(net, BOX, mixed) == [check_certificate(net, BOX, c) for c in mixed]
+    assert all(check_certificates(net, BOX, certs)) and not any(check_certificates(net, BOX, bad))

@@ -52,6 +52,7 @@ __all__ = [
     "UnitStatus",
     "unit_status",
     "check_certificate",
+    "check_certificates",
     "check_budget",
     "bounding_box",
     "statuses_of",
@@ -619,71 +620,119 @@ def _covers(regions: Sequence[Region], root: Region) -> bool:
     return sum((vol(r) for r in regions), Fraction(0)) == vol(root)
 
 
+class _Checker:
+    """What checking certificates of one network on one domain shares: the exact layers, the domain's box and
+    the bound tables of the regions (a table for more layers holds the same bounds for the earlier ones)."""
+
+    def __init__(self, net: Any, domain: Any) -> None:
+        self.mlp = as_mlp(net)
+        self.dom = as_domain(domain, self.mlp.m)
+        self.layers = ExactLayers.of(self.mlp)
+        self._root: Region | None = None
+        self._first: tuple[list[Fraction], list[Fraction]] | None = None
+        self._tables: dict[Region, BoundTable] = {}
+        self._tight: dict[int, tuple[TightBounds, tuple[list[list[Fraction]], list[list[Fraction]]] | None]] = {}
+
+    @property
+    def root(self) -> Region:
+        if self._root is None:
+            self._root = bounding_box(self.dom)
+        return self._root
+
+    def table(self, r: Region, upto: int) -> BoundTable:
+        t = self._tables.get(r)
+        if t is None or len(t.lower) <= upto:
+            first = None
+            if isinstance(self.dom, Polytope) and r == self.root:
+                if self._first is None:
+                    self._first = _first_layer_exact(self.dom, self.layers)
+                first = self._first
+            t = certified_bounds(self.layers, r[0], r[1], upto, first=first)
+            self._tables[r] = t
+        return t
+
+    def tight(self, tb: TightBounds) -> tuple[list[list[Fraction]], list[list[Fraction]]] | None:
+        hit = self._tight.get(id(tb))
+        if hit is None or hit[0] is not tb:
+            hit = (tb, tight_bounds(self.layers, tb))
+            self._tight[id(tb)] = hit
+        return hit[1]
+
+    def check(self, cert: UnitCertificate) -> bool:
+        layers, dom = self.layers, self.dom
+        ell, j = cert.layer - 1, cert.unit
+        if not (0 <= ell < layers.hidden and 0 <= j < layers.widths[ell + 1]):
+            return False
+        if cert.status == CROSSING:
+            if cert.negative is None or cert.positive is None:
+                return False
+            if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
+                return False
+            zn = exact_preactivations(layers, cert.negative)[ell][j]
+            zp = exact_preactivations(layers, cert.positive)[ell][j]
+            return zn < 0 < zp and cert.values == (zn, zp)
+        if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
+            return False
+        root = self.root
+        if cert.method == "phase-bab":
+            return _check_phases(self, cert)
+        if not _covers(cert.regions, root):
+            return False
+        if cert.proofs and len(cert.proofs) != len(cert.regions):
+            return False
+        lp = cert.method == "lp"
+        if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
+            return False
+        worst: Fraction | None = None
+        for i, r in enumerate(cert.regions):
+            t = self.table(r, ell - 1 if lp else ell)
+            if lp:
+                il, iu = _interval_unit(layers, t, ell, j)
+                v = iu if cert.status == DEAD else il
+            else:
+                v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
+            p = cert.proofs[i] if cert.proofs else None
+            if p is not None:
+                if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
+                    return False
+                if not check_proof(layers, p, r, t.lower, t.upper):
+                    return False
+                v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
+            if worst is None or (v > worst if cert.status == DEAD else v < worst):
+                worst = v
+        if worst is None:
+            return False
+        return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
+
+
 def check_certificate(net: MLP, domain: Any, cert: UnitCertificate) -> bool:
     """Re-check one certificate exactly: the witnesses' values by exact evaluation (and that they lie in the
     domain), or every region's bound recomputed exactly and the regions covering the domain's box."""
-    mlp = as_mlp(net)
-    dom = as_domain(domain, mlp.m)
-    layers = ExactLayers.of(mlp)
-    ell, j = cert.layer - 1, cert.unit
-    if cert.status == CROSSING:
-        if cert.negative is None or cert.positive is None:
-            return False
-        if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
-            return False
-        zn = exact_preactivations(layers, cert.negative)[ell][j]
-        zp = exact_preactivations(layers, cert.positive)[ell][j]
-        return zn < 0 < zp and cert.values == (zn, zp)
-    if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
-        return False
-    root = bounding_box(dom)
-    if cert.method == "phase-bab":
-        return _check_phases(layers, dom, root, cert)
-    if not _covers(cert.regions, root):
-        return False
-    first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
-    if cert.proofs and len(cert.proofs) != len(cert.regions):
-        return False
-    lp = cert.method == "lp"
-    if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
-        return False
-    worst: Fraction | None = None
-    for i, r in enumerate(cert.regions):
-        t = certified_bounds(layers, r[0], r[1], ell - 1 if lp else ell, first=first if r == root else None)
-        if lp:
-            il, iu = _interval_unit(layers, t, ell, j)
-            v = iu if cert.status == DEAD else il
-        else:
-            v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
-        p = cert.proofs[i] if cert.proofs else None
-        if p is not None:
-            if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
-                return False
-            if not check_proof(layers, p, r, t.lower, t.upper):
-                return False
-            v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
-        if worst is None or (v > worst if cert.status == DEAD else v < worst):
-            worst = v
-    if worst is None:
-        return False
-    return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
+    return _Checker(net, domain).check(cert)
 
 
-def _check_phases(layers: ExactLayers, dom: Box | Polytope, root: Region, cert: UnitCertificate) -> bool:
+def check_certificates(net: MLP, domain: Any, certs: Sequence[UnitCertificate]) -> list[bool]:
+    """:func:`check_certificate` for many certificates of one network and domain, the exact bound tables of the
+    regions computed once and shared (each certificate is still checked on its own)."""
+    checker = _Checker(net, domain)
+    return [checker.check(c) for c in certs]
+
+
+def _check_phases(ck: _Checker, cert: UnitCertificate) -> bool:
     """A phase branch and bound certificate: the bounds of the earlier layers recomputed (the box's table, or the
     LP-tightened bounds from their proofs), the leaves' fixes covering every input, each leaf's proof exact."""
+    layers, root = ck.layers, ck.root
     ell, j = cert.layer - 1, cert.unit
     if ell < 1 or cert.regions != (root,) or not cert.phases or len(cert.phases) != len(cert.proofs):
         return False
-    first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
-    t = certified_bounds(layers, root[0], root[1], ell - 1, first=first)
+    t = ck.table(root, ell - 1)
     lower: Sequence[Sequence[Fraction]] = t.lower
     upper: Sequence[Sequence[Fraction]] = t.upper
     if cert.tight is not None:
         tb = cert.tight
         if tb.box != root or tb.first != (t.lower[0], t.upper[0]):
             return False
-        lu = tight_bounds(layers, tb)
+        lu = ck.tight(tb)
         if lu is None or len(lu[0]) < ell:
             return False
         lower, upper = lu
