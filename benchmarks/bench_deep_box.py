@@ -1,7 +1,7 @@
 """Unit statuses of the 45 ACAS Xu networks on the input box each NNet file records (issue 22).
 
     python benchmarks/bench_deep_box.py [--budget SECONDS] [--samples N] [--first F] [--files K] [--check]
-                                        [--no-phases] [--tighten]
+                                        [--search box|phases|box+phases] [--tighten]
 
 Reads /work/shared/data/acasxu/*.nnet with ``relusym.load`` (the input normalisation folded into the first layer
 exactly, so the network takes raw inputs) on the box ``relusym.io.input_box(path)`` (raw units: the min/max the
@@ -10,8 +10,9 @@ file records).  The output normalisation, affine after the last layer, changes n
 Per network: dead / active / crossing / undecided from relusym's exact statuses (``--budget`` seconds each,
 ``--samples`` float samples for the witnesses), the time, the units plain interval bound propagation (float) finds
 dead/active, and what 200,000 uniform samples suggest (a unit seen with both signs is "crossing"; one seen only
-≤ 0 "dead"; only ≥ 0 "active").  ``--no-phases`` runs the input-box branch and bound alone (the baseline of
-the phase branch and bound), ``--tighten`` the phase search on LP-tightened bounds of the earlier layers.
+≤ 0 "dead"; only ≥ 0 "active").  ``--search box`` runs the input-box branch and bound alone (the baseline),
+``phases`` the phase branch and bound alone, ``box+phases`` (default) both; ``--tighten`` the phase search on
+LP-tightened bounds of the earlier layers.
 ``--check`` re-checks every certificate with ``check_certificates`` (timed separately).  The totals
 give wall and CPU time and the load average.
 """
@@ -83,7 +84,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=45)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--first", type=int, default=0, help="skip the first FIRST files")
-    ap.add_argument("--no-phases", action="store_true", help="the input-box branch and bound only (the baseline)")
+    ap.add_argument("--search", default="box+phases", choices=["box", "phases", "box+phases"])
     ap.add_argument("--tighten", action="store_true", help="phase search on LP-tightened bounds")
     args = ap.parse_args()
     tot = {"dead": 0, "active": 0, "crossing": 0, "undecided": 0}
@@ -101,7 +102,7 @@ def main() -> None:
             box,
             budget=args.budget,
             samples=args.samples,
-            phases=not args.no_phases,
+            search=args.search,
             tighten_bounds=args.tighten,
         )
         dt = time.perf_counter() - t0

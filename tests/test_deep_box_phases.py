@@ -34,7 +34,7 @@ def _grid(box: Box, n: int) -> list[tuple[Fraction, ...]]:
 
 
 def _phase_certs(net: MLP, box: Box) -> list[UnitCertificate]:
-    res = unit_status(net, box, budget=60, samples=64)  # generous: the searches end long before
+    res = unit_status(net, box, budget=60, samples=64, search="phases")  # generous: the searches end long before
     return [c for lay in res.certificates for c in lay if c.method == "phase-bab"]
 
 
@@ -165,7 +165,7 @@ def test_tightened_bounds_are_valid_and_rechecked() -> None:
 @pytest.mark.parametrize("seed", [37, pytest.param(20, marks=pytest.mark.slow)])
 def test_phase_search_on_tightened_bounds(seed: int) -> None:
     net = _net(seed)
-    res = unit_status(net, BOX, budget=120, samples=64, tighten_bounds=True)
+    res = unit_status(net, BOX, budget=120, samples=64, search="phases", tighten_bounds=True)
     certs = [c for lay in res.certificates for c in lay if c.method == "phase-bab"]
     assert certs and all(c.tight is not None for c in certs)
     for c in certs:
@@ -175,7 +175,7 @@ def test_phase_search_on_tightened_bounds(seed: int) -> None:
     wrong_first = replace(c.tight, first=(c.tight.first[0], tuple(v + 1 for v in c.tight.first[1])))
     assert not check_certificate(net, BOX, replace(c, tight=wrong_first))
     # the statuses are those of the search on the plain table
-    plain = unit_status(net, BOX, budget=5, samples=64)
+    plain = unit_status(net, BOX, budget=60, samples=64, search="phases")
     for a, b in zip(plain.statuses, res.statuses, strict=True):
         for s1, s2 in zip(a, b, strict=True):
             assert "undecided" in (s1, s2) or s1 == s2
@@ -185,7 +185,7 @@ def test_phase_search_on_tightened_bounds(seed: int) -> None:
 def test_lp_maximizers_give_crossing_witnesses_inside_the_box(seed: int) -> None:
     net = _net(100 + seed)
     # no sampling at all: the crossing witnesses come from the corners, the LP maximizers and the searches
-    res = unit_status(net, BOX, budget=5, samples=0)
+    res = unit_status(net, BOX, budget=5, samples=0, search="phases")
     layers = ExactLayers.of(net)
     for lay in res.certificates:
         for c in lay:
@@ -203,9 +203,16 @@ def test_batch_checking_agrees_with_one_by_one() -> None:
     from relusym._deep.status import check_certificates
 
     net = _net(13)
-    res = unit_status(net, BOX, budget=60, samples=64)
+    res = unit_status(net, BOX, budget=60, samples=64, search="box+phases")
     certs = [c for lay in res.certificates for c in lay if c.status != "undecided"]
     bad = [replace(c, bound=(c.bound or Fraction(0)) + (1 if c.status == "dead" else -1)) for c in certs if c.bound]
     mixed = certs + bad + certs
     assert check_certificates(net, BOX, mixed) == [check_certificate(net, BOX, c) for c in mixed]
     assert all(check_certificates(net, BOX, certs)) and not any(check_certificates(net, BOX, bad))
+
+
+def test_search_is_validated() -> None:
+    from relusym.errors import InvalidNetworkError
+
+    with pytest.raises(InvalidNetworkError, match="search"):
+        unit_status(_net(0), BOX, search="milp")

@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
+_PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
+_SEARCHES = ("box", "phases", "box+phases")
 Point = tuple[Fraction, ...]
 Region = tuple[Point, Point]
 
@@ -527,19 +529,22 @@ def unit_status(
     samples: int = 4096,
     seed: int = 0,
     max_leaves: int = 4096,
-    phases: bool = True,
+    search: str = "box+phases",
     tighten_bounds: bool = False,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
 
     ``samples`` random points (plus the centre and, for m ≤ 10, the corners of a box) propose the crossing
     witnesses, each confirmed by exact evaluation; ``budget`` seconds bound the branch and bound, ``max_leaves``
-    the boxes (or phase leaves) it may open per unit.  ``phases``: first branch and bound on the phases of the
-    earlier units (:mod:`relusym._deep.bab_phase`, each leaf's LP maximizer also a witness), then on the input
-    box; ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept
-    in the certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
+    the boxes (or phase leaves) it may open per unit.  ``search``: ``"box"`` (branch and bound on the input box),
+    ``"phases"`` (on the phases of the earlier units, :mod:`relusym._deep.bab_phase`, each leaf's LP maximizer
+    also a witness) or ``"box+phases"`` (the box first, then the phases with the unit's remaining time);
+    ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
+    certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
     start = time.monotonic()
     deadline = start + check_budget(budget)
+    if search not in _SEARCHES:
+        raise InvalidNetworkError(f"search must be one of {', '.join(_SEARCHES)}, got {search!r}")
     mlp = as_mlp(net)
     dom = as_domain(domain, mlp.m)
     layers = ExactLayers.of(mlp)
@@ -551,8 +556,8 @@ def unit_status(
         wit.search_box(root, max(0, int(samples)), seed, deadline)
     else:
         wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
-    search = _Search(layers, dom, root, wit, deadline)
-    table = search.table(root, layers.hidden - 1) if layers.hidden else None
+    search_ = _Search(layers, dom, root, wit, deadline)
+    table = search_.table(root, layers.hidden - 1) if layers.hidden else None
     certs: list[list[UnitCertificate]] = []
     pending: list[tuple[int, int]] = []
     for ell in range(layers.hidden):
@@ -566,16 +571,21 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
-    phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if phases and table is not None else None
+    use_box, use_phases = search in ("box", "box+phases"), search in ("phases", "box+phases")
+    phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):
         left = len(pending) - i
         share = time.monotonic() + 2 * max(0.0, deadline - time.monotonic()) / left
         c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else None
+        if c2 is None and use_box:
+            first_part = (
+                share
+                if phase is None or ell == 0
+                else time.monotonic() + (share - time.monotonic()) * (1 - _PHASE_SHARE)
+            )
+            c2 = search_.run(ell, j, max_leaves, first_part)
         if c2 is None and phase is not None and ell > 0:
-            mid = time.monotonic() + (share - time.monotonic()) * 0.75
-            c2 = phase.run(ell, j, max_leaves, min(mid, deadline))
-        if c2 is None:
-            c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else search.run(ell, j, max_leaves, share)
+            c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else phase.run(ell, j, max_leaves, share)
         if c2 is None:
             c2 = UnitCertificate(
                 ell + 1,
