@@ -529,7 +529,7 @@ def unit_status(
     samples: int = 4096,
     seed: int = 0,
     max_leaves: int = 4096,
-    search: str = "box+phases",
+    search: str = "box",
     tighten_bounds: bool = False,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
@@ -538,7 +538,8 @@ def unit_status(
     witnesses, each confirmed by exact evaluation; ``budget`` seconds bound the branch and bound, ``max_leaves``
     the boxes (or phase leaves) it may open per unit.  ``search``: ``"box"`` (branch and bound on the input box),
     ``"phases"`` (on the phases of the earlier units, :mod:`relusym._deep.bab_phase`, each leaf's LP maximizer
-    also a witness) or ``"box+phases"`` (the box first, then the phases with the unit's remaining time);
+    also a witness) or ``"box+phases"`` (the box first, then the phases with 30% of the unit's time); on ACAS Xu
+    the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
     certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
     start = time.monotonic()
