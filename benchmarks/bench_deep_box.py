@@ -1,6 +1,7 @@
 """Unit statuses of the 45 ACAS Xu networks on the input box each NNet file records (issue 22).
 
-    python benchmarks/bench_deep_box.py [--budget SECONDS] [--samples N] [--files K] [--check]
+    python benchmarks/bench_deep_box.py [--budget SECONDS] [--samples N] [--first F] [--files K] [--check]
+                                        [--search box|phases|box+phases] [--tighten]
 
 Reads /work/shared/data/acasxu/*.nnet with ``relusym.load`` (the input normalisation folded into the first layer
 exactly, so the network takes raw inputs) on the box ``relusym.io.input_box(path)`` (raw units: the min/max the
@@ -9,14 +10,18 @@ file records).  The output normalisation, affine after the last layer, changes n
 Per network: dead / active / crossing / undecided from relusym's exact statuses (``--budget`` seconds each,
 ``--samples`` float samples for the witnesses), the time, the units plain interval bound propagation (float) finds
 dead/active, and what 200,000 uniform samples suggest (a unit seen with both signs is "crossing"; one seen only
-≤ 0 "dead"; only ≥ 0 "active").  ``--check`` re-checks every dead/active certificate with ``check_certificate``
-(timed separately).
+≤ 0 "dead"; only ≥ 0 "active").  ``--search box`` (default) runs the input-box branch and bound alone,
+``phases`` the phase branch and bound alone, ``box+phases`` both; ``--tighten`` the phase search on
+LP-tightened bounds of the earlier layers.
+``--check`` re-checks every certificate with ``check_certificates`` (timed separately).  The totals
+give wall and CPU time and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import os
 import time
 import warnings
 
@@ -25,7 +30,7 @@ import numpy as np
 import relusym
 from relusym._bounded.domain import Box
 from relusym._deep.mlp import MLP
-from relusym._deep.status import check_certificate, unit_status
+from relusym._deep.status import check_certificates, unit_status
 
 DATA = "/work/shared/data/acasxu"
 
@@ -78,25 +83,35 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=50_000)
     ap.add_argument("--files", type=int, default=45)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--first", type=int, default=0, help="skip the first FIRST files")
+    ap.add_argument("--search", default="box", choices=["box", "phases", "box+phases"])
+    ap.add_argument("--tighten", action="store_true", help="phase search on LP-tightened bounds")
     args = ap.parse_args()
     tot = {"dead": 0, "active": 0, "crossing": 0, "undecided": 0}
     itot = [0, 0]
     stot = [0, 0, 0]
-    t_all = t_check = 0.0
+    t_all = t_check = t_cpu = 0.0
     bad = 0
     print("network   dead active crossing undecided  time_s | ibp_dead ibp_active | samp_dead samp_active samp_cross")
-    for path in sorted(glob.glob(f"{DATA}/*.nnet"))[: args.files]:
+    for path in sorted(glob.glob(f"{DATA}/*.nnet"))[args.first : args.first + args.files]:
         net, box = read(path)
         t0 = time.perf_counter()
-        st = unit_status(net, box, budget=args.budget, samples=args.samples)
+        c0 = time.process_time()
+        st = unit_status(
+            net,
+            box,
+            budget=args.budget,
+            samples=args.samples,
+            search=args.search,
+            tighten_bounds=args.tighten,
+        )
         dt = time.perf_counter() - t0
         t_all += dt
+        t_cpu += time.process_time() - c0
         if args.check:
             t1 = time.perf_counter()
-            for lay in st.certificates:
-                for c in lay:
-                    if c.status != "undecided" and not check_certificate(net, box, c):
-                        bad += 1
+            certs = [cert for lay in st.certificates for cert in lay if cert.status != "undecided"]
+            bad += sum(not ok for ok in check_certificates(net, box, certs))
             t_check += time.perf_counter() - t1
         c = st.counts()
         for key in tot:
@@ -118,6 +133,7 @@ def main() -> None:
         f"total    {tot['dead']:5d} {tot['active']:6d} {tot['crossing']:8d} {tot['undecided']:9d} {t_all:7.1f} | "
         f"{itot[0]:8d} {itot[1]:10d} | {stot[0]:9d} {stot[1]:11d} {stot[2]:10d}"
     )
+    print(f"wall {t_all:.1f} s, CPU {t_cpu:.1f} s, load average {os.getloadavg()[0]:.2f}")
     if args.check:
         print(f"certificates re-checked in {t_check:.1f} s: {bad} rejected")
 

@@ -174,13 +174,13 @@ def _dual_value(net: MLP, cert: Any, region: tuple[tuple[Fraction, ...], tuple[F
         total += max(lam[i] * max(z, Fraction(0)) - mu[i] * z for z in cands)
     lam_x = [sum((mu[i] * W1[i][q] for i in range(len(W1))), Fraction(0)) for q in range(len(lo))]
     total += sum((max(v * a, v * c) for v, a, c in zip(lam_x, lo, hi, strict=True)), Fraction(0))
-    return total
+    return Fraction(total)
 
 
 def test_lp_proofs_are_exact_dual_bounds() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10)
+    res = unit_status(net, box, budget=10, search="box")
     assert res.statuses[1][:2] == ("dead", "active")
     layers = ExactLayers.of(net)
     grid = [exact_preactivations(layers, x) for x in _grid(box, 16)]
@@ -203,7 +203,7 @@ def test_lp_proofs_are_exact_dual_bounds() -> None:
 def test_tampered_certificates_are_rejected() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10)
+    res = unit_status(net, box, budget=10, search="box")
     c = res.certificates[1][0]
     i = next(k for k, p in enumerate(c.proofs) if p is not None)
     p = c.proofs[i]
@@ -247,3 +247,84 @@ def test_units_the_reductions_remove_as_dead_are_dead_on_every_box(
     res = unit_status(planted, box, budget=2)
     assert res.statuses[1][2] == "dead"
     assert check_certificate(planted, box, res.certificates[1][2])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# equal on the box by the per-layer group once the box-dead units are removed
+
+
+def _structural_copy(net: MLP, box: Box, seed: int) -> MLP:
+    """Each hidden layer permuted and scaled by powers of two, plus a first-layer unit dead on the box only."""
+    rng = np.random.default_rng(seed)
+    W = [[[Fraction(v) for v in r] for r in w.tolist()] for w in net.weights]
+    b = [[Fraction(v) for v in v_.tolist()] for v_ in net.biases]
+    for ell in range(len(W) - 1):
+        p = rng.permutation(len(W[ell]))
+        s = [Fraction(2) ** int(e) for e in rng.integers(-2, 3, len(p))]
+        W[ell] = [[v * s[i] for v in W[ell][p[i]]] for i in range(len(p))]
+        b[ell] = [b[ell][p[i]] * s[i] for i in range(len(p))]
+        W[ell + 1] = [[row[p[i]] / s[i] for i in range(len(p))] for row in W[ell + 1]]
+    W[0].append([Fraction(1)] * net.m)
+    b[0].append(-sum(box.hi, Fraction(0)) - 1)
+    for row in W[1]:
+        row.append(Fraction(5))
+    return MLP(W, b)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_structurally_equal_copies_are_equal_on_the_box(seed: int) -> None:
+    from relusym._deep.box_decide import without_box_dead
+
+    box = Box([-1, 0], [1, 2])
+    net = _random_net(seed)
+    other = _structural_copy(net, box, seed)
+    # the planted unit fires outside the box: the copies differ on ℝ^m
+    far = (Fraction(10), Fraction(10))
+    assert net.evaluate_exact(far) != other.evaluate_exact(far)
+    v = equivalent_on_deep(net, other, box, budget=5)
+    assert v.status == "equal" and v.certificate is not None
+    reduced, removed = without_box_dead(other, box)
+    assert (1, len(other.weights[0]) - 1) in removed
+    layers = ExactLayers.of(other)
+    for x in _grid(box, 8):
+        assert net.evaluate_exact(x) == other.evaluate_exact(x) == reduced.evaluate_exact(x)
+        z = exact_preactivations(layers, x)
+        assert all(z[ell - 1][j] <= 0 for ell, j in removed)
+    # a copy with the planted unit's weight into layer 2 changed inside the box is not equal
+    W = [w.tolist() for w in other.weights]
+    W[0][-1] = [Fraction(0), Fraction(0)]
+    bb = [v_.tolist() for v_ in other.biases]
+    bb[0][-1] = Fraction(1)  # now active everywhere: adds 5 to every second-layer unit
+    changed = MLP(W, bb)
+    v2 = equivalent_on_deep(net, changed, box, budget=5)
+    assert v2.status == "different" and v2.counterexample is not None
+    assert box.contains(v2.counterexample.x, strict=True)
+    assert net.evaluate_exact(v2.counterexample.x) != changed.evaluate_exact(v2.counterexample.x)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_difference_bounds_are_sound(seed: int) -> None:
+    from relusym._deep.bounds import certified_bounds
+    from relusym._deep.box_decide import _Diff
+
+    box = Box([-1, 0], [1, 2])
+    net = _random_net(seed)
+    rng = np.random.default_rng(seed)
+    W = [[[Fraction(v) + Fraction(int(rng.integers(-2, 3)), 64) for v in r] for r in w.tolist()] for w in net.weights]
+    near = MLP(W, [v.tolist() for v in net.biases])
+    L1, L2 = ExactLayers.of(net), ExactLayers.of(near)
+    diff = _Diff(L1, L2)
+    grid = _grid(box, 12)
+    gaps = [max(abs(p - q) for p, q in zip(net.evaluate_exact(x), near.evaluate_exact(x), strict=True)) for x in grid]
+    for lo, hi in [(box.lo, box.hi), ((Fraction(0), Fraction(0)), (Fraction(1), Fraction(1)))]:
+        t1, t2 = certified_bounds(L1, lo, hi, L1.hidden), certified_bounds(L2, lo, hi, L2.hidden)
+        u = diff.bound(t1, t2, lo, hi)
+        inside = [
+            g for x, g in zip(grid, gaps, strict=True) if all(a <= v <= b for a, v, b in zip(lo, x, hi, strict=True))
+        ]
+        assert max(inside) <= u
+    d = distance_on_deep(net, near, box, budget=3)
+    assert max(gaps) <= d.upper and d.lower <= d.upper
+    assert d.lower == max(
+        abs(p - q) for p, q in zip(net.evaluate_exact(d.point), near.evaluate_exact(d.point), strict=True)
+    )

@@ -22,12 +22,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from relusym._bounded.domain import Box, DomainDistance, as_domain
 from relusym._core.equivalence import Counterexample
-from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds
-from relusym._deep.decide import DeepCertificate, DeepVerdict
+from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds, interval_bounds
+from relusym._deep.decide import DeepCertificate, DeepVerdict, equivalent_deep
 from relusym._deep.mlp import MLP, as_mlp
+from relusym._deep.reduce import rows_to_mlp
+from relusym._deep.rows import rational_rows
 from relusym._deep.status import check_budget
+from relusym._deep.witness import FloatNet, exact_point
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym.errors import InvalidNetworkError
 
@@ -94,6 +99,51 @@ def _split(lo: Point, hi: Point, root: Box) -> list[tuple[Point, Point]]:
     return [(lo, hi[:j] + (mid,) + hi[j + 1 :]), (lo[:j] + (mid,) + lo[j + 1 :], hi)]
 
 
+def without_box_dead(net: MLP, box: Box) -> tuple[MLP, tuple[tuple[int, int], ...]]:
+    """``net`` with the hidden units that exact interval arithmetic proves dead on the box removed (their
+    pre-activation is ≤ 0 there, so they output 0 and the function is unchanged on the box), and the removed
+    (layer, unit) pairs (1-based layers, original unit indices)."""
+    layers = ExactLayers.of(net)
+    t = certified_bounds(layers, box.lo, box.hi, relax=False)
+    rows = [rational_rows(W, b) for W, b in zip(net.weights, net.biases, strict=True)]
+    removed: list[tuple[int, int]] = []
+    for ell in range(len(rows) - 1):
+        keep = [j for j in range(len(rows[ell])) if t.raw_upper[ell][j] > 0]
+        if len(keep) == len(rows[ell]):
+            continue
+        removed += [(ell + 1, j) for j in range(len(rows[ell])) if t.raw_upper[ell][j] <= 0]
+        if not keep:  # a layer dead on the whole box: one zero unit keeps the shape (it outputs 0 there too)
+            keep = [0]
+            rows[ell] = [[Fraction(0)] * len(rows[ell][0])]
+        else:
+            rows[ell] = [rows[ell][j] for j in keep]
+        rows[ell + 1] = [[r[j] for j in keep] + [r[-1]] for r in rows[ell + 1]]
+    return (rows_to_mlp(rows, net.m) if removed else net), tuple(removed)
+
+
+def _by_symmetry(n1: MLP, n2: MLP, box: Box, budget: float) -> DeepVerdict | None:
+    """ "equal" when the networks, with the units dead on the box removed, are equal on all of ℝ^m by the
+    per-layer group (:func:`relusym._deep.decide.equivalent_deep`'s certificate); None otherwise."""
+    r1, d1 = without_box_dead(n1, box)
+    r2, d2 = without_box_dead(n2, box)
+    v = equivalent_deep(r1, r2, budget=min(budget, 0.5))
+    if v.status != "equal" or v.certificate is None or v.certificate.method == "line":
+        return None
+    why = (
+        f"with the units proved dead on the box by exact interval arithmetic removed ({len(d1)} and {len(d2)}: "
+        f"{list(d1)} and {list(d2)}), {v.reason} on all of ℝ^m"
+    )
+    return DeepVerdict("equal", why, v.certificate)
+
+
+def _float_argmax(L1: ExactLayers, L2: ExactLayers, box: Box, count: int, seed: int, top: int) -> list[Point]:
+    """Grid points of the box with the largest float gap among ``count`` uniform ones (to evaluate exactly)."""
+    net1, net2 = FloatNet(L1, box.lo, box.hi), FloatNet(L2, box.lo, box.hi)
+    U = net1.samples(count, seed)
+    g = np.max(np.abs(net1.preactivations(U)[-1] - net2.preactivations(U)[-1]), axis=1)
+    return [exact_point(box.lo, box.hi, U[i]) for i in np.argsort(-g)[:top]]
+
+
 def _samples(box: Box, count: int, seed: int) -> list[Point]:
     rng = _random.Random(seed)
     pts = [box.interior_point()]
@@ -103,16 +153,23 @@ def _samples(box: Box, count: int, seed: int) -> list[Point]:
 
 def equivalent_on_deep(a: Any, b: Any, domain: Any, *, budget: float = 5.0, seed: int = 0) -> DeepVerdict:
     """Decide ρ(a) = ρ(b) on a box: "equal" (every leaf of a partition of the box proved, exactly),
-    "different" (an exact input strictly inside the box where the outputs differ) or "undecided"."""
+    "different" (an exact input strictly inside the box where the outputs differ) or "undecided".
+
+    First: with the units dead on the box (exact interval arithmetic) removed from both, equality on ℝ^m by the
+    per-layer group (a permutation, positive scales and flips, checked exactly) proves "equal" on the box."""
     deadline = time.monotonic() + check_budget(budget)
     n1, n2, box = _pair(a, b, domain)
-    for x in _samples(box, 64, seed):
+    quick = _by_symmetry(n1, n2, box, budget)
+    if quick is not None:
+        return quick
+    L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
+    screened = [x for x in _float_argmax(L1, L2, box, 4096, seed, 8) if box.contains(x, strict=True)]
+    for x in screened + _samples(box, 64, seed):
         y1, y2 = _values(n1, n2, x)
         if y1 != y2:
             return DeepVerdict(
                 "different", "an exact input inside the box where the outputs differ", None, Counterexample(x, y1, y2)
             )
-    L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
     stack = [(box.lo, box.hi)]
     leaves = 0
     while stack:
@@ -151,8 +208,11 @@ def equivalent_on_deep(a: Any, b: Any, domain: Any, *, budget: float = 5.0, seed
     )
 
 
-def _box_upper(L1: ExactLayers, L2: ExactLayers, lo: Point, hi: Point) -> tuple[Fraction, Point | None]:
-    """A sound upper bound of max |Δ| over the box, exact (with the attaining vertex) when both are affine."""
+def _box_upper(
+    L1: ExactLayers, L2: ExactLayers, lo: Point, hi: Point, diff: _Diff | None = None
+) -> tuple[Fraction, Point | None]:
+    """A sound upper bound of max |Δ| over the box, exact (with the attaining vertex) when both are affine;
+    with ``diff`` (same widths) also the difference intervals' bound."""
     t1 = certified_bounds(L1, lo, hi, L1.hidden)
     t2 = certified_bounds(L2, lo, hi, L2.hidden)
     A1, A2 = _affine(L1, t1), _affine(L2, t2)
@@ -171,7 +231,52 @@ def _box_upper(L1: ExactLayers, L2: ExactLayers, lo: Point, hi: Point) -> tuple[
         max(u1 - l2, u2 - l1)
         for l1, u1, l2, u2 in zip(t1.raw_lower[-1], t1.raw_upper[-1], t2.raw_lower[-1], t2.raw_upper[-1], strict=True)
     )
+    if diff is not None:
+        u = min(u, diff.bound(t1, t2, lo, hi))
     return max(u, Fraction(0)), None
+
+
+class _Diff:
+    """Exact bounds of the difference δ_k = z1_k − z2_k of two networks of the same widths on a box (interval
+    arithmetic on the difference, as ReluDiff does in floats): δ_0 = (W1_0 − W2_0)x + (b1_0 − b2_0) and
+    δ_k = W1_k (h1 − h2) + (W1_k − W2_k) h2 + (b1_k − b2_k), with σ(z1) − σ(z2) between 0 and δ (σ is monotone
+    and 1-Lipschitz) and inside [σ(l1) − σ(u2), σ(u1) − σ(l2)]."""
+
+    def __init__(self, L1: ExactLayers, L2: ExactLayers) -> None:
+        zero = Fraction(0)
+        self.A = ExactLayers([[list(r[:-1]) + [zero] for r in lay] for lay in L1.rows], L1.m)
+        self.D = ExactLayers(
+            [
+                [[p - q for p, q in zip(r1, r2, strict=True)] for r1, r2 in zip(l1, l2, strict=True)]
+                for l1, l2 in zip(L1.rows, L2.rows, strict=True)
+            ],
+            L1.m,
+        )
+
+    @staticmethod
+    def same_shape(L1: ExactLayers, L2: ExactLayers) -> bool:
+        return L1.widths == L2.widths
+
+    def bound(self, t1: BoundTable, t2: BoundTable, lo: Point, hi: Point) -> Fraction:
+        """An exact upper bound of max_i |Δ_i| over the box (t1, t2: the networks' bound tables there)."""
+        zero = Fraction(0)
+        dl, du = interval_bounds(self.D, 0, lo, hi)
+        for k in range(1, len(self.D.rows)):
+            l1, u1 = t1.raw_lower[k - 1], t1.raw_upper[k - 1]
+            l2, u2 = t2.raw_lower[k - 1], t2.raw_upper[k - 1]
+            hl, hu = [], []
+            for a, c, p, q, r, s in zip(dl, du, l1, u1, l2, u2, strict=True):
+                lo_h = max(min(zero, a), max(p, zero) - max(s, zero))
+                hi_h = min(max(zero, c), max(q, zero) - max(r, zero))
+                if r >= 0 and p >= 0:
+                    lo_h, hi_h = max(lo_h, a), min(hi_h, c)
+                hl.append(lo_h)
+                hu.append(max(hi_h, lo_h))
+            al, au = interval_bounds(self.A, k, hl, hu)
+            bl, bu = interval_bounds(self.D, k, [max(v, zero) for v in l2], [max(v, zero) for v in u2])
+            dl = [x + y for x, y in zip(al, bl, strict=True)]
+            du = [x + y for x, y in zip(au, bu, strict=True)]
+        return max(max(-a, c) for a, c in zip(dl, du, strict=True))
 
 
 def distance_on_deep(
@@ -190,12 +295,17 @@ def distance_on_deep(
         if v > best:
             best, best_x = v, x
     L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
+    diff = _Diff(L1, L2) if _Diff.same_shape(L1, L2) else None
+    for x in _float_argmax(L1, L2, box, 4096, seed, 8):
+        v = _gap(*_values(n1, n2, x))
+        if v > best:
+            best, best_x = v, x
     heap: list[tuple[float, int, Fraction, bool, Point, Point]] = []
     count = 0
 
     def push(lo: Point, hi: Point) -> None:
         nonlocal best, best_x, count
-        u, arg = _box_upper(L1, L2, lo, hi)
+        u, arg = _box_upper(L1, L2, lo, hi, diff)
         exact = arg is not None
         if arg is not None:
             v = _gap(*_values(n1, n2, arg))

@@ -138,8 +138,24 @@ class FloatLP:
         sign: int,
         lower: Sequence[np.ndarray],
         upper: Sequence[np.ndarray],
+        elastic: float = 0.0,
     ) -> tuple[float, list[np.ndarray], np.ndarray] | None:
-        """max sign·z[T][unit] over the relaxation: (the float optimum, μ_k for k < T, the optimal input x)."""
+        """max sign·z[T][unit] over the relaxation: (the float optimum, μ_k for k < T, the optimal input x).
+
+        ``elastic`` > 0: each equality z_k − W_k h_{k−1} = b_k gets a slack of cost ``elastic`` per unit, so the
+        LP is feasible and |μ| ≤ ``elastic``; an infeasible relaxation (an empty phase leaf) then has a very
+        negative optimum, and its μ, evaluated exactly, prove it (a Farkas ray scaled into the Lagrangian)."""
+        return self.solve_many(T, [(unit, sign)], lower, upper, elastic)[0]
+
+    def solve_many(
+        self,
+        T: int,
+        targets: Sequence[tuple[int, int]],
+        lower: Sequence[np.ndarray],
+        upper: Sequence[np.ndarray],
+        elastic: float = 0.0,
+    ) -> list[tuple[float, list[np.ndarray], np.ndarray] | None]:
+        """:meth:`solve` for each (unit, sign) of ``targets`` on one relaxation (built once)."""
         from scipy.optimize import linprog
         from scipy.sparse import coo_matrix, csr_matrix
 
@@ -153,8 +169,7 @@ class FloatLP:
             oh.append(off + n)
             off += 2 * n
         nv = off
-        c = np.zeros(nv)
-        c[oh[T - 1] : oh[T - 1] + widths[T - 1]] = -sign * self.W[T][unit]
+        nx = nv
         bl = np.zeros(nv)
         bu = np.ones(nv)
         er, ec, ev, beq = [], [], [], []
@@ -164,7 +179,7 @@ class FloatLP:
         for k, n in enumerate(widths):
             l, u = lw[k], up[k]
             if np.any(l > u):
-                return None
+                return [None] * len(targets)
             bl[oz[k] : oz[k] + n], bu[oz[k] : oz[k] + n] = l, u
             # z_k − W_k h_{k−1} = b_k
             W = self.W[k]
@@ -195,6 +210,20 @@ class FloatLP:
             iv += [np.ones(t), -np.ones(t), np.ones(t), -s]
             bub += [np.zeros(t), -s * l[x]]
             irow += 2 * t
+        if elastic > 0:
+            # slack columns s⁺, s⁻ ≥ 0 on the n rows z_k − W_k h_{k−1} = b_k of each layer (not the rows h = z)
+            zrows, r0 = [], 0
+            for k, n in enumerate(widths):
+                zrows.append(r0 + np.arange(n))
+                r0 += n + int(np.count_nonzero(lw[k] >= 0))
+            zr = np.concatenate(zrows)
+            ns = len(zr)
+            er += [zr, zr]
+            ec += [nv + np.arange(ns), nv + ns + np.arange(ns)]
+            ev += [np.ones(ns), -np.ones(ns)]
+            bl = np.concatenate([bl, np.zeros(2 * ns)])
+            bu = np.concatenate([bu, np.full(2 * ns, np.inf)])
+            nv += 2 * ns
         A_eq = csr_matrix(coo_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))), (row, nv)))
         b_eq = np.concatenate(beq)
         kw: dict[str, Any] = {}
@@ -203,13 +232,21 @@ class FloatLP:
                 coo_matrix((np.concatenate(iv), (np.concatenate(ir), np.concatenate(ic))), (irow, nv))
             )
             kw["b_ub"] = np.concatenate(bub)
-        res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=np.stack([bl, bu], axis=1), method="highs", **kw)
-        if res.status != 0:
-            return None
-        marg = -np.asarray(res.eqlin.marginals)
-        mus = self._mus(marg, widths, lw)
-        x = self.flo + (self.fhi - self.flo) * res.x[:m]
-        return float(-res.fun + sign * self.b[T][unit]), mus, x
+        out: list[tuple[float, list[np.ndarray], np.ndarray] | None] = []
+        bounds = np.stack([bl, bu], axis=1)
+        for unit, sign in targets:
+            c = np.zeros(nv)
+            c[oh[T - 1] : oh[T - 1] + widths[T - 1]] = -sign * self.W[T][unit]
+            c[nx:] = float(elastic)
+            res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs", **kw)
+            if res.status != 0:
+                out.append(None)
+                continue
+            marg = -np.asarray(res.eqlin.marginals)
+            mus = self._mus(marg, widths, lw)
+            x = self.flo + (self.fhi - self.flo) * res.x[:m]
+            out.append((float(-res.fun + sign * self.b[T][unit]), mus, x))
+        return out
 
     @staticmethod
     def _mus(marg: np.ndarray, widths: Sequence[int], lw: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from relusym._bounded.domain import Box, Polytope, as_domain
+from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, TightBounds, check_leaf, covers, tight_bounds, tighten
 from relusym._deep.bounds import (
     BoundTable,
     ExactLayers,
@@ -51,12 +52,15 @@ __all__ = [
     "UnitStatus",
     "unit_status",
     "check_certificate",
+    "check_certificates",
     "check_budget",
     "bounding_box",
     "statuses_of",
 ]
 
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
+_PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
+_SEARCHES = ("box", "phases", "box+phases")
 Point = tuple[Fraction, ...]
 Region = tuple[Point, Point]
 
@@ -78,7 +82,11 @@ class UnitCertificate:
     exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
-    the region's exact interval/relaxation bounds of the earlier layers."""
+    the region's exact interval/relaxation bounds of the earlier layers.
+    method ``"phase-bab"`` (branch and bound on the phases of earlier units, :mod:`relusym._deep.bab_phase`):
+    one region (the domain's box), ``phases[i]`` the fixes of leaf i and ``proofs[i]`` its exact dual proof on
+    the leaf's bounds; the earlier layers' bounds are the box's bound table or, when ``tight`` is given, the
+    LP-tightened bounds it proves."""
 
     layer: int
     unit: int
@@ -91,6 +99,8 @@ class UnitCertificate:
     values: tuple[Fraction, Fraction] | None = None
     reason: str = ""
     proofs: tuple[DualProof | None, ...] = ()
+    phases: tuple[tuple[Fix, ...], ...] = ()
+    tight: TightBounds | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"layer": self.layer, "unit": self.unit, "status": self.status}
@@ -99,6 +109,8 @@ class UnitCertificate:
             d["method"] = self.method
             d["regions"] = len(self.regions)
             d["dual_proofs"] = sum(p is not None for p in self.proofs)
+            if self.phases:
+                d["phase_leaves"] = len(self.phases)
         if self.negative is not None and self.positive is not None and self.values is not None:
             d["negative"] = [fraction_str(v) for v in self.negative]
             d["positive"] = [fraction_str(v) for v in self.positive]
@@ -424,6 +436,75 @@ class _Search:
         return None
 
 
+class _Phases:
+    """The phase branch and bound of the units of a domain, on the root box's bounds (one search, shared)."""
+
+    def __init__(
+        self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: _Witnesses, table: BoundTable, tight: bool
+    ) -> None:
+        self.layers, self.dom, self.root, self.wit, self.table = layers, dom, root, wit, table
+        self.tight: TightBounds | None = None
+        self.want_tight = tight
+        self.search: PhaseSearch | None = None
+        self.lo = np.array([float(v) for v in root[0]])
+        self.width = np.array([float(b - a) for a, b in zip(root[0], root[1], strict=True)])
+
+    def _searcher(self, ell: int, deadline: float) -> PhaseSearch:
+        if self.want_tight and (self.tight is None or len(self.tight.lower) < ell):
+            first = (self.table.raw_lower[0], self.table.raw_upper[0])
+            self.tight = tighten(self.layers, self.root, first, ell - 1, deadline, self.tight)
+            self.search = None
+        if self.search is None:
+            if self.tight is not None:
+                self.search = PhaseSearch(self.layers, self.root, self.tight.lower, self.tight.upper)
+            else:
+                self.search = PhaseSearch(self.layers, self.root, self.table.lower, self.table.upper)
+        return self.search
+
+    def _point(self, x: np.ndarray) -> None:
+        u = np.where(self.width > 0, (x - self.lo) / np.where(self.width > 0, self.width, 1.0), 0.0)
+        pt = exact_point(self.root[0], self.root[1], u)
+        if self.dom.contains(pt):
+            self.wit.record(pt)
+
+    def run(self, ell: int, j: int, max_leaves: int, deadline: float) -> UnitCertificate | None:
+        ps = self._searcher(ell, deadline)
+        for _ in range(2):
+            if self.wit.crossing(ell, j):
+                return _crossing_cert(self.wit, ell, j)
+            sign = -1 if self.wit.pos[ell][j] is not None else 1
+            side = self.wit.pos if sign > 0 else self.wit.neg
+
+            def seen(x: np.ndarray, side: list[list[tuple[Point, Fraction] | None]] = side) -> bool:
+                self._point(x)
+                return side[ell][j] is not None
+
+            leaves = ps.run(ell, j, sign, deadline, max_leaves, seen)
+            if leaves is not None:
+                return _phase_cert(ell, j, sign, leaves, self.root, self.tight)
+            if side[ell][j] is None or time.monotonic() > deadline:
+                break
+        return _crossing_cert(self.wit, ell, j) if self.wit.crossing(ell, j) else None
+
+
+def _phase_cert(
+    ell: int, j: int, sign: int, leaves: Sequence[Leaf], root: Region, tight: TightBounds | None
+) -> UnitCertificate:
+    vals = [lf.proof.value for lf in leaves]
+    status, bound = (DEAD, max(vals)) if sign > 0 else (ACTIVE, -max(vals))
+    return UnitCertificate(
+        ell + 1,
+        j,
+        status,
+        bound,
+        "phase-bab",
+        (root,),
+        proofs=tuple(lf.proof for lf in leaves),
+        phases=tuple(lf.fixes for lf in leaves),
+        tight=tight,
+    )
+
+
 def _crossing_cert(wit: _Witnesses, ell: int, j: int) -> UnitCertificate:
     neg, pos = wit.neg[ell][j], wit.pos[ell][j]
     assert neg is not None and pos is not None
@@ -441,15 +522,30 @@ def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) ->
 
 
 def unit_status(
-    net: Any, domain: Any, *, budget: float = 10.0, samples: int = 4096, seed: int = 0, max_leaves: int = 4096
+    net: Any,
+    domain: Any,
+    *,
+    budget: float = 10.0,
+    samples: int = 4096,
+    seed: int = 0,
+    max_leaves: int = 4096,
+    search: str = "box",
+    tighten_bounds: bool = False,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
 
     ``samples`` random points (plus the centre and, for m ≤ 10, the corners of a box) propose the crossing
     witnesses, each confirmed by exact evaluation; ``budget`` seconds bound the branch and bound, ``max_leaves``
-    the boxes it may open per unit.  Units left unproved are "undecided" with the reason."""
+    the boxes (or phase leaves) it may open per unit.  ``search``: ``"box"`` (branch and bound on the input box),
+    ``"phases"`` (on the phases of the earlier units, :mod:`relusym._deep.bab_phase`, each leaf's LP maximizer
+    also a witness) or ``"box+phases"`` (the box first, then the phases with 30% of the unit's time); on ACAS Xu
+    the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
+    ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
+    certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
     start = time.monotonic()
     deadline = start + check_budget(budget)
+    if search not in _SEARCHES:
+        raise InvalidNetworkError(f"search must be one of {', '.join(_SEARCHES)}, got {search!r}")
     mlp = as_mlp(net)
     dom = as_domain(domain, mlp.m)
     layers = ExactLayers.of(mlp)
@@ -461,8 +557,8 @@ def unit_status(
         wit.search_box(root, max(0, int(samples)), seed, deadline)
     else:
         wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
-    search = _Search(layers, dom, root, wit, deadline)
-    table = search.table(root, layers.hidden - 1) if layers.hidden else None
+    search_ = _Search(layers, dom, root, wit, deadline)
+    table = search_.table(root, layers.hidden - 1) if layers.hidden else None
     certs: list[list[UnitCertificate]] = []
     pending: list[tuple[int, int]] = []
     for ell in range(layers.hidden):
@@ -476,10 +572,21 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
+    use_box, use_phases = search in ("box", "box+phases"), search in ("phases", "box+phases")
+    phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):
         left = len(pending) - i
         share = time.monotonic() + 2 * max(0.0, deadline - time.monotonic()) / left
-        c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else search.run(ell, j, max_leaves, share)
+        c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else None
+        if c2 is None and use_box:
+            first_part = (
+                share
+                if phase is None or ell == 0
+                else time.monotonic() + (share - time.monotonic()) * (1 - _PHASE_SHARE)
+            )
+            c2 = search_.run(ell, j, max_leaves, first_part)
+        if c2 is None and phase is not None and ell > 0:
+            c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else phase.run(ell, j, max_leaves, share)
         if c2 is None:
             c2 = UnitCertificate(
                 ell + 1,
@@ -524,49 +631,129 @@ def _covers(regions: Sequence[Region], root: Region) -> bool:
     return sum((vol(r) for r in regions), Fraction(0)) == vol(root)
 
 
+class _Checker:
+    """What checking certificates of one network on one domain shares: the exact layers, the domain's box and
+    the bound tables of the regions (a table for more layers holds the same bounds for the earlier ones)."""
+
+    def __init__(self, net: Any, domain: Any) -> None:
+        self.mlp = as_mlp(net)
+        self.dom = as_domain(domain, self.mlp.m)
+        self.layers = ExactLayers.of(self.mlp)
+        self._root: Region | None = None
+        self._first: tuple[list[Fraction], list[Fraction]] | None = None
+        self._tables: dict[Region, BoundTable] = {}
+        self._tight: dict[int, tuple[TightBounds, tuple[list[list[Fraction]], list[list[Fraction]]] | None]] = {}
+
+    @property
+    def root(self) -> Region:
+        if self._root is None:
+            self._root = bounding_box(self.dom)
+        return self._root
+
+    def table(self, r: Region, upto: int) -> BoundTable:
+        t = self._tables.get(r)
+        if t is None or len(t.lower) <= upto:
+            first = None
+            if isinstance(self.dom, Polytope) and r == self.root:
+                if self._first is None:
+                    self._first = _first_layer_exact(self.dom, self.layers)
+                first = self._first
+            t = certified_bounds(self.layers, r[0], r[1], upto, first=first)
+            self._tables[r] = t
+        return t
+
+    def tight(self, tb: TightBounds) -> tuple[list[list[Fraction]], list[list[Fraction]]] | None:
+        hit = self._tight.get(id(tb))
+        if hit is None or hit[0] is not tb:
+            hit = (tb, tight_bounds(self.layers, tb))
+            self._tight[id(tb)] = hit
+        return hit[1]
+
+    def check(self, cert: UnitCertificate) -> bool:
+        layers, dom = self.layers, self.dom
+        ell, j = cert.layer - 1, cert.unit
+        if not (0 <= ell < layers.hidden and 0 <= j < layers.widths[ell + 1]):
+            return False
+        if cert.status == CROSSING:
+            if cert.negative is None or cert.positive is None:
+                return False
+            if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
+                return False
+            zn = exact_preactivations(layers, cert.negative)[ell][j]
+            zp = exact_preactivations(layers, cert.positive)[ell][j]
+            return zn < 0 < zp and cert.values == (zn, zp)
+        if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
+            return False
+        root = self.root
+        if cert.method == "phase-bab":
+            return _check_phases(self, cert)
+        if not _covers(cert.regions, root):
+            return False
+        if cert.proofs and len(cert.proofs) != len(cert.regions):
+            return False
+        lp = cert.method == "lp"
+        if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
+            return False
+        worst: Fraction | None = None
+        for i, r in enumerate(cert.regions):
+            t = self.table(r, ell - 1 if lp else ell)
+            if lp:
+                il, iu = _interval_unit(layers, t, ell, j)
+                v = iu if cert.status == DEAD else il
+            else:
+                v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
+            p = cert.proofs[i] if cert.proofs else None
+            if p is not None:
+                if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
+                    return False
+                if not check_proof(layers, p, r, t.lower, t.upper):
+                    return False
+                v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
+            if worst is None or (v > worst if cert.status == DEAD else v < worst):
+                worst = v
+        if worst is None:
+            return False
+        return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
+
+
 def check_certificate(net: MLP, domain: Any, cert: UnitCertificate) -> bool:
     """Re-check one certificate exactly: the witnesses' values by exact evaluation (and that they lie in the
     domain), or every region's bound recomputed exactly and the regions covering the domain's box."""
-    mlp = as_mlp(net)
-    dom = as_domain(domain, mlp.m)
-    layers = ExactLayers.of(mlp)
+    return _Checker(net, domain).check(cert)
+
+
+def check_certificates(net: MLP, domain: Any, certs: Sequence[UnitCertificate]) -> list[bool]:
+    """:func:`check_certificate` for many certificates of one network and domain, the exact bound tables of the
+    regions computed once and shared (each certificate is still checked on its own)."""
+    checker = _Checker(net, domain)
+    return [checker.check(c) for c in certs]
+
+
+def _check_phases(ck: _Checker, cert: UnitCertificate) -> bool:
+    """A phase branch and bound certificate: the bounds of the earlier layers recomputed (the box's table, or the
+    LP-tightened bounds from their proofs), the leaves' fixes covering every input, each leaf's proof exact."""
+    layers, root = ck.layers, ck.root
     ell, j = cert.layer - 1, cert.unit
-    if cert.status == CROSSING:
-        if cert.negative is None or cert.positive is None:
+    if ell < 1 or cert.regions != (root,) or not cert.phases or len(cert.phases) != len(cert.proofs):
+        return False
+    t = ck.table(root, ell - 1)
+    lower: Sequence[Sequence[Fraction]] = t.lower
+    upper: Sequence[Sequence[Fraction]] = t.upper
+    if cert.tight is not None:
+        tb = cert.tight
+        if tb.box != root or tb.first != (t.lower[0], t.upper[0]):
             return False
-        if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
+        lu = ck.tight(tb)
+        if lu is None or len(lu[0]) < ell:
             return False
-        zn = exact_preactivations(layers, cert.negative)[ell][j]
-        zp = exact_preactivations(layers, cert.positive)[ell][j]
-        return zn < 0 < zp and cert.values == (zn, zp)
-    if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
+        lower, upper = lu
+    if not covers(cert.phases):
         return False
-    root = bounding_box(dom)
-    if not _covers(cert.regions, root):
-        return False
-    first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
-    if cert.proofs and len(cert.proofs) != len(cert.regions):
-        return False
-    lp = cert.method == "lp"
-    if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
-        return False
+    sign = 1 if cert.status == DEAD else -1
     worst: Fraction | None = None
-    for i, r in enumerate(cert.regions):
-        t = certified_bounds(layers, r[0], r[1], ell - 1 if lp else ell, first=first if r == root else None)
-        if lp:
-            il, iu = _interval_unit(layers, t, ell, j)
-            v = iu if cert.status == DEAD else il
-        else:
-            v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
-        p = cert.proofs[i] if cert.proofs else None
-        if p is not None:
-            if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
-                return False
-            if not check_proof(layers, p, r, t.lower, t.upper):
-                return False
-            v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
-        if worst is None or (v > worst if cert.status == DEAD else v < worst):
-            worst = v
-    if worst is None:
-        return False
-    return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
+    for fixes, p in zip(cert.phases, cert.proofs, strict=True):
+        if p is None or not check_leaf(layers, Leaf(tuple(fixes), p), root, lower, upper, ell, j, sign):
+            return False
+        worst = p.value if worst is None else max(worst, p.value)
+    assert worst is not None
+    return cert.bound == (worst if sign > 0 else -worst)
