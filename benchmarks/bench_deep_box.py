@@ -29,8 +29,9 @@ import numpy as np
 
 import relusym
 from relusym._bounded.domain import Box
+from relusym._deep.box_check import check_certificates
 from relusym._deep.mlp import MLP
-from relusym._deep.status import check_certificates, unit_status
+from relusym._deep.status import unit_status
 
 DATA = "/work/shared/data/acasxu"
 

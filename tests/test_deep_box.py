@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from relusym import prune
 from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers, exact_preactivations
+from relusym._deep.box_check import check_certificate
 from relusym._deep.box_decide import distance_on_deep, equivalent_on_deep, within_on_deep
 from relusym._deep.box_prune import prune_on
 from relusym._deep.mlp import MLP
-from relusym._deep.status import check_certificate, unit_status
+from relusym._deep.status import unit_status
 from relusym.errors import InvalidNetworkError
 
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from relusym._bounded.domain import Box
 from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, apply_fixes, check_leaf, covers, tight_bounds, tighten
 from relusym._deep.bounds import ExactLayers, certified_bounds, exact_preactivations
+from relusym._deep.box_check import check_certificate
 from relusym._deep.mlp import MLP
-from relusym._deep.status import UnitCertificate, check_certificate, unit_status
+from relusym._deep.status import UnitCertificate, unit_status
 
 BOX = Box([-1, 0], [1, 2])
 
@@ -200,7 +201,7 @@ def test_lp_maximizers_give_crossing_witnesses_inside_the_box(seed: int) -> None
 
 
 def test_batch_checking_agrees_with_one_by_one() -> None:
-    from relusym._deep.status import check_certificates
+    from relusym._deep.box_check import check_certificates
 
     net = _net(13)
     res = unit_status(net, BOX, budget=60, samples=64, search="box+phases")

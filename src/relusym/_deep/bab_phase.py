@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._deep.bounds import ExactLayers, dual_bounds, interval_bounds, round_out
+from relusym._deep.bounds import ExactLayers, Region, dual_bounds, interval_bounds, round_out
 from relusym._deep.lp import DualProof, FloatLP, check_proof, prove
 
 __all__ = [
@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 Fix = tuple[int, int, int]  # (layer k, unit i, phase: +1 for z ≥ 0, −1 for z ≤ 0), layers 0-based
-Point = tuple[Fraction, ...]
-Region = tuple[Point, Point]
 Bounds = Sequence[Sequence[Fraction]]
 
 _ELASTIC = (1e4, 1e8)

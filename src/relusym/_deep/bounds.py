@@ -34,6 +34,8 @@ from relusym._deep.rows import Row, rational_rows
 from relusym._exact.numbers import common_denominator
 
 __all__ = [
+    "Point",
+    "Region",
     "ExactLayers",
     "BoundTable",
     "certified_bounds",
@@ -44,6 +46,9 @@ __all__ = [
     "quantize",
     "round_out",
 ]
+
+Point = tuple[Fraction, ...]  # an exact input
+Region = tuple[Point, Point]  # a box (lo, hi)
 
 _BITS = 40  # significant bits kept when a bound is rounded outward
 _MU_BITS = 30  # significant bits of the multipliers (any multipliers give a valid bound)

@@ -28,18 +28,19 @@ from typing import Any
 import numpy as np
 
 from relusym._bounded.domain import Box, Polytope, as_domain
-from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, TightBounds, check_leaf, covers, tight_bounds, tighten
+from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, TightBounds, tighten
 from relusym._deep.bounds import (
     BoundTable,
     ExactLayers,
+    Point,
+    Region,
     certified_bounds,
-    exact_preactivations,
-    float_preactivations,
     interval_bounds,
 )
-from relusym._deep.lp import DualProof, FloatLP, check_proof, prove
-from relusym._deep.mlp import MLP, as_mlp
-from relusym._deep.witness import FloatNet, exact_point
+from relusym._deep.box_witnesses import Witnesses, sample_points
+from relusym._deep.lp import DualProof, FloatLP, prove
+from relusym._deep.mlp import as_mlp
+from relusym._deep.witness import exact_point
 from relusym._exact.numbers import fraction_str
 from relusym.errors import InvalidNetworkError
 
@@ -51,8 +52,8 @@ __all__ = [
     "UnitCertificate",
     "UnitStatus",
     "unit_status",
-    "check_certificate",
-    "check_certificates",
+    "first_layer_exact",
+    "interval_unit",
     "check_budget",
     "bounding_box",
     "statuses_of",
@@ -61,8 +62,6 @@ __all__ = [
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
 _SEARCHES = ("box", "phases", "box+phases")
-Point = tuple[Fraction, ...]
-Region = tuple[Point, Point]
 
 
 def check_budget(budget: Any) -> float:
@@ -174,122 +173,10 @@ def bounding_box(dom: Box | Polytope) -> tuple[Point, Point]:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# witnesses
-
-
-def _sample_points(dom: Box | Polytope, box: Region, count: int, rng: _random.Random) -> list[Point]:
-    lo, hi = box
-    m = len(lo)
-    pts: list[Point] = [dom.interior_point()]
-    if isinstance(dom, Polytope):
-        return pts + [_polytope_point(dom, rng) for _ in range(min(count, 256))]
-    if m <= 10:
-        pts += [tuple(hi[j] if c >> j & 1 else lo[j] for j in range(m)) for c in range(1 << m)]
-    den = 1 << 20
-    pts += [
-        tuple(l + (h - l) * Fraction(rng.randint(0, den), den) for l, h in zip(lo, hi, strict=True))
-        for _ in range(count)
-    ]
-    return pts
-
-
-def _polytope_point(dom: Polytope, rng: _random.Random) -> Point:
-    """The interior point moved one random fraction (< 1) of the way to the boundary along a random direction.
-
-    (``Polytope.random_interior`` draws a fraction per coordinate, which may leave the polytope.)"""
-    x0 = dom.interior_point()
-    d = tuple(Fraction(rng.randint(-8, 8), 8) for _ in x0)
-    t = dom.step(x0, d)
-    if t is None:
-        return x0
-    s = t * Fraction(rng.randint(1, 4095), 4096)
-    return tuple(xi + s * di for xi, di in zip(x0, d, strict=True))
-
-
-class _Witnesses:
-    """For each unit, an exact point of the domain where it is < 0 and one where it is > 0 (when found)."""
-
-    def __init__(self, layers: ExactLayers) -> None:
-        self.layers = layers
-        n = layers.widths[1:-1]
-        self.neg: list[list[tuple[Point, Fraction] | None]] = [[None] * w for w in n]
-        self.pos: list[list[tuple[Point, Fraction] | None]] = [[None] * w for w in n]
-
-    def crossing(self, ell: int, j: int) -> bool:
-        return self.neg[ell][j] is not None and self.pos[ell][j] is not None
-
-    def record(self, x: Point) -> list[list[Fraction]]:
-        zs = exact_preactivations(self.layers, x)
-        for ell in range(len(self.neg)):
-            for j, z in enumerate(zs[ell]):
-                if z < 0 and self.neg[ell][j] is None:
-                    self.neg[ell][j] = (x, z)
-                elif z > 0 and self.pos[ell][j] is None:
-                    self.pos[ell][j] = (x, z)
-        return zs
-
-    def search(self, points: Sequence[Point]) -> None:
-        """Evaluate the points in floats, choose a few that show new signs, and confirm them exactly."""
-        if not points:
-            return
-        X = np.array([[float(v) for v in p] for p in points], dtype=np.float64)
-        Z = float_preactivations(self.layers, X)[:-1]
-        for i in sorted(self._choose(Z)):
-            self.record(points[i])
-
-    def _choose(self, Z: Sequence[np.ndarray]) -> set[int]:
-        """Rows of the float pre-activations that show a sign not yet witnessed, a few per unit."""
-        chosen: set[int] = set()
-        for ell, Zl in enumerate(Z):
-            if Zl.shape[1] == 0 or not len(Zl):
-                continue
-            amin, amax = np.argmin(Zl, axis=0), np.argmax(Zl, axis=0)
-            for j in range(Zl.shape[1]):
-                if self.neg[ell][j] is None and Zl[amin[j], j] < 0:
-                    if not any(Zl[i, j] < 0 for i in chosen):
-                        chosen.add(int(amin[j]))
-                if self.pos[ell][j] is None and Zl[amax[j], j] > 0:
-                    if not any(Zl[i, j] > 0 for i in chosen):
-                        chosen.add(int(amax[j]))
-        return chosen
-
-    def search_box(self, box: Region, count: int, seed: int, deadline: float) -> None:
-        """Many uniform grid points of the box (and its corners) in one float pass, then sign-gradient ascent of
-        each unit not yet seen with both signs from its best points; every kept point is confirmed exactly."""
-        net = FloatNet(self.layers, box[0], box[1])
-        U = net.samples(count, seed)
-        Z = net.preactivations(U)[:-1]
-        for i in sorted(self._choose(Z)):
-            self.record(exact_point(box[0], box[1], U[i]))
-        for ell, Zl in enumerate(Z):
-            if time.monotonic() > deadline:
-                return
-            starts, units, signs = [], [], []
-            for j in range(Zl.shape[1]):
-                if self.crossing(ell, j):
-                    continue
-                sg = 1 if self.pos[ell][j] is None else -1
-                best = np.argsort(-sg * Zl[:, j])[:4]
-                starts.append(U[best])
-                units += [j] * len(best)
-                signs += [sg] * len(best)
-            if not units:
-                continue
-            V = net.ascend(np.concatenate(starts), ell, np.array(units), np.array(signs, dtype=np.float64))
-            val = np.array(signs) * net.preactivations(V, ell)[ell][np.arange(len(units)), units]
-            for r in np.argsort(-val):
-                if val[r] <= 0:
-                    break
-                j = units[r]
-                if not self.crossing(ell, j):
-                    self.record(exact_point(box[0], box[1], V[r]))
-
-
-# ----------------------------------------------------------------------------------------------------------
 # the decision
 
 
-def _first_layer_exact(dom: Polytope, layers: ExactLayers) -> tuple[list[Fraction], list[Fraction]]:
+def first_layer_exact(dom: Polytope, layers: ExactLayers) -> tuple[list[Fraction], list[Fraction]]:
     lo, hi = [], []
     for row in layers.rows[0]:
         a, b = dom.range_of(row[:-1], row[-1])
@@ -314,7 +201,7 @@ def _split(box: Region, root: Region, axis: int | None = None) -> tuple[Region, 
     return (lo, hi[:j] + (mid,) + hi[j + 1 :]), (lo[:j] + (mid,) + lo[j + 1 :], hi)
 
 
-def _interval_unit(layers: ExactLayers, t: BoundTable, ell: int, j: int) -> tuple[Fraction, Fraction]:
+def interval_unit(layers: ExactLayers, t: BoundTable, ell: int, j: int) -> tuple[Fraction, Fraction]:
     """Exact interval bounds of z[ell][j] from the table's (rounded) bounds of layer ell − 1."""
     zero = Fraction(0)
     lo = [max(v, zero) for v in t.lower[ell - 1]]
@@ -353,10 +240,10 @@ class _Search:
     the relaxation, then the triangle LP with an exact dual proof) or a witness shows the other sign; leaf tables
     are cached and shared between units."""
 
-    def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: _Witnesses, deadline: float):
+    def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: Witnesses, deadline: float):
         self.layers, self.dom, self.root, self.wit, self.deadline = layers, dom, root, wit, deadline
         self.cache: dict[Region, BoundTable] = {}
-        self.first = _first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
+        self.first = first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
 
     def table(self, box: Region, upto: int) -> BoundTable:
         t = self.cache.get(box)
@@ -403,7 +290,7 @@ class _Search:
             else:
                 # the earlier layers' proved bounds, interval arithmetic for the unit, then the LP's dual proof
                 t = self.table(box, ell - 1)
-                il, iu = _interval_unit(self.layers, t, ell, j)
+                il, iu = interval_unit(self.layers, t, ell, j)
             if iu <= 0:
                 dead.append((box, iu, None))
                 continue
@@ -440,7 +327,7 @@ class _Phases:
     """The phase branch and bound of the units of a domain, on the root box's bounds (one search, shared)."""
 
     def __init__(
-        self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: _Witnesses, table: BoundTable, tight: bool
+        self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: Witnesses, table: BoundTable, tight: bool
     ) -> None:
         self.layers, self.dom, self.root, self.wit, self.table = layers, dom, root, wit, table
         self.tight: TightBounds | None = None
@@ -505,7 +392,7 @@ def _phase_cert(
     )
 
 
-def _crossing_cert(wit: _Witnesses, ell: int, j: int) -> UnitCertificate:
+def _crossing_cert(wit: Witnesses, ell: int, j: int) -> UnitCertificate:
     neg, pos = wit.neg[ell][j], wit.pos[ell][j]
     assert neg is not None and pos is not None
     return UnitCertificate(ell + 1, j, CROSSING, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
@@ -551,12 +438,12 @@ def unit_status(
     layers = ExactLayers.of(mlp)
     root = bounding_box(dom)
     rng = _random.Random(seed)
-    wit = _Witnesses(layers)
+    wit = Witnesses(layers)
     if isinstance(dom, Box) and layers.hidden:
         wit.record(dom.interior_point())
         wit.search_box(root, max(0, int(samples)), seed, deadline)
     else:
-        wit.search(_sample_points(dom, root, max(0, int(samples)), rng))
+        wit.search(sample_points(dom, root, max(0, int(samples)), rng))
     search_ = _Search(layers, dom, root, wit, deadline)
     table = search_.table(root, layers.hidden - 1) if layers.hidden else None
     certs: list[list[UnitCertificate]] = []
@@ -606,154 +493,3 @@ def unit_status(
 
 def statuses_of(result: UnitStatus) -> list[list[str]]:
     return [list(lay) for lay in result.statuses]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# checking a certificate
-
-
-def _covers(regions: Sequence[Region], root: Region) -> bool:
-    """The boxes lie in ``root``, have pairwise disjoint interiors and fill its volume: they cover it."""
-
-    def vol(r: Region) -> Fraction:
-        v = Fraction(1)
-        for a, b in zip(r[0], r[1], strict=True):
-            v *= b - a
-        return v
-
-    for r in regions:
-        if any(a < la or b > hb or a >= b for a, b, la, hb in zip(r[0], r[1], root[0], root[1], strict=True)):
-            return False
-    for i, r in enumerate(regions):
-        for s in regions[i + 1 :]:
-            if all(max(a, c) < min(b, d) for a, b, c, d in zip(r[0], r[1], s[0], s[1], strict=True)):
-                return False
-    return sum((vol(r) for r in regions), Fraction(0)) == vol(root)
-
-
-class _Checker:
-    """What checking certificates of one network on one domain shares: the exact layers, the domain's box and
-    the bound tables of the regions (a table for more layers holds the same bounds for the earlier ones)."""
-
-    def __init__(self, net: Any, domain: Any) -> None:
-        self.mlp = as_mlp(net)
-        self.dom = as_domain(domain, self.mlp.m)
-        self.layers = ExactLayers.of(self.mlp)
-        self._root: Region | None = None
-        self._first: tuple[list[Fraction], list[Fraction]] | None = None
-        self._tables: dict[Region, BoundTable] = {}
-        self._tight: dict[int, tuple[TightBounds, tuple[list[list[Fraction]], list[list[Fraction]]] | None]] = {}
-
-    @property
-    def root(self) -> Region:
-        if self._root is None:
-            self._root = bounding_box(self.dom)
-        return self._root
-
-    def table(self, r: Region, upto: int) -> BoundTable:
-        t = self._tables.get(r)
-        if t is None or len(t.lower) <= upto:
-            first = None
-            if isinstance(self.dom, Polytope) and r == self.root:
-                if self._first is None:
-                    self._first = _first_layer_exact(self.dom, self.layers)
-                first = self._first
-            t = certified_bounds(self.layers, r[0], r[1], upto, first=first)
-            self._tables[r] = t
-        return t
-
-    def tight(self, tb: TightBounds) -> tuple[list[list[Fraction]], list[list[Fraction]]] | None:
-        hit = self._tight.get(id(tb))
-        if hit is None or hit[0] is not tb:
-            hit = (tb, tight_bounds(self.layers, tb))
-            self._tight[id(tb)] = hit
-        return hit[1]
-
-    def check(self, cert: UnitCertificate) -> bool:
-        layers, dom = self.layers, self.dom
-        ell, j = cert.layer - 1, cert.unit
-        if not (0 <= ell < layers.hidden and 0 <= j < layers.widths[ell + 1]):
-            return False
-        if cert.status == CROSSING:
-            if cert.negative is None or cert.positive is None:
-                return False
-            if not (dom.contains(cert.negative) and dom.contains(cert.positive)):
-                return False
-            zn = exact_preactivations(layers, cert.negative)[ell][j]
-            zp = exact_preactivations(layers, cert.positive)[ell][j]
-            return zn < 0 < zp and cert.values == (zn, zp)
-        if cert.status not in (DEAD, ACTIVE) or cert.bound is None:
-            return False
-        root = self.root
-        if cert.method == "phase-bab":
-            return _check_phases(self, cert)
-        if not _covers(cert.regions, root):
-            return False
-        if cert.proofs and len(cert.proofs) != len(cert.regions):
-            return False
-        lp = cert.method == "lp"
-        if lp and (ell == 0 or len(cert.proofs) != len(cert.regions)):
-            return False
-        worst: Fraction | None = None
-        for i, r in enumerate(cert.regions):
-            t = self.table(r, ell - 1 if lp else ell)
-            if lp:
-                il, iu = _interval_unit(layers, t, ell, j)
-                v = iu if cert.status == DEAD else il
-            else:
-                v = t.raw_upper[ell][j] if cert.status == DEAD else t.raw_lower[ell][j]
-            p = cert.proofs[i] if cert.proofs else None
-            if p is not None:
-                if (p.layer, p.unit, p.sign) != (ell, j, 1 if cert.status == DEAD else -1):
-                    return False
-                if not check_proof(layers, p, r, t.lower, t.upper):
-                    return False
-                v = min(v, p.value) if cert.status == DEAD else max(v, -p.value)
-            if worst is None or (v > worst if cert.status == DEAD else v < worst):
-                worst = v
-        if worst is None:
-            return False
-        return worst == cert.bound and (worst <= 0 if cert.status == DEAD else worst >= 0)
-
-
-def check_certificate(net: MLP, domain: Any, cert: UnitCertificate) -> bool:
-    """Re-check one certificate exactly: the witnesses' values by exact evaluation (and that they lie in the
-    domain), or every region's bound recomputed exactly and the regions covering the domain's box."""
-    return _Checker(net, domain).check(cert)
-
-
-def check_certificates(net: MLP, domain: Any, certs: Sequence[UnitCertificate]) -> list[bool]:
-    """:func:`check_certificate` for many certificates of one network and domain, the exact bound tables of the
-    regions computed once and shared (each certificate is still checked on its own)."""
-    checker = _Checker(net, domain)
-    return [checker.check(c) for c in certs]
-
-
-def _check_phases(ck: _Checker, cert: UnitCertificate) -> bool:
-    """A phase branch and bound certificate: the bounds of the earlier layers recomputed (the box's table, or the
-    LP-tightened bounds from their proofs), the leaves' fixes covering every input, each leaf's proof exact."""
-    layers, root = ck.layers, ck.root
-    ell, j = cert.layer - 1, cert.unit
-    if ell < 1 or cert.regions != (root,) or not cert.phases or len(cert.phases) != len(cert.proofs):
-        return False
-    t = ck.table(root, ell - 1)
-    lower: Sequence[Sequence[Fraction]] = t.lower
-    upper: Sequence[Sequence[Fraction]] = t.upper
-    if cert.tight is not None:
-        tb = cert.tight
-        if tb.box != root or tb.first != (t.lower[0], t.upper[0]):
-            return False
-        lu = ck.tight(tb)
-        if lu is None or len(lu[0]) < ell:
-            return False
-        lower, upper = lu
-    if not covers(cert.phases):
-        return False
-    sign = 1 if cert.status == DEAD else -1
-    worst: Fraction | None = None
-    for fixes, p in zip(cert.phases, cert.proofs, strict=True):
-        if p is None or not check_leaf(layers, Leaf(tuple(fixes), p), root, lower, upper, ell, j, sign):
-            return False
-        worst = p.value if worst is None else max(worst, p.value)
-    assert worst is not None
-    return cert.bound == (worst if sign > 0 else -worst)
