@@ -25,10 +25,16 @@ with the tolerance used, counts by fibre type, generic/not/undecided, widths, an
   (connected components: tolerance equality is not transitive).  Candidate pairs are found from the networks'
   values at fixed probe points, with a radius that no accepted pair can exceed, then decided by
   ``equivalent_approx``.
-* ``width``, ``generic``, ``fibre_type``, ``flip_sets`` come from :func:`relusym.minimal_width` and
-  :func:`relusym.fiber` with ``budget`` seconds per network (``fibre=False`` skips the fibre; the width is still
-  computed, without search whenever no hyperplane class carries neurons of both orientations).  Results that
-  hit the budget are "undecided" (null width); only they can depend on the machine's speed.
+* ``width`` is the minimal width: without search whenever no hyperplane class carries neurons of both
+  orientations, else :func:`relusym.minimal_width` with ``budget`` seconds per network.
+* ``generic``, ``fibre_type``, ``flip_sets``: by default only what is decided in bounded time per network
+  (genericity's conditions G-a and G-b from the digests' classes: dead, null, constant and duplicate neurons;
+  outside class A without mixed classes a positive-dimensional fibre; in class A the absence of hidden flips
+  when an n×n minor of the flip matrix is nonsingular modulo a prime, possible when n ≤ km), the rest
+  "undecided"; ``fibre_search=True`` runs :func:`relusym.fiber` with its searches (flip sets, configurations)
+  within ``budget`` seconds per network; ``fibre=False`` skips these columns.  The summary reports the
+  undecided rate of each column.  Results that hit the budget are "undecided"; only they can depend on the
+  machine's speed.
 
 **Executors**: serial (default), a process pool (``workers=N``), any ``concurrent.futures.Executor``
 (``executor=``), an existing ``dask.distributed`` scheduler (``scheduler="tcp://host:8786"``) or a local Dask
@@ -65,6 +71,7 @@ def scan_zoo(
     atol: float = 0.0,
     rtol: float = 1e-9,
     fibre: bool = True,
+    fibre_search: bool = False,
     budget: float = 1.0,
     chunk_size: int = 4096,
     files_per_chunk: int = 256,
@@ -75,7 +82,9 @@ def scan_zoo(
 
     ``chunk_size`` networks per task for shards and tables, ``files_per_chunk`` files per task for folders of
     model files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
-    opts = Options(atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget))
+    opts = Options(
+        atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget), search=bool(fibre_search)
+    )
     return run_job(
         source,
         output,

@@ -53,14 +53,17 @@ _PRIVATE = ("_chunk", "_probe", "_nd")
 
 @dataclass(frozen=True)
 class Options:
-    """What a chunk computes: tolerances of the near-duplicate clusters, whether (and within which budget per
-    network, in seconds) the fibre is analysed, and the number of probe points of the near-duplicate filter."""
+    """What a chunk computes: tolerances of the near-duplicate clusters, whether the fibre is analysed, whether
+    with the searches (flip sets, configurations: ``search``, within ``budget`` seconds per network) or only
+    what is decided in bounded time per network (the default), and the number of probe points of the
+    near-duplicate filter."""
 
     atol: float = 0.0
     rtol: float = 1e-9
     fibre: bool = True
     budget: float = 1.0
     probes: int = 8
+    search: bool = False
 
     def __post_init__(self) -> None:
         for name in ("atol", "rtol", "budget"):
@@ -118,18 +121,52 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     return out.reshape(B, -1), nd
 
 
-def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
-    """Width (when it needs the search) and fibre columns of one valid network."""
+def _cheap_fibre(net: Network, unmixed: bool | None, class_a: bool | None) -> dict[str, Any]:
+    """The fibre columns decided in bounded time per network (no search; docs/math/fibres.md):
+
+    * outside class A (G-a or G-b fails: a dead, null or constant neuron, two proportional rows) θ is not
+      generic; when moreover no hyperplane class carries neurons of both orientations (``unmixed``), its own
+      configuration has cost 0, w = N < n and the fibre has dimension N + (n − N)δ > 0: "positive-dimensional";
+    * in class A, (G-c) holds when the rows vec(v_i a_iᵀ) are certified independent (an n×n minor nonsingular
+      modulo a prime, possible when n ≤ km): then θ is generic, its only flip set ∅;
+    * everything else (hidden flips possible, mixed classes outside class A) is "undecided" until searched.
+
+    ``unmixed`` and ``class_a`` come from the stack's digests; None: from θ's analysis."""
+    from relusym._core.analysis import Analysis
+
+    an = Analysis(net)
+    if class_a is None:
+        from relusym._fibre.genericity import generic_conditions
+
+        ga, _, gb, _ = generic_conditions(an)
+        class_a = ga and gb
+    if unmixed is None:
+        unmixed = not an.mixed
+    if not class_a:
+        return {"generic": "false", "fibre_type": "positive-dimensional" if unmixed else "undecided"}
+    from relusym._fibre.flips import flips_certified_absent
+
+    if net.n <= net.k * net.m and flips_certified_absent(an):
+        return {"generic": "true", "fibre_type": "generic", "flip_sets": 0, "flips_complete": True}
+    return {"generic": "undecided", "fibre_type": "undecided"}
+
+
+def _analyse(net: Network, width: int | None, options: Options, class_a: bool | None = None) -> dict[str, Any]:
+    """Width (when it needs the search) and fibre columns of one valid network; ``width`` the digests' width
+    (−1: a mixed class; None: unknown) and ``class_a`` whether G-a and G-b hold, when the digests know them."""
     from relusym._fibre.width import minimal_width
 
     row: dict[str, Any] = {}
-    if width < 0:
+    unmixed = None if width is None else width >= 0  # no class carries neurons of both orientations
+    if width is None or width < 0:
         try:
             width = minimal_width(net, budget=options.budget, progress=False)
         except BudgetExceededError:
             width = -1
     row["width"] = width if width >= 0 else None
-    if options.fibre:
+    if options.fibre and not options.search:
+        row.update(_cheap_fibre(net, unmixed, class_a))
+    elif options.fibre:
         from relusym._fibre.fiber import fiber
         from relusym.census import fibre_category
 
@@ -227,7 +264,8 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             if options.fibre or w < 0:
                 net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
                 try:
-                    row.update(_analyse(net, w, options))
+                    ca = bool(sd.class_a[t]) if sd.class_a is not None and sd.fast[t] else None
+                    row.update(_analyse(net, w, options, ca))
                 except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
                     row.update(status="error", error=f"fibre analysis failed: {type(exc).__name__}: {exc}")
             else:
@@ -255,7 +293,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             Vf, Af, bf, cf = net.to_float(np.float64)
             p, q = _probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
             row["_probe"], row["_nd"] = p[0].tolist(), q[0].tolist()
-            row.update(_analyse(net, -1, options))
+            row.update(_analyse(net, None, options))
         except Exception as exc:  # noqa: BLE001
             row.update(status="error", error=f"{type(exc).__name__}: {exc}")
         rows.append(row)
@@ -491,6 +529,7 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
         "atol": repr(float(options.atol)),
         "rtol": repr(float(options.rtol)),
         "fibre": str(bool(options.fibre)).lower(),
+        "fibre_search": str(bool(options.search)).lower(),
         "budget": repr(float(options.budget)),
     }
     schema = _schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
@@ -538,6 +577,16 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
         "near_duplicate_groups": near_groups,
         "fibre_types": {c: fib[c] for c in CATEGORIES if c in fib} if options.fibre else None,
         "generic": {g: gen[g] for g in ("true", "false", "undecided") if g in gen} if options.fibre else None,
+        "fibre_search": bool(options.search) if options.fibre else None,
+        "undecided_rate": (
+            {
+                "generic": gen.get("undecided", 0) / max(1, sum(gen.values())),
+                "fibre_type": fib.get("undecided", 0) / max(1, sum(fib.values())),
+                "width": widths.get("undecided", 0) / max(1, sum(widths.values())),
+            }
+            if options.fibre
+            else None
+        ),
         "widths": dict(sorted(widths.items(), key=lambda t: (t[0] == "undecided", int(t[0]) if t[0].isdigit() else 0))),
         "error_rows": [{"source": d["source"][r], "error": d["error"][r]} for r in range(N) if not ok[r]],
     }
