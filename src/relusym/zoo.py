@@ -73,15 +73,16 @@ def scan_zoo(
     fibre: bool = True,
     fibre_search: bool = False,
     budget: float = 1.0,
-    chunk_size: int = 4096,
+    chunk_size: int | None = None,
     files_per_chunk: int = 256,
     resume: bool = False,
     progress: bool | None = None,
 ) -> ZooResult:
     """Analyse every network of a zoo (see the module docstring) and return the table and its summary.
 
-    ``chunk_size`` networks per task for shards and tables, ``files_per_chunk`` files per task for folders of
-    model files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
+    ``chunk_size`` networks per task for shards and tables (None: about 2^22 weights per task for a shard,
+    seconds of work, and 4096 rows for a table), ``files_per_chunk`` files per task for folders of model
+    files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
     opts = Options(
         atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget), search=bool(fibre_search)
     )

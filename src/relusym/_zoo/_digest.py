@@ -656,9 +656,11 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
         per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
+        every = bool(good.all())
         for s0 in range(0, idx.shape[0], per):
             nets = idx[s0 : s0 + per]
-            Vb, Ab, bb, cb = V64[nets], A64[nets], b64[nets], c64[nets]
+            at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
+            Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
             if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
                 with np.errstate(over="ignore"):
                     b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
@@ -677,12 +679,16 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                 part = sub[inv.reshape(-1) == j]
                 if pv == 0:
                     lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
-                d, w, ca = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
-                for t, i in enumerate(nets[part].tolist()):
+                if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
+                    d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
+                else:
+                    d, w, ca = _fast_batch(
+                        Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw)
+                    )
+                ids = nets[part]
+                for t, i in enumerate(ids.tolist()):
                     digest[i] = d[t]
-                    width[i] = w[t]
-                    class_a[i] = ca[t]
-                    fast[i] = True
+                width[ids], class_a[ids], fast[ids] = w, ca, True
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])

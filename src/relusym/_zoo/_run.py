@@ -168,7 +168,7 @@ def _analyse(net: Network, width: int | None, options: Options, class_a: bool | 
         row.update(_cheap_fibre(net, unmixed, class_a))
     elif options.fibre:
         from relusym._fibre.fiber import fiber
-        from relusym.census import fibre_category
+        from relusym._zoo._categories import fibre_category
 
         fb = fiber(net, budget=options.budget, progress=False)  # the zoo's own bar is the only one
         row["generic"] = {True: "true", False: "false", None: "undecided"}[fb.generic]
@@ -223,6 +223,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
     near-duplicate search).  Runs in a worker; reads the chunk's data itself; never raises for bad networks."""
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
+    parts: list[Any] = []
     for items, V, A, b, c in data.stacks:
         try:
             sd = stack_digests(V, A, b, c)
@@ -230,47 +231,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             msg = exc.args[0] if isinstance(exc, InvalidNetworkError) and exc.args else f"{type(exc).__name__}: {exc}"
             rows += [_error_row(item, chunk, str(msg)) for item in items]
             continue
-        k, n, m = V.shape[1], V.shape[2], A.shape[2]
-        good = [t for t in range(len(items)) if sd.digest[t] is not None]
-        probes, nd = (
-            _probe_stack(
-                V[good].astype(np.float64),
-                A[good].astype(np.float64),
-                b[good].astype(np.float64),
-                c[good].astype(np.float64),
-                options.probes,
-            )
-            if good
-            else (np.zeros((0, 0)), np.zeros((0, 5)))
-        )
-        pos = {t: j for j, t in enumerate(good)}
-        for t, item in enumerate(items):
-            if sd.digest[t] is None:
-                rows.append(_error_row(item, chunk, sd.error[t] or "invalid network", (m, n, k)))
-                continue
-            row = {
-                "index": item.index,
-                "source": item.source,
-                "status": "ok",
-                "m": m,
-                "n": n,
-                "k": k,
-                "digest": sd.digest[t],
-                "_chunk": chunk.index,
-                "_probe": probes[pos[t]].tolist(),
-                "_nd": nd[pos[t]].tolist(),
-            }
-            w = int(sd.width[t])
-            if options.fibre or w < 0:
-                net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
-                try:
-                    ca = bool(sd.class_a[t]) if sd.class_a is not None and sd.fast[t] else None
-                    row.update(_analyse(net, w, options, ca))
-                except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
-                    row.update(status="error", error=f"fibre analysis failed: {type(exc).__name__}: {exc}")
-            else:
-                row["width"] = w
-            rows.append(row)
+        parts.append(_stack_part(items, chunk, sd, (V, A, b, c), options))
     for item in data.singles:
         if item.error is not None or item.net is None:
             rows.append(_error_row(item, chunk, item.error or "no network"))
@@ -297,8 +258,88 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
         except Exception as exc:  # noqa: BLE001
             row.update(status="error", error=f"{type(exc).__name__}: {exc}")
         rows.append(row)
-    rows.sort(key=lambda r: r["index"])
-    return _part_table(rows)
+    import pyarrow as pa
+
+    table = pa.concat_tables([*parts, _part_table(rows)]) if parts else _part_table(rows)
+    return table.sort_by("index") if len(parts) + bool(rows) > 1 else table
+
+
+def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarray, ...], options: Options) -> Any:
+    """The part table of the networks of one stack, column by column: digests, widths and (by default) the
+    fibre columns come vectorized from :func:`stack_digests`; only the networks that need more (a width search
+    for a mixed class, the certificate of no hidden flips in class A when n ≤ km, the fibre searches on
+    request, a network outside the vectorized path) are analysed one by one."""
+    import pyarrow as pa
+
+    V, A, b, c = arrays
+    B = len(items)
+    k, n, m = V.shape[1], V.shape[2], A.shape[2]
+    ok = np.array([d is not None for d in sd.digest], dtype=bool)
+    good = np.nonzero(ok)[0]
+    P = options.probes
+    if good.size:
+        f64 = [x[good].astype(np.float64) for x in (V, A, b, c)]
+        probes, nd = _probe_stack(f64[0], f64[1], f64[2], f64[3], P)
+    else:
+        probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
+    status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
+    error: list[str | None] = [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    width = np.where(ok, sd.width, -1)
+    generic: list[str | None] = [None] * B
+    ftype: list[str | None] = [None] * B
+    flips: list[int | None] = [None] * B
+    complete: list[bool | None] = [None] * B
+    fast = np.asarray(sd.fast, dtype=bool)
+    class_a = np.asarray(sd.class_a, dtype=bool) if sd.class_a is not None else np.zeros(B, dtype=bool)
+    need = ok & (width < 0)
+    if options.fibre and not options.search:
+        certify = n <= k * m
+        need |= ok & (~fast | (class_a & certify))
+        for t in np.nonzero(ok & fast & ~need)[0].tolist():  # decided by the digests alone
+            if class_a[t]:
+                generic[t], ftype[t] = "undecided", "undecided"
+            else:
+                generic[t], ftype[t] = "false", "positive-dimensional"
+    elif options.fibre:
+        need |= ok
+    for t in np.nonzero(need)[0].tolist():
+        item = items[t]
+        net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
+        try:
+            res = _analyse(net, int(sd.width[t]) if fast[t] else None, options, bool(class_a[t]) if fast[t] else None)
+        except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
+            status[t], error[t] = "error", f"fibre analysis failed: {type(exc).__name__}: {exc}"
+            continue
+        width[t] = res["width"] if res.get("width") is not None else -1
+        generic[t], ftype[t] = res.get("generic"), res.get("fibre_type")
+        flips[t], complete[t] = res.get("flip_sets"), res.get("flips_complete")
+    lengths = np.zeros(B, dtype=np.int32)
+    lengths[good] = P * k
+    offsets = np.zeros(B + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    nd_off = np.zeros(B + 1, dtype=np.int32)
+    np.cumsum(np.where(ok, 5, 0).astype(np.int32), out=nd_off[1:])
+    null = pa.array(~ok)
+    schema = _schema(private=True)
+    cols = {
+        "index": pa.array([it.index for it in items], type=pa.int64()),
+        "source": pa.array([it.source for it in items], type=pa.string()),
+        "status": pa.array(status, type=pa.string()),
+        "error": pa.array(error, type=pa.string()),
+        "m": pa.array(np.full(B, m, dtype=np.int32)),
+        "n": pa.array(np.full(B, n, dtype=np.int32)),
+        "k": pa.array(np.full(B, k, dtype=np.int32)),
+        "digest": pa.array(sd.digest, type=pa.string()),
+        "width": pa.array(width.astype(np.int32), mask=width < 0),
+        "generic": pa.array(generic, type=pa.string()),
+        "fibre_type": pa.array(ftype, type=pa.string()),
+        "flip_sets": pa.array(flips, type=pa.int32()),
+        "flips_complete": pa.array(complete, type=pa.bool_()),
+        "_chunk": pa.array(np.full(B, chunk.index, dtype=np.int64)),
+        "_probe": pa.ListArray.from_arrays(pa.array(offsets), pa.array(probes.ravel()), mask=null),
+        "_nd": pa.ListArray.from_arrays(pa.array(nd_off), pa.array(nd.ravel()), mask=null),
+    }
+    return pa.Table.from_pydict(cols, schema=schema)
 
 
 def _schema(private: bool) -> Any:
@@ -345,7 +386,7 @@ def run_job(
     executor: Executor | None = None,
     scheduler: str | None = None,
     dask_local: int | None = None,
-    chunk_size: int = 4096,
+    chunk_size: int | None = None,
     files_per_chunk: int = 256,
     resume: bool = False,
     show_progress: bool | None = None,
@@ -432,7 +473,7 @@ def _near_pairs(
     nd: np.ndarray,
     m: int,
     options: Options,
-    chunk_of: dict[int, int],
+    chunk_of: np.ndarray,
     chunks: list[Chunk],
 ) -> list[tuple[int, int]]:
     """Pairs of distinct-digest networks of one shape that ``equivalent_approx`` accepts.
@@ -466,7 +507,7 @@ def _near_pairs(
         cand = cand[d <= radius]
     if not len(cand):
         return []
-    need = {int(idx[i]): chunk_of[int(idx[i])] for i in np.unique(cand).tolist()}
+    need = {int(idx[i]): int(chunk_of[i]) for i in np.unique(cand).tolist()}
     nets = _networks_at(chunks, need)
     pairs = []
     for i, j in cand.tolist():
@@ -477,53 +518,66 @@ def _near_pairs(
 
 
 def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
+    """The table (public columns, with the exact groups and near clusters) and the summary, column by column:
+    groups are the digests' codes in order of first appearance (rows by index), near clusters the connected
+    components of the groups joined by verified near pairs, numbered by their smallest group."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    from relusym.census import CATEGORIES
+    from relusym._zoo._categories import CATEGORIES
 
-    raw = raw.sort_by("index")
-    d = raw.to_pydict()
-    N = len(d["index"])
-    ok = [s == "ok" for s in d["status"]]
-    group: list[int | None] = [None] * N
-    first_of: dict[str, int] = {}
-    members: dict[str, list[int]] = {}
-    for r in range(N):
-        if ok[r]:
-            dg = d["digest"][r]
-            first_of.setdefault(dg, len(first_of))
-            members.setdefault(dg, []).append(r)
-            group[r] = first_of[dg]
-    size = [len(members[d["digest"][r]]) if ok[r] else None for r in range(N)]
-    # near-duplicate clusters: union-find over exact groups and verified pairs of group representatives
-    parent = list(range(len(first_of)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    reps = {dg: rows[0] for dg, rows in members.items()}
-    by_shape: dict[tuple[int, int], list[int]] = {}
-    for _, r in reps.items():
-        if d["_probe"][r]:  # deep networks have no probes: they join no near-duplicate cluster
-            by_shape.setdefault((d["m"][r], d["k"][r]), []).append(r)
-    chunk_of = {int(d["index"][r]): int(d["_chunk"][r]) for r in reps.values()}
-    row_of_index = {int(d["index"][r]): r for r in reps.values()}
-    for (m, _k), rows in sorted(by_shape.items()):
-        idx = np.array([d["index"][r] for r in rows], dtype=np.int64)
-        probes = np.array([d["_probe"][r] for r in rows], dtype=np.float64)
-        nd = np.array([d["_nd"][r] for r in rows], dtype=np.float64)
-        for a, b in _near_pairs(idx, probes, nd, m, options, chunk_of, chunks):
-            ga, gb = find(group[row_of_index[a]]), find(group[row_of_index[b]])  # type: ignore[arg-type]
-            if ga != gb:
-                parent[max(ga, gb)] = min(ga, gb)
-    roots = sorted({find(g) for g in range(len(first_of))})
-    cluster_id = {r: i for i, r in enumerate(roots)}
-    near = [cluster_id[find(g)] if g is not None else None for g in group]
-    cols = {name: d[name] for name, _, _ in COLUMNS if name in d}
-    cols["group"], cols["group_size"], cols["near_cluster"] = group, size, near
+    raw = raw.sort_by("index").combine_chunks()
+    N = raw.num_rows
+    ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
+    okmask = pa.array(ok)
+    digests = pc.if_else(okmask, raw["digest"], pa.scalar(None, pa.string())).combine_chunks()
+    enc = pc.dictionary_encode(digests)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    group = np.where(ok, np.nan_to_num(codes, nan=-1), -1).astype(np.int64)
+    G = len(enc.dictionary)
+    counts = np.bincount(group[ok], minlength=G)
+    size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
+    okrows = np.nonzero(ok)[0]
+    rep = np.zeros(G, dtype=np.int64)
+    if G:
+        _, first_pos = np.unique(group[okrows], return_index=True)
+        rep = okrows[first_pos]
+    index = raw["index"].to_numpy()
+    # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
+    parent = np.arange(G)
+    probe_len = pc.list_value_length(raw["_probe"]).to_numpy(zero_copy_only=False)
+    with_probe = rep[np.nan_to_num(probe_len[rep], nan=0) > 0] if G else rep
+    ms, ks = raw["m"].to_numpy(zero_copy_only=False), raw["k"].to_numpy(zero_copy_only=False)
+    chunk_col = raw["_chunk"].to_numpy()
+    pairs: list[tuple[int, int]] = []
+    if with_probe.size >= 2 and (options.atol != 0 or options.rtol != 0):
+        shapes = np.stack([ms[with_probe], ks[with_probe]], axis=1)
+        kinds, inv = np.unique(shapes, axis=0, return_inverse=True)
+        row_of_index = {}
+        for j, (m, _k) in enumerate(kinds.tolist()):
+            rows = with_probe[inv.reshape(-1) == j]
+            if rows.size < 2:
+                continue
+            probes = np.stack(raw["_probe"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
+            nd = np.stack(raw["_nd"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
+            found = _near_pairs(index[rows], probes, nd, int(m), options, chunk_col[rows], chunks)
+            if found:
+                row_of_index.update({int(index[r]): int(r) for r in rows})
+                pairs += [(row_of_index[a_], row_of_index[b_]) for a_, b_ in found]
+    for ra, rb in pairs:
+        ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
+        if ga != gb:
+            parent[max(ga, gb)] = min(ga, gb)
+    while G and not np.array_equal(parent, parent[parent]):
+        parent = parent[parent]
+    roots, cluster_of_group = np.unique(parent, return_inverse=True)
+    near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1)
+    public = [name for name, _, _ in COLUMNS if name not in ("group", "group_size", "near_cluster")]
+    cols = {name: raw[name] for name in public}
+    nok = pa.array(~ok)
+    cols["group"] = pa.array(group, type=pa.int64(), mask=~ok)
+    cols["group_size"] = pa.array(size.astype(np.int64), type=pa.int64(), mask=~ok)
+    cols["near_cluster"] = pa.array(near.astype(np.int64), type=pa.int64(), mask=nok.to_numpy(zero_copy_only=False))
     meta = {
         "schema": SCHEMA,
         "atol": repr(float(options.atol)),
@@ -535,43 +589,58 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
     schema = _schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
     table = pa.Table.from_pydict(cols, schema=schema)
     # summary
-    exact = [
-        {"group": first_of[dg], "digest": dg, "size": len(rows), "sources": [d["source"][r] for r in rows]}
-        for dg, rows in members.items()
-        if len(rows) > 1
-    ]
-    clusters: dict[int, list[int]] = {}
-    for r in range(N):
-        if near[r] is not None:
-            clusters.setdefault(near[r], []).append(r)  # type: ignore[arg-type]
-    near_groups = [
-        {
-            "cluster": cid,
-            "size": len(rows),
-            "distinct_digests": len({d["digest"][r] for r in rows}),
-            "sources": [d["source"][r] for r in rows],
-        }
-        for cid, rows in sorted(clusters.items())
-        if len({d["digest"][r] for r in rows}) > 1
-    ]
-    fib: dict[str, int] = {}
-    gen: dict[str, int] = {}
-    widths: dict[str, int] = {}
-    for r in range(N):
-        if not ok[r]:
-            continue
-        if d["fibre_type"][r] is not None:
-            fib[d["fibre_type"][r]] = fib.get(d["fibre_type"][r], 0) + 1
-        if d["generic"][r] is not None:
-            gen[d["generic"][r]] = gen.get(d["generic"][r], 0) + 1
-        w = "undecided" if d["width"][r] is None else str(d["width"][r])
-        widths[w] = widths.get(w, 0) + 1
+    source = raw["source"]
+    multi = np.nonzero(counts > 1)[0]
+    exact = []
+    if multi.size:
+        by_group = okrows[np.argsort(group[okrows], kind="stable")]
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        dict_py = enc.dictionary
+        for g in multi.tolist():
+            rows = by_group[starts[g] : starts[g + 1]]
+            exact.append(
+                {
+                    "group": g,
+                    "digest": dict_py[g].as_py(),
+                    "size": int(counts[g]),
+                    "sources": source.take(pa.array(rows)).to_pylist(),
+                }
+            )
+    near_groups = []
+    if pairs:
+        n_groups = np.bincount(cluster_of_group.reshape(-1), minlength=roots.size)
+        for cid in np.nonzero(n_groups > 1)[0].tolist():
+            rows = np.nonzero(near == cid)[0]
+            near_groups.append(
+                {
+                    "cluster": cid,
+                    "size": int(rows.size),
+                    "distinct_digests": int(n_groups[cid]),
+                    "sources": source.take(pa.array(rows)).to_pylist(),
+                }
+            )
+    okt = raw.filter(okmask)
+
+    def counted(col: str) -> dict[str, int]:
+        vc = pc.value_counts(okt[col].combine_chunks().drop_null()).to_pylist() if okt.num_rows else []
+        return {x["values"]: int(x["counts"]) for x in vc}
+
+    fib, gen = counted("fibre_type"), counted("generic")
+    wcol = okt["width"].to_numpy(zero_copy_only=False) if okt.num_rows else np.zeros(0)
+    decided = wcol[~np.isnan(wcol)].astype(np.int64) if wcol.size else np.zeros(0, dtype=np.int64)
+    wv, wc = np.unique(decided, return_counts=True)
+    widths = {str(w): int(c) for w, c in zip(wv.tolist(), wc.tolist(), strict=True)}
+    if int(np.isnan(wcol).sum()) if wcol.size else 0:
+        widths["undecided"] = int(np.isnan(wcol).sum())
+    bad = np.nonzero(~ok)[0]
+    err_src = source.take(pa.array(bad)).to_pylist()
+    err_msg = raw["error"].take(pa.array(bad)).to_pylist()
     summary = {
         "schema": SCHEMA,
         "networks": N,
-        "ok": sum(ok),
-        "errors": N - sum(ok),
-        "distinct_functions": len(first_of),
+        "ok": int(ok.sum()),
+        "errors": int(N - ok.sum()),
+        "distinct_functions": G,
         "tolerance": {"atol": float(options.atol), "rtol": float(options.rtol)},
         "exact_duplicate_groups": exact,
         "near_duplicate_groups": near_groups,
@@ -587,7 +656,14 @@ def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[
             if options.fibre
             else None
         ),
-        "widths": dict(sorted(widths.items(), key=lambda t: (t[0] == "undecided", int(t[0]) if t[0].isdigit() else 0))),
-        "error_rows": [{"source": d["source"][r], "error": d["error"][r]} for r in range(N) if not ok[r]],
+        "widths": widths,
+        "error_rows": [{"source": s_, "error": e_} for s_, e_ in zip(err_src, err_msg, strict=True)],
     }
     return table, summary
+
+
+def _root(parent: np.ndarray, x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = int(parent[x])
+    return x
