@@ -30,7 +30,8 @@ with the tolerance used, counts by fibre type, generic/not/undecided, widths, an
 * ``generic``, ``fibre_type``, ``flip_sets``: by default only what is decided in bounded time per network
   (genericity's conditions G-a and G-b from the digests' classes: dead, null, constant and duplicate neurons;
   outside class A without mixed classes a positive-dimensional fibre; in class A the absence of hidden flips
-  when an n×n minor of the flip matrix is nonsingular modulo a prime, possible when n ≤ km), the rest
+  when an n×n minor of the flip matrix is nonsingular modulo a prime, possible when n ≤ km, tried when
+  n ≤ 64), the rest
   "undecided"; ``fibre_search=True`` runs :func:`relusym.fiber` with its searches (flip sets, configurations)
   within ``budget`` seconds per network; ``fibre=False`` skips these columns.  The summary reports the
   undecided rate of each column.  Results that hit the budget are "undecided"; only they can depend on the

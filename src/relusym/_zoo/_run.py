@@ -121,6 +121,15 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     return out.reshape(B, -1), nd
 
 
+_CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
+
+
+def _certifiable(m: int, n: int, k: int) -> bool:
+    """Whether the default fibre column certifies the absence of hidden flips (an n×n minor of the flip matrix
+    modulo a prime): possible when n ≤ km, and cheap beside the digest when n ≤ 64 (larger n: on request)."""
+    return n <= k * m and n <= _CERTIFY_MAX_N
+
+
 def _cheap_fibre(net: Network, unmixed: bool | None, class_a: bool | None) -> dict[str, Any]:
     """The fibre columns decided in bounded time per network (no search; docs/math/fibres.md):
 
@@ -128,7 +137,8 @@ def _cheap_fibre(net: Network, unmixed: bool | None, class_a: bool | None) -> di
       generic; when moreover no hyperplane class carries neurons of both orientations (``unmixed``), its own
       configuration has cost 0, w = N < n and the fibre has dimension N + (n − N)δ > 0: "positive-dimensional";
     * in class A, (G-c) holds when the rows vec(v_i a_iᵀ) are certified independent (an n×n minor nonsingular
-      modulo a prime, possible when n ≤ km): then θ is generic, its only flip set ∅;
+      modulo a prime, possible when n ≤ km; tried when n ≤ 64, :func:`_certifiable`): then θ is generic, its
+      only flip set ∅;
     * everything else (hidden flips possible, mixed classes outside class A) is "undecided" until searched.
 
     ``unmixed`` and ``class_a`` come from the stack's digests; None: from θ's analysis."""
@@ -146,7 +156,7 @@ def _cheap_fibre(net: Network, unmixed: bool | None, class_a: bool | None) -> di
         return {"generic": "false", "fibre_type": "positive-dimensional" if unmixed else "undecided"}
     from relusym._fibre.flips import flips_certified_absent
 
-    if net.n <= net.k * net.m and flips_certified_absent(an):
+    if _certifiable(net.m, net.n, net.k) and flips_certified_absent(an):
         return {"generic": "true", "fibre_type": "generic", "flip_sets": 0, "flips_complete": True}
     return {"generic": "undecided", "fibre_type": "undecided"}
 
@@ -293,7 +303,7 @@ def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarr
     class_a = np.asarray(sd.class_a, dtype=bool) if sd.class_a is not None else np.zeros(B, dtype=bool)
     need = ok & (width < 0)
     if options.fibre and not options.search:
-        certify = n <= k * m
+        certify = _certifiable(m, n, k)
         need |= ok & (~fast | (class_a & certify))
         for t in np.nonzero(ok & fast & ~need)[0].tolist():  # decided by the digests alone
             if class_a[t]:
