@@ -361,6 +361,10 @@ def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
     root, _, _ = planted
     scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
     scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, workers=2, progress=False)
+    shard = tmp_path / "shard.npz"  # a stacked shard, the default fibre column, tasks of 97 rows
+    _fault_zoo(shard, 600)
+    scan_zoo(shard, tmp_path / "s1.parquet", chunk_size=97, progress=False)
+    scan_zoo(shard, tmp_path / "s2.parquet", chunk_size=97, workers=2, progress=False)
     with distributed.LocalCluster(n_workers=2, host="127.0.0.1", processes=True, dashboard_address=None) as cluster:
         scan_zoo(
             root,
@@ -370,6 +374,9 @@ def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
             scheduler=cluster.scheduler_address,
             progress=False,
         )
+        scan_zoo(shard, tmp_path / "s3.parquet", chunk_size=97, scheduler=cluster.scheduler_address, progress=False)
+    s1 = (tmp_path / "s1.parquet").read_bytes()
+    assert s1 == (tmp_path / "s2.parquet").read_bytes() == (tmp_path / "s3.parquet").read_bytes()
     a = (tmp_path / "a.parquet").read_bytes()
     assert a == (tmp_path / "b.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
     t = pq.read_table(tmp_path / "c.parquet").sort_by("source")
