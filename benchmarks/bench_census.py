@@ -9,12 +9,20 @@ load matters: compare the ratio, not the seconds).
 
     python benchmarks/bench_census.py
     python benchmarks/bench_census.py --shape 1,3,1 --values=-1,0,1,2 --loop 3000   # the 4^10 grid
+    python benchmarks/bench_census.py --parallel 8   # also serial / 2 pool workers / a 2-worker Dask LocalCluster
+
+With ``--parallel C`` the same table is also written serially, on a process pool of 2 and on a real Dask
+``LocalCluster`` of 2 workers (127.0.0.1; its start-up timed apart), in C chunks, and the three files are
+compared byte for byte; wall times, ratios and the load beside each.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +39,7 @@ def main() -> None:
     p.add_argument("--shape", default="1,2,1")
     p.add_argument("--values", default="-1,0,1,2")
     p.add_argument("--loop", type=int, default=None, help="time the loop on N random networks of the grid only")
+    p.add_argument("--parallel", type=int, default=0, metavar="C", help="also serial vs parallel, in C chunks")
     a = p.parse_args()
     m, n, k = (int(x) for x in a.shape.split(","))
     spec = CensusSpec((m, n, k), tuple(int(x) for x in a.values.split(",")), check_every=0)
@@ -51,7 +60,43 @@ def main() -> None:
     print(f"{spec.label()}: {spec.total} networks, {res.summary['distinct_functions']} distinct functions")
     print(f"census table (vectorized keys, fiber per function): {r_table:10.0f} networks/s ({t_table:.1f} s)")
     print(f"loop over fiber(net) on {count} networks:{'':9s}{r_loop:10.0f} networks/s ({t_loop:.1f} s)")
-    print(f"ratio: {r_table / r_loop:.1f}x; the two agree on all {count} networks")
+    print(f"ratio: {r_table / r_loop:.1f}x; the two agree on all {count} networks (load {os.getloadavg()[0]:.1f})")
+    if a.parallel:
+        parallel(dataclasses.replace(spec, chunk_size=max(1, -(-spec.total // a.parallel))))
+
+
+def parallel(spec: CensusSpec) -> None:
+    from distributed import LocalCluster
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d)
+        times = {}
+        from relusym.census import _table
+
+        for name, kw in (("serial", {}), ("pool", {"workers": 2})):
+            _table._FIBRES.clear()  # the per-process memo of fibres by function: the serial run starts cold too
+            t0 = time.perf_counter()
+            run_census_table(spec, out / f"{name}.parquet", progress=False, **kw)
+            times[name] = (time.perf_counter() - t0, os.getloadavg()[0])
+        t0 = time.perf_counter()
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+        start = time.perf_counter() - t0
+        try:
+            t0 = time.perf_counter()
+            run_census_table(spec, out / "dask.parquet", progress=False, scheduler=cluster.scheduler_address)
+            times["dask"] = (time.perf_counter() - t0, os.getloadavg()[0])
+        finally:
+            cluster.close()
+        same = len({(out / f"{x}.parquet").read_bytes() for x in times}) == 1
+    s_ = times["serial"][0]
+    print("\n| census table | serial | process pool, 2 workers | Dask LocalCluster, 2 workers | tables |")
+    print("|---|---|---|---|---|")
+    print(
+        f"| {spec.label()}, {spec.chunks} chunks | {s_:.1f} s (load {times['serial'][1]:.1f}) | "
+        f"{times['pool'][0]:.1f} s, {s_ / times['pool'][0]:.2f}× (load {times['pool'][1]:.1f}) | "
+        f"{times['dask'][0]:.1f} s, {s_ / times['dask'][0]:.2f}× (+{start:.1f} s start-up; load "
+        f"{times['dask'][1]:.1f}) | {'identical' if same else 'DIFFER'} |"
+    )
 
 
 if __name__ == "__main__":

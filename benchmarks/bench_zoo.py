@@ -1,15 +1,23 @@
-"""Normal-form digests of a model zoo: the vectorized stack path of relusym.zoo against a loop over
-``normal_form(net).digest()``, which is what a user would otherwise write.
+"""Model zoos: the vectorized normal-form digests, the zoo job end to end, its fibre column and its parallel runs,
+each side by side with its baseline in one run.
 
-For every shape (m, n, k) it times both on the same random float32 networks (the loop on a subsample, since it is
-the slow side), checks that the digests agree on that subsample, and reports networks per second, the ratio, and the
-peak memory per network of the vectorized path (tracemalloc over one stack). Then it times the vectorized path alone
-on growing zoos (10^4, 10^5, ... networks, generated chunk by chunk as a job would read them, 4096 per chunk) to
-show how the time grows, wall clock and CPU time of this process. The machine's load matters: compare the ratios,
-measured in one run. BLAS runs on one thread (set OPENBLAS_NUM_THREADS to override).
+* **digests** (per shape m-n-k, random float32 networks): the stack digests against a loop over
+  ``normal_form(net).digest()`` (what a user would otherwise write; timed on a subsample, the digests compared
+  there), and against the bytes-read limit (one pass that reads every weight once: ``np.add.reduce`` over the
+  stack); CPU time of this process, wall time, and the load beside each row;
+* **growth** of the digest time over 10^4 … 10^6 networks of 8-64-1 (generated chunk by chunk, as a job reads
+  them);
+* **the zoo job** on one stacked shard (``scan_zoo``): fibre column off, the default fibre column (decided in
+  bounded time), and the fibre searches (on a subsample), per network, with the undecided rates;
+* **parallel**: the same job serial, on a process pool of 2 and on a real multi-worker Dask ``LocalCluster`` (2
+  workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
+  the tables compared byte for byte.
+
+BLAS runs on one thread per process (set OPENBLAS_NUM_THREADS to override).  The machine's load matters: compare
+the ratios measured in one run, and read the load column.
 
     python benchmarks/bench_zoo.py --quick
-    python benchmarks/bench_zoo.py --growth 10000 100000 1000000
+    python benchmarks/bench_zoo.py --growth 10000 100000 1000000 --parallel 100000
 """
 
 from __future__ import annotations
@@ -17,12 +25,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
-# one BLAS thread for both sides: on a shared machine (and in a zoo job's worker processes) BLAS threads
-# competing for busy cores make the small batched matrix products of the digests up to 100 times slower
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -32,8 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from relusym import Network, normal_form  # noqa: E402
 from relusym._zoo._digest import stack_digests  # noqa: E402
+from relusym.zoo import scan_zoo  # noqa: E402
 
-SHAPES = ((2, 16, 1), (8, 64, 1), (64, 256, 10))
+SHAPES = ((8, 64, 1), (64, 256, 10), (784, 128, 10))
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def stack(m: int, n: int, k: int, B: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -46,88 +57,205 @@ def stack(m: int, n: int, k: int, B: int, seed: int) -> tuple[np.ndarray, ...]:
     )
 
 
-def _vectorized(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[list[str | None], float, float]:
-    t0, c0 = time.perf_counter(), time.process_time()
-    digests = stack_digests(V, A, b, c).digest
-    return digests, time.perf_counter() - t0, time.process_time() - c0
+class Clock:
+    """Wall and CPU seconds of this process (children included when asked: the pool's and the cluster's workers
+    are other processes, so the parallel rows report wall time)."""
+
+    def __enter__(self) -> Clock:
+        self.t, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.t, time.process_time() - self.c
 
 
-def compare(m: int, n: int, k: int, B: int, loop_count: int) -> dict[str, float]:
+def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     V, A, b, c = stack(m, n, k, B, seed=m * 1000 + n)
-    fast, t1, c1 = _vectorized(V, A, b, c)
-    L = min(loop_count, B)
-    t0, c0 = time.perf_counter(), time.process_time()
-    ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
-    t_loop, c_loop = time.perf_counter() - t0, time.process_time() - c0
-    _, t2, c2 = _vectorized(V, A, b, c)  # before and after the loop: the faster (the machine's load drifts)
-    t_vec, c_vec = min(t1, t2), min(c1, c2)
+    with Clock() as read:
+        for x in (V, A, b, c):
+            np.add.reduce(x, axis=None)
+    with Clock() as vec:
+        fast = stack_digests(V, A, b, c).digest
+    la = load()
+    with Clock() as loop:
+        ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
+    ll = load()
     if fast[:L] != ref:
         raise AssertionError(f"digests differ for {m}-{n}-{k}")
-    per = min(B, 256)
-    tracemalloc.start()
-    stack_digests(V[:per], A[:per], b[:per], c[:per])
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {
-        "vec": B / t_vec,
-        "loop": L / t_loop,
-        "cpu_ratio": (c_loop / L) / (c_vec / B),
-        "mem": peak / per + V[0].nbytes + A[0].nbytes + 8 * (n + k),
-    }
+    us_vec, us_loop = vec.cpu / B * 1e6, loop.cpu / L * 1e6
+    return (
+        f"| {m}-{n}-{k} | {B:,} | {us_vec:,.1f} µs ({vec.wall / B * 1e6:,.1f} µs wall, load {la}) | "
+        f"{us_loop:,.0f} µs ({loop.wall / L * 1e6:,.0f} µs wall, load {ll}) | {us_loop / us_vec:.1f}× | "
+        f"{read.cpu / B * 1e6:.2f} µs | {vec.cpu / max(read.cpu, 1e-9):,.0f}× |"
+    )
 
 
-def growth(m: int, n: int, k: int, total: int, chunk: int) -> tuple[float, float]:
-    """Wall-clock and CPU seconds of the vectorized digests of ``total`` networks, chunk by chunk."""
-    t = cpu = 0.0
-    done = 0
-    seed = 0
+def growth(total: int, chunk: int = 4096) -> str:
+    wall = cpu = 0.0
+    done = seed = 0
     while done < total:
         B = min(chunk, total - done)
-        V, A, b, c = stack(m, n, k, B, seed)
-        t0, c0 = time.perf_counter(), time.process_time()
-        sd = stack_digests(V, A, b, c)
-        t += time.perf_counter() - t0
-        cpu += time.process_time() - c0
+        V, A, b, c = stack(8, 64, 1, B, seed)
+        with Clock() as t:
+            sd = stack_digests(V, A, b, c)
+        wall, cpu = wall + t.wall, cpu + t.cpu
         if not sd.fast.all():
             raise AssertionError("a random float32 network left the vectorized path")
-        done += B
-        seed += 1
-    return t, cpu
+        done, seed = done + B, seed + 1
+    return f"| {total:,} | {cpu:.1f} s | {wall:.1f} s | {cpu / total * 1e6:.1f} | {total / cpu:,.0f} | {load()} |"
+
+
+def shard(path: Path, m: int, n: int, k: int, B: int) -> Path:
+    V, A, b, c = stack(m, n, k, B, seed=7)
+    np.savez(path, V=V, A=A, b=b, c=c)
+    return path
+
+
+def job_rows(tmp: Path, m: int, n: int, k: int, B: int, search: int) -> list[str]:
+    src = shard(tmp / f"shard_{m}_{n}_{k}.npz", m, n, k, B)
+    out = []
+    for label, kw, count in (
+        ("fibre column off", {"fibre": False}, B),
+        ("default fibre column (bounded time)", {}, B),
+        ("fibre searches (fibre_search=True, budget 1 s)", {"fibre_search": True}, search),
+    ):
+        source = src if count == B else shard(tmp / f"sub_{m}_{n}_{k}.npz", m, n, k, count)
+        if count == 0:
+            continue
+        with Clock() as t:
+            res = scan_zoo(source, tmp / "job.parquet", progress=False, **kw)
+        und = res.summary.get("undecided_rate") or {}
+        rate = ", ".join(f"{c_} {v:.0%}" for c_, v in und.items()) if und else "—"
+        out.append(
+            f"| {m}-{n}-{k} | {label} | {count:,} | {t.cpu / count * 1e6:,.0f} µs | {t.wall / count * 1e6:,.0f} µs | "
+            f"{rate} | {load()} |"
+        )
+    return out
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _worker_cpu() -> float:
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return float(t.user + t.system)
+
+
+def parallel_rows(tmp: Path, B: int, files: int) -> list[str]:
+    """Wall time serial / pool / Dask, and the CPU seconds of the client and of the workers (children's rusage for
+    the pool, each Dask worker's own counters): on a loaded machine the wall ratio says little, while the CPU
+    split says what an idle machine would give (the client's share and the workers' overhead over serial)."""
+    from distributed import Client, LocalCluster
+
+    out: list[str] = []
+    cpu: list[str] = []
+    src = shard(tmp / "par.npz", 8, 64, 1, B)
+    folder = tmp / "files"
+    folder.mkdir(exist_ok=True)
+    V, A, b, c = stack(16, 64, 4, files, seed=3)
+    for i in range(files):
+        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    for name, source, kw in (
+        (f"stacked shard, {B:,} × 8-64-1", src, {"chunk_size": max(1, B // 16)}),
+        (f"folder, {files:,} files 16-64-4", folder, {"files_per_chunk": max(1, files // 16)}),
+    ):
+        with Clock() as serial:
+            scan_zoo(source, tmp / "s.parquet", progress=False, fibre=False, **kw)
+        ls = load()
+        c0 = _children_cpu()
+        with Clock() as pool:
+            scan_zoo(source, tmp / "p.parquet", progress=False, fibre=False, workers=2, **kw)
+        lp, pool_workers = load(), _children_cpu() - c0
+        with Clock() as start:
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+        try:
+            with Client(cluster) as client:
+                w0 = sum(client.run(_worker_cpu).values())
+                with Clock() as dask:
+                    addr = cluster.scheduler_address
+                    scan_zoo(source, tmp / "d.parquet", progress=False, fibre=False, scheduler=addr, **kw)
+                dask_workers = sum(client.run(_worker_cpu).values()) - w0
+            ld = load()
+        finally:
+            cluster.close()
+        same = (tmp / "s.parquet").read_bytes() == (tmp / "p.parquet").read_bytes() == (tmp / "d.parquet").read_bytes()
+        out.append(
+            f"| {name} | {serial.wall:.1f} s (load {ls}) | "
+            f"{pool.wall:.1f} s, {serial.wall / pool.wall:.2f}× (load {lp}) | "
+            f"{dask.wall:.1f} s, {serial.wall / dask.wall:.2f}× (+{start.wall:.1f} s start-up; load {ld}) | "
+            f"{'identical' if same else 'DIFFER'} |"
+        )
+        cpu.append(
+            f"| {name} | {serial.cpu:.1f} s | {pool.cpu:.1f} s + {pool_workers:.1f} s "
+            f"({serial.cpu / max(pool.cpu, pool_workers / 2):.2f}×) | {dask.cpu:.1f} s + {dask_workers:.1f} s "
+            f"({serial.cpu / max(dask.cpu, dask_workers / 2):.2f}×) |"
+        )
+    return out + cpu
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
     p.add_argument("--growth", type=int, nargs="*", default=None, help="zoo sizes for the growth table (8-64-1)")
+    p.add_argument("--job", type=int, default=None, help="networks of the zoo job rows (8-64-1)")
+    p.add_argument("--parallel", type=int, default=None, help="networks of the parallel shard (0: skip)")
+    p.add_argument("--files", type=int, default=None, help="files of the parallel folder")
     args = p.parse_args()
-    sizes = {(2, 16, 1): (4000, 400), (8, 64, 1): (2000, 200), (64, 256, 10): (40, 8)}
-    if args.quick:
-        sizes = {(2, 16, 1): (2000, 200), (8, 64, 1): (1000, 100), (64, 256, 10): (20, 4)}
+    q = args.quick
+    sizes = {(8, 64, 1): (4096, 100), (64, 256, 10): (64, 8), (784, 128, 10): (24, 4)}
+    if not q:
+        sizes = {(8, 64, 1): (16384, 300), (64, 256, 10): (256, 24), (784, 128, 10): (64, 8)}
+    print(f"load at start: {load()}\n")
     print(
-        "| shape m-n-k | vectorized (networks/s) | loop over normal_form(net).digest() (networks/s) | ratio | "
-        "ratio (CPU time) | memory per network (vectorized, peak) |"
+        "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
+        "network | ratio (CPU) | reading the weights once, CPU per network | digest / read |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for shape in SHAPES:
-        B, L = sizes[shape]
-        r = compare(*shape, B, L)
-        print(
-            f"| {'-'.join(map(str, shape))} | {r['vec']:,.0f} | {r['loop']:,.0f} | {r['vec'] / r['loop']:.1f}× | "
-            f"{r['cpu_ratio']:.1f}× | {r['mem'] / 1024:.1f} KiB |"
-        )
-    sizes_g = args.growth if args.growth is not None else ([10_000] if args.quick else [10_000, 100_000])
+        print(digest_row(*shape, *sizes[shape]), flush=True)
+    sizes_g = args.growth if args.growth is not None else ([10_000] if q else [10_000, 100_000])
     if sizes_g:
-        print(
-            "\n| networks (8-64-1) | vectorized digest time (wall) | µs per network (wall) | networks/s | "
-            "CPU µs per network |"
-        )
-        print("|---|---|---|---|---|")
+        print("\n| networks (8-64-1) | digest CPU | wall | CPU µs per network | networks/s (CPU) | load |")
+        print("|---|---|---|---|---|---|")
         for total in sizes_g:
-            t, cpu = growth(8, 64, 1, total, 4096)
+            print(growth(total), flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        jb = args.job if args.job is not None else (2000 if q else 20000)
+        scan_zoo(shard(tmp / "warm.npz", 8, 64, 1, 64), progress=False)  # imports and caches warm
+        print(
+            "\n| shape | zoo job on a stacked shard | networks | CPU per network | wall per network | undecided "
+            "| load |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for row in job_rows(tmp, 8, 64, 1, jb, 20 if q else 50):
+            print(row, flush=True)
+        for row in job_rows(tmp, 64, 256, 10, 40 if q else 200, 4 if q else 10):
+            print(row, flush=True)
+        pb = args.parallel if args.parallel is not None else (20000 if q else 100000)
+        if pb:
+            files = args.files if args.files is not None else (200 if q else 1000)
             print(
-                f"| {total:,} | {t:.1f} s | {t / total * 1e6:.0f} | {total / t:,.0f} | {cpu / total * 1e6:.0f} |",
-                flush=True,
+                "\n| zoo job (fibre column off) | serial | process pool, 2 workers | Dask LocalCluster, 2 workers "
+                "| tables |"
             )
+            print("|---|---|---|---|---|")
+            rows = parallel_rows(tmp, pb, files)
+            for row in rows[: len(rows) // 2]:
+                print(row, flush=True)
+            print(
+                "\n| CPU seconds | serial | pool: client + 2 workers (serial / max(client, workers / 2)) | "
+                "Dask: client + 2 workers (same) |"
+            )
+            print("|---|---|---|---|")
+            for row in rows[len(rows) // 2 :]:
+                print(row, flush=True)
 
 
 if __name__ == "__main__":

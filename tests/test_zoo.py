@@ -275,7 +275,7 @@ def _groups_of(table) -> list[set[str]]:
 
 def test_planted_zoo_groups_and_errors(planted, tmp_path):
     root, groups, bad = planted
-    res = scan_zoo(root, tmp_path / "zoo.parquet", chunk_size=4, files_per_chunk=5, progress=False)
+    res = scan_zoo(root, tmp_path / "zoo.parquet", chunk_size=4, files_per_chunk=5, progress=False, fibre_search=True)
     table = read_zoo_table(tmp_path / "zoo.parquet")
     assert table.equals(res.table)
     assert table.schema.metadata[b"schema"] == SCHEMA.encode()
@@ -311,6 +311,42 @@ def test_planted_zoo_groups_and_errors(planted, tmp_path):
     assert not [p for p in tmp_path.rglob("*") if TMP_MARK in p.name]
 
 
+def test_cheap_fibre_columns_agree_with_the_search(planted, tmp_path):
+    """The default fibre columns (no search) decide only what the search decides the same way: on a zoo of
+    generic networks, hidden flips, dead, constant and duplicate neurons, every value other than "undecided"
+    equals :func:`relusym.fiber`'s, computed here network by network; the summary reports the undecided rates."""
+    root, _, _ = planted
+    rng = np.random.default_rng(5)
+    nets = []
+    for t in range(12):  # n ≤ km: the certificate of no hidden flips applies
+        m, n, k = 3, 4, 2
+        V, A, b, c = rng.integers(-3, 4, (k, n)), rng.integers(-3, 4, (n, m)), rng.integers(-3, 4, n), [0] * k
+        if t % 4 == 1:
+            V[:, 0] = 0  # a dead neuron
+        elif t % 4 == 2:
+            A[1], b[1] = 2 * A[0], 2 * b[0]  # a duplicate
+        nets.append((f"extra{t}", Network(V.astype(float), A.astype(float), b.astype(float), np.array(c, float))))
+    res = scan_zoo(list(nets), progress=False)
+    full = [relusym.fiber(net, budget=30) for _, net in nets]
+    d = res.table.to_pydict()
+    decided = 0
+    for r, fb in enumerate(full):
+        want_g = {True: "true", False: "false", None: "undecided"}[fb.generic]
+        if d["generic"][r] != "undecided":
+            assert d["generic"][r] == want_g
+            decided += 1
+        if d["fibre_type"][r] != "undecided":
+            from relusym.census import fibre_category
+
+            assert d["fibre_type"][r] == fibre_category(fb)
+    assert decided >= 8  # the dead and duplicate neurons, and most generic networks, are decided without search
+    s = res.summary
+    assert s["fibre_search"] is False
+    assert s["undecided_rate"]["generic"] == d["generic"].count("undecided") / len(nets)
+    res2 = scan_zoo(root, chunk_size=4, files_per_chunk=5, progress=False)
+    assert res2.summary["undecided_rate"]["fibre_type"] <= 1.0
+
+
 def test_same_table_serial_threads_pool(planted, tmp_path):
     root, _, _ = planted
     scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
@@ -325,6 +361,10 @@ def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
     root, _, _ = planted
     scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
     scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, workers=2, progress=False)
+    shard = tmp_path / "shard.npz"  # a stacked shard, the default fibre column, tasks of 97 rows
+    _fault_zoo(shard, 600)
+    scan_zoo(shard, tmp_path / "s1.parquet", chunk_size=97, progress=False)
+    scan_zoo(shard, tmp_path / "s2.parquet", chunk_size=97, workers=2, progress=False)
     with distributed.LocalCluster(n_workers=2, host="127.0.0.1", processes=True, dashboard_address=None) as cluster:
         scan_zoo(
             root,
@@ -334,6 +374,9 @@ def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
             scheduler=cluster.scheduler_address,
             progress=False,
         )
+        scan_zoo(shard, tmp_path / "s3.parquet", chunk_size=97, scheduler=cluster.scheduler_address, progress=False)
+    s1 = (tmp_path / "s1.parquet").read_bytes()
+    assert s1 == (tmp_path / "s2.parquet").read_bytes() == (tmp_path / "s3.parquet").read_bytes()
     a = (tmp_path / "a.parquet").read_bytes()
     assert a == (tmp_path / "b.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
     t = pq.read_table(tmp_path / "c.parquet").sort_by("source")

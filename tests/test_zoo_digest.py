@@ -129,6 +129,24 @@ def test_batched_digests_equal_a_from_scratch_oracle():
                 assert sd.digest[i] == scratch_digest(V[i], A[i], b[i], c[i])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_stacks_and_extreme_orientations(dtype):
+    """The paths of the dense case (every network with the same number of classes, no padding) and of the affine
+    part's neuron selection: no neuron negatively oriented, every one, a mixture; a constant neuron; c = 0."""
+    rng = np.random.default_rng(11)
+    B, m, n, k = 6, 3, 12, 2
+    V, A, b, c = (rng.standard_normal(s) for s in ((B, k, n), (B, n, m), (B, n), (B, k)))
+    A[0, :, 0] = np.abs(A[0, :, 0]) + 0.5  # λ > 0 everywhere: M = 0
+    A[1, :, 0] = -np.abs(A[1, :, 0]) - 0.5  # λ < 0 everywhere: every neuron enters M
+    A[2, 3] = 0.0  # a constant neuron
+    c[3] = 0.0
+    A[4] *= 2.0 ** rng.integers(-40, 40, size=(n, m))  # a wide spread: several limbs
+    V, A, b, c = (x.astype(dtype) for x in (V, A, b, c))
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == stack_definition(V, A, b, c)
+    assert sd.fast.all()
+
+
 @pytest.mark.slow
 def test_thousands_of_random_networks():
     rng = np.random.default_rng(7)

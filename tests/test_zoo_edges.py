@@ -154,3 +154,60 @@ def test_pool_workers_die_with_their_parent(tmp_path: Path) -> None:
         for k in kids:  # the processes this test started, by their id: none may outlive it
             if _alive(k):
                 os.kill(k, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_rows_read_only_the_rows_asked(tmp_path, compressed):
+    """A chunk of a stacked .npz reads its rows from the member (stored or deflated), equal to slicing the whole
+    array, at the edges too; a Fortran-ordered member falls back to the whole array."""
+    import zipfile
+
+    from relusym._zoo._sources import _npz_rows
+
+    rng = np.random.default_rng(3)
+    arrays = {"A": rng.standard_normal((37, 5, 3)).astype(np.float32), "b": rng.standard_normal((37, 5))}
+    arrays["F"] = np.asfortranarray(rng.standard_normal((37, 4)))
+    path = tmp_path / "s.npz"
+    (np.savez_compressed if compressed else np.savez)(path, **arrays)
+    with zipfile.ZipFile(path) as zf:
+        for name, x in arrays.items():
+            for start, stop in ((0, 37), (0, 1), (5, 17), (36, 37), (30, 99), (37, 37)):
+                got = _npz_rows(zf, name, start, stop)
+                assert got.dtype == x.dtype and np.array_equal(got, x[start:stop])
+
+
+def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
+    """By default a shard is cut into tasks of about 2^22 weights (here forced small through the module constant):
+    the table is the same whatever the chunks and the executor."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import relusym._zoo._sources as sources
+    from relusym._zoo._sources import auto_rows, plan_chunks
+    from relusym.zoo import scan_zoo
+
+    assert auto_rows((10**6, 64, 8)) == 2**22 // (64 * 9)
+    assert auto_rows((10, 10**6, 100)) == 16 and auto_rows((10, 1, 1)) == 65536
+    rng = np.random.default_rng(4)
+    B, k, n, m = 300, 2, 6, 3
+    V, A, b, c = (rng.integers(-2, 3, s).astype(np.float32) for s in ((B, k, n), (B, n, m), (B, n), (B, k)))
+    V[::7] = V[3]  # duplicates
+    A[::7], b[::7], c[::7] = A[3], b[3], c[3]
+    np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
+    old = sources._TASK_WEIGHTS
+    try:
+        sources._TASK_WEIGHTS = 40 * n * (m + 1)
+        assert len(plan_chunks(tmp_path / "s.npz")) == -(-B // 40)
+        a = scan_zoo(tmp_path / "s.npz", tmp_path / "a.parquet", progress=False)
+        with ThreadPoolExecutor(2) as ex:
+            scan_zoo(tmp_path / "s.npz", tmp_path / "b.parquet", progress=False, executor=ex)
+    finally:
+        sources._TASK_WEIGHTS = old
+    scan_zoo(tmp_path / "s.npz", tmp_path / "c.parquet", progress=False, chunk_size=1000)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    import pyarrow.parquet as pq
+
+    ta, tc = (pq.read_table(tmp_path / f"{x}.parquet") for x in "ac")
+    assert ta.equals(tc)
+    d = a.table.to_pydict()
+    assert d["group"][0::7] == [d["group"][3]] * len(d["group"][0::7])
+    assert a.summary["undecided_rate"] is not None

@@ -25,10 +25,17 @@ with the tolerance used, counts by fibre type, generic/not/undecided, widths, an
   (connected components: tolerance equality is not transitive).  Candidate pairs are found from the networks'
   values at fixed probe points, with a radius that no accepted pair can exceed, then decided by
   ``equivalent_approx``.
-* ``width``, ``generic``, ``fibre_type``, ``flip_sets`` come from :func:`relusym.minimal_width` and
-  :func:`relusym.fiber` with ``budget`` seconds per network (``fibre=False`` skips the fibre; the width is still
-  computed, without search whenever no hyperplane class carries neurons of both orientations).  Results that
-  hit the budget are "undecided" (null width); only they can depend on the machine's speed.
+* ``width`` is the minimal width: without search whenever no hyperplane class carries neurons of both
+  orientations, else :func:`relusym.minimal_width` with ``budget`` seconds per network.
+* ``generic``, ``fibre_type``, ``flip_sets``: by default only what is decided in bounded time per network
+  (genericity's conditions G-a and G-b from the digests' classes: dead, null, constant and duplicate neurons;
+  outside class A without mixed classes a positive-dimensional fibre; in class A the absence of hidden flips
+  when an n×n minor of the flip matrix is nonsingular modulo a prime, possible when n ≤ km, tried when
+  n ≤ 64), the rest
+  "undecided"; ``fibre_search=True`` runs :func:`relusym.fiber` with its searches (flip sets, configurations)
+  within ``budget`` seconds per network; ``fibre=False`` skips these columns.  The summary reports the
+  undecided rate of each column.  Results that hit the budget are "undecided"; only they can depend on the
+  machine's speed.
 
 **Executors**: serial (default), a process pool (``workers=N``), any ``concurrent.futures.Executor``
 (``executor=``), an existing ``dask.distributed`` scheduler (``scheduler="tcp://host:8786"``) or a local Dask
@@ -65,17 +72,21 @@ def scan_zoo(
     atol: float = 0.0,
     rtol: float = 1e-9,
     fibre: bool = True,
+    fibre_search: bool = False,
     budget: float = 1.0,
-    chunk_size: int = 4096,
+    chunk_size: int | None = None,
     files_per_chunk: int = 256,
     resume: bool = False,
     progress: bool | None = None,
 ) -> ZooResult:
     """Analyse every network of a zoo (see the module docstring) and return the table and its summary.
 
-    ``chunk_size`` networks per task for shards and tables, ``files_per_chunk`` files per task for folders of
-    model files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
-    opts = Options(atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget))
+    ``chunk_size`` networks per task for shards and tables (None: about 2^22 weights per task for a shard,
+    seconds of work, and 4096 rows for a table), ``files_per_chunk`` files per task for folders of model
+    files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
+    opts = Options(
+        atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget), search=bool(fibre_search)
+    )
     return run_job(
         source,
         output,

@@ -40,20 +40,28 @@ import numpy as np
 from relusym._core.digest import (
     byte_widths,
     digest_header,
-    dyadic_block_rows,
-    int_block_rows,
-    odd_part_digits,
 )
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
+from relusym._zoo._ints import (
+    BIG,
+    DIGIT,
+    MASK,
+    bit_length,
+    digits,
+    odd_parts,
+    row_gcd,
+    shift_limbs,
+    split_digits,
+    top_bit,
+    u64_bytes,
+)
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["StackDigests", "stack_digests", "network_digest"]
 
-_DIGIT = 16  # bits per digit of the exact sums
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
-_BIG = 1 << 40
 _MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
 
 
@@ -64,147 +72,20 @@ class StackDigests:
     ``digest[i]`` is ``normal_form(θ_i).digest()`` (None when θ_i is invalid, with the reason in ``error[i]``);
     ``width[i]`` the minimal width when it follows without search (no hyperplane class carries neurons of both
     orientations: then it is the number of kink classes), else −1; ``fast[i]`` whether the vectorized path
-    computed it."""
+    computed it; ``class_a[i]`` whether θ_i satisfies genericity's conditions G-a and G-b (every neuron has
+    a ≠ 0 and v ≠ 0, no two rows (a_i, b_i) proportional: as many hyperplane classes as neurons), known for the
+    networks of the vectorized path (False elsewhere: ask :func:`relusym._fibre.genericity.generic_conditions`)."""
 
     digest: list[str | None]
     width: np.ndarray
     fast: np.ndarray
     error: list[str | None]
+    class_a: np.ndarray | None = None
 
 
 def network_digest(net: Network) -> str:
     """The single-network path: ``normal_form(net).digest()`` (scheme relusym.nf/2)."""
     return normal_form(net).digest()
-
-
-# ----------------------------------------------------------------------------------------------------------
-# integers from floats
-
-_FRAC = (1 << 52) - 1
-_MASK = (1 << _DIGIT) - 1
-
-
-def _odd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x = o · 2^s exactly, o an odd integer (|o| < 2⁵³; int32 below 2²⁴ for float32 input), or o = 0 and
-    s = _BIG (2²⁹ for float32 input) for x = 0 (finite float32 or float64 input), from the bits of x."""
-    if x.dtype == np.float32:
-        b32 = x.view(np.int32)
-        e32 = (b32 >> 23) & 0xFF
-        m32 = (b32 & 0x7FFFFF) | (np.minimum(e32, 1) << 23)
-        z32 = m32 == 0
-        low32 = (m32 & -m32) | z32
-        tz32 = (low32.astype(np.float32).view(np.int32) >> 23) - 127
-        o32 = m32 >> tz32
-        sm32 = b32 >> 31
-        return (o32 ^ sm32) - sm32, np.maximum(e32, 1) - 150 + tz32 + z32 * ((1 << 29) + 149)
-    bits = x.view(np.int64)
-    ef = (bits >> 52) & 0x7FF
-    mant = (bits & _FRAC) | (np.minimum(ef, 1) << 52)
-    zero = mant == 0
-    low = (mant & -mant) | zero
-    tz = (low.astype(np.float64).view(np.int64) >> 52) - 1023
-    o = mant >> tz
-    sm = bits >> 63
-    return (o ^ sm) - sm, np.maximum(ef, 1) - 1075 + tz + zero * (_BIG + 1074)
-
-
-def _top(x: np.ndarray) -> np.ndarray:
-    """Exponent of the leading bit of each x (−_BIG for 0)."""
-    ex = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
-    return np.where(x != 0, ex, -_BIG)
-
-
-def _bitlen(x: np.ndarray) -> np.ndarray:
-    """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0)."""
-    return (np.frexp(x.astype(np.float64))[1]).astype(np.int64)
-
-
-def _u64_bytes(x: np.ndarray) -> np.ndarray:
-    """Bytes of each uint64 entry up to its last nonzero byte (0 for 0), exactly."""
-    hi = (x >> np.uint64(32)).astype(np.int64)
-    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    bl = np.where(hi > 0, 32 + _bitlen(hi), _bitlen(lo))
-    return (bl + 7) >> 3
-
-
-def _row_gcd(x: np.ndarray) -> np.ndarray:
-    """gcd of each row of a nonnegative int64 matrix, column by column on the rows not yet at 1."""
-    g = x[:, 0].copy()
-    rows = np.arange(x.shape[0])
-    for j in range(1, x.shape[1]):
-        rows = rows[g[rows] != 1]
-        if rows.size == 0:
-            break
-        g[rows] = np.gcd(g[rows], x[rows, j])
-    return g
-
-
-def _shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
-    """q · 2^d as L little-endian 64-bit limbs (q < 2⁵³ and d ≥ 0 int64 arrays of one shape, q·2^d < 2^(64 L))."""
-    if L == 1:
-        one: np.ndarray = (q << d).astype("<u8")[..., None]
-        return one
-    qu = q.astype(np.uint64)
-    li = d >> 6
-    r = (d & 63).astype(np.uint64)
-    lo = qu << r
-    hi = (qu >> np.minimum(np.uint64(64) - r, np.uint64(63))) * (r > 0)
-    out = np.zeros(q.shape + (L,), dtype="<u8")
-    for l_ in range(L):
-        out[..., l_] = lo * (li == l_) | hi * (li + 1 == l_)
-    return out
-
-
-def _digits(o: np.ndarray, sh: np.ndarray, P: int, axis: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0), as a float64 array
-    with a new axis of length P at position ``axis``: o·2^sh = Σ_p D[..p..]·2^(16 p) and |D| ≤ 2¹⁶ (o·2^sh must
-    stay below 2^(16 P) in magnitude); written into ``out`` when given."""
-    if out is None:
-        out = np.empty(o.shape[:axis] + (P,) + o.shape[axis:])
-    at = (slice(None),) * axis
-    if P * _DIGIT <= 62:  # in one int64: digits in [0, 2¹⁶) below a signed top digit
-        y = o << np.minimum(sh, 63)
-        for p in range(P - 1):
-            out[at + (p,)] = (y >> (_DIGIT * p)) & _MASK
-        out[at + (P - 1,)] = y >> (_DIGIT * (P - 1))
-        return out
-    sm = o >> 63
-    a = (o ^ sm) - sm
-    for p in range(P):
-        r = _DIGIT * p - sh
-        d = ((a << np.clip(-r, 0, _DIGIT)) >> np.clip(r, 0, 63)) & _MASK
-        out[at + (p,)] = (d ^ sm) - sm
-    return out
-
-
-def _normalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integers Σ_j S[j]·2^(16 j) (S (J, X) float64 with integer entries below 2⁵³) as magnitudes in
-    digits [0, 2¹⁶) (int64 (J, X)) and signs; the top digit must stay unused by the magnitudes."""
-    J = S.shape[0]
-    D = S.astype(np.int64)
-    for j in range(J - 1):
-        D[j + 1] += D[j] >> _DIGIT
-        D[j] &= _MASK
-    neg = D[J - 1] < 0
-    if neg.any():  # −S: negate the digits and carry again
-        D *= 1 - 2 * neg.astype(np.int64)
-        for j in range(J - 1):
-            D[j + 1] += D[j] >> _DIGIT
-            D[j] &= _MASK
-    return D, neg
-
-
-def _split(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_j S[j] 2^(16 j) (S (J, X)): (t, bytes of |p|
-    (X, 2J) little-endian, p < 0, bytes used by |p|)."""
-    D, neg = _normalize(S)
-    s, P = odd_part_digits(D)
-    nz = s >= 0
-    t = np.where(nz, base + s, 0)
-    J = D.shape[0]
-    top = ((P != 0) * np.arange(J)[:, None]).max(axis=0)
-    width = (2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255)) * nz
-    return t, np.ascontiguousarray(P.T).astype("<u2").view(np.uint8), neg & nz, width
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -239,22 +120,24 @@ def _parts(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
     and per network whether it fits the vectorized path."""
     B = A.shape[0]
     W = np.concatenate([A, b[:, :, None]], axis=2)  # B × n × (m+1)
-    oW, sW = _odd(W)
-    oV, sV = _odd(V)
-    oc, sc = _odd(c)
+    oW, sW = odd_parts(W)
+    oV, sV = odd_parts(V)
+    oc, sc = odd_parts(c)
     sV, sc = sV.astype(np.int64), sc.astype(np.int64)
     sW = sW.astype(np.int64)  # float32 sentinels 2²⁹ stay far above every exponent
-    topW = _top(np.abs(W).reshape(B, -1).max(axis=1, initial=0.0))
-    tW = np.where(topW > -_BIG, topW, 0)
-    eW = np.minimum(sW.reshape(B, -1).min(axis=1, initial=_BIG), tW)
-    topc = _top(np.abs(c).max(axis=1, initial=0.0))
-    topV = np.maximum(_top(np.abs(V).reshape(B, -1).max(axis=1, initial=0.0)), np.where(topc > -_BIG, topc - tW, -_BIG))
-    eV = np.minimum(sV.reshape(B, -1).min(axis=1, initial=_BIG), (sc - tW[:, None]).min(axis=1, initial=_BIG))
-    eV = np.where(topV > -_BIG, eV, 0)
-    bitsV = np.where(topV > -_BIG, topV - eV + 1, 1)
+    topW = top_bit(np.abs(W).reshape(B, -1).max(axis=1, initial=0.0))
+    tW = np.where(topW > -BIG, topW, 0)
+    eW = np.minimum(sW.reshape(B, -1).min(axis=1, initial=BIG), tW)
+    topc = top_bit(np.abs(c).max(axis=1, initial=0.0))
+    topV = np.maximum(
+        top_bit(np.abs(V).reshape(B, -1).max(axis=1, initial=0.0)), np.where(topc > -BIG, topc - tW, -BIG)
+    )
+    eV = np.minimum(sV.reshape(B, -1).min(axis=1, initial=BIG), (sc - tW[:, None]).min(axis=1, initial=BIG))
+    eV = np.where(topV > -BIG, eV, 0)
+    bitsV = np.where(topV > -BIG, topV - eV + 1, 1)
     bitsW = tW - eW + 1
-    PV = -(-bitsV // _DIGIT)
-    PW = -(-bitsW // _DIGIT)
+    PV = -(-bitsV // DIGIT)
+    PW = -(-bitsW // DIGIT)
     Lw = -(-bitsW // 64)
     good = (PV <= _MAX_DIGITS) & (PW <= _MAX_DIGITS) & (Lw <= _MAX_LIMBS)
     return _Parts(oW, sW, oV, sV, oc, sc, Lw, PV, PW, eV, eW, tW), good
@@ -262,9 +145,10 @@ def _parts(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
 
 def _fast_batch(
     V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, Lw: int, PV: int, PW: int
-) -> tuple[list[str], np.ndarray]:
-    """Digests and widths (−1: needs search) of a stack of float64 networks whose entries need at most PV
-    (V, and c·2^(−t_W)) and PW ((A, b, 2^(t_W))) digits on the grids 2^(e_V), 2^(e_W), and ŵ at most Lw limbs."""
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Digests, widths (−1: needs search) and class A (G-a and G-b hold) of a stack of float networks whose
+    entries need at most PV (V, and c·2^(−t_W)) and PW ((A, b, 2^(t_W))) digits on the grids 2^(e_V), 2^(e_W),
+    and ŵ at most Lw limbs."""
     B, n, m = A.shape
     k = V.shape[1]
     Vt = V.transpose(0, 2, 1)  # B × n × k
@@ -284,15 +168,15 @@ def _fast_batch(
         o, s = pt.oW[hb, hi], pt.sW[hb, hi]  # R × (m+1)
     R = hb.shape[0]
     nz = o != 0
-    low = s.min(axis=1, initial=_BIG)
+    low = s.min(axis=1, initial=BIG)
     d = (s - low[:, None]) * nz
     ao = np.abs(o)
     if R:
-        g = _row_gcd(ao)
+        g = row_gcd(ao)
         big = np.nonzero(g > 1)[0]
         if big.size:
             ao[big] //= g[big, None]
-    mag = _shift_limbs(ao, d, Lw)  # R × (m+1) × Lw
+    mag = shift_limbs(ao, d, Lw)  # R × (m+1) × Lw
     lam_neg = lam[hb, hi] < 0
     sneg = ((o < 0) ^ lam_neg[:, None]) & nz
     order, lead = _row_order(hb, mag, sneg)
@@ -310,13 +194,6 @@ def _fast_batch(
     first = np.nonzero(new)[0]
     C = first.shape[0]
     cls_net = hb[first]
-    # ---- digits: (A, b) with the constant neuron 2^(t_W) (B × (n+1) × PW × (m+1)), V with c·2^(−t_W)
-    DW = np.zeros((B, n + 1, PW, m + 1))  # B × (n+1) × PW × (m+1)
-    _digits(pt.oW, pt.sW - pt.eW[:, None, None], PW, 2, out=DW[:, :n])
-    _digits(np.ones(B, dtype=np.int64), pt.tW - pt.eW, PW, 1, out=DW[:, n, :, m])
-    oVc = np.concatenate([pt.oV, pt.oc[:, :, None]], axis=2)  # B × k × (n+1)
-    sVc = np.concatenate([pt.sV, pt.sc[:, :, None] - pt.tW[:, None, None]], axis=2)
-    DV = _digits(oVc, sVc - pt.eV[:, None, None], PV, 1)  # B × PV × k × (n+1)
     J = PV + PW + 2  # |sums| < (n+1)·2^(16(PV+PW)) ≤ 2^(16(J−1)), n < 2¹⁶: the top digit stays free
     base = pt.eV + pt.eW
     # κ_û = Σ |λ_i| v_i per class.  A class of one neuron (the usual case) when the odd parts are below 2³¹
@@ -337,13 +214,16 @@ def _fast_batch(
         tk[one] = (pt.sW[h1, i1, p1][:, None] + sv) * nz1
         nk[one] = prod1 < 0
         mag1 = np.abs(prod1).astype("<u8")
-        wk[one] = _u64_bytes(mag1)
+        wk[one] = u64_bytes(mag1)
         pk[one, :, :8] = mag1.view(np.uint8).reshape(r1.shape[0], k, 8)
     many = np.nonzero(~one)[0]
     if many.size:  # digit products summed over the class's rows
         rows_m = np.nonzero(~one[cls])[0]
-        lam_d = DW[hb[rows_m], hi[rows_m], :, piv[hb[rows_m], hi[rows_m]]] * (1.0 - 2.0 * lam_neg[rows_m])[:, None]
-        v_d = DV[hb[rows_m], :, :, hi[rows_m]]  # R' × PV × k
+        hm, im = hb[rows_m], hi[rows_m]
+        pm_ = piv[hm, im]
+        lam_d = digits(pt.oW[hm, im, pm_], pt.sW[hm, im, pm_] - pt.eW[hm], PW, 1)
+        lam_d *= (1.0 - 2.0 * lam_neg[rows_m])[:, None]
+        v_d = digits(pt.oV[hm, :, im], pt.sV[hm, :, im] - pt.eV[hm][:, None], PV, 1)  # R' × PV × k
         T = lam_d[:, :, None, None] * v_d[:, None, :, :]  # R' × PW × PV × k
         starts = np.searchsorted(rows_m, first[many])
         Tk = np.add.reduceat(T, starts, axis=0)
@@ -351,18 +231,12 @@ def _fast_batch(
         for p in range(PW):
             for q in range(PV):
                 Sk[p + q] += Tk[:, p, q]
-        tm, pm, nm, wm = _split(Sk.reshape(J, many.size * k), np.repeat(base[cls_net[many]], k))
+        tm, pm, nm, wm = split_digits(Sk.reshape(J, many.size * k), np.repeat(base[cls_net[many]], k))
         tk[many], nk[many], wk[many] = tm.reshape(-1, k), nm.reshape(-1, k), wm.reshape(-1, k)
         pk[many, :, : 2 * J] = pm.reshape(-1, k, 2 * J)
-    # M and e: Σ over the negative and constant neurons (and c) of v·(a, b), one matrix product of digits
-    sel = np.concatenate([neg | (~has_a & has_v & (b > 0)), np.ones((B, 1), dtype=bool)], axis=1)
-    Vs = (DV * sel[:, None, None, :]).reshape(B, PV * k, n + 1)
-    prod = np.matmul(Vs, DW.reshape(B, n + 1, PW * (m + 1))).reshape(B, PV, k, PW, m + 1)
-    Sa = np.zeros((J, B, k, m + 1))
-    for p in range(PW):
-        for q in range(PV):
-            Sa[p + q] += prod[:, q, :, p, :]
-    ta, pa, na, wa = _split(Sa.reshape(J, B * k * (m + 1)), np.repeat(base, k * (m + 1)))
+    # M and e: Σ over the negative and constant neurons (and c) of v·(a, b), one matrix product of limbs
+    sel = neg | (~has_a & has_v & (b > 0))
+    ta, pa, na, wa = _affine(V, A, b, pt, sel)
     # ---- the kink classes (κ ≠ 0), widths, byte layouts
     kept = (wk > 0).any(axis=1)
     N = np.bincount(cls_net[kept], minlength=B)
@@ -373,62 +247,214 @@ def _fast_batch(
     kc = np.nonzero(kept)[0]
     kstart = np.concatenate([[0], np.cumsum(N)])
     Kc = kc.shape[0]
-    mag_c = mag[order[first[kc]]]
-    sg_c = sneg[order[first[kc]]]
-    tk_c, pk_c, nk_c = tk[kc], pk[kc], nk[kc]
-    wid = np.ones((B, 8), dtype=np.int64)
-    wid[:, 0] = N
-    if Kc:
-        full = np.nonzero(N)[0]
-        wmag = _u64_bytes(mag_c.max(axis=1)[:, 0]) if Lw == 1 else byte_widths(mag_c.view(np.uint8)).max(axis=1)
-        for col, per_class in ((1, wmag), (2, _bitlen(np.abs(tk_c)).max(axis=1)), (3, wk[kc].max(axis=1))):
-            if col == 2:
-                per_class = (per_class + 7) >> 3
-            wid[full, col] = np.maximum(1, np.maximum.reduceat(per_class, kstart[full]))
     ta, pa, na, wa = (
         ta.reshape(B, k, m + 1),
-        pa.reshape(B, k, m + 1, 2 * J),
+        pa.reshape(B, k, m + 1, pa.shape[1]),
         na.reshape(B, k, m + 1),
         wa.reshape(B, k, m + 1),
     )
-    tM, pM, nM = ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, 2 * J), na[:, :, :m].reshape(B, k * m)
-    te, pe, ne = ta[:, :, m], pa[:, :, m], na[:, :, m]
-    wid[:, 4] = np.maximum(1, (_bitlen(np.abs(tM)).max(axis=1) + 7) >> 3)
-    wid[:, 5] = np.maximum(1, wa[:, :, :m].reshape(B, k * m).max(axis=1))
-    wid[:, 6] = np.maximum(1, (_bitlen(np.abs(te)).max(axis=1) + 7) >> 3)
-    wid[:, 7] = np.maximum(1, wa[:, :, m].max(axis=1))
-    layouts, inv = np.unique(wid, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    digests: list[str] = [""] * B
-    sha = hashlib.sha256
-    tk_u = np.abs(tk_c).astype("<u8")
-    for gi, lay in enumerate(layouts.tolist()):
-        nets = np.nonzero(inv == gi)[0]
-        G = nets.shape[0]
-        Ng, ww, wkt, wkp, wMt, wMp, wet, wep = lay
-        rows = (kstart[nets][:, None] + np.arange(Ng)[None, :]).reshape(-1)
-        head = np.broadcast_to(np.frombuffer(digest_header(m, k, Ng), dtype=np.uint8), (G, 37))
-        L = Ng * (m + 1)
-        pieces = [
-            head,
-            int_block_rows(mag_c[rows].view(np.uint8).reshape(G, L, 8 * Lw), sg_c[rows].reshape(G, L), ww),
-            dyadic_block_rows(
-                tk_u[rows].view(np.uint8).reshape(G, Ng * k, 8), tk_c[rows].reshape(G, Ng * k) < 0,
-                pk_c[rows].reshape(G, Ng * k, pk_c.shape[2]), nk_c[rows].reshape(G, Ng * k), wkt, wkp,
-            ),
-            _dyadic(tM[nets], pM[nets], nM[nets], wMt, wMp),
-            _dyadic(te[nets], pe[nets], ne[nets], wet, wep),
-        ]  # fmt: skip
-        mat = np.concatenate(pieces, axis=1)
-        for i, row in zip(nets.tolist(), mat, strict=True):
-            digests[i] = sha(row).hexdigest()
-    return digests, width
+    # per class → per network, padded to the largest N of the batch (the padding is masked out below)
+    Nmax = int(N.max(initial=0))
+    rows_c = order[first[kc]]
+    if Kc == B * Nmax:  # every network has Nmax classes: the per-class arrays are already in network order
+        mag_p = mag[rows_c].view(np.uint8).reshape(B, Nmax, m + 1, 8 * Lw)
+        sg_p, tk_p, pk_p = (
+            sneg[rows_c].reshape(B, Nmax, m + 1),
+            tk[kc].reshape(B, Nmax, k),
+            pk[kc].reshape(B, Nmax, k, pk.shape[2]),
+        )
+        nk_p, wk_p = nk[kc].reshape(B, Nmax, k), wk[kc].reshape(B, Nmax, k)
+    else:
+        net_c, slot_c = cls_net[kc], np.arange(Kc) - kstart[cls_net[kc]]
+        mag_p = np.zeros((B, Nmax, m + 1, 8 * Lw), dtype=np.uint8)
+        mag_p[net_c, slot_c] = mag[rows_c].view(np.uint8).reshape(Kc, m + 1, 8 * Lw)
+        sg_p = np.zeros((B, Nmax, m + 1), dtype=bool)
+        sg_p[net_c, slot_c] = sneg[rows_c]
+        tk_p = np.zeros((B, Nmax, k), dtype=np.int64)
+        tk_p[net_c, slot_c] = tk[kc]
+        pk_p = np.zeros((B, Nmax, k, pk.shape[2]), dtype=np.uint8)
+        pk_p[net_c, slot_c] = pk[kc]
+        nk_p = np.zeros((B, Nmax, k), dtype=bool)
+        nk_p[net_c, slot_c] = nk[kc]
+        wk_p = np.zeros((B, Nmax, k), dtype=np.int64)
+        wk_p[net_c, slot_c] = wk[kc]
+    out = _Ragged(B)
+    out.fixed(_headers(m, k, N))
+    if Lw == 1:
+        wmag = u64_bytes(mag_p.view("<u8").reshape(B, -1).max(axis=1, initial=0))
+    else:
+        wmag = byte_widths(mag_p).reshape(B, -1).max(axis=1, initial=0)
+    out.block(mag_p.reshape(B, Nmax * (m + 1), 8 * Lw), sg_p.reshape(B, -1), N * (m + 1), wmag)
+    out.dyadic(tk_p.reshape(B, Nmax * k), pk_p.reshape(B, Nmax * k, pk.shape[2]), nk_p.reshape(B, Nmax * k),
+               wk_p.reshape(B, Nmax * k), N * k)  # fmt: skip
+    out.dyadic(ta[:, :, :m].reshape(B, k * m), pa[:, :, :m].reshape(B, k * m, pa.shape[3]),
+               na[:, :, :m].reshape(B, k * m), wa[:, :, :m].reshape(B, k * m), None)  # fmt: skip
+    out.dyadic(ta[:, :, m], pa[:, :, m], na[:, :, m], wa[:, :, m], None)
+    class_a = hyper.all(axis=1) & (np.bincount(cls_net, minlength=B) == n)
+    return out.digests(), width, class_a
 
 
-def _dyadic(t: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
-    G, L = t.shape
-    tb = np.abs(t).astype("<u8").view(np.uint8).reshape(G, L, 8)
-    return dyadic_block_rows(tb, t < 0, p, neg, wt, wp)
+def _float_limbs(S: np.ndarray, L: int, bits: int) -> np.ndarray:
+    """Integer-valued float64 S = Σ_l limbs[l] · 2^(bits·l) exactly, stacked on a new axis 1: limbs in
+    [0, 2^bits) but the last, which is signed (a power-of-two scaling, a floor and a difference, each exact)."""
+    out = np.empty(S.shape[:1] + (L,) + S.shape[1:])
+    lo, hi = 2.0**-bits, 2.0**bits
+    for limb in range(L - 1):
+        Q = np.floor(S * lo)
+        np.subtract(S, Q * hi, out=out[:, limb])
+        S = Q
+    out[:, L - 1] = S
+    return out
+
+
+def _scaled(x: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
+    """out = x · 2^(−e) in float64, one exponent per network (axis 0), exactly (integers below 2^320 here)."""
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    if int(np.abs(e).max(initial=0)) <= 1000:
+        np.multiply(x, np.ldexp(1.0, -e).reshape(shape), out=out)
+    else:
+        out[...] = np.ldexp(x.astype(np.float64), -e.reshape(shape))
+
+
+def _affine(
+    V: np.ndarray, A: np.ndarray, b: np.ndarray, pt: _Parts, sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 2-adic splits (t, bytes of |p|, p < 0, bytes used) of M and e (B·k·(m+1) entries, M's columns then
+    e's last): Σ over the neurons in ``sel`` (and c, as a constant neuron (0, 2^(t_W)) with output weights
+    c·2^(−t_W)) of v·(a, b).  The selected neurons are gathered first (the others never enter the product);
+    (a, b) over 2^(e_W) is cut into limbs of 24 bits, v over 2^(e_V) into limbs of xb bits with
+    xb + 24 + bitlen(neurons) ≤ 52 (every limb at most 2^bits in magnitude), so every dot product of limbs is
+    an exact float64 integer (one batched BLAS product); the limb products are added into base-2¹⁶ digits at
+    their offsets."""
+    B, n, m = A.shape
+    k = V.shape[1]
+    nsel = sel.sum(axis=1)
+    S = int(nsel.max(initial=0))
+    X = np.empty((B, k, S + 1))
+    Y = np.zeros((B, S + 1, m + 1))
+    if S:
+        if S < n:
+            idx = np.argsort(~sel, axis=1, kind="stable")[:, :S]
+            live = np.arange(S) < nsel[:, None]
+            As = np.take_along_axis(A, idx[:, :, None], axis=1)
+            bs = np.take_along_axis(b, idx, axis=1) * live
+            Vs = np.take_along_axis(V, idx[:, None, :], axis=2) * live[:, None, :]
+        else:
+            As, bs, Vs = A, b, V * sel[:, None, :]
+        _scaled(As, pt.eW, Y[:, :S, :m])
+        _scaled(bs, pt.eW, Y[:, :S, m])
+        _scaled(Vs, pt.eV, X[:, :, :S])
+    Y[:, S, m] = np.ldexp(1.0, pt.tW - pt.eW)
+    X[:, :, S] = np.ldexp(pt.oc.astype(np.float64), pt.sc - pt.tW[:, None] - pt.eV[:, None])
+    h = (S + 1).bit_length()
+    yb = 24
+    xb = 52 - yb - h
+    Ly = max(1, -(-int(np.frexp(np.abs(Y).max(initial=0.0))[1]) // yb))
+    Lx = max(1, -(-int(np.frexp(np.abs(X).max(initial=0.0))[1]) // xb))
+    XL = _float_limbs(X, Lx, xb).reshape(B, Lx * k, S + 1)
+    YL = _float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * (m + 1), S + 1).transpose(0, 2, 1)
+    prod = np.matmul(XL, YL).reshape(B, Lx, k, Ly, m + 1)
+    J = (xb * (Lx - 1) + yb * (Ly - 1)) // DIGIT + 5  # the last limb product's top digit, one free above
+    D = np.zeros((J, B, k, m + 1), dtype=np.int64)
+    for lx in range(Lx):
+        for ly in range(Ly):
+            a = prod[:, lx, :, ly, :].astype(np.int64)
+            q, r = divmod(xb * lx + yb * ly, DIGIT)
+            for j in range(3):
+                D[q + j] += ((a >> (DIGIT * j)) & MASK) << r
+            D[q + 3] += (a >> (3 * DIGIT)) << r
+    return split_digits(D.reshape(J, -1), np.repeat(pt.eV + pt.eW, k * (m + 1)))
+
+
+def _headers(m: int, k: int, N: np.ndarray) -> np.ndarray:
+    """The first bytes of every network's digest (:func:`relusym._core.digest.digest_header`), one row each."""
+    B = N.shape[0]
+    head = np.empty((B, 37), dtype=np.uint8)
+    head[:] = np.frombuffer(digest_header(m, k, 0), dtype=np.uint8)
+    head[:, 29:] = N.astype("<u8").view(np.uint8).reshape(B, 8)
+    return head
+
+
+def _bytes_of(x: np.ndarray) -> np.ndarray:
+    """Bytes of each nonnegative int64 entry up to its last nonzero byte (0 for 0)."""
+    return (bit_length(x) + 7) >> 3
+
+
+class _Ragged:
+    """The digest bytes of a batch of networks as padded segments and their masks: every segment is a (B, width)
+    uint8 matrix with a boolean mask of the bytes that belong to each network's byte string; the strings are
+    the masked bytes row by row (one compress of the whole batch), hashed one slice at a time."""
+
+    def __init__(self, B: int) -> None:
+        self.B = B
+        self.data: list[np.ndarray] = []
+        self.mask: list[np.ndarray | None] = []
+
+    def fixed(self, rows: np.ndarray) -> None:
+        self.data.append(rows)
+        self.mask.append(None)
+
+    def block(self, mag: np.ndarray, neg: np.ndarray, cnt: np.ndarray | None, w: np.ndarray) -> None:
+        """Integer blocks: ``mag`` (B, S, ≥ max w) uint8 little-endian magnitudes, ``neg`` (B, S) signs (False
+        beyond ``cnt``), ``cnt`` entries per network (None: all S), ``w`` (B,) the widths (max(1, w) used)."""
+        B, S = neg.shape
+        w = np.maximum(w, 1)
+        wb = int(w.max(initial=1))
+        self.fixed(w.astype("<u4").view(np.uint8).reshape(B, 4))
+        body = mag[:, :, :wb].reshape(B, S * wb)
+        signs = np.packbits(neg, axis=1, bitorder="little")
+        uniform_w = bool((w == wb).all())
+        if cnt is None or bool((cnt == S).all()):
+            self.data.append(body)
+            self.mask.append(
+                None if uniform_w else np.broadcast_to(np.arange(wb) < w[:, None, None], (B, S, wb)).reshape(B, -1)
+            )
+            self.fixed(signs)
+            return
+        ent = np.arange(S) < cnt[:, None]
+        self.data.append(body)
+        self.mask.append((ent[:, :, None] & (np.arange(wb) < w[:, None, None])).reshape(B, -1))
+        self.data.append(signs)
+        self.mask.append(np.arange(signs.shape[1]) < ((cnt + 7) >> 3)[:, None])
+
+    def dyadic(self, t: np.ndarray, p: np.ndarray, neg: np.ndarray, wp: np.ndarray, cnt: np.ndarray | None) -> None:
+        """Rational blocks of dyadic rationals 2^t · p: ``t`` (B, S) int64, ``p`` (B, S, ·) uint8 the bytes of
+        |p|, ``neg`` its signs, ``wp`` (B, S) the bytes |p| uses; ``cnt`` as in :meth:`block`."""
+        B, S = t.shape
+        at = np.abs(t)
+        if cnt is not None:
+            live = np.arange(S) < cnt[:, None]
+            wt = np.where(live, _bytes_of(at), 0).max(axis=1, initial=0)
+            wpp = np.where(live, wp, 0).max(axis=1, initial=0)
+        else:
+            wt, wpp = _bytes_of(at).max(axis=1, initial=0), wp.max(axis=1, initial=0)
+        self.block(at.astype("<u8").view(np.uint8).reshape(B, S, 8), t < 0, cnt, wt)
+        self.block(p, neg, cnt, wpp)
+        ones = np.zeros((B, S, 1), dtype=np.uint8)
+        ones[:, :, 0] = 1
+        self.block(ones, np.zeros((B, S), dtype=bool), cnt, np.ones(B, dtype=np.int64))
+
+    def digests(self) -> list[str]:
+        B = self.B
+        data = np.concatenate(self.data, axis=1)
+        if all(mk is None for mk in self.mask):
+            L = data.shape[1]
+            flat, offs = data.ravel(), np.arange(B + 1) * L
+        else:
+            mask = np.concatenate(
+                [
+                    np.ones(d.shape, dtype=bool) if mk is None else mk
+                    for d, mk in zip(self.data, self.mask, strict=True)
+                ],
+                axis=1,
+            )
+            flat = data[mask]
+            offs = np.zeros(B + 1, dtype=np.int64)
+            np.cumsum(mask.sum(axis=1), out=offs[1:])
+        mv = memoryview(flat.data)
+        sha = hashlib.sha256
+        o = offs.tolist()
+        return [sha(mv[o[i] : o[i + 1]]).hexdigest() for i in range(B)]
 
 
 def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -503,6 +529,7 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     digest: list[str | None] = [None] * B
     error: list[str | None] = [None] * B
     width = np.full(B, -1, dtype=np.int64)
+    class_a = np.zeros(B, dtype=bool)
     fast = np.zeros(B, dtype=bool)
     if B and m > 0 and k > 0 and n < 1 << 16:
         small = all(x.dtype.kind == "f" and x.dtype.itemsize <= 4 for x in (V, A, b, c))
@@ -511,9 +538,11 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         V64, A64, b64, c64 = (x for x, _ in conv)
         idx = np.nonzero(good)[0]
         per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
+        every = bool(good.all())
         for s0 in range(0, idx.shape[0], per):
             nets = idx[s0 : s0 + per]
-            Vb, Ab, bb, cb = V64[nets], A64[nets], b64[nets], c64[nets]
+            at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
+            Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
             if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
                 with np.errstate(over="ignore"):
                     b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
@@ -532,15 +561,20 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                 part = sub[inv.reshape(-1) == j]
                 if pv == 0:
                     lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
-                d, w = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
-                for t, i in enumerate(nets[part].tolist()):
+                if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
+                    d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
+                else:
+                    d, w, ca = _fast_batch(
+                        Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw)
+                    )
+                ids = nets[part]
+                for t, i in enumerate(ids.tolist()):
                     digest[i] = d[t]
-                    width[i] = w[t]
-                    fast[i] = True
+                width[ids], class_a[ids], fast[ids] = w, ca, True
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])
             digest[i] = network_digest(net)
         except InvalidNetworkError as exc:
             error[i] = str(exc)
-    return StackDigests(digest, width, fast, error)
+    return StackDigests(digest, width, fast, error, class_a)

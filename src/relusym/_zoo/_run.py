@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,63 +21,20 @@ from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._jobs import PartsFolder, execute, write_outputs
 from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk, skipped_files
+from relusym._zoo._summary import finish_job
+from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["SCHEMA", "Options", "ZooResult", "run_chunk", "run_job", "COLUMNS"]
+__all__ = [
+    "SCHEMA",
+    "Options",
+    "ZooResult",
+    "run_chunk",
+    "run_job",
+    "COLUMNS",
+]  # the table's names re-exported for zoo.py
 
-SCHEMA = "relusym.zoo/2"
 _PROBE_SEED = 0x200_2026
-
-# (name, pyarrow type name, description): the public columns of the table, in order
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("index", "int64", "position of the network in the zoo (files sorted by path, rows in order)"),
-    ("source", "string", "file path relative to the zoo's root; 'path#row' for a row of a shard or table"),
-    ("status", "string", "'ok', or 'error' when the network could not be read or is invalid"),
-    ("error", "string", "the error message (null when ok)"),
-    ("m", "int32", "inputs"),
-    ("n", "int32", "hidden neurons"),
-    ("k", "int32", "outputs"),
-    ("digest", "string", "normal-form digest, identical to relusym.normal_form(net).digest()"),
-    ("width", "int32", "minimal width (null when undecided within the budget)"),
-    ("generic", "string", "'true', 'false' or 'undecided' (null when the fibre was not analysed)"),
-    ("fibre_type", "string", "generic / rigid, not generic / finitely many orbits / positive-dimensional / undecided"),
-    ("flip_sets", "int32", "number of nonempty verified flip sets found (null when not searched)"),
-    ("flips_complete", "bool", "whether the flip sets found are all of them"),
-    ("group", "int64", "exact duplicate group: equal for networks computing exactly the same function"),
-    ("group_size", "int64", "networks in the exact duplicate group"),
-    ("near_cluster", "int64", "near-duplicate cluster (tolerance mode; connected components of verified pairs)"),
-)
-_PRIVATE = ("_chunk", "_probe", "_nd")
-
-
-@dataclass(frozen=True)
-class Options:
-    """What a chunk computes: tolerances of the near-duplicate clusters, whether (and within which budget per
-    network, in seconds) the fibre is analysed, and the number of probe points of the near-duplicate filter."""
-
-    atol: float = 0.0
-    rtol: float = 1e-9
-    fibre: bool = True
-    budget: float = 1.0
-    probes: int = 8
-
-    def __post_init__(self) -> None:
-        for name in ("atol", "rtol", "budget"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise InvalidNetworkError(f"{name} must be a finite number ≥ 0, got {v!r}")
-        if self.probes < 1:
-            raise InvalidNetworkError(f"probes must be at least 1, got {self.probes}")
-
-
-@dataclass(frozen=True)
-class ZooResult:
-    """A finished zoo job: the table (pyarrow), the summary (a JSON-ready dict) and where they were written."""
-
-    table: Any
-    summary: dict[str, Any]
-    output: Path | None = None
-    summary_path: Path | None = None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -118,20 +74,64 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     return out.reshape(B, -1), nd
 
 
-def _analyse(net: Network, width: int, options: Options) -> dict[str, Any]:
-    """Width (when it needs the search) and fibre columns of one valid network."""
+_CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
+
+
+def _certifiable(m: int, n: int, k: int) -> bool:
+    """Whether the default fibre column certifies the absence of hidden flips (an n×n minor of the flip matrix
+    modulo a prime): possible when n ≤ km, and cheap beside the digest when n ≤ 64 (larger n: on request)."""
+    return n <= k * m and n <= _CERTIFY_MAX_N
+
+
+def _cheap_fibre(net: Network, unmixed: bool | None, class_a: bool | None) -> dict[str, Any]:
+    """The fibre columns decided in bounded time per network (no search; docs/math/fibres.md):
+
+    * outside class A (G-a or G-b fails: a dead, null or constant neuron, two proportional rows) θ is not
+      generic; when moreover no hyperplane class carries neurons of both orientations (``unmixed``), its own
+      configuration has cost 0, w = N < n and the fibre has dimension N + (n − N)δ > 0: "positive-dimensional";
+    * in class A, (G-c) holds when the rows vec(v_i a_iᵀ) are certified independent (an n×n minor nonsingular
+      modulo a prime, possible when n ≤ km; tried when n ≤ 64, :func:`_certifiable`): then θ is generic, its
+      only flip set ∅;
+    * everything else (hidden flips possible, mixed classes outside class A) is "undecided" until searched.
+
+    ``unmixed`` and ``class_a`` come from the stack's digests; None: from θ's analysis."""
+    from relusym._core.analysis import Analysis
+
+    an = Analysis(net)
+    if class_a is None:
+        from relusym._fibre.genericity import generic_conditions
+
+        ga, _, gb, _ = generic_conditions(an)
+        class_a = ga and gb
+    if unmixed is None:
+        unmixed = not an.mixed
+    if not class_a:
+        return {"generic": "false", "fibre_type": "positive-dimensional" if unmixed else "undecided"}
+    from relusym._fibre.flips import flips_certified_absent
+
+    if _certifiable(net.m, net.n, net.k) and flips_certified_absent(an):
+        return {"generic": "true", "fibre_type": "generic", "flip_sets": 0, "flips_complete": True}
+    return {"generic": "undecided", "fibre_type": "undecided"}
+
+
+def _analyse(net: Network, width: int | None, options: Options, class_a: bool | None = None) -> dict[str, Any]:
+    """Width (when it needs the search) and fibre columns of one valid network; ``width`` the digests' width
+    (−1: a mixed class; None: unknown) and ``class_a`` whether G-a and G-b hold, when the digests know them."""
     from relusym._fibre.width import minimal_width
 
     row: dict[str, Any] = {}
-    if width < 0:
+    unmixed = None if width is None else width >= 0  # no class carries neurons of both orientations
+    if width is None or width < 0:
         try:
             width = minimal_width(net, budget=options.budget, progress=False)
         except BudgetExceededError:
             width = -1
     row["width"] = width if width >= 0 else None
-    if options.fibre:
+    if options.fibre and not options.search:
+        row.update(_cheap_fibre(net, unmixed, class_a))
+    elif options.fibre:
         from relusym._fibre.fiber import fiber
-        from relusym.census import fibre_category
+        from relusym._zoo._categories import fibre_category
 
         fb = fiber(net, budget=options.budget, progress=False)  # the zoo's own bar is the only one
         row["generic"] = {True: "true", False: "false", None: "undecided"}[fb.generic]
@@ -186,6 +186,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
     near-duplicate search).  Runs in a worker; reads the chunk's data itself; never raises for bad networks."""
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
+    parts: list[Any] = []
     for items, V, A, b, c in data.stacks:
         try:
             sd = stack_digests(V, A, b, c)
@@ -193,46 +194,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             msg = exc.args[0] if isinstance(exc, InvalidNetworkError) and exc.args else f"{type(exc).__name__}: {exc}"
             rows += [_error_row(item, chunk, str(msg)) for item in items]
             continue
-        k, n, m = V.shape[1], V.shape[2], A.shape[2]
-        good = [t for t in range(len(items)) if sd.digest[t] is not None]
-        probes, nd = (
-            _probe_stack(
-                V[good].astype(np.float64),
-                A[good].astype(np.float64),
-                b[good].astype(np.float64),
-                c[good].astype(np.float64),
-                options.probes,
-            )
-            if good
-            else (np.zeros((0, 0)), np.zeros((0, 5)))
-        )
-        pos = {t: j for j, t in enumerate(good)}
-        for t, item in enumerate(items):
-            if sd.digest[t] is None:
-                rows.append(_error_row(item, chunk, sd.error[t] or "invalid network", (m, n, k)))
-                continue
-            row = {
-                "index": item.index,
-                "source": item.source,
-                "status": "ok",
-                "m": m,
-                "n": n,
-                "k": k,
-                "digest": sd.digest[t],
-                "_chunk": chunk.index,
-                "_probe": probes[pos[t]].tolist(),
-                "_nd": nd[pos[t]].tolist(),
-            }
-            w = int(sd.width[t])
-            if options.fibre or w < 0:
-                net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
-                try:
-                    row.update(_analyse(net, w, options))
-                except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
-                    row.update(status="error", error=f"fibre analysis failed: {type(exc).__name__}: {exc}")
-            else:
-                row["width"] = w
-            rows.append(row)
+        parts.append(_stack_part(items, chunk, sd, (V, A, b, c), options))
     for item in data.singles:
         if item.error is not None or item.net is None:
             rows.append(_error_row(item, chunk, item.error or "no network"))
@@ -255,37 +217,91 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
             Vf, Af, bf, cf = net.to_float(np.float64)
             p, q = _probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
             row["_probe"], row["_nd"] = p[0].tolist(), q[0].tolist()
-            row.update(_analyse(net, -1, options))
+            row.update(_analyse(net, None, options))
         except Exception as exc:  # noqa: BLE001
             row.update(status="error", error=f"{type(exc).__name__}: {exc}")
         rows.append(row)
-    rows.sort(key=lambda r: r["index"])
-    return _part_table(rows)
-
-
-def _schema(private: bool) -> Any:
     import pyarrow as pa
 
-    types = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "bool": pa.bool_()}
-    fields = [
-        pa.field(name, types[t])
-        for name, t, _ in COLUMNS
-        if name not in ("group", "group_size", "near_cluster") or not private
-    ]
-    if private:
-        fields += [
-            pa.field("_chunk", pa.int64()),
-            pa.field("_probe", pa.list_(pa.float64())),
-            pa.field("_nd", pa.list_(pa.float64())),
-        ]
-    return pa.schema(fields)
+    table = pa.concat_tables([*parts, part_table(rows)]) if parts else part_table(rows)
+    return table.sort_by("index") if len(parts) + bool(rows) > 1 else table
 
 
-def _part_table(rows: list[dict[str, Any]]) -> Any:
+def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarray, ...], options: Options) -> Any:
+    """The part table of the networks of one stack, column by column: digests, widths and (by default) the
+    fibre columns come vectorized from :func:`stack_digests`; only the networks that need more (a width search
+    for a mixed class, the certificate of no hidden flips in class A when n ≤ km, the fibre searches on
+    request, a network outside the vectorized path) are analysed one by one."""
     import pyarrow as pa
 
-    schema = _schema(private=True)
-    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    V, A, b, c = arrays
+    B = len(items)
+    k, n, m = V.shape[1], V.shape[2], A.shape[2]
+    ok = np.array([d is not None for d in sd.digest], dtype=bool)
+    good = np.nonzero(ok)[0]
+    P = options.probes
+    if good.size:
+        f64 = [x[good].astype(np.float64) for x in (V, A, b, c)]
+        probes, nd = _probe_stack(f64[0], f64[1], f64[2], f64[3], P)
+    else:
+        probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
+    status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
+    error: list[str | None] = [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    width = np.where(ok, sd.width, -1)
+    generic: list[str | None] = [None] * B
+    ftype: list[str | None] = [None] * B
+    flips: list[int | None] = [None] * B
+    complete: list[bool | None] = [None] * B
+    fast = np.asarray(sd.fast, dtype=bool)
+    class_a = np.asarray(sd.class_a, dtype=bool) if sd.class_a is not None else np.zeros(B, dtype=bool)
+    need = ok & (width < 0)
+    if options.fibre and not options.search:
+        certify = _certifiable(m, n, k)
+        need |= ok & (~fast | (class_a & certify))
+        for t in np.nonzero(ok & fast & ~need)[0].tolist():  # decided by the digests alone
+            if class_a[t]:
+                generic[t], ftype[t] = "undecided", "undecided"
+            else:
+                generic[t], ftype[t] = "false", "positive-dimensional"
+    elif options.fibre:
+        need |= ok
+    for t in np.nonzero(need)[0].tolist():
+        item = items[t]
+        net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
+        try:
+            res = _analyse(net, int(sd.width[t]) if fast[t] else None, options, bool(class_a[t]) if fast[t] else None)
+        except Exception as exc:  # noqa: BLE001 - a failing analysis is that network's error, not the job's
+            status[t], error[t] = "error", f"fibre analysis failed: {type(exc).__name__}: {exc}"
+            continue
+        width[t] = res["width"] if res.get("width") is not None else -1
+        generic[t], ftype[t] = res.get("generic"), res.get("fibre_type")
+        flips[t], complete[t] = res.get("flip_sets"), res.get("flips_complete")
+    lengths = np.zeros(B, dtype=np.int32)
+    lengths[good] = P * k
+    offsets = np.zeros(B + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    nd_off = np.zeros(B + 1, dtype=np.int32)
+    np.cumsum(np.where(ok, 5, 0).astype(np.int32), out=nd_off[1:])
+    null = pa.array(~ok)
+    schema = table_schema(private=True)
+    cols = {
+        "index": pa.array([it.index for it in items], type=pa.int64()),
+        "source": pa.array([it.source for it in items], type=pa.string()),
+        "status": pa.array(status, type=pa.string()),
+        "error": pa.array(error, type=pa.string()),
+        "m": pa.array(np.full(B, m, dtype=np.int32)),
+        "n": pa.array(np.full(B, n, dtype=np.int32)),
+        "k": pa.array(np.full(B, k, dtype=np.int32)),
+        "digest": pa.array(sd.digest, type=pa.string()),
+        "width": pa.array(width.astype(np.int32), mask=width < 0),
+        "generic": pa.array(generic, type=pa.string()),
+        "fibre_type": pa.array(ftype, type=pa.string()),
+        "flip_sets": pa.array(flips, type=pa.int32()),
+        "flips_complete": pa.array(complete, type=pa.bool_()),
+        "_chunk": pa.array(np.full(B, chunk.index, dtype=np.int64)),
+        "_probe": pa.ListArray.from_arrays(pa.array(offsets), pa.array(probes.ravel()), mask=null),
+        "_nd": pa.ListArray.from_arrays(pa.array(nd_off), pa.array(nd.ravel()), mask=null),
+    }
     return pa.Table.from_pydict(cols, schema=schema)
 
 
@@ -307,7 +323,7 @@ def run_job(
     executor: Executor | None = None,
     scheduler: str | None = None,
     dask_local: int | None = None,
-    chunk_size: int = 4096,
+    chunk_size: int | None = None,
     files_per_chunk: int = 256,
     resume: bool = False,
     show_progress: bool | None = None,
@@ -358,187 +374,9 @@ def run_job(
             parts.remove()
         raise
     done_tables = [parts.read(c.index) for c in chunks] if parts is not None else [tables[c.index] for c in chunks]
-    schema = _schema(private=True)
+    schema = table_schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
-    table, summary = _finish(raw, chunks, options)
+    table, summary = finish_job(raw, chunks, options)
     summary["skipped_files"] = skipped_files(source)
     summary_path = write_outputs(table, summary, out, parts) if out is not None else None
     return ZooResult(table, summary, out, summary_path)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# groups, clusters, summary
-
-
-def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Network]:
-    """The networks with the given indices (index → chunk), read again from their chunks."""
-    by_chunk: dict[int, set[int]] = {}
-    for idx, ch in wanted.items():
-        by_chunk.setdefault(ch, set()).add(idx)
-    out: dict[int, Network] = {}
-    for ch, idxs in by_chunk.items():
-        data = read_chunk(chunks[ch])
-        for items, V, A, b, c in data.stacks:
-            for t, item in enumerate(items):
-                if item.index in idxs:
-                    out[item.index] = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
-        for item in data.singles:
-            if item.index in idxs and isinstance(item.net, Network):
-                out[item.index] = item.net
-    return out
-
-
-def _near_pairs(
-    idx: np.ndarray,
-    probes: np.ndarray,
-    nd: np.ndarray,
-    m: int,
-    options: Options,
-    chunk_of: dict[int, int],
-    chunks: list[Chunk],
-) -> list[tuple[int, int]]:
-    """Pairs of distinct-digest networks of one shape that ``equivalent_approx`` accepts.
-
-    Candidates come from the values at the probe points: for two networks accepted within (atol, rtol), the
-    difference of their functions on the unit ball is at most
-    √2·(n₁+n₂)·τ_κ·W + √2·(n₁+n₂)·τ_w·(T₁+T₂) + 2·τ_aff (each cluster's kink and the affine part are within
-    their tolerances τ_κ, τ_aff; each neuron's hyperplane lies within (n₁+n₂)·τ_w of its cluster's first one),
-    so no accepted pair is further apart than that bound (times √P) in probe space; every candidate is then
-    decided by ``equivalent_approx`` itself."""
-    from scipy.spatial import cKDTree
-
-    from relusym._tolerance.approx import equivalent_approx, project, projector
-
-    if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
-        return []
-    T, tmax, cn, n, wmax = (float(nd[:, j].max()) for j in range(5))
-    atol, rtol = options.atol, options.rtol
-    tol_kink = atol + rtol * max(cn, tmax)
-    tol_aff = atol + rtol * 2 * (cn + T)
-    tol_w = atol + rtol * wmax
-    bound = math.sqrt(2) * 2 * n * (tol_kink * wmax + tol_w * 2 * T) + 2 * tol_aff
-    P = probes.shape[1]
-    slack = 1e-12 * (n + m + 2) * (cn + T + 1.0)
-    radius = math.sqrt(P) * (bound + slack)
-    Q = projector(P)
-    tree = cKDTree(project(probes, Q))
-    cand = tree.query_pairs(radius, output_type="ndarray")
-    if len(cand):
-        d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
-        cand = cand[d <= radius]
-    if not len(cand):
-        return []
-    need = {int(idx[i]): chunk_of[int(idx[i])] for i in np.unique(cand).tolist()}
-    nets = _networks_at(chunks, need)
-    pairs = []
-    for i, j in cand.tolist():
-        a, b = int(idx[i]), int(idx[j])
-        if a in nets and b in nets and equivalent_approx(nets[a], nets[b], atol=atol, rtol=rtol):
-            pairs.append((min(a, b), max(a, b)))
-    return sorted(pairs)
-
-
-def _finish(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
-    import pyarrow as pa
-
-    from relusym.census import CATEGORIES
-
-    raw = raw.sort_by("index")
-    d = raw.to_pydict()
-    N = len(d["index"])
-    ok = [s == "ok" for s in d["status"]]
-    group: list[int | None] = [None] * N
-    first_of: dict[str, int] = {}
-    members: dict[str, list[int]] = {}
-    for r in range(N):
-        if ok[r]:
-            dg = d["digest"][r]
-            first_of.setdefault(dg, len(first_of))
-            members.setdefault(dg, []).append(r)
-            group[r] = first_of[dg]
-    size = [len(members[d["digest"][r]]) if ok[r] else None for r in range(N)]
-    # near-duplicate clusters: union-find over exact groups and verified pairs of group representatives
-    parent = list(range(len(first_of)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    reps = {dg: rows[0] for dg, rows in members.items()}
-    by_shape: dict[tuple[int, int], list[int]] = {}
-    for _, r in reps.items():
-        if d["_probe"][r]:  # deep networks have no probes: they join no near-duplicate cluster
-            by_shape.setdefault((d["m"][r], d["k"][r]), []).append(r)
-    chunk_of = {int(d["index"][r]): int(d["_chunk"][r]) for r in reps.values()}
-    row_of_index = {int(d["index"][r]): r for r in reps.values()}
-    for (m, _k), rows in sorted(by_shape.items()):
-        idx = np.array([d["index"][r] for r in rows], dtype=np.int64)
-        probes = np.array([d["_probe"][r] for r in rows], dtype=np.float64)
-        nd = np.array([d["_nd"][r] for r in rows], dtype=np.float64)
-        for a, b in _near_pairs(idx, probes, nd, m, options, chunk_of, chunks):
-            ga, gb = find(group[row_of_index[a]]), find(group[row_of_index[b]])  # type: ignore[arg-type]
-            if ga != gb:
-                parent[max(ga, gb)] = min(ga, gb)
-    roots = sorted({find(g) for g in range(len(first_of))})
-    cluster_id = {r: i for i, r in enumerate(roots)}
-    near = [cluster_id[find(g)] if g is not None else None for g in group]
-    cols = {name: d[name] for name, _, _ in COLUMNS if name in d}
-    cols["group"], cols["group_size"], cols["near_cluster"] = group, size, near
-    meta = {
-        "schema": SCHEMA,
-        "atol": repr(float(options.atol)),
-        "rtol": repr(float(options.rtol)),
-        "fibre": str(bool(options.fibre)).lower(),
-        "budget": repr(float(options.budget)),
-    }
-    schema = _schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
-    table = pa.Table.from_pydict(cols, schema=schema)
-    # summary
-    exact = [
-        {"group": first_of[dg], "digest": dg, "size": len(rows), "sources": [d["source"][r] for r in rows]}
-        for dg, rows in members.items()
-        if len(rows) > 1
-    ]
-    clusters: dict[int, list[int]] = {}
-    for r in range(N):
-        if near[r] is not None:
-            clusters.setdefault(near[r], []).append(r)  # type: ignore[arg-type]
-    near_groups = [
-        {
-            "cluster": cid,
-            "size": len(rows),
-            "distinct_digests": len({d["digest"][r] for r in rows}),
-            "sources": [d["source"][r] for r in rows],
-        }
-        for cid, rows in sorted(clusters.items())
-        if len({d["digest"][r] for r in rows}) > 1
-    ]
-    fib: dict[str, int] = {}
-    gen: dict[str, int] = {}
-    widths: dict[str, int] = {}
-    for r in range(N):
-        if not ok[r]:
-            continue
-        if d["fibre_type"][r] is not None:
-            fib[d["fibre_type"][r]] = fib.get(d["fibre_type"][r], 0) + 1
-        if d["generic"][r] is not None:
-            gen[d["generic"][r]] = gen.get(d["generic"][r], 0) + 1
-        w = "undecided" if d["width"][r] is None else str(d["width"][r])
-        widths[w] = widths.get(w, 0) + 1
-    summary = {
-        "schema": SCHEMA,
-        "networks": N,
-        "ok": sum(ok),
-        "errors": N - sum(ok),
-        "distinct_functions": len(first_of),
-        "tolerance": {"atol": float(options.atol), "rtol": float(options.rtol)},
-        "exact_duplicate_groups": exact,
-        "near_duplicate_groups": near_groups,
-        "fibre_types": {c: fib[c] for c in CATEGORIES if c in fib} if options.fibre else None,
-        "generic": {g: gen[g] for g in ("true", "false", "undecided") if g in gen} if options.fibre else None,
-        "widths": dict(sorted(widths.items(), key=lambda t: (t[0] == "undecided", int(t[0]) if t[0].isdigit() else 0))),
-        "error_rows": [{"source": d["source"][r], "error": d["error"][r]} for r in range(N) if not ok[r]],
-    }
-    return table, summary

@@ -122,6 +122,22 @@ class Item:
 
 def _stack_rows(path: Path) -> int | None:
     """The batch size when ``path`` is a stacked shard, else None (a single-network file or not readable)."""
+    shape = _stack_shape(path)
+    return None if shape is None else shape[0]
+
+
+_TASK_WEIGHTS = 1 << 22  # weights per task of a stacked shard by default: about a second or two of work
+
+
+def auto_rows(shape: tuple[int, ...]) -> int:
+    """Rows per task of a stacked shard whose ``A`` has ``shape`` (B, n, m), by default: about 2^22 weights
+    (seconds of work per task on one core, a few dozen MB read), between 16 and 65,536 networks."""
+    n, m = (int(x) for x in shape[1:3])
+    return max(16, min(65536, _TASK_WEIGHTS // max(1, n * (m + 1))))
+
+
+def _stack_shape(path: Path) -> tuple[int, ...] | None:
+    """The shape of ``A`` when ``path`` is a stacked shard (three dimensions), else None."""
     try:
         if path.suffix.lower() == ".npz":
             import zipfile
@@ -137,14 +153,14 @@ def _stack_rows(path: Path) -> int | None:
                         else np.lib.format.read_array_header_2_0
                     )
                     shape = read(fh)[0]
-            return int(shape[0]) if len(shape) == 3 else None
+            return tuple(int(x) for x in shape) if len(shape) == 3 else None
         from safetensors import safe_open
 
         with safe_open(str(path), framework="numpy") as f:
             if "A" not in f.keys():
                 return None
             shape = f.get_slice("A").get_shape()
-        return int(shape[0]) if len(shape) == 3 else None
+        return tuple(int(x) for x in shape) if len(shape) == 3 else None
     except Exception:  # noqa: BLE001 - unreadable: it becomes a model file, whose loader reports the error
         return None
 
@@ -176,11 +192,13 @@ def _name(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 256) -> list[Chunk]:
-    """The chunks of a store (see the module docstring), in a fixed order: files sorted by path, rows in order."""
-    if chunk_size < 1 or files_per_chunk < 1:
+def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: int = 256) -> list[Chunk]:
+    """The chunks of a store (see the module docstring), in a fixed order: files sorted by path, rows in order.
+    ``chunk_size`` rows per task of a shard or a table; None: :func:`auto_rows` for a shard, 4096 for a table."""
+    if (chunk_size is not None and chunk_size < 1) or files_per_chunk < 1:
         raise InvalidNetworkError("chunk sizes must be at least 1")
-    entries: list[tuple[str, Path, int, str]] = []  # (kind, path, rows, name)
+    entries: list[tuple[str, Path, int, str, int]] = []  # (kind, path, rows, name, rows per task)
+    table_rows_per_task = chunk_size if chunk_size is not None else 4096
     if isinstance(source, str | os.PathLike):
         p = Path(source)
         if not p.exists():
@@ -202,20 +220,21 @@ def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 2
                 except InvalidNetworkError:
                     if not p.is_dir():
                         raise
-                    entries.append(("file", f, 1, _name(f, root)))  # one error row, read again by its worker
+                    entries.append(("file", f, 1, _name(f, root), 1))  # one error row, read again by its worker
                     continue
-                entries.append(("table", f, table_rows, _name(f, root)))
-            elif suffix in _STACK_SUFFIXES and (rows := _stack_rows(f)) is not None:
-                entries.append(("shard", f, rows, _name(f, root)))
+                entries.append(("table", f, table_rows, _name(f, root), table_rows_per_task))
+            elif suffix in _STACK_SUFFIXES and (shape := _stack_shape(f)) is not None:
+                per = chunk_size if chunk_size is not None else auto_rows(shape)
+                entries.append(("shard", f, shape[0], _name(f, root), per))
             else:
-                entries.append(("file", f, 1, _name(f, root)))
+                entries.append(("file", f, 1, _name(f, root), 1))
     elif _is_dataset(source):
         files = [Path(x) for x in source.files]
         root = Path(os.path.commonpath([str(x.parent) for x in files])) if files else Path(".")
         for f in files:
-            entries.append(("table", f, _parquet_rows(f), _name(f, root)))
+            entries.append(("table", f, _parquet_rows(f), _name(f, root), table_rows_per_task))
     elif isinstance(source, Iterable) and not isinstance(source, bytes | dict):
-        return _memory_chunks(source, chunk_size)
+        return _memory_chunks(source, table_rows_per_task)
     else:
         raise InvalidNetworkError(
             f"cannot read a zoo from a {type(source).__name__}: give a folder, a stacked shard, a Parquet file, a "
@@ -242,15 +261,15 @@ def plan_chunks(source: Any, *, chunk_size: int = 4096, files_per_chunk: int = 2
             first += len(pending)
             pending.clear()
 
-    for kind, path, rows, name in entries:
+    for kind, path, rows, name, per in entries:
         if kind == "file":
             pending.append((path, name))
             if len(pending) >= files_per_chunk:
                 flush()
             continue
         flush()
-        for s in range(0, rows, chunk_size):
-            t = min(rows, s + chunk_size)
+        for s in range(0, rows, per):
+            t = min(rows, s + per)
             chunks.append(Chunk(len(chunks), kind, (str(path),), (name,), s, t, first))
             first += t - s
     flush()
@@ -296,15 +315,36 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _npz_rows(zf: Any, name: str, start: int, stop: int) -> np.ndarray:
+    """Rows start..stop of the array ``name`` of an open .npz (a ``zipfile.ZipFile``), reading only those rows
+    when the member is a C-ordered array of a plain dtype (a stored member is read from its offset; a deflated
+    one is decompressed up to it), else the whole array and then the rows."""
+    with zf.open(name + ".npy") as fh:
+        version = np.lib.format.read_magic(fh)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read(fh)
+        if fortran or dtype.hasobject or not shape:
+            fh.seek(0)
+            return np.asarray(np.lib.format.read_array(fh, allow_pickle=False))[start:stop]
+        stop = min(stop, shape[0])
+        start = min(start, stop)
+        row = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+        fh.seek(fh.tell() + start * row)
+        buf = fh.read((stop - start) * row)
+        return np.frombuffer(buf, dtype=dtype).reshape((stop - start,) + tuple(shape[1:]))
+
+
 def _read_stack(path: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if path.lower().endswith(".npz"):
-        with np.load(path, allow_pickle=False) as data:
-            keys = set(data.files)
+        import zipfile
+
+        with zipfile.ZipFile(path) as zf:
+            keys = {x[:-4] for x in zf.namelist() if x.endswith(".npy")}
             missing = [x for x in ("V", "A", "b") if x not in keys]
             if missing:
                 raise InvalidNetworkError(f"{path}: the stacked shard has no array {', '.join(missing)}")
-            V, A, b = data["V"][start:stop], data["A"][start:stop], data["b"][start:stop]
-            c = data["c"][start:stop] if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
+            V, A, b = (_npz_rows(zf, x, start, stop) for x in ("V", "A", "b"))
+            c = _npz_rows(zf, "c", start, stop) if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
     else:
         from safetensors import safe_open
 

@@ -1,0 +1,153 @@
+"""Integers from floats, vectorized over a stack of networks (the arithmetic of :mod:`relusym._zoo._digest`):
+each float as an odd integer times a power of two read from its bits, leading bits, row gcds, and exact sums held
+as base-2^16 digits (split, shifted and normalized without Python integers).  Every function is exact on finite
+float32/float64 input."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relusym._core.digest import odd_part_digits
+
+__all__ = [
+    "DIGIT",
+    "BIG",
+    "MASK",
+    "odd_parts",
+    "top_bit",
+    "bit_length",
+    "u64_bytes",
+    "row_gcd",
+    "shift_limbs",
+    "digits",
+    "normalize",
+    "split_digits",
+]
+
+DIGIT = 16  # bits per digit of the exact sums
+BIG = 1 << 40  # the exponent given to 0 (below every exponent of a finite float)
+FRAC = (1 << 52) - 1
+MASK = (1 << DIGIT) - 1
+
+
+def odd_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x = o · 2^s exactly, o an odd integer (|o| < 2⁵³; int32 below 2²⁴ for float32 input), or o = 0 and
+    s = BIG (2²⁹ for float32 input) for x = 0 (finite float32 or float64 input), from the bits of x."""
+    if x.dtype == np.float32:
+        b32 = x.view(np.int32)
+        e32 = (b32 >> 23) & 0xFF
+        m32 = (b32 & 0x7FFFFF) | (np.minimum(e32, 1) << 23)
+        z32 = m32 == 0
+        low32 = (m32 & -m32) | z32
+        tz32 = (low32.astype(np.float32).view(np.int32) >> 23) - 127
+        o32 = m32 >> tz32
+        sm32 = b32 >> 31
+        return (o32 ^ sm32) - sm32, np.maximum(e32, 1) - 150 + tz32 + z32 * ((1 << 29) + 149)
+    bits = x.view(np.int64)
+    ef = (bits >> 52) & 0x7FF
+    mant = (bits & FRAC) | (np.minimum(ef, 1) << 52)
+    zero = mant == 0
+    low = (mant & -mant) | zero
+    tz = (low.astype(np.float64).view(np.int64) >> 52) - 1023
+    o = mant >> tz
+    sm = bits >> 63
+    return (o ^ sm) - sm, np.maximum(ef, 1) - 1075 + tz + zero * (BIG + 1074)
+
+
+def top_bit(x: np.ndarray) -> np.ndarray:
+    """Exponent of the leading bit of each x (−BIG for 0)."""
+    ex = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
+    return np.where(x != 0, ex, -BIG)
+
+
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0)."""
+    return (np.frexp(x.astype(np.float64))[1]).astype(np.int64)
+
+
+def u64_bytes(x: np.ndarray) -> np.ndarray:
+    """Bytes of each uint64 entry up to its last nonzero byte (0 for 0), exactly."""
+    hi = (x >> np.uint64(32)).astype(np.int64)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    bl = np.where(hi > 0, 32 + bit_length(hi), bit_length(lo))
+    return (bl + 7) >> 3
+
+
+def row_gcd(x: np.ndarray) -> np.ndarray:
+    """gcd of each row of a nonnegative int64 matrix, column by column on the rows not yet at 1."""
+    g = x[:, 0].copy()
+    rows = np.arange(x.shape[0])
+    for j in range(1, x.shape[1]):
+        rows = rows[g[rows] != 1]
+        if rows.size == 0:
+            break
+        g[rows] = np.gcd(g[rows], x[rows, j])
+    return g
+
+
+def shift_limbs(q: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
+    """q · 2^d as L little-endian 64-bit limbs (q < 2⁵³ and d ≥ 0 int64 arrays of one shape, q·2^d < 2^(64 L))."""
+    if L == 1:
+        one: np.ndarray = (q << d).astype("<u8")[..., None]
+        return one
+    qu = q.astype(np.uint64)
+    li = d >> 6
+    r = (d & 63).astype(np.uint64)
+    lo = qu << r
+    hi = (qu >> np.minimum(np.uint64(64) - r, np.uint64(63))) * (r > 0)
+    out = np.zeros(q.shape + (L,), dtype="<u8")
+    for l_ in range(L):
+        out[..., l_] = lo * (li == l_) | hi * (li + 1 == l_)
+    return out
+
+
+def digits(o: np.ndarray, sh: np.ndarray, P: int, axis: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Base-2¹⁶ digits of o · 2^sh (o int64 with |o| < 2⁵³, sh ≥ 0; any sh for o = 0), as a float64 array
+    with a new axis of length P at position ``axis``: o·2^sh = Σ_p D[..p..]·2^(16 p) and |D| ≤ 2¹⁶ (o·2^sh must
+    stay below 2^(16 P) in magnitude); written into ``out`` when given."""
+    if out is None:
+        out = np.empty(o.shape[:axis] + (P,) + o.shape[axis:])
+    at = (slice(None),) * axis
+    if P * DIGIT <= 62:  # in one int64: digits in [0, 2¹⁶) below a signed top digit
+        y = o << np.minimum(sh, 63)
+        for p in range(P - 1):
+            out[at + (p,)] = (y >> (DIGIT * p)) & MASK
+        out[at + (P - 1,)] = y >> (DIGIT * (P - 1))
+        return out
+    sm = o >> 63
+    a = (o ^ sm) - sm
+    for p in range(P):
+        r = DIGIT * p - sh
+        d = ((a << np.clip(-r, 0, DIGIT)) >> np.clip(r, 0, 63)) & MASK
+        out[at + (p,)] = (d ^ sm) - sm
+    return out
+
+
+def normalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integers Σ_j S[j]·2^(16 j) (S (J, X) float64 with integer entries below 2⁵³) as magnitudes in
+    digits [0, 2¹⁶) (int64 (J, X)) and signs; the top digit must stay unused by the magnitudes."""
+    J = S.shape[0]
+    D = S.astype(np.int64)
+    for j in range(J - 1):
+        D[j + 1] += D[j] >> DIGIT
+        D[j] &= MASK
+    neg = D[J - 1] < 0
+    if neg.any():  # −S: negate the digits and carry again
+        D *= 1 - 2 * neg.astype(np.int64)
+        for j in range(J - 1):
+            D[j + 1] += D[j] >> DIGIT
+            D[j] &= MASK
+    return D, neg
+
+
+def split_digits(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_j S[j] 2^(16 j) (S (J, X)): (t, bytes of |p|
+    (X, 2J) little-endian, p < 0, bytes used by |p|)."""
+    D, neg = normalize(S)
+    s, P = odd_part_digits(D)
+    nz = s >= 0
+    t = np.where(nz, base + s, 0)
+    J = D.shape[0]
+    top = ((P != 0) * np.arange(J)[:, None]).max(axis=0)
+    width = (2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255)) * nz
+    return t, np.ascontiguousarray(P.T).astype("<u2").view(np.uint8), neg & nz, width

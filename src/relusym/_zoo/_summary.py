@@ -1,0 +1,235 @@
+"""The end of a zoo job, column by column: exact duplicate groups from the digests, near-duplicate clusters
+from verified near pairs (tolerance mode), and the summary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from relusym._core.network import Network
+from relusym._zoo._sources import Chunk, read_chunk
+from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
+
+__all__ = ["finish_job"]
+
+
+def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Network]:
+    """The networks with the given indices (index → chunk), read again from their chunks."""
+    by_chunk: dict[int, set[int]] = {}
+    for idx, ch in wanted.items():
+        by_chunk.setdefault(ch, set()).add(idx)
+    out: dict[int, Network] = {}
+    for ch, idxs in by_chunk.items():
+        data = read_chunk(chunks[ch])
+        for items, V, A, b, c in data.stacks:
+            for t, item in enumerate(items):
+                if item.index in idxs:
+                    out[item.index] = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
+        for item in data.singles:
+            if item.index in idxs and isinstance(item.net, Network):
+                out[item.index] = item.net
+    return out
+
+
+def _near_pairs(
+    idx: np.ndarray,
+    probes: np.ndarray,
+    nd: np.ndarray,
+    m: int,
+    options: Options,
+    chunk_of: np.ndarray,
+    chunks: list[Chunk],
+) -> list[tuple[int, int]]:
+    """Pairs of distinct-digest networks of one shape that ``equivalent_approx`` accepts.
+
+    Candidates come from the values at the probe points: for two networks accepted within (atol, rtol), the
+    difference of their functions on the unit ball is at most
+    √2·(n₁+n₂)·τ_κ·W + √2·(n₁+n₂)·τ_w·(T₁+T₂) + 2·τ_aff (each cluster's kink and the affine part are within
+    their tolerances τ_κ, τ_aff; each neuron's hyperplane lies within (n₁+n₂)·τ_w of its cluster's first one),
+    so no accepted pair is further apart than that bound (times √P) in probe space; every candidate is then
+    decided by ``equivalent_approx`` itself."""
+    from scipy.spatial import cKDTree
+
+    from relusym._tolerance.approx import equivalent_approx, project, projector
+
+    if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
+        return []
+    T, tmax, cn, n, wmax = (float(nd[:, j].max()) for j in range(5))
+    atol, rtol = options.atol, options.rtol
+    tol_kink = atol + rtol * max(cn, tmax)
+    tol_aff = atol + rtol * 2 * (cn + T)
+    tol_w = atol + rtol * wmax
+    bound = math.sqrt(2) * 2 * n * (tol_kink * wmax + tol_w * 2 * T) + 2 * tol_aff
+    P = probes.shape[1]
+    slack = 1e-12 * (n + m + 2) * (cn + T + 1.0)
+    radius = math.sqrt(P) * (bound + slack)
+    Q = projector(P)
+    tree = cKDTree(project(probes, Q))
+    cand = tree.query_pairs(radius, output_type="ndarray")
+    if len(cand):
+        d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
+        cand = cand[d <= radius]
+    if not len(cand):
+        return []
+    need = {int(idx[i]): int(chunk_of[i]) for i in np.unique(cand).tolist()}
+    nets = _networks_at(chunks, need)
+    pairs = []
+    for i, j in cand.tolist():
+        a, b = int(idx[i]), int(idx[j])
+        if a in nets and b in nets and equivalent_approx(nets[a], nets[b], atol=atol, rtol=rtol):
+            pairs.append((min(a, b), max(a, b)))
+    return sorted(pairs)
+
+
+def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
+    """The table (public columns, with the exact groups and near clusters) and the summary, column by column:
+    groups are the digests' codes in order of first appearance (rows by index), near clusters the connected
+    components of the groups joined by verified near pairs, numbered by their smallest group."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from relusym._zoo._categories import CATEGORIES
+
+    raw = raw.sort_by("index").combine_chunks()
+    N = raw.num_rows
+    ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
+    okmask = pa.array(ok)
+    digests = pc.if_else(okmask, raw["digest"], pa.scalar(None, pa.string())).combine_chunks()
+    enc = pc.dictionary_encode(digests)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    group = np.where(ok, np.nan_to_num(codes, nan=-1), -1).astype(np.int64)
+    G = len(enc.dictionary)
+    counts = np.bincount(group[ok], minlength=G)
+    size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
+    okrows = np.nonzero(ok)[0]
+    rep = np.zeros(G, dtype=np.int64)
+    if G:
+        _, first_pos = np.unique(group[okrows], return_index=True)
+        rep = okrows[first_pos]
+    index = raw["index"].to_numpy()
+    # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
+    parent = np.arange(G)
+    probe_len = pc.list_value_length(raw["_probe"]).to_numpy(zero_copy_only=False)
+    with_probe = rep[np.nan_to_num(probe_len[rep], nan=0) > 0] if G else rep
+    ms, ks = raw["m"].to_numpy(zero_copy_only=False), raw["k"].to_numpy(zero_copy_only=False)
+    chunk_col = raw["_chunk"].to_numpy()
+    pairs: list[tuple[int, int]] = []
+    if with_probe.size >= 2 and (options.atol != 0 or options.rtol != 0):
+        shapes = np.stack([ms[with_probe], ks[with_probe]], axis=1)
+        kinds, inv = np.unique(shapes, axis=0, return_inverse=True)
+        row_of_index = {}
+        for j, (m, _k) in enumerate(kinds.tolist()):
+            rows = with_probe[inv.reshape(-1) == j]
+            if rows.size < 2:
+                continue
+            probes = np.stack(raw["_probe"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
+            nd = np.stack(raw["_nd"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
+            found = _near_pairs(index[rows], probes, nd, int(m), options, chunk_col[rows], chunks)
+            if found:
+                row_of_index.update({int(index[r]): int(r) for r in rows})
+                pairs += [(row_of_index[a_], row_of_index[b_]) for a_, b_ in found]
+    for ra, rb in pairs:
+        ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
+        if ga != gb:
+            parent[max(ga, gb)] = min(ga, gb)
+    while G and not np.array_equal(parent, parent[parent]):
+        parent = parent[parent]
+    roots, cluster_of_group = np.unique(parent, return_inverse=True)
+    near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1)
+    public = [name for name, _, _ in COLUMNS if name not in ("group", "group_size", "near_cluster")]
+    cols = {name: raw[name] for name in public}
+    nok = pa.array(~ok)
+    cols["group"] = pa.array(group, type=pa.int64(), mask=~ok)
+    cols["group_size"] = pa.array(size.astype(np.int64), type=pa.int64(), mask=~ok)
+    cols["near_cluster"] = pa.array(near.astype(np.int64), type=pa.int64(), mask=nok.to_numpy(zero_copy_only=False))
+    meta = {
+        "schema": SCHEMA,
+        "atol": repr(float(options.atol)),
+        "rtol": repr(float(options.rtol)),
+        "fibre": str(bool(options.fibre)).lower(),
+        "fibre_search": str(bool(options.search)).lower(),
+        "budget": repr(float(options.budget)),
+    }
+    schema = table_schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
+    table = pa.Table.from_pydict(cols, schema=schema)
+    # summary
+    source = raw["source"]
+    multi = np.nonzero(counts > 1)[0]
+    exact = []
+    if multi.size:
+        by_group = okrows[np.argsort(group[okrows], kind="stable")]
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        dict_py = enc.dictionary
+        for g in multi.tolist():
+            rows = by_group[starts[g] : starts[g + 1]]
+            exact.append(
+                {
+                    "group": g,
+                    "digest": dict_py[g].as_py(),
+                    "size": int(counts[g]),
+                    "sources": source.take(pa.array(rows)).to_pylist(),
+                }
+            )
+    near_groups = []
+    if pairs:
+        n_groups = np.bincount(cluster_of_group.reshape(-1), minlength=roots.size)
+        for cid in np.nonzero(n_groups > 1)[0].tolist():
+            rows = np.nonzero(near == cid)[0]
+            near_groups.append(
+                {
+                    "cluster": cid,
+                    "size": int(rows.size),
+                    "distinct_digests": int(n_groups[cid]),
+                    "sources": source.take(pa.array(rows)).to_pylist(),
+                }
+            )
+    okt = raw.filter(okmask)
+
+    def counted(col: str) -> dict[str, int]:
+        vc = pc.value_counts(okt[col].combine_chunks().drop_null()).to_pylist() if okt.num_rows else []
+        return {x["values"]: int(x["counts"]) for x in vc}
+
+    fib, gen = counted("fibre_type"), counted("generic")
+    wcol = okt["width"].to_numpy(zero_copy_only=False) if okt.num_rows else np.zeros(0)
+    decided = wcol[~np.isnan(wcol)].astype(np.int64) if wcol.size else np.zeros(0, dtype=np.int64)
+    wv, wc = np.unique(decided, return_counts=True)
+    widths = {str(w): int(c) for w, c in zip(wv.tolist(), wc.tolist(), strict=True)}
+    if int(np.isnan(wcol).sum()) if wcol.size else 0:
+        widths["undecided"] = int(np.isnan(wcol).sum())
+    bad = np.nonzero(~ok)[0]
+    err_src = source.take(pa.array(bad)).to_pylist()
+    err_msg = raw["error"].take(pa.array(bad)).to_pylist()
+    summary = {
+        "schema": SCHEMA,
+        "networks": N,
+        "ok": int(ok.sum()),
+        "errors": int(N - ok.sum()),
+        "distinct_functions": G,
+        "tolerance": {"atol": float(options.atol), "rtol": float(options.rtol)},
+        "exact_duplicate_groups": exact,
+        "near_duplicate_groups": near_groups,
+        "fibre_types": {c: fib[c] for c in CATEGORIES if c in fib} if options.fibre else None,
+        "generic": {g: gen[g] for g in ("true", "false", "undecided") if g in gen} if options.fibre else None,
+        "fibre_search": bool(options.search) if options.fibre else None,
+        "undecided_rate": (
+            {
+                "generic": gen.get("undecided", 0) / max(1, sum(gen.values())),
+                "fibre_type": fib.get("undecided", 0) / max(1, sum(fib.values())),
+                "width": widths.get("undecided", 0) / max(1, sum(widths.values())),
+            }
+            if options.fibre
+            else None
+        ),
+        "widths": widths,
+        "error_rows": [{"source": s_, "error": e_} for s_, e_ in zip(err_src, err_msg, strict=True)],
+    }
+    return table, summary
+
+
+def _root(parent: np.ndarray, x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = int(parent[x])
+    return x
