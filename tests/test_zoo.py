@@ -560,3 +560,29 @@ def test_census_on_a_process_pool_and_a_dask_cluster():
     assert [r.to_dict() for r in a.rows] == [r.to_dict() for r in b.rows] == [r.to_dict() for r in c.rows]
     r = _cli("census", "--sample", "10", "--limit-121", "40", "--workers", "2", "--chunk-size", "20", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["ok"]
+
+
+def test_cli_fibre_search_on_request_and_the_undecided_rate(tmp_path, capsys):
+    """The default fibre column decides only what is bounded per network and says how much it left undecided;
+    ``--fibre-search`` runs the searches, and what both decide agrees with ``relusym.fiber``."""
+    from relusym.cli import main
+
+    rng = np.random.default_rng(4)
+    V = rng.standard_normal((6, 1, 5)).astype(np.float32)
+    A = rng.standard_normal((6, 5, 2)).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    c = rng.standard_normal((6, 1)).astype(np.float32)
+    shard = tmp_path / "s.npz"
+    np.savez(shard, V=V, A=A, b=b, c=c)
+    assert main(["zoo", str(shard), "-o", str(tmp_path / "a.parquet"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "undecided: generic 100%" in out  # n = 5 > k·m = 2: no flip certificate without the search
+    assert main(["zoo", str(shard), "-o", str(tmp_path / "b.parquet"), "--quiet", "--fibre-search"]) == 0
+    out = capsys.readouterr().out
+    searched = read_zoo_table(tmp_path / "b.parquet").to_pylist()
+    for row in searched:
+        t = row["index"]
+        fb = relusym.fiber(Network(V[t], A[t], b[t], c[t]), budget=60)
+        if row["generic"] != "undecided":
+            assert row["generic"] == str(fb.generic).lower()
+    assert "undecided: generic" in out

@@ -30,6 +30,7 @@ def cmd_zoo(args: argparse.Namespace) -> Result:
             atol=args.atol,
             rtol=args.rtol,
             fibre=not args.no_fibre,
+            fibre_search=args.fibre_search,
             budget=args.budget,
             chunk_size=args.chunk_size,
             files_per_chunk=args.files_per_chunk,
@@ -64,6 +65,8 @@ def cmd_zoo(args: argparse.Namespace) -> Result:
     if s["fibre_types"] is not None:
         lines.append("fibre types: " + (", ".join(f"{c} {v}" for c, v in s["fibre_types"].items()) or "none"))
         lines.append("generic: " + (", ".join(f"{c} {v}" for c, v in s["generic"].items()) or "none"))
+    if s.get("undecided_rate"):
+        lines.append("undecided: " + ", ".join(f"{c} {v:.0%}" for c, v in s["undecided_rate"].items()))
     lines.append("minimal widths: " + (", ".join(f"{w}: {v}" for w, v in s["widths"].items()) or "none"))
     for e in s["error_rows"][:20]:
         lines.append(f"  error {e['source']}: {e['error']}")
@@ -85,7 +88,18 @@ def add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], s
     sp.add_argument("--rtol", type=float, default=1e-9, help="near-duplicates: relative tolerance (default 1e-9)")
     sp.add_argument("--budget", type=float, default=1.0, help="seconds per network for the hard searches (default 1)")
     sp.add_argument("--no-fibre", action="store_true", help="skip the fibre analysis (generic, type, flips)")
-    sp.add_argument("--chunk-size", type=int, default=4096, help="networks per task for shards and tables")
+    sp.add_argument(
+        "--fibre-search",
+        action="store_true",
+        help="run the flip-set and configuration searches per network (within --budget); by default the fibre "
+        "columns hold only what is decided in bounded time (class A, dead and duplicate neurons, certified widths)",
+    )
+    sp.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        help="networks per task (default: about 2^22 weights of a shard, 4096 rows of a table)",
+    )
     sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
     sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")
     # --quiet comes with every command (see add_edge_options)
