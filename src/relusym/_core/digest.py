@@ -181,7 +181,7 @@ def reference_digest(
 #
 # The same bytes as above, from numpy arrays of integers: magnitudes as uint64 (or as base-2^16 digits when
 # they are wider), signs as booleans.  A float x is the dyadic rational p · 2^t with p its odd integer mantissa
-# (``relusym._exact.numbers.float_parts``), so its 2-adic split is (t, p, 1) with no division at all.
+# (``relusym._exact.mantissas.float_parts``), so its 2-adic split is (t, p, 1) with no division at all.
 
 
 def _sign_bytes(neg: np.ndarray) -> bytes:
@@ -227,7 +227,7 @@ def _ctz16(d: np.ndarray) -> np.ndarray:
 
 def digits_block(neg: np.ndarray, D: np.ndarray, t0: np.ndarray) -> bytes:
     """The rational block of the dyadic rationals ±(Σ_s D[s] · 2^(16 s)) · 2^t0, from normalized base-2^16
-    digits D (S × L, int64 in [0, 2^16), see ``relusym._exact.numbers.normalize_digits``), signs ``neg`` and exponent
+    digits D (S × L, int64 in [0, 2^16), see ``relusym._exact.mantissas.normalize_digits``), signs ``neg`` and exponent
     offsets t0 (L).  The 2-adic split takes out the trailing zeros z: t = t0 + z and p = magnitude / 2^z, a
     shift of the digits by z (whole digits, then bits)."""
     S, L = D.shape

@@ -3,7 +3,7 @@ digest and the alignment (docs/math/deep.md), giving exactly the answers of the 
 
 A float, and every rational whose denominator is a power of two, is q·2^k with q an odd integer (or q = k = 0
 for zero), one representation per value.  A layer's augmented rows [W | b] are held as two int64 arrays
-(q, k) with |q| < 2^62 (:class:`Dyadic`), read from a float array by :func:`relusym._exact.numbers.float_parts`
+(q, k) with |q| < 2^62 (:class:`Dyadic`), read from a float array by :func:`relusym._exact.mantissas.float_parts`
 without a Python object per entry.  On such rows:
 
 * the *primitive row* of a row (q_j·2^(k_j))_j is (q_j/g · 2^(k_j − k_min))_j with g the gcd of the odd |q_j| (odd

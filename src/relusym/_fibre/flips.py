@@ -157,7 +157,7 @@ def _direction_groups(an: Analysis, deadline: float = math.inf) -> tuple[list[li
     """Group the neurons whose flip-matrix rows X_i = v_i ⊗ a_i are parallel (v_i ∥ v_j and a_i ∥ a_j), and
     give each its coefficient d_i = v_i[p]·a_i[q] (first nonzero entries), so that X_i = d_i·(v̂ ⊗ â) in its
     group.  Rows that are zero (v_i = 0 or a_i = 0) form singleton groups with d_i = 0.  Buckets use float
-    keys; every membership is verified exactly (:func:`relusym._exact.numbers.rows_proportional`)."""
+    keys; every membership is verified exactly (:func:`relusym._exact.hashing.rows_proportional`)."""
     net = an.net
     n = net.n
     d: list[Fraction] = [Fraction(0)] * n
