@@ -40,6 +40,7 @@ from relusym._core.digest import (
     reference_digest_bytes,
 )
 from relusym._core.network import Network, NeuronType
+from relusym._core.rationals import exact_quotients
 from relusym._exact.decimal import bit_length, quotient_parts, render_cells
 from relusym._exact.numbers import (
     dyadic_str,
@@ -58,7 +59,6 @@ from relusym._exact.numbers import (
     normalize_digits,
     quotient_row_hashes,
     row_hash,
-    row_integers,
     rows_proportional,
     to_fraction,
 )
@@ -137,19 +137,15 @@ class HyperplaneClasses:
         return tuple(Fraction(x) / lam for x in self.row(i).tolist())
 
     def u_exact_many(self, classes: list[int]) -> list[tuple[Fraction, ...]]:
-        """û_j for several classes (vectorised for float networks: one Fraction per entry, no float
-        conversions)."""
+        """û_j for several classes (float networks: the quotients reduced on integer mantissas in numpy, one
+        Fraction per entry built without another gcd; see :mod:`relusym._core.rationals`)."""
         if not classes:
             return []
         if self.A.dtype == object:
             return [self.u_exact(j) for j in classes]
         reps = self.rep[classes]
-        rows = row_integers(np.concatenate([self.A[reps], self.b[reps][:, None]], axis=1))
-        out = []
-        for r in rows:
-            piv = next(x for x in r[:-1] if x != 0)  # λ's integer: the first nonzero of a
-            out.append(tuple(Fraction(x, piv) for x in r))
-        return out
+        W = np.concatenate([self.A[reps].astype(np.float64), self.b[reps].astype(np.float64)[:, None]], axis=1)
+        return [tuple(row) for row in exact_quotients(W, self.lam[reps]).tolist()]
 
     def kappa_exact(self, j: int) -> tuple[Fraction, ...]:
         return tuple(Fraction(x) for x in self.kappa[j].tolist())

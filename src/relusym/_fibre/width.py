@@ -33,8 +33,10 @@ from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import HyperplaneClasses, normal_form
+from relusym._core.rationals import float_fractions, fractions_from_parts
 from relusym._exact import linalg as linalg
-from relusym._exact.numbers import common_denominator, exactly_in_dtype, to_fraction
+from relusym._exact.decimal import quotient_parts
+from relusym._exact.numbers import common_denominator, exactly_in_dtype, float_parts, to_fraction
 from relusym._fibre.configurations import Configuration, configurations, kink_neurons, own_configuration
 from relusym.errors import BudgetExceededError, InvalidNetworkError
 
@@ -99,7 +101,11 @@ def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
     deadline = time.monotonic() + budget
     N = an.N
     kd = an.kinks
+    if time.monotonic() > deadline + _GRACE:
+        return _out_of_time(an, "computing the normal form as exact rationals")
     own = own_configuration(an)
+    if time.monotonic() > deadline + _GRACE:
+        return _out_of_time(an, "computing the network's own configuration")
     upper_cost = own.cost
     rank_M = linalg.rank(kd.M)
     if 2 * rank_M < upper_cost:
@@ -138,6 +144,20 @@ def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
             return WidthSearch(N, N + 1, N + 1, N + 1, fallback, False, None, note, kd)
     note = f"undecided within budget: {cs.undecided}; N ≤ w ≤ N + {upper_cost} (deciding w = N is a subset-sum problem)"
     return WidthSearch(N, None, lower, N + upper_cost, fallback, False, None, note, kd)
+
+
+_GRACE = 0.25  # seconds: the cheap certificates of width_search (bounds from θ's own configuration) run to the end
+# within the budget plus this; past it the search stops between its steps
+
+
+def _out_of_time(an: Analysis, step: str) -> WidthSearch:
+    """The answer of :func:`width_search` when its budget ran out during ``step``: N ≤ w ≤ N + 2 min(k, m) (the
+    configuration (∅, ∅) costs 2 rank M)."""
+    N = an.N
+    upper = N + 2 * min(an.net.k, an.net.m)
+    fallback = Configuration((), (), min(an.net.k, an.net.m), 0)
+    note = f"undecided within budget: the budget ran out while {step}; N ≤ w ≤ N + 2 min(k, m)"
+    return WidthSearch(N, None, N, upper, fallback, False, None, note, an.kinks if "kinks" in an.__dict__ else None)
 
 
 def _unique_cost_zero(an: Analysis) -> bool:
@@ -318,21 +338,35 @@ class MinimalNetwork:
         }
 
 
-def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> MinimalNetwork:
+def minimal_network(
+    net: Network, *, budget: float = 10.0, keep_scales: bool = False, certify: bool = True
+) -> MinimalNetwork:
     """A network with w(ρ(θ)) neurons and the same normal form; CMN(f) of docs/math/width.md whenever the search over
     minimizers completes (always for small N, and whenever θ's configuration is certified unique).
 
     ``keep_scales=True`` rescales each emitted neuron (by O0) to the scale |λ| of θ's first neuron on its
     hyperplane, so that pruning a float network whose classes are single neurons returns θ's own float
-    weights (no longer canonical, but still minimal and with the same normal form).
+    weights (no longer canonical, but still minimal and with the same normal form).  ``certify=False`` skips
+    the certificate that a large network without mixed classes has no other configuration of cost 0 (the
+    network is the same; ``canonical`` is then False): :func:`prune`, which returns the network alone.
+
+    The budget is checked before the work (a network whose hyperplane classes take longer is refused with
+    :class:`~relusym.errors.BudgetExceededError`) and between its steps.
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
     budget = check_budget(budget)
+    deadline = time.monotonic() + budget
     an = Analysis(net)
-    if an.N > _DIRECT_MIN_CLASSES and not an.mixed:
-        return _direct_minimal(an, keep_scales)
-    ws = width_search(an, budget=budget)
+    mixed = an.mixed
+    if time.monotonic() > deadline:
+        raise BudgetExceededError(f"minimal network undecided within {budget} s: the hyperplane classes took longer")
+    if not mixed and an.N > _DIRECT_MIN_CLASSES:
+        return _direct_minimal(an, keep_scales, certify=certify)
+    if not mixed and an.N and _only_cost_zero(an):  # what the configuration search would certify, without it
+        mn = _direct_minimal(an, keep_scales, unique=True)
+        return MinimalNetwork(_as_assembled(mn.network, net), mn.width, mn.canonical, mn.configuration, mn.note)
+    ws = width_search(an, budget=max(0.0, deadline - time.monotonic()))
     if ws.width is None or ws.best is None or ws.kd is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -352,7 +386,24 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
 _DIRECT_MIN_CLASSES = 12  # below this the exact configuration search certifies CMN as before
 
 
-def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
+def _only_cost_zero(an: Analysis) -> bool:
+    """For θ without mixed classes and few kink classes: S_θ is certified the only configuration of cost 0 (the
+    flip rows κ_û ⊗ α̂_û of the reduced network independent), so the configuration search would return it and
+    the direct construction gives the same network without it (and without the exact rationals of M)."""
+    hc = an.classes
+    order = an.normal_form.kink_order
+    if order.shape[0] == 0:
+        return True
+    if hc.kappa.dtype == object or hc.A.dtype == object:
+        return False
+    from relusym._fibre.flips import flips_certified_absent
+
+    reps = hc.rep[order]
+    cert = Network(np.ascontiguousarray(hc.kappa[order].T), an.net.A[reps], an.net.b[reps], m=an.net.m)
+    return flips_certified_absent(Analysis(cert))
+
+
+def _direct_minimal(an: Analysis, keep_scales: bool, *, certify: bool = True, unique: bool = False) -> MinimalNetwork:
     """The minimal network when no hyperplane class carries neurons of both orientations, built directly.
 
     Then θ's own configuration (S_θ = the negatively oriented classes, P = ∅) has R_S = 0, so w = N, and one
@@ -387,19 +438,16 @@ def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
                 for t, i in enumerate(reps.tolist())]  # fmt: skip
         out = _assemble(rows, c_out, m, k, like=net)
     else:
-        us = hc.u_exact_many(order.tolist())
-        kaps = [hc.kappa_exact(j) for j in order.tolist()]
-        neurons = []
-        for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
-            if ng:
-                u = tuple(-x for x in u)
-            neurons.append((kap, u[:m], u[m]))
-        out = _assemble(neurons, c_out, m, k, like=net)
+        out = _canonical_direct(an, order)
     S = tuple(int(t) for t in np.nonzero(neg)[0].tolist())
     config = Configuration(S, (), 0, 0)
     assert out.n == N
     if keep_scales:  # θ's own scales: minimal, never the canonical network, so nothing to certify
         return MinimalNetwork(out, N, False, config, None)
+    if unique:  # certified by the caller
+        return MinimalNetwork(out, N, True, config, None)
+    if not certify:
+        return MinimalNetwork(out, N, False, config, "the uniqueness of S_θ was not asked for")
     from relusym._fibre.flips import flips_certified_absent
 
     # the flip rows of the reduced network are κ_û ⊗ a_rep up to nonzero factors: certify on float data
@@ -408,6 +456,63 @@ def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
     unique = flips_certified_absent(Analysis(cert))
     note = None if unique else "w = N is certain; S_θ was not certified the only configuration of cost 0"
     return MinimalNetwork(out, N, unique, config, note)
+
+
+def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
+    """CMN(f) for θ without mixed classes: the neuron (κ_û, w_rep / |λ_rep|) for each kink class in NF order (that
+    is (κ_û, ±α̂, ±β̂), the sign the class's orientation) and the output bias c + Σ_const b_i v_i.
+
+    For a float network the rows are exact quotients of integer mantissas reduced in numpy
+    (:func:`relusym._core.rationals.exact_quotients`), κ comes from its exact float64 values, and float arrays
+    of θ's dtype are returned only when every entry fits (as :func:`_assemble` decides); otherwise the
+    neurons are built from Fractions (:func:`_fraction_direct`)."""
+    net, hc = an.net, an.classes
+    N = int(order.shape[0])
+    if N == 0 or not net.is_float or hc.A.dtype == object or hc.kappa.dtype == object:
+        return _fraction_direct(an, order)
+    dtype = np.result_type(net.V, net.A, net.b, net.c)
+    reps = hc.rep[order]
+    kap = hc.kappa[order]
+    W = np.concatenate([hc.A[reps].astype(np.float64), hc.b[reps].astype(np.float64)[:, None]], axis=1)
+    mx, ex = float_parts(W)
+    ml, el = float_parts(np.abs(hc.lam[reps]))
+    num, den, d = quotient_parts(mx, ex, ml[:, None], el[:, None])
+    with np.errstate(over="ignore"):
+        v_fits = bool((kap.astype(dtype).astype(np.float64) == kap).all())
+    if v_fits and bool((den == 1).all()):  # every entry may fit θ's dtype: the reference assembly decides
+        return _fraction_direct(an, order)
+    Q = fractions_from_parts(num, den, d)
+    c = np.empty(net.k, dtype=object)
+    c[:] = list(hc.const)
+    return Network(float_fractions(np.ascontiguousarray(kap.T)), Q[:, : net.m], Q[:, net.m], c, m=net.m)
+
+
+def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
+    """:func:`_canonical_direct` from exact Fractions (rational networks, the rare float cases)."""
+    net, hc = an.net, an.classes
+    neg = np.asarray(hc.lam[hc.rep[order]] < 0, dtype=bool)
+    us = hc.u_exact_many(order.tolist())
+    kaps = [hc.kappa_exact(j) for j in order.tolist()]
+    neurons = []
+    for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
+        if ng:
+            u = tuple(-x for x in u)
+        neurons.append((kap, u[: net.m], u[net.m]))
+    return _assemble(neurons, list(hc.const), net.m, net.k, like=net)
+
+
+def _as_assembled(out: Network, like: Network) -> Network:
+    """``out`` stored as :func:`_assemble` stores its networks: float arrays of ``like``'s dtype when ``like`` is
+    a float network and every entry fits, else Fractions throughout."""
+    arrays = (out.V, out.A, out.b, out.c)
+    if like.is_float:
+        dtype = np.result_type(like.V, like.A, like.b, like.c)
+        fits = [exactly_in_dtype(x, dtype) for x in arrays]
+        if all(f is not None for f in fits):
+            return Network(*fits, m=out.m)
+    if all(x.dtype == object for x in arrays):
+        return out
+    return out.to_fractions()
 
 
 def _merged_float_columns(
@@ -480,7 +585,7 @@ def prune(
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
     with ticking(budget, desc="prune: width search", enabled=progress):
-        return minimal_network(net, budget=budget, keep_scales=keep_scales).network
+        return minimal_network(net, budget=budget, keep_scales=keep_scales, certify=False).network
 
 
 # ----------------------------------------------------------------------------------------------------------
