@@ -13,7 +13,14 @@ passes of 1024 inputs (X @ Aᵀ + b, ReLU, @ Vᵀ + c) measured in the same proc
 * ``relusym canon net.npz --json``, end to end in a fresh process, against a fresh process that loads the same
   file with numpy and runs one 1024-input forward pass (after one warm-up run, with bytecode caching on, as a
   user's Python has it);
-* ``prune(θ)`` on θ (nothing prunes), and on θ with planted duplicates (a neuron split in two) and dead neurons;
+* ``prune(θ)`` (a float network keeps its float scales: what ``relusym prune`` writes) and ``prune(θ,
+  canonical=True)`` (the canonical minimal network, exact rationals) on θ (nothing prunes), and on θ with planted
+  duplicates (a neuron split in two) and dead neurons;
+* ``memory``: the peak memory that ``prune(θ)``, ``prune(θ, canonical=True)``, ``equivalent(θ, h·θ)`` and the
+  digest allocate (tracemalloc, numpy's allocations included), beside the size of θ's own weights, and the peak
+  less what the result keeps (the temporaries);
+* ``startup``: ``import relusym`` against ``import numpy`` (``python -X importtime``, each the best of
+  ``--repeat`` fresh processes), with a bytecode cache and without one;
 * ``fiber`` on random float32 1-1000-1 and 2-1000-1 networks (the flip search, default budget): seconds, the
   number of flip sets found and the genericity verdict (these rows are not ratios).
 
@@ -45,7 +52,7 @@ import numpy as np
 
 from relusym import Network, Symmetry, equivalent, fiber, normal_form, prune
 
-ROWS = ("yes", "ulp", "noisy", "digest", "canon", "prune", "prune_planted", "flips")
+ROWS = ("yes", "ulp", "noisy", "digest", "canon", "prune", "prune_planted", "memory", "startup", "flips")
 
 
 CPU: dict[int, float] = {}  # id(result) -> best CPU seconds of the call that produced it (see best)
@@ -98,6 +105,47 @@ def noisy(net: Network, rng: np.random.Generator) -> Network:
         return np.where(y == x, np.nextafter(x, np.inf), y)
 
     return Network(perturb(net.V), perturb(net.A), perturb(net.b), perturb(net.c))
+
+
+def peak_memory(fn: Callable[[], Any]) -> tuple[int, int]:
+    """(peak bytes allocated during ``fn()``, bytes its result still holds when it returns), by tracemalloc (numpy
+    reports its array buffers to it)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del result
+    return peak - base, current - base
+
+
+def import_times(cache: bool, repeat: int) -> tuple[float, float]:
+    """Best milliseconds of ``import relusym`` and of ``import numpy`` in fresh processes, from ``-X importtime``
+    (the top-level module's cumulative time), with a warm private bytecode cache or with none (every module
+    compiled from source, numpy's too)."""
+    import re
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+        if not cache:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        out = []
+        for mod in ("relusym", "numpy"):
+            cmd = [sys.executable, "-X", "importtime", "-c", f"import {mod}"]
+            subprocess.run(cmd, env=env, capture_output=True, check=True)  # warms the cache (when there is one)
+            times = []
+            for _ in range(repeat):
+                err = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
+                times.append(int(re.findall(rf"\|\s*(\d+) \| {mod}$", err, flags=re.M)[-1]) / 1e3)
+            out.append(min(times))
+    return out[0], out[1]
 
 
 def check_cx(v: Any, n1: Network, n2: Network) -> bool:
@@ -215,23 +263,40 @@ def main() -> None:
                     r.returncode == 0, ref=t_ref, cref=c_ref)  # fmt: skip
             out.append(("  reference process: numpy load + one forward pass", f"{t_ref:.3f}", "1×", "1×", True))
     if "prune" in rows:
-        t, small = best(lambda: prune(net, keep_scales=True), args.repeat)
-        add("`prune(θ, keep_scales=True)` (what `relusym prune` does for float models), generic", t,
+        t, small = best(lambda: prune(net), args.repeat)
+        add("`prune(θ)` (float scales kept: what `relusym prune` writes for float models), generic", t,
             small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
-        t, small = best(lambda: prune(net), 1)
-        add(
-            "`prune(θ)` canonical (exact Fractions), generic (nothing prunes)",
-            t,
-            small.n == net.n and bool(equivalent(net, small, certificate=False)),
-        )
+        t, small = best(lambda: prune(net, canonical=True), args.repeat)
+        add("`prune(θ, canonical=True)` (the canonical minimal network, exact rationals), generic", t,
+            small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)
-        t, small = best(lambda: prune(pl, keep_scales=True), args.repeat)
-        add(f"`prune(θ, keep_scales=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+        t, small = best(lambda: prune(pl), args.repeat)
+        add(f"`prune(θ)` (float scales kept) with {n // 16} duplicates and {n // 16} dead neurons", t,
             small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
-        t, small = best(lambda: prune(pl), 1)
-        add(f"`prune(θ)` canonical with {n // 16} duplicates and {n // 16} dead neurons", t,
+        t, small = best(lambda: prune(pl, canonical=True), args.repeat)
+        add(f"`prune(θ, canonical=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
             small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+    memory: list[tuple[str, str, str, str]] = []
+    if "memory" in rows:
+        h = Symmetry.random(n, 12345, dyadic=True, spread=4)
+        moved = h.act(net)
+        weights = sum(x.nbytes for x in (net.V, net.A, net.b, net.c))
+        for name, fn in (
+            ("`prune(θ)`", lambda: prune(net)),
+            ("`prune(θ, canonical=True)`", lambda: prune(net, canonical=True)),
+            ("`equivalent(θ, h·θ)` with witness", lambda: equivalent(net, moved)),
+            ("`normal_form(θ).digest()`", lambda: normal_form(net).digest()),
+        ):
+            peak, kept = peak_memory(fn)
+            memory.append((name, f"{weights / 2**20:.1f}", f"{peak / weights:.2f}×", f"{(peak - kept) / weights:.2f}×"))
+            print(f"  memory {name}: peak {peak / 2**20:.1f} MiB, result {kept / 2**20:.1f} MiB", file=sys.stderr)
+    startup: list[tuple[str, float, float]] = []
+    if "startup" in rows:
+        for cache in (True, False):
+            r_ms, n_ms = import_times(cache, max(5, args.repeat))
+            startup.append(("with a bytecode cache" if cache else "without a bytecode cache", r_ms, n_ms))
+            print(f"  import relusym {r_ms:.0f} ms, import numpy {n_ms:.0f} ms (cache {cache})", file=sys.stderr)
     flips = []
     if "flips" in rows:
         for mm in (1, 2):
@@ -248,6 +313,17 @@ def main() -> None:
         print(f"| {name} | {secs} | {ratio} | {cratio} | {'yes' if ok else 'NO'} |")
     for name, secs, note, ok in flips:
         print(f"| {name} | {secs:.2f} | {note} | | {'yes' if ok else 'NO'} |")
+    if memory:
+        print("\n| peak memory (tracemalloc) | θ's weights (MiB) | peak / weights | temporaries / weights |")
+        print("|---|---|---|---|")
+        for row in memory:
+            print("| " + " | ".join(row) + " |")
+    if startup:
+        print("\n| start-up (`-X importtime`, best of fresh processes) | `import relusym` | `import numpy` | ratio |")
+        print("|---|---|---|---|")
+        for name, r_ms, n_ms in startup:
+            print(f"| {name} | {r_ms:.0f} ms | {n_ms:.0f} ms | {r_ms / n_ms:.2f}× |")
+    print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

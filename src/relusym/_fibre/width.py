@@ -33,7 +33,7 @@ from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import HyperplaneClasses, normal_form
-from relusym._core.rationals import float_fractions, fractions_from_parts
+from relusym._core.rationals import exact_quotients, float_fractions
 from relusym._exact import linalg as linalg
 from relusym._exact.decimal import quotient_parts
 from relusym._exact.numbers import common_denominator, exactly_in_dtype, float_parts, to_fraction
@@ -473,18 +473,29 @@ def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
     dtype = np.result_type(net.V, net.A, net.b, net.c)
     reps = hc.rep[order]
     kap = hc.kappa[order]
-    W = np.concatenate([hc.A[reps].astype(np.float64), hc.b[reps].astype(np.float64)[:, None]], axis=1)
-    mx, ex = float_parts(W)
-    ml, el = float_parts(np.abs(hc.lam[reps]))
-    num, den, d = quotient_parts(mx, ex, ml[:, None], el[:, None])
     with np.errstate(over="ignore"):
         v_fits = bool((kap.astype(dtype).astype(np.float64) == kap).all())
-    if v_fits and bool((den == 1).all()):  # every entry may fit θ's dtype: the reference assembly decides
+    if v_fits and _integral_rows(hc, reps):  # every entry may fit θ's dtype: the reference assembly decides
         return _fraction_direct(an, order)
-    Q = fractions_from_parts(num, den, d)
+    Q = np.empty((N, net.m + 1), dtype=object)
+    for s0 in range(0, N, _ROWS):  # a block of rows at a time: the temporaries stay small beside the result
+        r = reps[s0 : s0 + _ROWS]
+        W = np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1)
+        Q[s0 : s0 + _ROWS] = exact_quotients(W, np.abs(hc.lam[r]))
     c = np.empty(net.k, dtype=object)
     c[:] = list(hc.const)
     return Network(float_fractions(np.ascontiguousarray(kap.T)), Q[:, : net.m], Q[:, net.m], c, m=net.m)
+
+
+_ROWS = 256  # rows per block of _canonical_direct
+
+
+def _integral_rows(hc: HyperplaneClasses, reps: np.ndarray) -> bool:
+    """Whether every entry of the rows w_rep / |λ_rep| is a dyadic number (a denominator that is a power of two)."""
+    W = np.concatenate([hc.A[reps].astype(np.float64), hc.b[reps].astype(np.float64)[:, None]], axis=1)
+    mx, ex = float_parts(W)
+    ml, el = float_parts(np.abs(hc.lam[reps]))
+    return bool((quotient_parts(mx, ex, ml[:, None], el[:, None])[1] == 1).all())
 
 
 def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
