@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from relusym import Network, normal_form
 from relusym._core.analysis import Analysis
-from relusym._core.normal_form import hyperplane_classes
+from relusym._core.classes import hyperplane_classes
 from relusym._core.rationals import exact_quotients, float_fractions, fractions_from_parts
 from relusym._fibre import width as width_mod
 from relusym._fibre.width import (

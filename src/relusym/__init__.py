@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # what a type checker sees; at run time every name below is i
     from relusym._bounded.domain import Box, Polytope
     from relusym._core.equivalence import Counterexample, Verdict
     from relusym._core.group import Stabilizer, Symmetry, stabilizer
-    from relusym._core.normal_form import NormalForm, flip
+    from relusym._core.normal_form import NormalForm
+    from relusym._core.operations import flip
     from relusym._deep.mlp import MLP
     from relusym._fibre.fiber import Fiber, fiber
     from relusym._fibre.width import minimal_width
@@ -38,7 +39,7 @@ _LAZY = {
     "Symmetry": "_core.group",
     "stabilizer": "_core.group",
     "NormalForm": "_core.normal_form",
-    "flip": "_core.normal_form",
+    "flip": "_core.operations",
     "MLP": "_deep.mlp",
     "Fiber": "_fibre.fiber",
     "fiber": "_fibre.fiber",

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from relusym._core.classes import HyperplaneClasses
     from relusym._core.equivalence import Counterexample, Verdict
-    from relusym._core.normal_form import HyperplaneClasses
 
 __all__ = [
     "Slice",
@@ -189,7 +189,7 @@ class _Geo:
 
 
 def _geo(net: Network) -> _Geo:
-    from relusym._core.normal_form import hyperplane_classes
+    from relusym._core.classes import hyperplane_classes
 
     h = hyperplane_classes(net)
     V, A, b, c = net.to_float(np.float64)

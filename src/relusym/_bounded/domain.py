@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from relusym._core import equivalence as _equivalence
+from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.network import Network, check_pair
-from relusym._core.normal_form import Difference, HyperplaneClasses, NormalForm, compare, hyperplane_classes
+from relusym._core.normal_form import Difference, NormalForm, compare
 from relusym._exact.numbers import (
     exact_matmul,
     float_key,
@@ -666,7 +667,7 @@ class DomainNormalForm(NormalForm):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DomainNormalForm:
         """Rebuild a normal form on a domain from ``to_dict()`` output."""
-        from relusym._core.normal_form import realize
+        from relusym._core.operations import realize
 
         dom = d.get("domain")
         if not isinstance(dom, dict) or dom.get("type") not in ("box", "polytope"):

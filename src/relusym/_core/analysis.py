@@ -19,8 +19,9 @@ from functools import cached_property
 
 import numpy as np
 
+from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.network import Network, NeuronType
-from relusym._core.normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from relusym._core.normal_form import NormalForm, normal_form
 from relusym._exact import linalg as linalg
 from relusym._exact.numbers import fractions_of, integer_matrix
 

@@ -31,8 +31,9 @@ import numpy as np
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
+from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
-from relusym._core.normal_form import HyperplaneClasses, normal_form
+from relusym._core.normal_form import normal_form
 from relusym._core.rationals import exact_quotients, float_fractions
 from relusym._exact import linalg as linalg
 from relusym._exact.decimal import quotient_parts

@@ -58,7 +58,8 @@ import numpy as np
 from relusym._base.progress import progress as _progress_bar
 from relusym._base.rng import RNGLike, as_generator
 from relusym._core.network import Network
-from relusym._core.normal_form import NormalForm, normal_form, realize
+from relusym._core.normal_form import NormalForm, normal_form
+from relusym._core.operations import realize
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym._identify.width import absorbing_orientations
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError
