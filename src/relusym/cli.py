@@ -137,7 +137,7 @@ def _exact_box(args: argparse.Namespace) -> Any:
 
 
 def _cmd_equiv_domain(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
-    from relusym._bounded.domain import equivalent_on
+    from relusym._bounded.equality import equivalent_on
 
     v = equivalent_on(net1, net2, _domain_arg(args))
     d = v.to_dict()

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from relusym._bounded.domain import Box, DomainDistance, as_domain
+from relusym._bounded.distance import DomainDistance
+from relusym._bounded.domain import Box, as_domain
 from relusym._core.equivalence import Counterexample
 from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds
 from relusym._deep.decide import DeepCertificate, DeepVerdict
