@@ -233,6 +233,17 @@ def _milp_max(diff: _Difference, box: Box, time_limit: float) -> tuple[tuple[flo
     return best_pt, (float(best_bound) if all_opt else None), all_opt
 
 
+def _checked_box(net1: Network, net2: Network, domain: Any, norm: str) -> Box:
+    """The arguments of :func:`distance_on` checked: the max norm, two networks of one shape, a box."""
+    if norm not in ("max", "inf", "linf"):
+        raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
+    check_pair(net1, net2, "distance")
+    dom = as_domain(domain, net1.m)
+    if not isinstance(dom, Box):
+        raise InvalidNetworkError("distance on a domain needs a Box (a polytope is not supported there)")
+    return dom
+
+
 def distance_on(
     net1: Network,
     net2: Network,
@@ -255,12 +266,7 @@ def distance_on(
     * otherwise, with ``milp=True``, a big-M MILP per output and sign on scipy's HiGHS; when all of them are
       solved to optimality, the answer has kind "milp".
     """
-    if norm not in ("max", "inf", "linf"):
-        raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
-    check_pair(net1, net2, "distance")
-    dom = as_domain(domain, net1.m)
-    if not isinstance(dom, Box):
-        raise InvalidNetworkError("distance on a domain needs a Box (a polytope is not supported there)")
+    dom = _checked_box(net1, net2, domain, norm)
     diff = _Difference(net1, net2)
     m = net1.m
     rng = _random.Random(seed)
