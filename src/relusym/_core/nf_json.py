@@ -3,7 +3,7 @@ blocks (what ``relusym canon --json --full`` streams)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -51,13 +51,13 @@ def _float_rows(h: HyperplaneClasses, js: np.ndarray) -> tuple[np.ndarray, np.nd
     return quotient_parts(mx, ex, ml[:, None], el[:, None])
 
 
-def _lex_order(keys: np.ndarray) -> np.ndarray:
-    """Lexicographic order of the rows of a float matrix, refining column by column only inside ties."""
-    N, C = keys.shape
+def _lex_order(column: Callable[[int, np.ndarray], np.ndarray], N: int, C: int) -> np.ndarray:
+    """Lexicographic order of N rows of C float keys, refining column by column only inside ties;
+    ``column(c, rows)`` gives column c of the keys of the rows ``rows``."""
     order = np.arange(N)
     gid = np.zeros(N, dtype=np.int64)
     for c in range(C):
-        col = keys[order, c]
+        col = column(c, order)
         o = np.lexsort((col, gid))
         order, col, gid = order[o], col[o], gid[o]
         new = np.ones(N, dtype=bool)
@@ -66,6 +66,22 @@ def _lex_order(keys: np.ndarray) -> np.ndarray:
         if bool(new.all()):
             break
     return order
+
+
+def _key_column(h: HyperplaneClasses, js: np.ndarray) -> Callable[[int, np.ndarray], np.ndarray]:
+    """Column c of the float64 keys of the classes js (the values of ``h.keys``), computed for the rows asked for
+    only: the sort seldom needs more than two columns, and the whole key matrix is twice a float32 network's
+    weights."""
+    reps = h.rep[js]
+    lam = h.lam[reps]
+    m = h.m
+
+    @np.errstate(over="ignore")
+    def column(c: int, rows: np.ndarray) -> np.ndarray:
+        x = h.A[reps[rows], c] if c < m else h.b[reps[rows]]
+        return np.asarray(np.divide(x, lam[rows], dtype=np.float64) + 0.0)
+
+    return column
 
 
 def kink_order(h: HyperplaneClasses) -> np.ndarray:
@@ -82,10 +98,14 @@ def kink_order(h: HyperplaneClasses) -> np.ndarray:
     if h.A.dtype == object:
         us = h.u_exact_many(js.tolist())
         return js[sorted(range(len(us)), key=lambda t: us[t])]
-    keys = h.keys[js]
-    order = _lex_order(keys)
+    C = h.m + 1
     if h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4:
-        return np.asarray(js[order])
+        if "keys" in h.__dict__:
+            keys = h.keys
+            return np.asarray(js[_lex_order(lambda c, rows: keys[js[rows], c], js.size, C)])
+        return np.asarray(js[_lex_order(_key_column(h, js), js.size, C)])
+    keys = h.keys[js]
+    order = _lex_order(lambda c, rows: keys[rows, c], js.size, C)
     js = js[order]
     keys = keys[order]
     num, den, d = _float_rows(h, js)
