@@ -111,14 +111,7 @@ class _Difference:
         slack_lo = [Fraction(0)] * k
         slack_hi = [Fraction(0)] * k
         for i, (a, bi) in enumerate(zip(self.A, self.b, strict=True)):
-            mn, mx = bi, bi
-            for aj, l, h in zip(a, lo, hi, strict=True):
-                if aj > 0:
-                    mn += aj * l
-                    mx += aj * h
-                elif aj < 0:
-                    mn += aj * h
-                    mx += aj * l
+            mn, mx = _affine_range(a, bi, lo, hi)
             if mx <= 0:
                 continue
             for r in range(k):
@@ -138,15 +131,7 @@ class _Difference:
                         slack_lo[r] += v * mx
         best = Fraction(0)
         for r in range(k):
-            amin, amax = const[r], const[r]
-            for j in range(m):
-                cj = lin[r][j]
-                if cj > 0:
-                    amin += cj * lo[j]
-                    amax += cj * hi[j]
-                elif cj < 0:
-                    amin += cj * hi[j]
-                    amax += cj * lo[j]
+            amin, amax = _affine_range(lin[r], const[r], lo, hi)
             best = max(best, abs(amin + slack_lo[r]), abs(amax + slack_hi[r]))
         return best
 
@@ -231,6 +216,21 @@ def _milp_max(diff: _Difference, box: Box, time_limit: float) -> tuple[tuple[flo
             if val > best_val:
                 best_val, best_pt = val, tuple(float(v) for v in res.x[:m])
     return best_pt, (float(best_bound) if all_opt else None), all_opt
+
+
+def _affine_range(
+    a: Sequence[Fraction], b: Fraction, lo: Sequence[Fraction], hi: Sequence[Fraction]
+) -> tuple[Fraction, Fraction]:
+    """(min, max) of x ↦ a·x + b over the box [lo, hi], exactly."""
+    mn, mx = b, b
+    for aj, l_, h in zip(a, lo, hi, strict=True):
+        if aj > 0:
+            mn += aj * l_
+            mx += aj * h
+        elif aj < 0:
+            mn += aj * h
+            mx += aj * l_
+    return mn, mx
 
 
 def _checked_box(net1: Network, net2: Network, domain: Any, norm: str) -> Box:
