@@ -90,7 +90,7 @@ class KinkData:
 class Analysis:
     """The exact analysis of one network θ, each part computed once, on first use (see docs/architecture.md).
 
-    ``classes``: the hyperplane classes of θ (:class:`~relusym._core.normal_form.HyperplaneClasses`: the exact
+    ``classes``: the hyperplane classes of θ (:class:`~relusym._core.classes.HyperplaneClasses`: the exact
     view, λ_i, neuron types, class labels and hashes, representatives, κ and the negative kinks);
     ``normal_form``: NF(θ) over them; ``kinks``: NF(θ) as exact rationals (:class:`KinkData`);
     ``orientations``: the positively and negatively oriented neurons on each class; ``nf_index``: each kink
