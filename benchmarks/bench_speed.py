@@ -28,7 +28,8 @@ Ratios are given in wall-clock time and in CPU time (this process and its childr
 forward pass uses every BLAS thread too): on a shared, oversubscribed machine the CPU-time ratio is the stable one.
 
 Every answer is checked: verdicts against the construction, counterexamples by exact evaluation, pruned networks
-by ``equivalent``, flip sets by Fractions.
+by ``equivalent`` (the canonical ones, whose entries are millions of Fractions, by exact evaluation at a random
+dyadic point), flip sets by Fractions.
 
 Run:  python benchmarks/bench_speed.py                       (the whole table, Markdown)
       python benchmarks/bench_speed.py --shape 784-1000-10 --rows noisy,digest
@@ -105,6 +106,13 @@ def noisy(net: Network, rng: np.random.Generator) -> Network:
         return np.where(y == x, np.nextafter(x, np.inf), y)
 
     return Network(perturb(net.V), perturb(net.A), perturb(net.b), perturb(net.c))
+
+
+def same_at_a_point(net: Network, small: Network, rng: np.random.Generator) -> bool:
+    """Exact evaluation of both networks at one random dyadic point (deciding equivalence against a network of
+    millions of Fractions would take minutes and gigabytes; the tests check the canonical network's values)."""
+    x = [Fraction(int(v), 1 << 10) for v in rng.integers(-(2**12), 2**12, size=net.m)]
+    return net.evaluate_exact(x) == small.evaluate_exact(x)
 
 
 def peak_memory(fn: Callable[[], Any]) -> tuple[int, int]:
@@ -268,7 +276,7 @@ def main() -> None:
             small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
         t, small = best(lambda: prune(net, canonical=True), args.repeat)
         add("`prune(θ, canonical=True)` (the canonical minimal network, exact rationals), generic", t,
-            small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
+            small.n == net.n and same_at_a_point(net, small, rng))  # fmt: skip
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)
         t, small = best(lambda: prune(pl), args.repeat)
@@ -276,7 +284,7 @@ def main() -> None:
             small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
         t, small = best(lambda: prune(pl, canonical=True), args.repeat)
         add(f"`prune(θ, canonical=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
-            small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+            small.n == net.n and same_at_a_point(pl, small, rng))  # fmt: skip
     memory: list[tuple[str, str, str, str]] = []
     if "memory" in rows:
         h = Symmetry.random(n, 12345, dyadic=True, spread=4)
