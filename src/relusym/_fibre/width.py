@@ -349,8 +349,9 @@ def minimal_network(
     the certificate that a large network without mixed classes has no other configuration of cost 0 (the
     network is the same; ``canonical`` is then False): :func:`prune`, which returns the network alone.
 
-    The budget is checked before the work (a network whose hyperplane classes take longer is refused with
-    :class:`~relusym.errors.BudgetExceededError`) and between its steps.
+    The budget is checked after the hyperplane classes (a network whose classes alone take longer than the
+    budget and a grace of 0.25 s is refused with :class:`~relusym.errors.BudgetExceededError`) and between the
+    steps of the search.
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
@@ -358,8 +359,10 @@ def minimal_network(
     deadline = time.monotonic() + budget
     an = Analysis(net)
     mixed = an.mixed
-    if time.monotonic() > deadline:
-        raise BudgetExceededError(f"minimal network undecided within {budget} s: the hyperplane classes took longer")
+    if time.monotonic() > deadline + _GRACE:
+        raise BudgetExceededError(
+            f"minimal width undecided within budget ({budget} s): the hyperplane classes alone took longer"
+        )
     if not mixed and an.N > _DIRECT_MIN_CLASSES:
         return _direct_minimal(an, keep_scales, certify=certify)
     if not mixed and an.N and _only_cost_zero(an):  # what the configuration search would certify, without it
