@@ -13,7 +13,14 @@ passes of 1024 inputs (X @ Aᵀ + b, ReLU, @ Vᵀ + c) measured in the same proc
 * ``relusym canon net.npz --json``, end to end in a fresh process, against a fresh process that loads the same
   file with numpy and runs one 1024-input forward pass (after one warm-up run, with bytecode caching on, as a
   user's Python has it);
-* ``prune(θ)`` on θ (nothing prunes), and on θ with planted duplicates (a neuron split in two) and dead neurons;
+* ``prune(θ)`` (a float network keeps its float scales: what ``relusym prune`` writes) and ``prune(θ,
+  canonical=True)`` (the canonical minimal network, exact rationals) on θ (nothing prunes), and on θ with planted
+  duplicates (a neuron split in two) and dead neurons;
+* ``memory``: the peak memory that ``prune(θ)``, ``prune(θ, canonical=True)``, ``equivalent(θ, h·θ)`` and the
+  digest allocate (tracemalloc, numpy's allocations included), beside the size of θ's own weights, and the peak
+  less what the result keeps (the temporaries);
+* ``startup``: ``import relusym`` against ``import numpy`` (``python -X importtime``, each the best of
+  ``--repeat`` fresh processes), with a bytecode cache and without one;
 * ``fiber`` on random float32 1-1000-1 and 2-1000-1 networks (the flip search, default budget): seconds, the
   number of flip sets found and the genericity verdict (these rows are not ratios).
 
@@ -21,7 +28,8 @@ Ratios are given in wall-clock time and in CPU time (this process and its childr
 forward pass uses every BLAS thread too): on a shared, oversubscribed machine the CPU-time ratio is the stable one.
 
 Every answer is checked: verdicts against the construction, counterexamples by exact evaluation, pruned networks
-by ``equivalent``, flip sets by Fractions.
+by ``equivalent`` (the canonical ones, whose entries are millions of Fractions, neuron by neuron against
+``prune(θ)`` on a random sample), flip sets by Fractions.
 
 Run:  python benchmarks/bench_speed.py                       (the whole table, Markdown)
       python benchmarks/bench_speed.py --shape 784-1000-10 --rows noisy,digest
@@ -45,7 +53,7 @@ import numpy as np
 
 from relusym import Network, Symmetry, equivalent, fiber, normal_form, prune
 
-ROWS = ("yes", "ulp", "noisy", "digest", "canon", "prune", "prune_planted", "flips")
+ROWS = ("yes", "ulp", "noisy", "digest", "canon", "prune", "prune_planted", "memory", "startup", "flips")
 
 
 CPU: dict[int, float] = {}  # id(result) -> best CPU seconds of the call that produced it (see best)
@@ -98,6 +106,74 @@ def noisy(net: Network, rng: np.random.Generator) -> Network:
         return np.where(y == x, np.nextafter(x, np.inf), y)
 
     return Network(perturb(net.V), perturb(net.A), perturb(net.b), perturb(net.c))
+
+
+def same_as_scaled(net: Network, small: Network, rng: np.random.Generator) -> bool:
+    """The canonical network against ``prune(θ)`` (θ's own scales), neuron by neuron on 64 random neurons: both
+    list the kink classes in the same order, the canonical neuron being (κ, w/|λ|) and the other (κ/|λ|, w), λ
+    the first nonzero entry of w.  (Deciding equivalence or evaluating exactly against millions of Fractions
+    with distinct denominators takes minutes and gigabytes; the tests check every value.)"""
+    own = prune(net)
+    if own.n != small.n or [Fraction(x) for x in own.c.tolist()] != list(small.c.tolist()):
+        return False
+    for t in rng.choice(small.n, size=min(64, small.n), replace=False).tolist():
+        row = [Fraction(float(x)) for x in own.A[t].tolist()]
+        lam = abs(next(x for x in row if x))
+        if [x * lam for x in small.A[t].tolist()] != row or small.b[t] * lam != Fraction(float(own.b[t])):
+            return False
+        if list(small.V[:, t].tolist()) != [Fraction(float(x)) * lam for x in own.V[:, t].tolist()]:
+            return False
+    return True
+
+
+def peak_memory(fn: Callable[[], Any]) -> tuple[int, int]:
+    """(peak bytes allocated during ``fn()``, bytes its result still holds when it returns), by tracemalloc (numpy
+    reports its array buffers to it)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del result
+    return peak - base, current - base
+
+
+def import_times(cache: bool, repeat: int) -> tuple[float, float, float]:
+    """``import relusym`` against ``import numpy`` in fresh processes, from ``-X importtime``: the best
+    milliseconds of ``import relusym``, of ``import numpy`` alone, and the median over the runs of relusym's
+    cumulative time over the numpy import inside it (a paired ratio: on a loaded machine the import of numpy
+    alone varies by 2x from one process to the next).  With a warm private bytecode cache or with none (every
+    module compiled from source, numpy's too)."""
+    import re
+    import statistics
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+        if not cache:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+        def cumulative(mod: str, text: str) -> float:
+            return int(re.findall(rf"\|\s*(\d+) \|\s*{mod}$", text, flags=re.M)[-1]) / 1e3
+
+        runs: dict[str, list[str]] = {}
+        for mod in ("relusym", "numpy"):
+            cmd = [sys.executable, "-X", "importtime", "-c", f"import {mod}"]
+            subprocess.run(cmd, env=env, capture_output=True, check=True)  # warms the cache (when there is one)
+            runs[mod] = [subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
+                         for _ in range(repeat)]  # fmt: skip
+    paired = statistics.median(cumulative("relusym", t) / cumulative("numpy", t) for t in runs["relusym"])
+    return (
+        min(cumulative("relusym", t) for t in runs["relusym"]),
+        min(cumulative("numpy", t) for t in runs["numpy"]),
+        paired,
+    )
 
 
 def check_cx(v: Any, n1: Network, n2: Network) -> bool:
@@ -215,23 +291,40 @@ def main() -> None:
                     r.returncode == 0, ref=t_ref, cref=c_ref)  # fmt: skip
             out.append(("  reference process: numpy load + one forward pass", f"{t_ref:.3f}", "1×", "1×", True))
     if "prune" in rows:
-        t, small = best(lambda: prune(net, keep_scales=True), args.repeat)
-        add("`prune(θ, keep_scales=True)` (what `relusym prune` does for float models), generic", t,
+        t, small = best(lambda: prune(net), args.repeat)
+        add("`prune(θ)` (float scales kept: what `relusym prune` writes for float models), generic", t,
             small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
-        t, small = best(lambda: prune(net), 1)
-        add(
-            "`prune(θ)` canonical (exact Fractions), generic (nothing prunes)",
-            t,
-            small.n == net.n and bool(equivalent(net, small, certificate=False)),
-        )
+        t, small = best(lambda: prune(net, canonical=True), args.repeat)
+        add("`prune(θ, canonical=True)` (the canonical minimal network, exact rationals), generic", t,
+            small.n == net.n and same_as_scaled(net, small, rng))  # fmt: skip
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)
-        t, small = best(lambda: prune(pl, keep_scales=True), args.repeat)
-        add(f"`prune(θ, keep_scales=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+        t, small = best(lambda: prune(pl), args.repeat)
+        add(f"`prune(θ)` (float scales kept) with {n // 16} duplicates and {n // 16} dead neurons", t,
             small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
-        t, small = best(lambda: prune(pl), 1)
-        add(f"`prune(θ)` canonical with {n // 16} duplicates and {n // 16} dead neurons", t,
-            small.n == net.n and bool(equivalent(pl, small, certificate=False)))  # fmt: skip
+        t, small = best(lambda: prune(pl, canonical=True), args.repeat)
+        add(f"`prune(θ, canonical=True)` with {n // 16} duplicates and {n // 16} dead neurons", t,
+            small.n == net.n and same_as_scaled(pl, small, rng))  # fmt: skip
+    memory: list[tuple[str, str, str, str]] = []
+    if "memory" in rows:
+        h = Symmetry.random(n, 12345, dyadic=True, spread=4)
+        moved = h.act(net)
+        weights = sum(x.nbytes for x in (net.V, net.A, net.b, net.c))
+        for name, fn in (
+            ("`prune(θ)`", lambda: prune(net)),
+            ("`prune(θ, canonical=True)`", lambda: prune(net, canonical=True)),
+            ("`equivalent(θ, h·θ)` with witness", lambda: equivalent(net, moved)),
+            ("`normal_form(θ).digest()`", lambda: normal_form(net).digest()),
+        ):
+            peak, kept = peak_memory(fn)
+            memory.append((name, f"{weights / 2**20:.1f}", f"{peak / weights:.2f}×", f"{(peak - kept) / weights:.2f}×"))
+            print(f"  memory {name}: peak {peak / 2**20:.1f} MiB, result {kept / 2**20:.1f} MiB", file=sys.stderr)
+    startup: list[tuple[str, float, float, float]] = []
+    if "startup" in rows:
+        for cache in (True, False):
+            r_ms, n_ms, paired = import_times(cache, max(7, args.repeat))
+            startup.append(("with a bytecode cache" if cache else "without a bytecode cache", r_ms, n_ms, paired))
+            print(f"  import relusym {r_ms:.0f} ms, import numpy {n_ms:.0f} ms (cache {cache})", file=sys.stderr)
     flips = []
     if "flips" in rows:
         for mm in (1, 2):
@@ -248,6 +341,18 @@ def main() -> None:
         print(f"| {name} | {secs} | {ratio} | {cratio} | {'yes' if ok else 'NO'} |")
     for name, secs, note, ok in flips:
         print(f"| {name} | {secs:.2f} | {note} | | {'yes' if ok else 'NO'} |")
+    if memory:
+        print("\n| peak memory (tracemalloc) | θ's weights (MiB) | peak / weights | temporaries / weights |")
+        print("|---|---|---|---|")
+        for row in memory:
+            print("| " + " | ".join(row) + " |")
+    if startup:
+        print("\n| start-up (`-X importtime`, fresh processes) | `import relusym` (best) | `import numpy` alone (best) "
+              "| `import relusym` / the `import numpy` inside it (median) |")  # fmt: skip
+        print("|---|---|---|---|")
+        for name, r_ms, n_ms, paired in startup:
+            print(f"| {name} | {r_ms:.0f} ms | {n_ms:.0f} ms | {paired:.2f}× |")
+    print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

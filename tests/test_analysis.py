@@ -22,7 +22,7 @@ import relusym._core.normal_form as nf_module
 import relusym._exact.mantissas as numbers_module
 from relusym import Network, equivalent, fiber, flip, minimal_width, normal_form, prune
 from relusym._core.analysis import Analysis, KinkData
-from relusym._core.normal_form import hyperplane_classes
+from relusym._core.classes import hyperplane_classes
 from relusym._fibre.flips import flip_sets
 from relusym.io import load
 

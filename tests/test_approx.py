@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from relusym import equivalent
 from relusym._core.group import Symmetry
 from relusym._core.network import Network
-from relusym._core.normal_form import flip
+from relusym._core.operations import flip
 from relusym._tolerance.alignment import align
 from relusym._tolerance.approx import distance, equivalent_approx
 from relusym.errors import InvalidNetworkError

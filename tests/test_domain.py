@@ -582,7 +582,7 @@ def test_cli_box(tmp_path, capsys) -> None:
 
 def test_both_restrictions_give_one_normal_form(monkeypatch) -> None:
     """Affine neurons summed exactly or given mirrors: the same normal form on D, the same verdicts."""
-    import relusym._bounded.domain as dm
+    import relusym._bounded.restriction as dm
 
     rng = random.Random(21)
     for _ in range(40):

@@ -193,8 +193,8 @@ def test_class_hashes_from_the_symmetry_search_are_the_class_hashes(seed, dtype)
     # a "no" that goes on from the symmetry search to the normal forms derives the class hashes (of w / λ) from
     # the search's row hashes (of w / |λ|): the same hashes and classes as computed afresh, for negative λ,
     # zero entries, ties and opposite neurons
+    from relusym._core.classes import hyperplane_classes
     from relusym._core.group import search_symmetry
-    from relusym._core.normal_form import hyperplane_classes
 
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(1, 40)), int(rng.integers(1, 6))
@@ -230,7 +230,7 @@ def test_class_hashes_from_the_symmetry_search_are_the_class_hashes(seed, dtype)
 def test_class_sums_are_exact(rows, labels):
     # the kinks are exact per-class sums of float products: summed in float64 with the error of each addition
     # checked (Knuth's TwoSum), in Fractions where one rounds or overflows; against Fraction sums
-    from relusym._core.normal_form import _class_sums as _class_sums
+    from relusym._core.classes import _class_sums as _class_sums
 
     values = np.array(rows, dtype=np.float64)
     label = np.array(labels[: len(rows)], dtype=np.int64)
@@ -246,7 +246,7 @@ def test_class_sums_are_exact(rows, labels):
 @given(st.integers(0, 2**32 - 1), st.sampled_from([np.float16, np.float32, np.float64]))
 def test_class_keys_are_the_rounded_exact_hyperplanes(seed, dtype):
     # the float64 keys of û (computed a block of rows at a time) are the correctly rounded exact û = w / λ
-    from relusym._core.normal_form import hyperplane_classes
+    from relusym._core.classes import hyperplane_classes
 
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(1, 300)), int(rng.integers(1, 5))

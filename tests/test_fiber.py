@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from relusym import Network, Symmetry, equivalent, find_symmetry, flip, normal_form
 from relusym._core.analysis import Analysis, KinkData
-from relusym._core.normal_form import hyperplane_classes
+from relusym._core.classes import hyperplane_classes
 from relusym._fibre.fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
 from relusym._fibre.genericity import generic_conditions
 

@@ -5,21 +5,51 @@ The public API (docs/api.md).  Heavy optional dependencies are imported lazily.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relusym._api import align, distance, equivalent, find_symmetry, normal_form, prune, unit_status
-from relusym._bounded.domain import Box, Polytope
-from relusym._core.equivalence import Counterexample, Verdict
-from relusym._core.group import Stabilizer, Symmetry, stabilizer
 from relusym._core.network import Network
-from relusym._core.normal_form import NormalForm, flip
-from relusym._deep.mlp import MLP
-from relusym._fibre.fiber import Fiber, fiber
-from relusym._fibre.width import minimal_width
-from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError, UnsupportedModelError
-from relusym.errors import RelusymError as RelusymError  # the root of every error
+from relusym.errors import (
+    BudgetExceededError,
+    IdentificationError,
+    InvalidNetworkError,
+    RelusymError,
+    UnsupportedModelError,
+)
 
+if TYPE_CHECKING:  # what a type checker sees; at run time every name below is imported on first use
+    from relusym._api import align, distance, equivalent, find_symmetry, normal_form, prune, unit_status
+    from relusym._bounded.domain import Box, Polytope
+    from relusym._core.equivalence import Counterexample, Verdict
+    from relusym._core.group import Stabilizer, Symmetry, stabilizer
+    from relusym._core.normal_form import NormalForm
+    from relusym._core.operations import flip
+    from relusym._deep.mlp import MLP
+    from relusym._fibre.fiber import Fiber, fiber
+    from relusym._fibre.width import minimal_width
+    from relusym._identify.identify import Identification, identify
+    from relusym._tolerance.alignment import Alignment
+    from relusym._tolerance.approx import equivalent_approx
+    from relusym.zoo import ZooResult, scan_zoo
+
+# Every public name but Network and the errors is imported on first use (``import relusym`` costs little more than
+# ``import numpy``): the name's module, relative to this package.
 _LAZY = {
+    **dict.fromkeys(
+        ("align", "distance", "equivalent", "find_symmetry", "normal_form", "prune", "unit_status"), "_api"
+    ),
+    "Box": "_bounded.domain",
+    "Polytope": "_bounded.domain",
+    "Counterexample": "_core.equivalence",
+    "Verdict": "_core.equivalence",
+    "Stabilizer": "_core.group",
+    "Symmetry": "_core.group",
+    "stabilizer": "_core.group",
+    "NormalForm": "_core.normal_form",
+    "flip": "_core.operations",
+    "MLP": "_deep.mlp",
+    "Fiber": "_fibre.fiber",
+    "fiber": "_fibre.fiber",
+    "minimal_width": "_fibre.width",
     "Alignment": "_tolerance.alignment",
     "equivalent_approx": "_tolerance.approx",
     # model zoos (pyarrow, and dask when asked for, imported on use)
@@ -63,6 +93,7 @@ __all__ = [
     "to_torch",
     "to_keras",
     "to_flax",
+    "RelusymError",
     "InvalidNetworkError",
     "UnsupportedModelError",
     "BudgetExceededError",
@@ -96,7 +127,8 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
-    """The fibre, width and tolerance-mode functions, imported on first use (keeps ``import relusym`` fast)."""
+    """Every public name but ``Network`` and the errors, imported on first use (keeps ``import relusym`` fast);
+    the functions that take networks come wrapped by :func:`_taking_anything`."""
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'relusym' has no attribute {name!r}")
@@ -133,6 +165,8 @@ _TAKES_NETWORKS = {
 
 def _is_net(x: Any) -> bool:
     """A Network or an MLP: the values every function takes as they are (anything else goes through load)."""
+    from relusym._deep.mlp import MLP
+
     return isinstance(x, Network | MLP)
 
 
@@ -142,6 +176,8 @@ _SHALLOW_ONLY = frozenset({"stabilizer", "flip", "fiber", "minimal_width", "equi
 
 
 def _as_shallow(x: Any, name: str) -> Any:
+    from relusym._deep.mlp import MLP
+
     if isinstance(x, MLP):
         if x.depth != 1:
             raise InvalidNetworkError(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from relusym._bounded.domain import DomainDistance, DomainNormalForm, DomainVerdict, distance_on, equivalent_on
-from relusym._bounded.domain import normal_form_on as _normal_form_on
+from relusym._bounded.distance import DomainDistance, distance_on
+from relusym._bounded.equality import DomainVerdict, equivalent_on
+from relusym._bounded.restriction import DomainNormalForm
+from relusym._bounded.restriction import normal_form_on as _normal_form_on
 from relusym._core import equivalence as _equivalence
 from relusym._core import normal_form as _nf
 from relusym._core.equivalence import Verdict

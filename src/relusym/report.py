@@ -16,7 +16,8 @@ from relusym._base.fileio import atomic_write
 from relusym._base.progress import progress as show_progress
 from relusym._core.group import stabilizer
 from relusym._core.network import Network
-from relusym._core.normal_form import flip, normal_form
+from relusym._core.normal_form import normal_form
+from relusym._core.operations import flip
 from relusym._fibre.fiber import Fiber, fiber
 from relusym.errors import InvalidNetworkError
 from relusym.plot import plot_networks, png_base64

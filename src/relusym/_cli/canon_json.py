@@ -13,7 +13,8 @@ import json
 from typing import IO, Any
 
 from relusym._core.nf_export import FULL_BY_DEFAULT, SCHEMA
-from relusym._core.normal_form import NormalForm, kinks_json
+from relusym._core.nf_json import kinks_json
+from relusym._core.normal_form import NormalForm
 
 __all__ = ["KEY_ORDER", "write_canon"]
 

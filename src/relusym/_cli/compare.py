@@ -14,7 +14,7 @@ __all__ = ["cmd_equiv", "cmd_orbit", "cmd_align", "cmd_units", "equiv_on_box"]
 
 
 def equiv_on_box(args: argparse.Namespace, net1: Network, net2: Network) -> Result:
-    from relusym._bounded.domain import equivalent_on
+    from relusym._bounded.equality import equivalent_on
 
     v = equivalent_on(net1, net2, domain_arg(args))
     d = v.to_dict()

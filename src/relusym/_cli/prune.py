@@ -67,7 +67,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
         # merges the file's float type cannot hold: the largest reduction it can, beside the full one (--dtype)
         if args.allow_rounding or args.dtype is not None or not net.is_float:
             raise
-        from relusym._fibre.width import exact_reduction
+        from relusym._core.exact_reduction import exact_reduction
 
         dtype = np.result_type(net.V, net.A, net.b, net.c)
         partial = exact_reduction(net, dtype)

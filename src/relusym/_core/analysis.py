@@ -19,8 +19,9 @@ from functools import cached_property
 
 import numpy as np
 
+from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.network import Network, NeuronType
-from relusym._core.normal_form import HyperplaneClasses, NormalForm, hyperplane_classes, normal_form
+from relusym._core.normal_form import NormalForm, normal_form
 from relusym._exact import linalg as linalg
 from relusym._exact.mantissas import integer_matrix
 from relusym._exact.numbers import fractions_of
@@ -90,7 +91,7 @@ class KinkData:
 class Analysis:
     """The exact analysis of one network θ, each part computed once, on first use (see docs/architecture.md).
 
-    ``classes``: the hyperplane classes of θ (:class:`~relusym._core.normal_form.HyperplaneClasses`: the exact
+    ``classes``: the hyperplane classes of θ (:class:`~relusym._core.classes.HyperplaneClasses`: the exact
     view, λ_i, neuron types, class labels and hashes, representatives, κ and the negative kinks);
     ``normal_form``: NF(θ) over them; ``kinks``: NF(θ) as exact rationals (:class:`KinkData`);
     ``orientations``: the positively and negatively oriented neurons on each class; ``nf_index``: each kink

@@ -19,17 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.group import Symmetry, find_symmetry, search_symmetry
 from relusym._core.network import Network, NeuronType, check_pair
-from relusym._core.normal_form import (
-    Difference,
-    HyperplaneClasses,
-    NormalForm,
-    compare,
-    flip,
-    float_key_scalar,
-    hyperplane_classes,
-)
+from relusym._core.normal_form import Difference, NormalForm, compare, float_key_scalar
+from relusym._core.operations import flip
 from relusym._exact.hashing import float_key
 from relusym._exact.mantissas import exact_matmul_float
 from relusym._exact.numbers import fraction_str, is_float_array, to_fraction

@@ -1,28 +1,25 @@
-"""Hyperplane classes, kinks and the complete invariant NF(θ) = (K, M, e) (docs/math/realization.md,
-docs/math/normal-form.md, Theorem A).
+"""The complete invariant NF(θ) = (K, M, e) (docs/math/normal-form.md, Theorem A): the exact comparison of two
+decompositions, the ``NormalForm`` value with its exact affine part and its digest bytes, and ``normal_form``.
 
-The computation follows Algorithm NF of docs/math/normal-form.md, vectorised.  Every neuron with a_i ≠ 0 and v_i ≠ 0
-lies on
-the unoriented hyperplane class û = w_i / λ_i (λ_i the first nonzero entry of a_i) and adds |λ_i| v_i to the
-kink κ_û; a negatively oriented neuron (λ_i < 0) also adds |λ_i| v_i to the *negative kink* s_û.  Then
+Every neuron with a_i ≠ 0 and v_i ≠ 0 lies on the unoriented hyperplane class û = w_i / λ_i (λ_i the first nonzero
+entry of a_i) and adds |λ_i| v_i to the kink κ_û; a negatively oriented neuron (λ_i < 0) also adds |λ_i| v_i to
+the *negative kink* s_û (the classes: :mod:`relusym._core.classes`).  Then
 
     M = Σ_neg v_i a_iᵀ = −Σ_û s_û α̂_ûᵀ,        e = c + Σ_const b_i v_i − Σ_û s_û β̂_û.
 
-Exactness without per-entry Fractions: classes are grouped by the float64 value of û, which is correctly
-rounded, so equal rationals always give equal keys; every group of two or more rows is then checked exactly.
-When all entries fit in float32, the products |λ_i| v_i and the cross-multiplications used in the checks are
-exact in float64; otherwise the same code runs on Fractions.  M and e are computed exactly when asked for;
-comparisons never need them: two NFs have the same affine part iff Σ_û Δs_û û = 0 over the classes whose
-negative kinks differ, which is usually none.
+M and e are computed exactly when asked for; comparisons never need them: two NFs have the same affine part iff
+Σ_û Δs_û û = 0 over the classes whose negative kinks differ, which is usually none.  The exact order of the kink
+classes and the JSON text live in :mod:`relusym._core.nf_json`; ``realize`` and ``flip`` in
+:mod:`relusym._core.operations`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from queue import SimpleQueue
@@ -31,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from relusym._base.threads import single_blas_thread
+from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.digest import (
     digest_header,
     digits_block,
@@ -40,333 +38,15 @@ from relusym._core.digest import (
     reference_digest_bytes,
 )
 from relusym._core.network import Network, NeuronType
-from relusym._exact.decimal import bit_length, quotient_parts, render_cells
-from relusym._exact.dtypes import exactly_in_dtype
+from relusym._core.nf_json import json_chunks, kink_order
+from relusym._core.operations import realize
 from relusym._exact.dtypes import float_or_inf as float_key_scalar
-from relusym._exact.hashing import (
-    exact_float,
-    exact_products,
-    float_key,
-    quotient_row_hashes,
-    row_hash,
-    rows_proportional,
-)
-from relusym._exact.mantissas import (
-    exact_matmul,
-    exact_matmul_digits,
-    exact_matmul_float,
-    float_parts,
-    normalize_digits,
-    row_integers,
-)
-from relusym._exact.numbers import dyadic_str, exact_view, fraction_str, fractions_of, is_float_array, to_fraction
+from relusym._exact.hashing import rows_proportional
+from relusym._exact.mantissas import exact_matmul, exact_matmul_digits, exact_matmul_float, normalize_digits
+from relusym._exact.numbers import dyadic_str, fraction_str, fractions_of, is_float_array
 from relusym.errors import InvalidNetworkError
 
-_ZERO: Any = Fraction(0)
-_KEY_ROWS = 128  # rows per block of HyperplaneClasses.keys
-
-__all__ = [
-    "NormalForm",
-    "normal_form",
-    "hyperplane_classes",
-    "HyperplaneClasses",
-    "kink_order",
-    "kinks_json",
-    "json_chunks",
-    "float_key_scalar",
-    "Difference",
-    "compare",
-    "flip",
-    "match_classes",
-    "realize",
-]
-
-
-def _to_frac_rows(x: np.ndarray) -> list[tuple[Fraction, ...]]:
-    return [tuple(Fraction(v) for v in row) for row in x.tolist()]
-
-
-@dataclass(frozen=True, eq=False)
-class HyperplaneClasses:
-    """The decomposition of docs/math/normal-form.md of one network: its hyperplane classes, kinks and negative kinks.
-
-    Class j has representative neuron ``rep[j]``; ``A`` and ``b`` are the network's arrays in the exact view
-    of :func:`relusym._exact.numbers.exact_view` and ``lam`` holds λ_i (float64 or Fractions), so
-    û_j = (A[rep[j]], b[rep[j]]) / lam[rep[j]].  ``label[i]`` is the class of neuron i (−1 for null and
-    constant neurons).  ``khash`` is a 64-bit hash of the correctly rounded float64 value of û (equal classes
-    of two networks always have equal hashes; every match is verified exactly).
-    """
-
-    net: Network
-    A: np.ndarray
-    b: np.ndarray
-    lam: np.ndarray  # (n,) λ_i (0 where a_i = 0)
-    neuron_type: np.ndarray  # (n,) NeuronType values: NULL, CONSTANT, HYPERPLANE
-    label: np.ndarray  # (n,) class index or -1
-    khash: np.ndarray  # (N,) uint64
-    rep: np.ndarray  # (N,) representative neuron
-    kappa: np.ndarray  # N × k exact
-    s: np.ndarray  # N × k exact negative kinks
-    const: tuple[Fraction, ...]  # c + Σ_const b_i v_i
-    sizes: np.ndarray = field(repr=False)  # (N,) neurons per class
-
-    @property
-    def m(self) -> int:
-        return self.net.m
-
-    @property
-    def k(self) -> int:
-        return self.net.k
-
-    @property
-    def N_all(self) -> int:
-        return int(self.rep.shape[0])
-
-    def row(self, i: int) -> np.ndarray:
-        """w_i = (a_i, b_i) in the exact view."""
-        return (
-            np.append(self.A[i], self.b[i])
-            if self.A.dtype != object
-            else np.array(list(self.A[i]) + [self.b[i]], dtype=object)
-        )
-
-    def u_exact(self, j: int) -> tuple[Fraction, ...]:
-        """û_j as exact rationals."""
-        i = int(self.rep[j])
-        lam = Fraction(self.lam[i])
-        return tuple(Fraction(x) / lam for x in self.row(i).tolist())
-
-    def u_exact_many(self, classes: list[int]) -> list[tuple[Fraction, ...]]:
-        """û_j for several classes (vectorised for float networks: one Fraction per entry, no float
-        conversions)."""
-        if not classes:
-            return []
-        if self.A.dtype == object:
-            return [self.u_exact(j) for j in classes]
-        reps = self.rep[classes]
-        rows = row_integers(np.concatenate([self.A[reps], self.b[reps][:, None]], axis=1))
-        out = []
-        for r in rows:
-            piv = next(x for x in r[:-1] if x != 0)  # λ's integer: the first nonzero of a
-            out.append(tuple(Fraction(x, piv) for x in r))
-        return out
-
-    def kappa_exact(self, j: int) -> tuple[Fraction, ...]:
-        return tuple(Fraction(x) for x in self.kappa[j].tolist())
-
-    def s_exact(self, j: int) -> tuple[Fraction, ...]:
-        return tuple(Fraction(x) for x in self.s[j].tolist())
-
-    @cached_property
-    def kink_mask(self) -> np.ndarray:
-        """Classes whose kink is nonzero (the classes U* of the normal form)."""
-        return (self.kappa != 0).any(axis=1) if self.N_all else np.zeros(0, dtype=bool)
-
-    @cached_property
-    @np.errstate(over="ignore")  # a class beyond float range gets the key ±inf (a hash key; checked exactly)
-    def keys(self) -> np.ndarray:
-        """N × (m+1) float64 values of the û (correctly rounded), for screening and display."""
-        if self.N_all == 0:
-            return np.zeros((0, self.m + 1))
-        i = self.rep
-        lam = self.lam[i]
-        if self.A.dtype == object:
-            return float_key(np.concatenate([self.A[i] / lam[:, None], (self.b[i] / lam)[:, None]], axis=1))
-        out = np.empty((self.N_all, self.m + 1))  # float64 quotients of exact operands, a block of rows at a time
-        for s0 in range(0, self.N_all, _KEY_ROWS):
-            rows = i[s0 : s0 + _KEY_ROWS]
-            np.divide(self.A[rows], lam[s0 : s0 + _KEY_ROWS, None], out=out[s0 : s0 + _KEY_ROWS, : self.m])
-        np.divide(self.b[i], lam, out=out[:, self.m])
-        out += 0.0  # -0.0 -> 0.0
-        return out
-
-    @cached_property
-    def row_label(self) -> np.ndarray:
-        """The classes of all rows w_i = (a_i, b_i) with a_i ≠ 0, whatever v_i (−1 where a_i = 0): ``label``
-        leaves out the neurons with v_i = 0, the genericity condition G-b does not.  Equal labels mean
-        proportional rows (grouped by hash, then checked exactly, as the classes are)."""
-        has_a = np.asarray(self.lam != 0, dtype=bool)  # λ_i is the first nonzero entry of a_i, 0 when a_i = 0
-        if int((self.neuron_type == NeuronType.HYPERPLANE).sum()) == int(has_a.sum()):
-            return self.label
-        idx = np.nonzero(has_a)[0]
-        lab, _ = _group_exact(self.A, self.b, self.lam, idx, _class_hashes(self.A, self.b, self.lam, idx))
-        out = np.full(self.lam.shape[0], -1, dtype=np.int64)
-        out[idx] = lab
-        return out
-
-
-@np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
-def _class_hashes(A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """64-bit hashes of the float64 keys of û_i = w_i / λ_i for the neurons idx."""
-    if idx.shape[0] == 0:
-        return np.zeros(0, dtype=np.uint64)
-    all_rows = idx.shape[0] == A.shape[0]
-    lh = lam[idx]
-    Fb = float_key((b if all_rows else b[idx]) / lh)
-    tail = row_hash(Fb[:, None], offset=A.shape[1])
-    if A.dtype == object:
-        return np.asarray(row_hash(float_key((A if all_rows else A[idx]) / lh[:, None])) + tail)
-    return np.asarray(quotient_row_hashes(A, lh, None if all_rows else idx) + tail)
-
-
-def _group_exact(
-    A: np.ndarray, b: np.ndarray, lam: np.ndarray, idx: np.ndarray, hashes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Group neurons idx by hash, then split each group exactly.  Returns (label per idx, rep positions)."""
-    nh = idx.shape[0]
-    if nh == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    _, first, inv, counts = np.unique(hashes, return_index=True, return_inverse=True, return_counts=True)
-    inv = inv.ravel()
-    label = inv.astype(np.int64)
-    reps = first.astype(np.int64)
-    multi = np.nonzero(counts > 1)[0]
-    if multi.size:
-        extra: list[int] = []
-        next_label = reps.shape[0]
-        order = np.argsort(inv, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        for g in multi.tolist():
-            members = order[starts[g] : starts[g + 1]]
-            class_reps: list[tuple[int, int]] = []  # (position in idx, label)
-            for pos in members.tolist():
-                i = int(idx[pos])
-                for rpos, lab in class_reps:
-                    r = int(idx[rpos])
-                    if bool(rows_proportional(A[[i]], lam[[r]], A[[r]], lam[[i]])[0]) and bool(
-                        rows_proportional(b[[i]][:, None], lam[[r]], b[[r]][:, None], lam[[i]])[0]
-                    ):
-                        label[pos] = lab
-                        break
-                else:
-                    if not class_reps:
-                        lab = g
-                        reps[g] = pos
-                    else:
-                        lab = next_label
-                        next_label += 1
-                        extra.append(pos)
-                    label[pos] = lab
-                    class_reps.append((pos, lab))
-        if extra:
-            reps = np.concatenate([reps, np.asarray(extra, dtype=np.int64)])
-    return label, reps
-
-
-def _class_sums(values: np.ndarray, label: np.ndarray, N: int, sizes: np.ndarray) -> np.ndarray:
-    """Exact per-class sums of the rows of ``values`` (float64-exact or Fractions)."""
-    k = values.shape[1]
-    if values.dtype != object and (sizes <= 1).all():
-        out = np.zeros((N, k), dtype=np.float64)
-        if label.size:
-            out[label] = values
-        return out
-    if values.dtype != object:
-        out = np.zeros((N, k), dtype=np.float64)
-        single = sizes[label] == 1
-        out[label[single]] = values[single]
-        multi = np.nonzero(~single)[0]
-        slow = _float_class_sums(values, label, multi, out)
-        if slow.size == 0:
-            return out
-        # sums of several exact floats that round: add in Fractions, keep floats if the sums are representable
-        acc: dict[int, list[Fraction]] = {}
-        for i in multi[np.isin(label[multi], slow)].tolist():
-            row = acc.setdefault(int(label[i]), [Fraction(0)] * k)
-            for r, v in enumerate(values[i].tolist()):
-                row[r] += Fraction(v)
-        if exactly_in_dtype([x for row in acc.values() for x in row], np.float64) is not None:
-            for lab, row in acc.items():
-                out[lab] = [float(x) for x in row]
-            return out
-        obj = fractions_of(out)
-        for lab, row in acc.items():
-            obj[lab] = row
-        return obj
-    out_o = np.empty((N, k), dtype=object)
-    out_o.fill(Fraction(0))
-    for i, lab in enumerate(label.tolist()):
-        out_o[lab] = out_o[lab] + values[i]
-    return out_o
-
-
-def _float_class_sums(values: np.ndarray, label: np.ndarray, multi: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Sum the rows ``multi`` of a float64 array into ``out`` by their labels, in float64, member after member with
-    the error of each addition (Knuth's TwoSum: s + e = a + b exactly): where every error is 0 the float sum is
-    the exact sum and is written.  Returns the labels where an addition rounded (or overflowed), not written."""
-    if multi.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = multi[np.argsort(label[multi], kind="stable")]
-    labs = label[order]
-    start = np.concatenate([[0], np.nonzero(labs[1:] != labs[:-1])[0] + 1])
-    count = np.diff(np.concatenate([start, [order.size]]))
-    acc = values[order[start]].astype(np.float64)
-    exact = np.ones(start.size, dtype=bool)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(1, int(count.max())):
-            has = np.nonzero(count > t)[0]
-            a, x = acc[has], values[order[start[has] + t]]
-            s = a + x
-            bb = s - a
-            exact[has] &= ((a - (s - bb)) + (x - bb) == 0).all(axis=1)  # NaN after an overflow is not 0
-            acc[has] = s
-    out[labs[start[exact]]] = acc[exact]
-    return np.asarray(labs[start[~exact]])
-
-
-def hyperplane_classes(net: Network, *, row_hashes: np.ndarray | None = None) -> HyperplaneClasses:
-    """The hyperplane classes, kinks and negative kinks of θ (docs/math/realization.md, docs/math/normal-form.md).
-
-    The offset c enters only the constant term, exactly: A, b and V stay on the float path whenever they are
-    float arrays, whatever c holds (a flip of a float network keeps its float weights and may make c exact).
-    ``row_hashes`` (from :func:`relusym._core.group.search_symmetry`): the row hashes of the float keys of
-    w_i / |λ_i|, from which the class hashes (of w_i / λ_i) follow without dividing again: negating a nonzero
-    float key flips its top bit, which adds 2^63 to the hash (mod 2^64) once per nonzero entry (the
-    multipliers are odd)."""
-    m, n, k = net.shape
-    A, b, V = exact_view(net.A, net.b, net.V)
-    Vt = V.T
-    a_nz = A != 0
-    has_a = a_nz.any(axis=1) if n else np.zeros(0, dtype=bool)
-    has_v = (Vt != 0).any(axis=1) if n else np.zeros(0, dtype=bool)
-    hyper = has_a & has_v
-    constant = ~has_a & has_v & (b > 0)
-    neuron_type = np.where(
-        hyper, NeuronType.HYPERPLANE, np.where(constant, NeuronType.CONSTANT, NeuronType.NULL)
-    ).astype(np.int8)
-    p = np.argmax(a_nz, axis=1) if n else np.zeros(0, dtype=np.int64)
-    lam = exact_float(A[np.arange(n), p]) if n else exact_float(np.zeros(0, dtype=A.dtype))
-    zero: Any = Fraction(0) if lam.dtype == object else 0.0
-    lam = np.where(has_a, lam, zero)
-    if lam.dtype != object:
-        lam = lam.astype(np.float64)
-    idx = np.nonzero(hyper)[0]
-    if row_hashes is None:
-        hashes = _class_hashes(A, b, lam, idx)
-    else:
-        odd = (a_nz[idx].sum(axis=1) + (b[idx] != 0)) % 2 == 1
-        hashes = row_hashes[idx] + ((lam[idx] < 0) & odd).astype(np.uint64) * np.uint64(2**63)
-    lab_h, reps_pos = _group_exact(A, b, lam, idx, hashes)
-    N = int(reps_pos.shape[0])
-    sizes = np.bincount(lab_h, minlength=N) if N else np.zeros(0, dtype=np.int64)
-    lh = lam[idx]
-    abs_l = abs(lh)
-    prod = exact_products(Vt[idx], abs_l)  # |λ_i| v_i, exact (float64 or Fractions)
-    kappa = _class_sums(prod, lab_h, N, sizes)
-    neg = lh < 0
-    prod_neg = prod * neg[:, None] if prod.dtype != object else np.where(neg[:, None], prod, _ZERO)
-    s = _class_sums(prod_neg, lab_h, N, sizes)
-    label = np.full(n, -1, dtype=np.int64)
-    label[idx] = lab_h
-    const = [to_fraction(x) for x in net.c.tolist()]
-    for i in np.nonzero(constant)[0].tolist():
-        bi = to_fraction(b[i])
-        for r in range(k):
-            const[r] += bi * to_fraction(Vt[i, r])
-    khash = hashes[reps_pos] if N else np.zeros(0, dtype=np.uint64)
-    return HyperplaneClasses(
-        net, A, b, lam, neuron_type, label, khash, idx[reps_pos] if N else reps_pos, kappa, s, tuple(const), sizes
-    )
+__all__ = ["NormalForm", "normal_form", "compare", "match_classes", "ClassMatch", "Difference", "float_key_scalar"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -487,195 +167,6 @@ def compare(h1: HyperplaneClasses, h2: HyperplaneClasses, *, lazy_affine: bool =
     dM = tuple(tuple(x - y for x, y in zip(r1, r2, strict=True)) for r1, r2 in zip(nf1.M, nf2.M, strict=True))
     de = tuple(x - y for x, y in zip(nf1.e, nf2.e, strict=True))
     return Difference(kink_classes, dM, de)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# the kink classes in exact order, and the canonical JSON text of the normal form
-
-
-_CHUNK_ENTRIES = 32768  # entries per rendered block: small working sets
-
-
-def _float_rows(h: HyperplaneClasses, js: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The canonical triples (num, den, d) of û for the classes js of a float network: û = num/den · 2^d."""
-    reps = h.rep[js]
-    X = np.concatenate([h.A[reps].astype(np.float64), h.b[reps].astype(np.float64)[:, None]], axis=1)
-    mx, ex = float_parts(X)
-    ml, el = float_parts(h.lam[reps])
-    return quotient_parts(mx, ex, ml[:, None], el[:, None])
-
-
-def _lex_order(keys: np.ndarray) -> np.ndarray:
-    """Lexicographic order of the rows of a float matrix, refining column by column only inside ties."""
-    N, C = keys.shape
-    order = np.arange(N)
-    gid = np.zeros(N, dtype=np.int64)
-    for c in range(C):
-        col = keys[order, c]
-        o = np.lexsort((col, gid))
-        order, col, gid = order[o], col[o], gid[o]
-        new = np.ones(N, dtype=bool)
-        new[1:] = (gid[1:] != gid[:-1]) | (col[1:] != col[:-1])
-        gid = np.cumsum(new)
-        if bool(new.all()):
-            break
-    return order
-
-
-def kink_order(h: HyperplaneClasses) -> np.ndarray:
-    """The kink classes (κ_û ≠ 0) sorted lexicographically by their exact û.
-
-    Float networks are sorted by the float64 keys of û (correctly rounded, hence monotone).  When A and b are
-    float16 or float32 the keys are injective: two distinct quotients of 24-bit mantissas differ by a relative
-    2^-48 at least, more than two float64 roundings can bridge, so the key order is the exact order.  For
-    float64 networks adjacent classes are compared exactly on the columns whose keys tie (canonical triples),
-    and any undecided pair sends the whole sort to exact rationals."""
-    js = np.nonzero(h.kink_mask)[0]
-    if js.size <= 1:
-        return js
-    if h.A.dtype == object:
-        us = h.u_exact_many(js.tolist())
-        return js[sorted(range(len(us)), key=lambda t: us[t])]
-    keys = h.keys[js]
-    order = _lex_order(keys)
-    if h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4:
-        return np.asarray(js[order])
-    js = js[order]
-    keys = keys[order]
-    num, den, d = _float_rows(h, js)
-    tie = keys[1:] == keys[:-1]
-    strict = ~tie
-    first = np.where(strict.any(axis=1), strict.argmax(axis=1), keys.shape[1])
-    same = (num[1:] == num[:-1]) & (den[1:] == den[:-1]) & (d[1:] == d[:-1])
-    prefix = np.arange(keys.shape[1])[None, :] < first[:, None]
-    if bool(np.all(same | ~prefix)) and bool((first < keys.shape[1]).all()):
-        return np.asarray(js)
-    us = h.u_exact_many(js.tolist())  # pragma: no cover - float64 keys tie on distinct rationals
-    return np.asarray(js[sorted(range(len(us)), key=lambda t: us[t])])
-
-
-def _py_row(h: HyperplaneClasses, j: int, head: bytes) -> bytes:
-    u = h.u_exact(j)
-    kap = h.kappa_exact(j)
-    return (
-        head
-        + ",".join(f'"{fraction_str(x)}"' for x in u).encode()
-        + b'],"kink":['
-        + ",".join(f'"{fraction_str(x)}"' for x in kap).encode()
-        + b"]}"
-    )
-
-
-def kinks_json(h: HyperplaneClasses, order: np.ndarray) -> Iterator[bytes]:
-    """The bytes of the canonical JSON list of the kink classes ``order`` without its brackets:
-    ``{"hyperplane":["û_0",…],"kink":["κ_0",…]}`` joined by commas, in blocks.
-
-    Float networks go through :func:`relusym._exact.decimal.render_cells` on the integer triples of û and the
-    mantissas of κ; a row with an integer beyond 62 bits, and every row of a rational network, is written from
-    exact Fractions with :func:`relusym._exact.numbers.fraction_str`.  Both give the same bytes."""
-    N = int(order.shape[0])
-    if N == 0:
-        return
-    m, k = h.m, h.k
-    if h.A.dtype == object:
-        step = 256
-        for s in range(0, N, step):
-            yield b"".join(
-                _py_row(h, int(j), b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":[')
-                for t, j in enumerate(order[s : s + step].tolist())
-            )
-        return
-    R = max(1, _CHUNK_ENTRIES // (m + 1 + k))
-    starts = list(range(0, N, R))
-    if len(starts) <= 2:
-        for s in starts:
-            yield _render_block(h, order[s : s + R], s)
-        return
-    # two blocks at a time in worker threads (numpy releases the GIL), yielded in order, a few ahead at most
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        pending: list[Any] = []
-        for s in starts:
-            pending.append(pool.submit(_render_block, h, order[s : s + R], s))
-            if len(pending) > 4:
-                yield pending.pop(0).result()
-        for f in pending:
-            yield f.result()
-
-
-def _render_block(h: HyperplaneClasses, js: np.ndarray, s: int) -> bytes:
-    """The bytes of the kink classes js (sorted), the first of which is number s of K."""
-    kap_float = h.kappa.dtype != object
-    small_mantissas = h.A.dtype.itemsize <= 4 and h.b.dtype.itemsize <= 4
-    num, den, d = _float_rows(h, js)
-    up = np.maximum(d, 0)
-    dn = np.maximum(-d, 0)
-    if small_mantissas and int(d.max(initial=0)) <= 62 - 24 and int(d.min(initial=0)) >= 24 - 62:
-        ok = np.ones(num.shape, dtype=bool)  # 24-bit odd parts: every shifted value fits
-    else:
-        ok = (bit_length(num) + up <= 62) & (bit_length(den) + dn <= 62)
-    row_ok: np.ndarray = np.asarray(ok.all(axis=1))
-    if not bool(ok.all()):
-        up = np.where(ok, up, 0)
-        dn = np.where(ok, dn, 0)
-        u_seg = (num < 0, np.where(ok, np.abs(num) << up, 0), np.where(ok, den << dn, 1))
-    else:
-        u_seg = (num < 0, np.abs(num) << up, den << dn)
-    # û and κ in two grids (their digit widths differ a lot), joined row by row
-    utext, ulen = render_cells(
-        [b',{"hyperplane":[', u_seg, b'],"kink":['], len(js), first=b'{"hyperplane":[' if s == 0 else None
-    )
-    ktext, klen = b"", None
-    if kap_float:
-        mk, ek = float_parts(h.kappa[js])
-        kup = np.maximum(ek, 0)
-        kdn = np.maximum(-ek, 0)
-        kok = bit_length(mk) + kup <= 62
-        row_ok &= kok.all(axis=1)
-        kup = np.where(kok, kup, 0)
-        kdn = np.where(kok, kdn, 0)
-        ktext, klen = render_cells([(mk < 0, np.where(kok, np.abs(mk) << kup, 0), None, kdn), b"]}"], len(js))
-    uends = np.cumsum(ulen).tolist()
-    kends = np.cumsum(klen).tolist() if klen is not None else None
-    parts: list[bytes] = []
-    a = b_ = 0
-    for t, (j, good) in enumerate(zip(js.tolist(), row_ok.tolist(), strict=True)):
-        e_ = uends[t]
-        if not good:
-            parts.append(_py_row(h, int(j), b'{"hyperplane":[' if s + t == 0 else b',{"hyperplane":['))
-        elif kends is not None:
-            parts.append(utext[a:e_])
-            parts.append(ktext[b_ : kends[t]])
-        else:
-            kap = ",".join(f'"{fraction_str(x)}"' for x in h.kappa_exact(int(j))).encode()
-            parts.append(utext[a:e_] + kap + b"]}")
-        a = e_
-        if kends is not None:
-            b_ = kends[t]
-    return b"".join(parts)
-
-
-def _vector_json(values: Iterable[str]) -> bytes:
-    return ("[" + ",".join(f'"{v}"' for v in values) + "]").encode()
-
-
-def json_chunks(nf: NormalForm) -> Iterator[bytes]:
-    """The canonical JSON text of (m, k, K, M, e), in blocks: ``json.dumps(payload, sort_keys=True,
-    separators=(",", ":"))`` in ASCII for the payload of :meth:`NormalForm.to_dict` (without the digest), so
-    the text begins ``{"M":[[`` and ends ``],"m":<m>}``.  Every rational is the string ``"p/q"`` in lowest terms
-    with q > 0, or ``"p"`` when q = 1; the kink classes are in the exact lexicographic order of û.  This is
-    the JSON form that ``canon --json --full`` and ``-o nf.json`` stream (relusym 0.x hashed this text as the
-    digest; the digest is now :mod:`relusym._core.digest`'s scheme)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        head = pool.submit(lambda: (nf.M_strings(), nf.e_strings()))  # the affine part beside the kinks
-        kinks = kinks_json(nf.classes, nf.kink_order)
-        first = next(kinks, None)
-        M, e = head.result()
-        yield b'{"M":[' + b",".join(_vector_json(row) for row in M) + b'],"e":' + _vector_json(e)
-        yield b',"k":%d,"kinks":[' % nf.k
-        if first is not None:
-            yield first
-        yield from kinks
-        yield b'],"m":%d}' % nf.m
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1012,38 +503,6 @@ def _dyadic_fraction(p: int, e: int) -> Fraction:
     return Fraction(p << e) if e >= 0 else Fraction(p, 1 << -e)
 
 
-def realize(d: dict[str, Any]) -> Network:
-    """A network realizing the normal form ``d`` (as produced by ``NormalForm.to_dict``): one positively
-    oriented neuron per kink and a cancelling pair σ(x_j) − σ(−x_j) = x_j per nonzero column of M."""
-    try:
-        m, k = int(d["m"]), int(d["k"])
-        kinks = d["kinks"]
-        M = [[to_fraction(x) for x in row] for row in d["M"]]
-        e = [to_fraction(x) for x in d["e"]]
-    except (KeyError, TypeError) as exc:
-        raise InvalidNetworkError(f"not a normal-form object: missing or malformed {exc}") from None
-    V_cols: list[list[Fraction]] = []
-    A_rows: list[list[Fraction]] = []
-    b: list[Fraction] = []
-    for item in kinks:
-        u = [to_fraction(x) for x in item["hyperplane"]]
-        kap = [to_fraction(x) for x in item["kink"]]
-        if len(u) != m + 1 or len(kap) != k:
-            raise InvalidNetworkError("a kink entry has the wrong length for m and k")
-        V_cols.append(kap)
-        A_rows.append(u[:m])
-        b.append(u[m])
-    for j in range(m):
-        col = [M[r][j] for r in range(k)]
-        if any(col):
-            unit = [Fraction(int(i == j)) for i in range(m)]
-            V_cols += [col, [-x for x in col]]
-            A_rows += [unit, [-x for x in unit]]
-            b += [Fraction(0), Fraction(0)]
-    V = [[V_cols[i][r] for i in range(len(V_cols))] for r in range(k)]
-    return Network(V, A_rows, b, e, m=m)
-
-
 def normal_form(net: Network) -> NormalForm:
     """NF(θ) = (K, M, e), the complete invariant of ρ(θ) (docs/math/normal-form.md, Theorem A ≈ Theorems 3 and 4).
 
@@ -1054,33 +513,3 @@ def normal_form(net: Network) -> NormalForm:
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"normal_form needs a Network, got {type(net).__name__}")
     return NormalForm(hyperplane_classes(net))
-
-
-def flip(net: Network, T: Any) -> Network:
-    """flip_T(θ): (v_i, a_i, b_i) ↦ (v_i, −a_i, −b_i) for i ∈ T and c ↦ c + Σ_T b_i v_i (docs/math/fibres.md, O4).
-
-    It preserves ρ(θ) iff Σ_T v_i a_iᵀ = 0 (Proposition 14)."""
-    T = sorted({int(i) for i in T})
-    for i in T:
-        if not 0 <= i < net.n:
-            raise InvalidNetworkError(f"flip index {i} is out of range for n = {net.n}")
-    idx = np.asarray(T, dtype=np.int64)
-    if net.is_float:
-        A = np.array(net.A, copy=True)
-        b = np.array(net.b, copy=True)
-        A[idx] = -A[idx]
-        b[idx] = -b[idx]
-        dc = exact_matmul(net.V[:, idx], net.b[idx][:, None])[:, 0] if idx.size else np.zeros(net.k, dtype=object)
-        c_new = [Fraction(x) + Fraction(y) for x, y in zip(net.c.tolist(), dc.tolist(), strict=True)]
-        fits = exactly_in_dtype(c_new, net.c.dtype)
-        c_arr: Any = c_new if fits is None else fits  # a bias the float dtype cannot hold is kept exact
-        return Network(net.V, A, b, c_arr, m=net.m)
-    A = fractions_of(net.A).copy()
-    b = fractions_of(net.b).copy()
-    c = list(fractions_of(net.c).tolist())
-    for i in T:
-        for r in range(net.k):
-            c[r] += to_fraction(net.b[i]) * to_fraction(net.V[r, i])
-        A[i] = -A[i]
-        b[i] = -b[i]
-    return Network(net.V, A, b, c, m=net.m)

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from relusym._bounded.domain import Box, DomainDistance, as_domain
+from relusym._bounded.distance import DomainDistance
+from relusym._bounded.domain import Box, as_domain
 from relusym._core.equivalence import Counterexample
 from relusym._deep.bounds import BoundTable, ExactLayers, certified_bounds, interval_bounds
 from relusym._deep.decide import DeepCertificate, DeepVerdict, equivalent_deep

@@ -29,7 +29,8 @@ from relusym._base.rng import RNGLike, as_random
 from relusym._core.analysis import Analysis, KinkData
 from relusym._core.group import Symmetry
 from relusym._core.network import Network
-from relusym._core.normal_form import flip, normal_form
+from relusym._core.normal_form import normal_form
+from relusym._core.operations import flip
 from relusym._exact.numbers import fraction_str
 from relusym._fibre.configurations import OwnConfiguration, configurations, own_configuration
 from relusym._fibre.flips import LIST_LIMIT, FlipSets, flip_sets, flip_sets_of, flips_certified_absent

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from relusym._core.analysis import Analysis
-from relusym._core.normal_form import HyperplaneClasses
+from relusym._core.classes import HyperplaneClasses
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym._fibre.configurations import ConfigurationSet, OwnConfiguration
 

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from relusym._core.analysis import Analysis, KinkData
+from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
-from relusym._core.normal_form import HyperplaneClasses, flip
+from relusym._core.operations import flip
 from relusym._exact import linalg as linalg
 from relusym._exact.numbers import fractions_of, to_fraction
 from relusym._fibre.configurations import Configuration, ConfigurationSet, OwnConfiguration

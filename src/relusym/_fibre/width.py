@@ -21,7 +21,7 @@ the network's own configuration are used, and the answer may be "undecided withi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,10 +31,14 @@ import numpy as np
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
+from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
-from relusym._core.normal_form import HyperplaneClasses, normal_form
+from relusym._core.normal_form import normal_form
+from relusym._core.rationals import exact_quotients, float_fractions
 from relusym._exact import linalg as linalg
+from relusym._exact.decimal import quotient_parts
 from relusym._exact.dtypes import exactly_in_dtype
+from relusym._exact.mantissas import float_parts
 from relusym._exact.numbers import common_denominator, to_fraction
 from relusym._fibre.configurations import Configuration, configurations, kink_neurons, own_configuration
 from relusym.errors import BudgetExceededError, InvalidNetworkError
@@ -47,21 +51,7 @@ __all__ = [
     "minimal_network",
     "canonical_minimal_network",
     "prune",
-    "ExactReduction",
-    "exact_reduction",
 ]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# the data of a normal form, exact
-
-
-# ----------------------------------------------------------------------------------------------------------
-# configurations
-
-
-# ----------------------------------------------------------------------------------------------------------
-# θ's own configuration
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -100,7 +90,11 @@ def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
     deadline = time.monotonic() + budget
     N = an.N
     kd = an.kinks
+    if time.monotonic() > deadline + _GRACE:
+        return _out_of_time(an, "computing the normal form as exact rationals")
     own = own_configuration(an)
+    if time.monotonic() > deadline + _GRACE:
+        return _out_of_time(an, "computing the network's own configuration")
     upper_cost = own.cost
     rank_M = linalg.rank(kd.M)
     if 2 * rank_M < upper_cost:
@@ -139,6 +133,20 @@ def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
             return WidthSearch(N, N + 1, N + 1, N + 1, fallback, False, None, note, kd)
     note = f"undecided within budget: {cs.undecided}; N ≤ w ≤ N + {upper_cost} (deciding w = N is a subset-sum problem)"
     return WidthSearch(N, None, lower, N + upper_cost, fallback, False, None, note, kd)
+
+
+_GRACE = 0.25  # seconds: the cheap certificates of width_search (bounds from θ's own configuration) run to the end
+# within the budget plus this; past it the search stops between its steps
+
+
+def _out_of_time(an: Analysis, step: str) -> WidthSearch:
+    """The answer of :func:`width_search` when its budget ran out during ``step``: N ≤ w ≤ N + 2 min(k, m) (the
+    configuration (∅, ∅) costs 2 rank M)."""
+    N = an.N
+    upper = N + 2 * min(an.net.k, an.net.m)
+    fallback = Configuration((), (), min(an.net.k, an.net.m), 0)
+    note = f"undecided within budget: the budget ran out while {step}; N ≤ w ≤ N + 2 min(k, m)"
+    return WidthSearch(N, None, N, upper, fallback, False, None, note, an.kinks if "kinks" in an.__dict__ else None)
 
 
 def _unique_cost_zero(an: Analysis) -> bool:
@@ -319,21 +327,38 @@ class MinimalNetwork:
         }
 
 
-def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = False) -> MinimalNetwork:
+def minimal_network(
+    net: Network, *, budget: float = 10.0, keep_scales: bool = False, certify: bool = True
+) -> MinimalNetwork:
     """A network with w(ρ(θ)) neurons and the same normal form; CMN(f) of docs/math/width.md whenever the search over
     minimizers completes (always for small N, and whenever θ's configuration is certified unique).
 
     ``keep_scales=True`` rescales each emitted neuron (by O0) to the scale |λ| of θ's first neuron on its
     hyperplane, so that pruning a float network whose classes are single neurons returns θ's own float
-    weights (no longer canonical, but still minimal and with the same normal form).
+    weights (no longer canonical, but still minimal and with the same normal form).  ``certify=False`` skips
+    the certificate that a large network without mixed classes has no other configuration of cost 0 (the
+    network is the same; ``canonical`` is then False): :func:`prune`, which returns the network alone.
+
+    The budget is checked after the hyperplane classes (a network whose classes alone take longer than the
+    budget and a grace of 0.25 s is refused with :class:`~relusym.errors.BudgetExceededError`) and between the
+    steps of the search.
     """
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
     budget = check_budget(budget)
+    deadline = time.monotonic() + budget
     an = Analysis(net)
-    if an.N > _DIRECT_MIN_CLASSES and not an.mixed:
-        return _direct_minimal(an, keep_scales)
-    ws = width_search(an, budget=budget)
+    mixed = an.mixed
+    if time.monotonic() > deadline + _GRACE:
+        raise BudgetExceededError(
+            f"minimal width undecided within budget ({budget} s): the hyperplane classes alone took longer"
+        )
+    if not mixed and an.N > _DIRECT_MIN_CLASSES:
+        return _direct_minimal(an, keep_scales, certify=certify)
+    if not mixed and an.N and _only_cost_zero(an):  # what the configuration search would certify, without it
+        mn = _direct_minimal(an, keep_scales, unique=True)
+        return MinimalNetwork(_as_assembled(mn.network, net), mn.width, mn.canonical, mn.configuration, mn.note)
+    ws = width_search(an, budget=max(0.0, deadline - time.monotonic()))
     if ws.width is None or ws.best is None or ws.kd is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -353,7 +378,24 @@ def minimal_network(net: Network, *, budget: float = 10.0, keep_scales: bool = F
 _DIRECT_MIN_CLASSES = 12  # below this the exact configuration search certifies CMN as before
 
 
-def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
+def _only_cost_zero(an: Analysis) -> bool:
+    """For θ without mixed classes and few kink classes: S_θ is certified the only configuration of cost 0 (the
+    flip rows κ_û ⊗ α̂_û of the reduced network independent), so the configuration search would return it and
+    the direct construction gives the same network without it (and without the exact rationals of M)."""
+    hc = an.classes
+    order = an.normal_form.kink_order
+    if order.shape[0] == 0:
+        return True
+    if hc.kappa.dtype == object or hc.A.dtype == object:
+        return False
+    from relusym._fibre.flips import flips_certified_absent
+
+    reps = hc.rep[order]
+    cert = Network(np.ascontiguousarray(hc.kappa[order].T), an.net.A[reps], an.net.b[reps], m=an.net.m)
+    return flips_certified_absent(Analysis(cert))
+
+
+def _direct_minimal(an: Analysis, keep_scales: bool, *, certify: bool = True, unique: bool = False) -> MinimalNetwork:
     """The minimal network when no hyperplane class carries neurons of both orientations, built directly.
 
     Then θ's own configuration (S_θ = the negatively oriented classes, P = ∅) has R_S = 0, so w = N, and one
@@ -388,19 +430,16 @@ def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
                 for t, i in enumerate(reps.tolist())]  # fmt: skip
         out = _assemble(rows, c_out, m, k, like=net)
     else:
-        us = hc.u_exact_many(order.tolist())
-        kaps = [hc.kappa_exact(j) for j in order.tolist()]
-        neurons = []
-        for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
-            if ng:
-                u = tuple(-x for x in u)
-            neurons.append((kap, u[:m], u[m]))
-        out = _assemble(neurons, c_out, m, k, like=net)
+        out = _canonical_direct(an, order)
     S = tuple(int(t) for t in np.nonzero(neg)[0].tolist())
     config = Configuration(S, (), 0, 0)
     assert out.n == N
     if keep_scales:  # θ's own scales: minimal, never the canonical network, so nothing to certify
         return MinimalNetwork(out, N, False, config, None)
+    if unique:  # certified by the caller
+        return MinimalNetwork(out, N, True, config, None)
+    if not certify:
+        return MinimalNetwork(out, N, False, config, "the uniqueness of S_θ was not asked for")
     from relusym._fibre.flips import flips_certified_absent
 
     # the flip rows of the reduced network are κ_û ⊗ a_rep up to nonzero factors: certify on float data
@@ -409,6 +448,74 @@ def _direct_minimal(an: Analysis, keep_scales: bool) -> MinimalNetwork:
     unique = flips_certified_absent(Analysis(cert))
     note = None if unique else "w = N is certain; S_θ was not certified the only configuration of cost 0"
     return MinimalNetwork(out, N, unique, config, note)
+
+
+def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
+    """CMN(f) for θ without mixed classes: the neuron (κ_û, w_rep / |λ_rep|) for each kink class in NF order (that
+    is (κ_û, ±α̂, ±β̂), the sign the class's orientation) and the output bias c + Σ_const b_i v_i.
+
+    For a float network the rows are exact quotients of integer mantissas reduced in numpy
+    (:func:`relusym._core.rationals.exact_quotients`), κ comes from its exact float64 values, and float arrays
+    of θ's dtype are returned only when every entry fits (as :func:`_assemble` decides); otherwise the
+    neurons are built from Fractions (:func:`_fraction_direct`)."""
+    net, hc = an.net, an.classes
+    N = int(order.shape[0])
+    if N == 0 or not net.is_float or hc.A.dtype == object or hc.kappa.dtype == object:
+        return _fraction_direct(an, order)
+    dtype = np.result_type(net.V, net.A, net.b, net.c)
+    reps = hc.rep[order]
+    kap = hc.kappa[order]
+    with np.errstate(over="ignore"):
+        v_fits = bool((kap.astype(dtype).astype(np.float64) == kap).all())
+    if v_fits and _integral_rows(hc, reps):  # every entry may fit θ's dtype: the reference assembly decides
+        return _fraction_direct(an, order)
+    Q = np.empty((N, net.m + 1), dtype=object)
+    for s0 in range(0, N, _ROWS):  # a block of rows at a time: the temporaries stay small beside the result
+        r = reps[s0 : s0 + _ROWS]
+        W = np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1)
+        Q[s0 : s0 + _ROWS] = exact_quotients(W, np.abs(hc.lam[r]))
+    c = np.empty(net.k, dtype=object)
+    c[:] = list(hc.const)
+    return Network(float_fractions(np.ascontiguousarray(kap.T)), Q[:, : net.m], Q[:, net.m], c, m=net.m)
+
+
+_ROWS = 256  # rows per block of _canonical_direct
+
+
+def _integral_rows(hc: HyperplaneClasses, reps: np.ndarray) -> bool:
+    """Whether every entry of the rows w_rep / |λ_rep| is a dyadic number (a denominator that is a power of two)."""
+    W = np.concatenate([hc.A[reps].astype(np.float64), hc.b[reps].astype(np.float64)[:, None]], axis=1)
+    mx, ex = float_parts(W)
+    ml, el = float_parts(np.abs(hc.lam[reps]))
+    return bool((quotient_parts(mx, ex, ml[:, None], el[:, None])[1] == 1).all())
+
+
+def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
+    """:func:`_canonical_direct` from exact Fractions (rational networks, the rare float cases)."""
+    net, hc = an.net, an.classes
+    neg = np.asarray(hc.lam[hc.rep[order]] < 0, dtype=bool)
+    us = hc.u_exact_many(order.tolist())
+    kaps = [hc.kappa_exact(j) for j in order.tolist()]
+    neurons = []
+    for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
+        if ng:
+            u = tuple(-x for x in u)
+        neurons.append((kap, u[: net.m], u[net.m]))
+    return _assemble(neurons, list(hc.const), net.m, net.k, like=net)
+
+
+def _as_assembled(out: Network, like: Network) -> Network:
+    """``out`` stored as :func:`_assemble` stores its networks: float arrays of ``like``'s dtype when ``like`` is
+    a float network and every entry fits, else Fractions throughout."""
+    arrays = (out.V, out.A, out.b, out.c)
+    if like.is_float:
+        dtype = np.result_type(like.V, like.A, like.b, like.c)
+        fits = [exactly_in_dtype(x, dtype) for x in arrays]
+        if all(f is not None for f in fits):
+            return Network(*fits, m=out.m)
+    if all(x.dtype == object for x in arrays):
+        return out
+    return out.to_fractions()
 
 
 def _merged_float_columns(
@@ -481,111 +588,4 @@ def prune(
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
     with ticking(budget, desc="prune: width search", enabled=progress):
-        return minimal_network(net, budget=budget, keep_scales=keep_scales).network
-
-
-# ----------------------------------------------------------------------------------------------------------
-# the largest reduction whose entries a file's number type holds
-
-
-@dataclass(frozen=True)
-class ExactReduction:
-    """The result of :func:`exact_reduction`: a network computing the same function whose every entry passed
-    ``fits``, with θ's own rows (A, b) for every neuron it keeps; the neurons of θ it ``removed`` (null, dead,
-    constant ones folded into c, and those merged into another), the ``merged`` groups (θ's neuron first, then
-    those added into it), and ``unmerged``: pairs (i, j) of neurons on the same hyperplane with the same
-    orientation that stay apart because v_i + s·v_j does not fit (or constant neurons (j, j) whose b_j·v_j does
-    not fit into c)."""
-
-    network: Network
-    removed: tuple[int, ...]
-    merged: tuple[tuple[int, ...], ...]
-    unmerged: tuple[tuple[int, int], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "width": self.network.n,
-            "removed": list(self.removed),
-            "merged": [list(g) for g in self.merged],
-            "unmerged": [list(p) for p in self.unmerged],
-        }
-
-
-def exact_reduction(net: Network, fits: Callable[[Sequence[Fraction]], bool] | Any) -> ExactReduction:
-    """The largest reduction of θ made of steps whose results ``fits`` accepts, each of which keeps the function:
-    dropping null and dead neurons, folding constant neurons into c, and merging neurons on the same hyperplane
-    with the same orientation (v_i + s·v_j for a_j = s·a_i, b_j = s·b_i, s > 0), greedily in θ's order.  The
-    kept neurons keep θ's own rows a_i, b_i.  ``fits`` is a predicate on a list of exact values, or a numpy
-    float dtype (the values must be exactly representable in it), e.g. the dtype of the file θ came from, where
-    the full reduction (:func:`minimal_network`) needs entries that the dtype cannot hold.  Pairs of neurons of
-    opposite orientation (which the full reduction may cancel) are kept."""
-    if not isinstance(net, Network):
-        raise InvalidNetworkError(f"exact_reduction needs a Network, got {type(net).__name__}")
-    if isinstance(fits, type | np.dtype | str):  # a dtype (np.float32 is callable: tested first)
-        target = np.dtype(fits)
-
-        def fits(values: Sequence[Fraction]) -> bool:
-            return exactly_in_dtype(list(values), target) is not None
-
-    k, m, n = net.k, net.m, net.n
-    cols = [[to_fraction(x) for x in net.V[:, i].tolist()] for i in range(n)]
-    rows = [[to_fraction(x) for x in net.A[i].tolist()] for i in range(n)]
-    bias = [to_fraction(x) for x in net.b.tolist()]
-    c = [to_fraction(x) for x in net.c.tolist()]
-    removed: list[int] = []
-    unmerged: list[tuple[int, int]] = []
-    groups: dict[tuple[Fraction, ...], list[tuple[int, Fraction]]] = {}
-    for i in range(n):
-        if not any(cols[i]) or (not any(rows[i]) and bias[i] <= 0):
-            removed.append(i)
-            continue
-        if not any(rows[i]):
-            folded = [x + bias[i] * v for x, v in zip(c, cols[i], strict=True)]
-            if fits(folded):
-                c = folded
-                removed.append(i)
-            else:
-                unmerged.append((i, i))
-                groups[(Fraction(i), Fraction(-1))] = [(i, Fraction(1))]  # kept as it is
-            continue
-        lam = abs(next(x for x in rows[i] if x != 0))
-        key = (*(x / lam for x in rows[i]), bias[i] / lam)
-        groups.setdefault(key, []).append((i, lam))
-    kept: list[tuple[int, list[Fraction]]] = []
-    merged: list[tuple[int, ...]] = []
-    for members in groups.values():
-        rest = list(members)
-        while rest:
-            (rep, lam_rep), rest = rest[0], rest[1:]
-            acc, into, left = list(cols[rep]), [rep], []
-            for j, lam_j in rest:
-                s = lam_j / lam_rep
-                cand = [x + s * v for x, v in zip(acc, cols[j], strict=True)]
-                if fits(cand):
-                    acc = cand
-                    into.append(j)
-                else:
-                    unmerged.append((rep, j))
-                    left.append((j, lam_j))
-            rest = left
-            if len(into) > 1:
-                merged.append(tuple(into))
-                removed.extend(into[1:])
-            if any(acc):
-                kept.append((rep, acc))
-            else:  # the kinks cancel: the whole group goes
-                removed.append(rep)
-    kept.sort()
-    dtype = np.result_type(net.V.dtype, net.A.dtype, net.b.dtype, net.c.dtype) if net.is_float else None
-    V = [[col[r] for _, col in kept] for r in range(k)]
-    A = [rows[i] for i, _ in kept]
-    b = [bias[i] for i, _ in kept]
-    arrays: list[Any] = []
-    for values, shape in ((V, (k, len(kept))), (A, (len(kept), m)), (b, (len(kept),)), (c, (k,))):
-        flat = [x for row in values for x in row] if values and isinstance(values[0], list) else list(values)
-        fit = exactly_in_dtype(flat, dtype) if dtype is not None else None
-        arrays.append(fit.reshape(shape) if fit is not None else np.array(flat, dtype=object).reshape(shape))
-    out = Network(arrays[0], arrays[1], arrays[2], arrays[3], m=m)
-    if normal_form(out) != normal_form(net):  # pragma: no cover - each step keeps the function
-        raise AssertionError("the exact reduction does not realize the same function")
-    return ExactReduction(out, tuple(sorted(set(removed))), tuple(merged), tuple(unmerged))
+        return minimal_network(net, budget=budget, keep_scales=keep_scales, certify=False).network

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
-from relusym._core.normal_form import NormalForm, normal_form, realize
+from relusym._core.normal_form import NormalForm, normal_form
+from relusym._core.operations import realize
 from relusym._exact.numbers import fraction_str
 from relusym._identify.regions import Hyper
 from relusym._identify.session import Session

@@ -15,7 +15,7 @@ from relusym._plots.style import CLASS_COLORS, fmt_vector
 from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:
-    from relusym._core.normal_form import HyperplaneClasses
+    from relusym._core.classes import HyperplaneClasses
 
 Domain = tuple[tuple[float, float], ...]
 
@@ -69,7 +69,7 @@ class Geo:
 
 
 def geometry_of(net: Network) -> Geo:
-    from relusym._core.normal_form import hyperplane_classes
+    from relusym._core.classes import hyperplane_classes
 
     h = hyperplane_classes(net)
     V, A, b, c = net.to_float(np.float64)

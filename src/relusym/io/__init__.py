@@ -539,7 +539,7 @@ def exact_reduction(net: Network, dtype: Any) -> Any:
     the same orientation merged where their summed weights fit, θ's own rows kept.  Returns an object with
     ``network``, ``removed``, ``merged`` and ``unmerged`` (the pairs kept apart because their merge does not
     fit); ``relusym.prune`` gives the minimal network, which may need a wider type (``dtype="float64"``)."""
-    from relusym._fibre.width import exact_reduction as _exact_reduction
+    from relusym._core.exact_reduction import exact_reduction as _exact_reduction
 
     return _exact_reduction(net, dtype)
 
