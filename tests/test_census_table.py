@@ -243,6 +243,7 @@ runpy.run_module("relusym", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_give_the_same_table(tmp_path):
     args = ["--shape", "1,2,1", "--values=-1,0,1", "--chunk-size", "40", "--check-every", "1", "--quiet"]
     ref = tmp_path / "ref.parquet"

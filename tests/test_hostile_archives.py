@@ -431,11 +431,14 @@ def test_negative_box_bound_without_equals(tmp_path: Path) -> None:
     assert proc.stdout.startswith("EQUIVALENT on the box")
 
 
-def test_box_with_tolerance_says_what_to_do(tmp_path: Path) -> None:
+def test_box_with_tolerance_answers_the_verifiers_question(tmp_path: Path) -> None:
+    """``--box -1:1 --atol 0.1`` (once refused with what to do) asks "is |NET1 − NET2| ≤ 0.1 on the box?": the two
+    networks agree there, so the answer is yes with the exact maximum 0; a negative tolerance is one sentence."""
     _two_nets(tmp_path)
     proc = _plain_run("equiv", "e1.json", "e2.json", "--box", "-1:1", "--atol", "0.1", cwd=tmp_path)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "drop the tolerance" in proc.stderr and "drop the box" in proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("YES: max over the box of |NET1 − NET2| is 0"), proc.stderr
+    proc = _plain_run("equiv", "e1.json", "e2.json", "--box", "-1:1", "--atol", "-1", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--atol" in proc.stderr
 
 
 def test_output_errors_name_the_path_as_typed(tmp_path: Path) -> None:

@@ -338,7 +338,7 @@ def test_float32_torch_mlp_seeds(m, n, k, seed):
         pytest.xfail("refused (honest, but a recovery was possible): see the limits in docs/math/identification.md")
 
 
-@pytest.mark.parametrize("kind", ["noise", "tanh"])
+@pytest.mark.parametrize("kind", ["noise", pytest.param("tanh", marks=pytest.mark.slow)])
 def test_float32_not_a_relu_oracle_is_refused(kind):
     # the tolerance grows to float32's rounding, not to whatever the oracle does: noise above that, or a
     # smooth activation, is still refused
@@ -361,7 +361,7 @@ def test_float32_not_a_relu_oracle_is_refused(kind):
 
 @pytest.mark.parametrize(
     "kind",
-    ["noise", "round", "tanh"],
+    ["noise", "round", pytest.param("tanh", marks=pytest.mark.slow)],
 )
 def test_not_a_relu_oracle_is_refused(kind):
     V, A, b, c = float_net(0, 10, 16, 1)
@@ -397,6 +397,7 @@ def test_small_noise_gives_a_stated_precision_that_holds():
     assert true_error(Network(V, A, b, c), res.network) <= 2.0**-res.precision_bits
 
 
+@pytest.mark.slow
 def test_sklearn_digits_regressor():
     sklearn = pytest.importorskip("sklearn")
     import warnings
