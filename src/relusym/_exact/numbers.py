@@ -156,12 +156,10 @@ def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
     if arr.dtype.kind in "fc" and arr.dtype not in FLOAT_DTYPES:
         if arr.dtype.kind == "c":
             raise InvalidNetworkError(f"{name} has complex entries; only real numbers are allowed")
+    if arr.dtype == object and all(type(v) is Fraction for v in arr.ravel().tolist()):
+        # already exact: a copy without per-entry checks (assigning a list would make numpy inspect every item)
+        return _readonly(np.array(arr, dtype=object, copy=True))
     out = np.empty(arr.shape, dtype=object)
-    if arr.dtype == object:
-        flat = arr.ravel().tolist()
-        if all(type(v) is Fraction for v in flat):  # already exact: copy without per-entry checks
-            out.ravel()[:] = flat
-            return _readonly(out)
     for idx in np.ndindex(arr.shape):
         out[idx] = to_fraction(arr[idx], f"{name}{_index_str(idx)}")
     return _readonly(out)
