@@ -72,8 +72,6 @@ __all__ = [
     "hyperplane_block",
     "hyperplane_parts",
     "byte_widths",
-    "int_block_rows",
-    "dyadic_block_rows",
     "odd_part_digits",
 ]
 
@@ -527,13 +525,10 @@ def _row_order(keys: np.ndarray, mag: np.ndarray, neg: np.ndarray) -> np.ndarray
 
 
 # ----------------------------------------------------------------------------------------------------------
-# batched encoders (zoo)
+# helpers of the zoo's batched digests (relusym/_zoo/_digest.py, which builds the same bytes for many networks)
 #
-# The same blocks for G byte layouts at once: every row of an input describes one digest's sequence of L
-# integers (all rows of a call have the same L and the same width w), so a block is a few columns of one uint8
-# matrix.  Magnitudes are given as their little-endian bytes (a uint8 axis, at least w long), which is what
-# ``x.astype("<u8").view(np.uint8)`` or ``digits.astype("<u2").view(np.uint8)`` gives for limbs or base-2¹⁶
-# digits.  The zoo's stack digests (relusym/_zoo/_digest.py) build their bytes from these.
+# Magnitudes are given as their little-endian bytes (a uint8 axis), which is what ``x.astype("<u8").view(np.uint8)``
+# or ``digits.astype("<u2").view(np.uint8)`` gives for limbs or base-2¹⁶ digits.
 
 
 def byte_widths(mag: np.ndarray) -> np.ndarray:
@@ -543,29 +538,6 @@ def byte_widths(mag: np.ndarray) -> np.ndarray:
     nz = mag != 0
     last = nb - np.argmax(nz[..., ::-1], axis=-1)
     return np.where(nz.any(axis=-1), last, 0).astype(np.int64)
-
-
-def int_block_rows(mag: np.ndarray, neg: np.ndarray, w: int) -> np.ndarray:
-    """G integer blocks at once: ``mag`` (G, L, ≥ w) uint8 little-endian magnitudes (each below 2^(8w)), ``neg``
-    (G, L) bool the signs; returns (G, 4 + L·w + ⌈L/8⌉) uint8, row g the bytes of :func:`int_block` of row g."""
-    G, L = neg.shape
-    head = np.broadcast_to(np.frombuffer(struct.pack("<I", w), dtype=np.uint8), (G, 4))
-    body = (mag if mag.shape[2] == w else mag[:, :, :w]).reshape(G, L * w)
-    signs = np.packbits(neg.astype(bool), axis=1, bitorder="little")
-    return np.concatenate([head, body, signs], axis=1)
-
-
-def dyadic_block_rows(t: np.ndarray, tneg: np.ndarray, p: np.ndarray, neg: np.ndarray, wt: int, wp: int) -> np.ndarray:
-    """G rational blocks of dyadic rationals x = 2^t · p (p odd, or x = 0 with t = 0 and p = 0, so q = 1): ``t``
-    (G, L, ≥ wt) and ``p`` (G, L, ≥ wp) uint8 the little-endian bytes of |t| and |p|, ``tneg`` and ``neg`` (G, L)
-    their signs; ``wt`` and ``wp`` the widths of the t and p blocks.  Row g is :func:`rational_block` of row g's
-    rationals."""
-    G, L = neg.shape
-    q = np.broadcast_to(
-        np.frombuffer(struct.pack("<I", 1) + b"\x01" * L + b"\x00" * ((L + 7) // 8), dtype=np.uint8),
-        (G, 4 + L + (L + 7) // 8),
-    )
-    return np.concatenate([int_block_rows(t, tneg, wt), int_block_rows(p, neg, wp), q], axis=1)
 
 
 def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
