@@ -1,0 +1,110 @@
+"""relusym beside ReluDiff on the verifiers' own question: |f(x) − f16(x)| ≤ ε on an ACAS Xu property box (issue 22).
+
+    python benchmarks/bench_reludiff.py --reludiff DIR [--acas-dir DIR] [--nets 1_1,1_2] [--eps 0.05]
+                                        [--budget SECONDS] [--timeout SECONDS]
+
+DIR (``--reludiff``) is a build of ReluDiff's artifact (github.com/pauls658/ReluDiff-ICSE2020-Artifact, folder
+``DiffNN-Code``: ``make CFLAGS="-Wall -O3 -fcommon"`` with libopenblas-dev installed); it is run as a separate
+program, nothing of it is imported.  For each ACAS Xu network N (``ACASXU_run2a_<N>_batch_2000.nnet`` in
+``--acas-dir``) the benchmark makes ReluDiff's own compressed copy (its ``python/round_nnet.py``: every weight and
+bias rounded to float16) and asks both tools whether the two networks' outputs differ by at most ε on the input box
+of ACAS Xu property 1 (ReluDiff's ``load_inputs``: 55947.691 ≤ ρ ≤ 60760, −3.141592 ≤ θ, ψ ≤ 3.141592,
+1145 ≤ v_own ≤ 1200, 0 ≤ v_int ≤ 60):
+
+* ReluDiff: ``delta_network_test 1 N.nnet N_16bit.nnet ε`` ("verified" when it prints "No adv!"), its outputs in
+  the network's normalised units, floating point throughout (it is not a proof in exact arithmetic);
+* relusym: ``relusym.equivalent(f, f16, domain=box, atol=ε·range_out, budget=…)`` on the two files loaded with
+  ``relusym.load`` (the NNet normalisation folded in exactly, so the outputs are in raw units, hence ε times the
+  file's output range), answering "yes" with a sound exact upper bound, "no" with an exact input inside the box, or
+  "undecided" with the bracket.
+
+Printed per network: each tool's answer and CPU and wall time (ReluDiff's CPU from ``resource`` of the child), and
+relusym's bracket [lower, upper] on max |f − f16| (raw units); then the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from fractions import Fraction
+
+import relusym
+
+PROPERTY_1 = (
+    ("55947.691", "-3.141592", "-3.141592", "1145", "0"),
+    ("60760", "3.141592", "3.141592", "1200", "60"),
+)
+
+
+def output_range(path: str) -> Fraction:
+    """The NNet file's output range (the last entry of its line of ranges)."""
+    lines = [ln for ln in open(path, encoding="ascii") if not ln.startswith("//")]
+    return Fraction(lines[6].strip().rstrip(",").split(",")[-1])
+
+
+def run_reludiff(tool: str, original: str, rounded: str, eps: float, timeout: float) -> tuple[str, float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(
+            ["./delta_network_test", "1", original, rounded, str(eps)],
+            cwd=tool,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        answer = "verified" if "No adv!" in done.stderr + done.stdout else "not verified"
+    except subprocess.TimeoutExpired:
+        answer = "timeout"
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return answer, cpu, wall
+
+
+def run_relusym(original: str, rounded: str, eps: float, budget: float) -> tuple[str, float, float, float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f, g = relusym.load(original), relusym.load(rounded)
+    box = relusym.Box(*[[Fraction(v) for v in side] for side in PROPERTY_1])
+    atol = Fraction(str(eps)) * output_range(original)
+    c0, t0 = time.process_time(), time.perf_counter()
+    v = relusym.equivalent(f, g, domain=box, atol=atol, budget=budget)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return str(v.answer), cpu, wall, float(v.lower), float(v.upper)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reludiff", required=True, help="ReluDiff's built DiffNN-Code folder")
+    ap.add_argument("--acas-dir", default=None, help="the ACAS Xu NNet files (default: ReluDiff's own nnet/)")
+    ap.add_argument("--nets", default="1_1,1_2,2_1")
+    ap.add_argument("--eps", type=float, default=0.05)
+    ap.add_argument("--budget", type=float, default=60.0, help="relusym's budget per pair (s)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="ReluDiff's time per pair (s)")
+    args = ap.parse_args()
+    tool = os.path.abspath(args.reludiff)
+    acas = os.path.abspath(args.acas_dir or os.path.join(tool, "nnet"))
+    out = os.path.join(tool, "compressed_nnets")
+    os.makedirs(out, exist_ok=True)
+    print(f"load at start: {os.getloadavg()[0]:.1f}; ε = {args.eps} (normalised outputs) on property 1's box\n")
+    print("| network | ReluDiff | CPU | wall | relusym | CPU | wall | relusym's bracket on max abs(f − f16), raw |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.nets.split(","):
+        original = os.path.join(acas, f"ACASXU_run2a_{name}_batch_2000.nnet")
+        rounded = os.path.join(out, f"ACASXU_run2a_{name}_batch_2000_16bit.nnet")
+        if not os.path.exists(rounded):
+            subprocess.run([sys.executable, "python/round_nnet.py", original, rounded], cwd=tool, check=True)
+        ra, rc, rw = run_reludiff(tool, original, rounded, args.eps, args.timeout)
+        ya, yc, yw, lo, hi = run_relusym(original, rounded, args.eps, args.budget)
+        print(f"| {name} | {ra} | {rc:.1f} s | {rw:.1f} s | {ya} | {yc:.1f} s | {yw:.1f} s | [{lo:.3g}, {hi:.3g}] |")
+    print(f"\nload at the end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
