@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from relusym._base.deadline import Stopwatch
 from relusym._cli.common import Result, check_output
 from relusym.errors import InvalidNetworkError
 
@@ -12,14 +13,13 @@ __all__ = ["cmd_zoo", "add_zoo_parser"]
 
 
 def cmd_zoo(args: argparse.Namespace) -> Result:
-    import time
 
     from relusym.zoo import scan_zoo
 
     if args.workers is not None and args.workers < 1:
         raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
     check_output(args.output, args.source)
-    t0 = time.monotonic()
+    clock = Stopwatch()
     try:
         res = scan_zoo(
             args.source,
@@ -41,7 +41,7 @@ def cmd_zoo(args: argparse.Namespace) -> Result:
         return {"interrupted": True}, "interrupted: the finished chunks are kept; rerun with --resume to go on", 130
     s = res.summary
     lines = [
-        f"{s['networks']} network(s) from {args.source} in {time.monotonic() - t0:.1f} s: {s['ok']} ok, "
+        f"{s['networks']} network(s) from {args.source} in {clock.elapsed():.1f} s: {s['ok']} ok, "
         f"{s['errors']} error(s), {s['distinct_functions']} distinct function(s)",
         f"exact duplicate groups (same function): {len(s['exact_duplicate_groups'])}",
     ]
