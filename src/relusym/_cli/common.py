@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relusym._base.arguments import one_line
 from relusym._core.network import Network
 from relusym.errors import InvalidNetworkError
 
@@ -103,11 +104,6 @@ def counterexample_lines(ce: Any, where: str = "") -> list[str]:
         f"  ρ(θ1)(x) = {vector(ce.y1)}",
         f"  ρ(θ2)(x) = {vector(ce.y2)}",
     ]
-
-
-def one_line(text: str) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= 600 else line[:599] + "…"
 
 
 def progress_flag(args: argparse.Namespace) -> bool | None:
