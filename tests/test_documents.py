@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from fractions import Fraction as F
 
 import pytest
 
 import relusym
 import relusym.io
-from relusym import MLP, Box, InvalidNetworkError, Network, NormalForm
+from relusym import MLP, Box, InvalidNetworkError, Network, NormalForm, Polytope
 from relusym._base.document import KEY, check_schema, schema_of
+from relusym._bounded.domain import domain_from_dict
 from relusym._bounded.restriction import DomainNormalForm, normal_form_on
 from relusym._cli.runtime import json_object
 
@@ -53,6 +55,11 @@ def test_documents_round_trip() -> None:
     dnf = normal_form_on(E2, Box([0], [2]))
     back = DomainNormalForm.from_dict(json.loads(json.dumps(dnf.to_dict())))
     assert back == dnf and back.digest() == dnf.digest()
+    for dom in (Box([0, -1], [F(1, 3), 2]), Polytope([[1, 1], [-1, 0], [0, -1]], [1, 0, 0])):
+        again = domain_from_dict(json.loads(json.dumps(dom.to_dict())))
+        assert again == dom and again.to_dict() == dom.to_dict()
+    with pytest.raises(InvalidNetworkError, match="not a domain"):
+        domain_from_dict({"type": "ball"})
 
 
 def test_files_of_earlier_versions_still_load(tmp_path) -> None:

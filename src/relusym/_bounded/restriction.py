@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relusym._base.document import check_schema
-from relusym._bounded.domain import AFFINE, CROSSING, ZERO, Box, Polytope, as_domain
+from relusym._bounded.domain import AFFINE, CROSSING, ZERO, Box, Polytope, as_domain, domain_from_dict
 from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.network import Network
 from relusym._core.normal_form import Difference, NormalForm, compare
@@ -202,8 +202,7 @@ class DomainNormalForm(NormalForm):
         dom = d.get("domain")
         if not isinstance(dom, dict) or dom.get("type") not in ("box", "polytope"):
             raise InvalidNetworkError("not a normal form on a domain: no 'domain' object of type box or polytope")
-        domain = Box(dom["lo"], dom["hi"]) if dom["type"] == "box" else Polytope(dom["A_ineq"], dom["b_ineq"])
-        return normal_form_on(realize(d), domain)
+        return normal_form_on(realize(d), domain_from_dict(dom))
 
     def __repr__(self) -> str:
         return f"DomainNormalForm(m={self.m}, k={self.k}, N={self.N}, domain={self.domain!r})"
