@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from relusym._base.arguments import progress_flag
 from relusym._base.deadline import Stopwatch
 from relusym._cli.common import Result, check_output
 from relusym.errors import InvalidNetworkError
@@ -35,7 +36,7 @@ def cmd_zoo(args: argparse.Namespace) -> Result:
             chunk_size=args.chunk_size,
             files_per_chunk=args.files_per_chunk,
             resume=args.resume,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     except KeyboardInterrupt:
         return {"interrupted": True}, "interrupted: the finished chunks are kept; rerun with --resume to go on", 130

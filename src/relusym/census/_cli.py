@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from relusym._base.arguments import OneLineArgumentParser
+from relusym._base.arguments import OneLineArgumentParser, progress_flag
 from relusym._base.deadline import Stopwatch
 from relusym._exact import linalg as linalg
 from relusym.census._chunked import run_census_chunked
@@ -80,7 +80,7 @@ def _main_table(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             dask_local=args.dask_local,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     except InvalidNetworkError as exc:
         print(f"relusym census: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             dask_local=args.dask_local,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     else:
         census = run_census(
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             samples=args.samples,
             limit_121=args.limit_121,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     if args.json:
         d = census.to_dict()
