@@ -39,9 +39,9 @@ from deep_oracles import (  # noqa: E402
     forward,
     layers_of,
     permute_scale,
-    random_layers,
     to_mlp,
 )
+from strategies import random_layers  # noqa: E402
 
 KINDS = ("planted", "flip", "changed", "bump", "random")
 

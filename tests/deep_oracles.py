@@ -6,8 +6,8 @@
   piece, sums take the union of breakpoints).  Two such functions are equal iff their values agree at the union
   of breakpoints and their end slopes agree.
 * ``agree_on_line``: the same on a rational line x0 + t·d of ℝ^m.
-* generators of random small deep networks and of planted equal copies (per-layer permutation and scales,
-  duplicates split, dead / constant / output-less units added, hidden flips).
+* planted equal copies of a deep network (per-layer permutation and scales, duplicates split, dead / constant /
+  output-less units added, hidden flips); the random networks themselves come from ``strategies.py``.
 """
 
 from __future__ import annotations
@@ -149,16 +149,6 @@ def agree_on_lines(la: Layers, lb: Layers, m: int, rng: random.Random, count: in
 
 # ----------------------------------------------------------------------------------------------------------
 # generators
-
-
-def random_layers(rng: random.Random, widths: list[int], *, lo: int = -3, hi: int = 3, den: int = 1) -> Layers:
-    out: Layers = []
-    for a, b in zip(widths, widths[1:], strict=False):
-        dens = [d for d in (1, 2, 3, 4) if d <= den]
-        W = [[Fraction(rng.randint(lo, hi), rng.choice(dens)) for _ in range(a)] for _ in range(b)]
-        bias = [Fraction(rng.randint(lo, hi), rng.choice(dens)) for _ in range(b)]
-        out.append((W, bias))
-    return out
 
 
 def permute_scale(layers: Layers, rng: random.Random, scales=(Fraction(1, 4), Fraction(1, 2), 1, 2, 3, 4)) -> Layers:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from fractions import Fraction
 
 import numpy as np
@@ -37,14 +36,6 @@ def oracle_m1_equal(net1: tuple, net2: tuple) -> bool:
     else:
         pts = {Fraction(-1), Fraction(0), Fraction(1)}
     return all(eval_oracle(*net1, [x]) == eval_oracle(*net2, [x]) for x in pts)
-
-
-def random_int_net(rng: random.Random, m: int, n: int, k: int, lo: int = -2, hi: int = 2) -> tuple:
-    V = [[rng.randint(lo, hi) for _ in range(n)] for _ in range(k)]
-    A = [[rng.randint(lo, hi) for _ in range(m)] for _ in range(n)]
-    b = [rng.randint(lo, hi) for _ in range(n)]
-    c = [rng.randint(lo, hi) for _ in range(k)]
-    return V, A, b, c
 
 
 def rank_q(rows) -> int:

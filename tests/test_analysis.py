@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import relusym
-import relusym._core.analysis as analysis_module
 import relusym._core.normal_form as nf_module
 import relusym._exact.mantissas as numbers_module
 from relusym import Network, equivalent, fiber, flip, minimal_width, normal_form, prune
@@ -25,6 +24,8 @@ from relusym._core.analysis import Analysis, KinkData
 from relusym._core.classes import hyperplane_classes
 from relusym._fibre.flips import flip_sets
 from relusym.io import load
+
+from strategies import float32_network, repeated_hyperplane_network
 
 EXAMPLES = [f"E{i}" for i in range(1, 17)]
 
@@ -109,17 +110,6 @@ def _counted(func: Callable[[Analysis], Any], part: str, calls: Calls) -> Callab
     return wrapper
 
 
-def _random_float32(seed: int, m: int, n: int, k: int) -> Network:
-    rng = np.random.default_rng(seed)
-    f32 = np.float32
-    return Network(
-        rng.standard_normal((k, n)).astype(f32),
-        rng.standard_normal((n, m)).astype(f32),
-        rng.standard_normal(n).astype(f32),
-        rng.standard_normal(k).astype(f32),
-    )
-
-
 def _float32_not_class_a() -> Network:
     """A float32 network outside class A: a duplicate on an oriented hyperplane, an opposite pair, a null
     neuron (v = 0, a ≠ 0) and a constant one."""
@@ -137,7 +127,7 @@ def _float32_not_class_a() -> Network:
 
 def _cases(spec: dict[str, Any]) -> list[tuple[str, Network]]:
     out = [(name, load(spec["networks"][name]["network"])) for name in EXAMPLES]
-    out.append(("float32 3-8-2", _random_float32(0, 3, 8, 2)))
+    out.append(("float32 3-8-2", float32_network(np.random.default_rng(0), 3, 8, 2, fan_in=False)))
     out.append(("float32 outside class A", _float32_not_class_a()))
     return out
 
@@ -211,28 +201,10 @@ def _u(a: list[F], b: F) -> tuple[F, ...]:
     return tuple(x / lam for x in [*a, b])
 
 
-def _random_small(r: random.Random) -> Network:
-    """Small integer networks with repeated hyperplanes (both orientations), zero columns of V and zero rows
-    of A, so that every branch of the analysis is met."""
-    m, k, n = r.randint(1, 2), r.randint(1, 2), r.randint(1, 7)
-    base = [([r.randint(-2, 2) for _ in range(m)], r.randint(-2, 2)) for _ in range(3)]
-    A, b, V = [], [], []
-    for _ in range(n):
-        a, bb = r.choice(base)
-        s = r.choice([1, 2, -1, -3])
-        if r.random() < 0.15:
-            a, bb, s = [0] * m, r.randint(-1, 1), 1
-        A.append([s * x for x in a])
-        b.append(s * bb)
-        V.append([r.randint(-2, 2) if r.random() < 0.8 else 0 for _ in range(k)])
-    Vt = [[V[i][j] for i in range(n)] for j in range(k)]
-    return Network(Vt, A, b, [r.randint(-2, 2) for _ in range(k)], m=m)
-
-
 def test_orientations_nf_index_and_row_label_agree_with_exact_brute_force() -> None:
     r = random.Random(11)
     for _ in range(300):
-        net = _random_small(r)
+        net = repeated_hyperplane_network(r)
         an = Analysis(net)
         hc = an.classes
         V, A, b = _rows_q(net)
@@ -324,6 +296,19 @@ def test_exact_offset_keeps_the_float_path_and_stays_exact() -> None:
         assert [y - x for x, y in zip(normal_form(net).e, normal_form(other).e, strict=True)] == [F(1, 7)] * k
 
 
-def test_analysis_module_is_the_one_home_of_kink_data() -> None:
-    assert KinkData.__module__ == analysis_module.__name__
+def test_kink_data_has_one_home() -> None:
+    """One class KinkData in the whole source tree (wherever it lives), and the normal form does not carry it."""
+    import ast
+    from pathlib import Path
+
+    import relusym
+
+    homes = [
+        str(p.relative_to(Path(relusym.__file__).parent))
+        for p in Path(relusym.__file__).parent.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "KinkData"
+    ]
+    assert len(homes) == 1, homes
+    assert KinkData.__module__ == "relusym." + homes[0][: -len(".py")].replace("/", ".")  # the one imported
     assert not hasattr(nf_module, "KinkData")

@@ -18,13 +18,9 @@ from relusym._tolerance.alignment import align
 from relusym._tolerance.approx import distance, equivalent_approx
 from relusym.errors import InvalidNetworkError
 
+from strategies import gaussian_network
+
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def gaussian_net(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
-    return Network(
-        rng.standard_normal((k, n)), rng.standard_normal((n, m)), rng.standard_normal(n), rng.standard_normal(k)
-    )
 
 
 def planted(
@@ -68,7 +64,7 @@ def feature_separation(net: Network) -> float:
 @given(m=st.integers(1, 6), n=st.integers(1, 30), k=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
 def test_align_exact_recovery_without_noise(m, n, k, seed):
     rng = np.random.default_rng(seed)
-    net1 = gaussian_net(rng, m, n, k)
+    net1 = gaussian_network(rng, m, n, k)
     net2, perm, d = planted(net1, rng, 0, 0, dyadic=True)
     al = align(net1, net2)
     assert al.symmetry.act(net1) == net2  # exact: power-of-two scales
@@ -90,7 +86,7 @@ def test_align_exact_recovery_without_noise(m, n, k, seed):
 def test_align_recovers_planted_symmetry_below_separation(m, n, k, sigma, log_noise, seed):
     rng = np.random.default_rng(seed)
     noise = 10.0**log_noise
-    net1 = gaussian_net(rng, m, n, k)
+    net1 = gaussian_network(rng, m, n, k)
     net2, perm, d = planted(net1, rng, sigma, noise)
     al = align(net1, net2)
     # relative noise ε moves each coordinate by about ε·(its size): well below half the separation, the
@@ -104,7 +100,7 @@ def test_align_recovers_planted_symmetry_below_separation(m, n, k, sigma, log_no
 
 def test_align_log_normal_scales_no_noise():
     rng = np.random.default_rng(1)
-    net1 = gaussian_net(rng, 5, 200, 2)
+    net1 = gaussian_network(rng, 5, 200, 2)
     net2, perm, d = planted(net1, rng, 3.0, 0.0)
     al = align(net1, net2)
     assert list(al.symmetry.permutation) == perm.tolist()
@@ -141,7 +137,7 @@ def test_align_dead_neurons_and_duplicates():
 
 def test_align_reports_hidden_flips():
     rng = np.random.default_rng(3)
-    net1 = gaussian_net(rng, 3, 10, 2)
+    net1 = gaussian_network(rng, 3, 10, 2)
     net2 = flip(net1, [4])  # (v, a, b) ↦ (v, −a, −b) plus an output-bias change: not a flip of orientation only
     V, A, b, c = net1.to_float()
     V[:, 4], A[4], b[4] = -V[:, 4], -A[4], -b[4]  # the opposite neuron (−v, −w)
@@ -154,21 +150,21 @@ def test_align_reports_hidden_flips():
 
 def test_align_to_dict_and_errors():
     rng = np.random.default_rng(4)
-    net1 = gaussian_net(rng, 2, 5, 1)
+    net1 = gaussian_network(rng, 2, 5, 1)
     net2, perm, _ = planted(net1, rng, 1.0, 1e-6)
     d = align(net1, net2, tol=1e-3).to_dict()
     json.dumps(d)
     assert d["permutation"] == perm.tolist() and len(d["scales"]) == 5 and len(d["residuals"]) == 5
     assert align(net1, net2, tol=0.0).matched_fraction < 1.0
     with pytest.raises(InvalidNetworkError, match="widths"):
-        align(net1, gaussian_net(rng, 2, 6, 1))
+        align(net1, gaussian_network(rng, 2, 6, 1))
     with pytest.raises(InvalidNetworkError, match="input sizes"):
-        align(net1, gaussian_net(rng, 3, 5, 1))
+        align(net1, gaussian_network(rng, 3, 5, 1))
 
 
 def test_align_large_high_dimensional():
     rng = np.random.default_rng(5)
-    net1 = gaussian_net(rng, 100, 3000, 4)
+    net1 = gaussian_network(rng, 100, 3000, 4)
     net2, perm, d = planted(net1, rng, 3.0, 1e-6)
     al = align(net1, net2)
     assert np.array_equal(al.permutation, perm)
@@ -181,7 +177,7 @@ def test_align_large_high_dimensional():
 
 def test_float32_rounding_is_approx_equal_not_exactly_equal():
     rng = np.random.default_rng(6)
-    net64 = gaussian_net(rng, 4, 20, 2)
+    net64 = gaussian_network(rng, 4, 20, 2)
     net32 = Network(*[x.astype(np.float32) for x in net64.to_float()])
     assert not equivalent(net64, net32)
     v = equivalent_approx(net64, net32, rtol=1e-6)
@@ -194,7 +190,7 @@ def test_float32_rounding_is_approx_equal_not_exactly_equal():
 
 def test_perturbed_kink_is_detected():
     rng = np.random.default_rng(7)
-    net1 = gaussian_net(rng, 3, 15, 1)
+    net1 = gaussian_network(rng, 3, 15, 1)
     net2, _, _ = planted(net1, rng, 2.0, 0.0)
     assert equivalent_approx(net1, net2)
     V, A, b, c = net2.to_float()
@@ -264,13 +260,13 @@ def test_widths_may_differ():
 
 def test_distance_properties():
     rng = np.random.default_rng(8)
-    net1 = gaussian_net(rng, 4, 30, 2)
+    net1 = gaussian_network(rng, 4, 30, 2)
     net2, _, _ = planted(net1, rng, 2.0, 0.0)
     assert distance(net1, net2) < 1e-14
     ds = [distance(net1, planted(net1, np.random.default_rng(9), 2.0, eps)[0]) for eps in (1e-8, 1e-5, 1e-2)]
     assert ds[0] < ds[1] < ds[2] < 0.1
     assert 1e-9 < ds[0] < 1e-7  # continuous: of the order of the noise, not a jump at the tolerance
-    other = gaussian_net(rng, 4, 30, 2)
+    other = gaussian_network(rng, 4, 30, 2)
     assert distance(net1, other) > 0.3
     assert distance(net1, other) == pytest.approx(distance(other, net1), rel=0.2)
     # scale-aware: scaling the outputs of both networks by one factor changes nothing
@@ -278,5 +274,5 @@ def test_distance_properties():
     V2, A2, b2, c2 = other.to_float()
     scaled = distance(Network(7 * V1, A1, b1, 7 * c1), Network(7 * V2, A2, b2, 7 * c2))
     assert scaled == pytest.approx(distance(net1, other), rel=1e-9)
-    with pytest.raises(InvalidNetworkError):
-        distance(net1, gaussian_net(rng, 5, 30, 2))
+    with pytest.raises(InvalidNetworkError, match="different input sizes"):
+        distance(net1, gaussian_network(rng, 5, 30, 2))

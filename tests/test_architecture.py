@@ -94,12 +94,16 @@ def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
 
 
 def _layer_of() -> dict[str, int]:
-    """Each module's layer, from its folder: ``_exact.numbers`` is in the layer of ``_exact``."""
+    """Each module's layer, from its folder: ``_exact.numbers`` is in the layer of ``_exact``.  A ``__main__``
+    is an entry point (``python -m relusym.census`` runs the command line's ``relusym census``), so it is a front
+    end wherever it lives."""
     tops = {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}
     out = {}
     for mod in _modules():
         top = mod.split(".")[0]
-        if top in tops:
+        if mod.split(".")[-1] == "__main__":
+            out[mod] = tops["__main__"]
+        elif top in tops:
             out[mod] = tops[top]
     return out
 

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relusym import Network, normal_form
+from relusym._base import deadline as deadline_mod
 from relusym._core.analysis import Analysis
 from relusym._core.classes import hyperplane_classes
 from relusym._core.rationals import exact_quotients, float_fractions, fractions_from_parts
@@ -31,8 +32,9 @@ from relusym._fibre.width import (
     width_search,
 )
 
+from strategies import DTYPES, float_networks, rational_networks
+
 F = Fraction
-DTYPES = (np.float16, np.float32, np.float64)
 
 
 def _fr(x: object) -> Fraction:
@@ -97,54 +99,6 @@ def check_against_oracle(net: Network, out: Network) -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # networks: float16/32/64, ties (neurons on one hyperplane), no opposite pairs unless asked, subnormals, spreads
-
-
-@st.composite
-def float_networks(draw: st.DrawFn, *, mixed: bool = False, max_n: int = 20) -> Network:
-    dtype = draw(st.sampled_from(DTYPES))
-    m = draw(st.integers(1, 4))
-    k = draw(st.integers(1, 3))
-    n = draw(st.integers(0, max_n))
-    info = np.finfo(dtype)
-    lo = int(info.minexp) - int(info.nmant) if draw(st.booleans()) else -8  # down to the subnormals, or tame
-    hi = int(info.maxexp) - 2 if draw(st.booleans()) else 8
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-
-    def floats(shape: tuple[int, ...]) -> np.ndarray:
-        mant = rng.integers(-(2**10), 2**10, size=shape).astype(np.float64)
-        ex = rng.integers(lo // 2 if lo < -8 else lo, hi // 2 if hi > 8 else hi, size=shape)
-        x = np.ldexp(mant, ex - 10)
-        x[rng.random(shape) < 0.15] = 0.0
-        with np.errstate(over="ignore", under="ignore"):
-            y = x.astype(dtype)
-        return np.where(np.isfinite(y), y, dtype(1.5)).astype(dtype)
-
-    A, b, V = floats((n, m)), floats((n,)), floats((k, n))
-    if n >= 2 and draw(st.booleans()):  # ties: copies of earlier rows scaled by positive powers of two
-        for i in range(1, n, 2):
-            j = int(rng.integers(0, i))
-            s = dtype(2.0 ** int(rng.integers(-3, 4)))
-            with np.errstate(over="ignore", under="ignore"):
-                A[i], b[i] = A[j] * s, b[j] * s
-    if mixed and n >= 2:  # an opposite pair: neuron 1 on neuron 0's hyperplane with the other orientation
-        A[1], b[1] = -A[0], -b[0]
-    bad = ~np.isfinite(A).all(axis=1) | ~np.isfinite(b)
-    A[bad], b[bad] = 0, 0
-    c = floats((k,))
-    return Network(V, A, b, c, m=m)
-
-
-@st.composite
-def rational_networks(draw: st.DrawFn) -> Network:
-    m = draw(st.integers(1, 3))
-    k = draw(st.integers(1, 2))
-    n = draw(st.integers(0, 16))
-    q = st.fractions(min_value=-8, max_value=8, max_denominator=12)
-    A = [[draw(q) for _ in range(m)] for _ in range(n)]
-    b = [draw(q) for _ in range(n)]
-    V = [[draw(q) for _ in range(n)] for _ in range(k)]
-    return Network(V if n else np.zeros((k, 0)), A if n else np.zeros((0, m)), b, [draw(q) for _ in range(k)], m=m)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -274,7 +228,7 @@ def test_width_search_stops_between_its_steps(monkeypatch: pytest.MonkeyPatch) -
         now[0] += 100.0
         return now[0]
 
-    monkeypatch.setattr(width_mod.time, "monotonic", clock)
+    monkeypatch.setattr(deadline_mod.time, "monotonic", clock)
     ws = width_search(Analysis(net), budget=1.0)
     assert ws.width is None and ws.undecided is not None and "budget" in ws.undecided
     assert ws.lower <= ws_true.lower and ws_true.upper <= ws.upper

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -78,3 +81,35 @@ def test_main_prints_table(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "all checks passed" in out and "| Ω(1,2,1)" in out
+
+
+def _census_entry_points(*args: str) -> list[subprocess.CompletedProcess[str]]:
+    """``relusym census ARGS`` and ``python -m relusym.census ARGS``, in a fresh process each."""
+    return [
+        subprocess.run([sys.executable, "-m", *entry, *args], capture_output=True, text=True, timeout=300)
+        for entry in (["relusym", "census"], ["relusym.census"])
+    ]
+
+
+def test_both_entry_points_are_the_one_census_command() -> None:
+    """``relusym census`` is a sub-command of the one parser; ``python -m relusym.census`` is the same command:
+    the same output for the same options, the same exit codes, the same one-sentence usage errors."""
+    small = ("--limit-121", "30", "--sample", "2", "--samples", "1", "--seed", "3", "--json")
+    a, b = _census_entry_points(*small)
+    assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    assert json.loads(a.stdout)["schema"] == "relusym.census/1" and "seconds" not in json.loads(a.stdout)
+    for bad, word in ((("--sample", "-1"), "negative"), (("--shape", "1,2"), "M,N,K"), (("--frobnicate",), "frob")):
+        runs = _census_entry_points(*bad)
+        for r in runs:
+            assert r.returncode == 2 and r.stdout == "", r
+            assert r.stderr.startswith("relusym") and word in r.stderr and r.stderr.count("\n") == 1
+        assert runs[0].stderr == runs[1].stderr
+    # the refusals of the run itself, after parsing: exit 2 with the same sentence
+    runs = _census_entry_points("--resume")
+    assert [r.returncode for r in runs] == [2, 2] and runs[0].stderr == runs[1].stderr
+    assert "--resume needs" in runs[0].stderr or "--shape" in runs[0].stderr
+    # the library's main parses the same options
+    with pytest.raises(SystemExit) as exc:
+        main(["--sample", "-1"])
+    assert exc.value.code == 2

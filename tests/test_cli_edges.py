@@ -66,9 +66,9 @@ def test_no_progress_off_a_terminal_and_with_quiet(tmp_path):
 
 
 def test_progress_enabled_shows_a_bar_on_a_tty_only(capsys):
-    from relusym._base.progress import progress
+    from relusym._base.progress import progress_bar
 
-    with progress(total=3, desc="x", enabled=None) as bar:  # pytest's stderr is not a terminal
+    with progress_bar(total=3, desc="x", progress=None) as bar:  # pytest's stderr is not a terminal
         bar.update(1)
     assert capsys.readouterr().err == ""
 

@@ -17,17 +17,9 @@ from relusym import MLP, Network
 from relusym.cli import main
 
 from oracles import eval_oracle
+from strategies import dyadic_parameters
 
 F = Fraction
-
-
-def _net(rng: random.Random, m: int, n: int, k: int = 1) -> tuple[list, list, list, list]:
-    r = lambda: F(rng.randint(-4, 4), rng.choice((1, 2, 4)))  # noqa: E731
-    A = [[r() for _ in range(m)] for _ in range(n)]
-    b = [r() for _ in range(n)]
-    V = [[r() for _ in range(n)] for _ in range(k)]
-    c = [r() for _ in range(k)]
-    return V, A, b, c
 
 
 def _save(path: Path, t: tuple[list, list, list, list]) -> str:
@@ -60,7 +52,7 @@ def test_m1_answers_match_the_exact_maximum(tmp_path: Path, capsys: pytest.Captu
     rng = random.Random(5)
     seen = set()
     for trial in range(12):
-        t1, t2 = _net(rng, 1, rng.randint(1, 4)), _net(rng, 1, rng.randint(1, 4))
+        t1, t2 = dyadic_parameters(rng, 1, rng.randint(1, 4)), dyadic_parameters(rng, 1, rng.randint(1, 4))
         if trial % 3 == 0:  # the same function up to a small change of the output bias
             t2 = (t1[0], t1[1], t1[2], [t1[3][0] + F(1, 8)])
         p1, p2 = _save(tmp_path / "a.json", t1), _save(tmp_path / "b.json", t2)
@@ -85,7 +77,7 @@ def test_m2_answers_are_sound(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     rng = random.Random(11)
     seen = set()
     for _ in range(2):
-        t1, t2 = _net(rng, 2, 3, 2), _net(rng, 2, 3, 2)
+        t1, t2 = dyadic_parameters(rng, 2, 3, 2), dyadic_parameters(rng, 2, 3, 2)
         p1, p2 = _save(tmp_path / "a.json", t1), _save(tmp_path / "b.json", t2)
         lo, hi = (F(-1), F(0)), (F(1), F(2))
         box = tmp_path / "box.json"

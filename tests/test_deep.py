@@ -24,9 +24,9 @@ from deep_oracles import (
     forward,
     layers_of,
     permute_scale,
-    random_layers,
     to_mlp,
 )
+from strategies import random_layers
 
 
 def _check_verdict(v, a, b, *, rng: random.Random) -> None:

@@ -23,7 +23,8 @@ from relusym import Box, Network, Polytope, Symmetry, distance, equivalent, norm
 from relusym.cli import main
 from relusym.errors import InvalidNetworkError
 
-from oracles import eval_oracle, random_int_net
+from oracles import eval_oracle
+from strategies import int_parameters, random_int_net
 
 # ----------------------------------------------------------------------------------------------------------
 # oracles
@@ -356,19 +357,6 @@ def test_float_networks_one_ulp_and_far_kink() -> None:
 
 
 @st.composite
-def int_nets(draw, m: int | None = None):
-    m = m or draw(st.integers(1, 3))
-    n = draw(st.integers(0, 4))
-    k = draw(st.integers(1, 2))
-    ints = st.integers(-3, 3)
-    V = [[draw(ints) for _ in range(n)] for _ in range(k)]
-    A = [[draw(ints) for _ in range(m)] for _ in range(n)]
-    b = [draw(ints) for _ in range(n)]
-    c = [draw(ints) for _ in range(k)]
-    return V, A, b, c
-
-
-@st.composite
 def boxes(draw, m: int):
     lo = [F(draw(st.integers(-6, 4)), draw(st.integers(1, 3))) for _ in range(m)]
     hi = [x + F(draw(st.integers(1, 8)), draw(st.integers(1, 3))) for x in lo]
@@ -378,7 +366,7 @@ def boxes(draw, m: int):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_equal_on_R_m_implies_equal_on_every_domain(data) -> None:
-    t = data.draw(int_nets(data.draw(st.integers(1, 3))))
+    t = data.draw(int_parameters(data.draw(st.integers(1, 3))))
     net = net_of(t, len(t[1][0]) if t[1] else 1)
     h = Symmetry.random(net.n, data.draw(st.integers(0, 2**32)))
     other = h @ net
@@ -394,7 +382,7 @@ def test_equal_on_R_m_implies_equal_on_every_domain(data) -> None:
 @given(st.data())
 def test_the_notions_agree_on_a_domain_every_hyperplane_crosses(data) -> None:
     m = data.draw(st.integers(1, 3))
-    t1, t2 = data.draw(int_nets(m)), data.draw(int_nets(m))
+    t1, t2 = data.draw(int_parameters(m)), data.draw(int_parameters(m))
     if data.draw(st.booleans()):
         t2 = (t1[0], t1[1], t1[2], [c + data.draw(st.integers(0, 1)) for c in t1[3]])
     # a box that meets every hyperplane a·x + b = 0: half-width R with R·‖a‖₁ > |b|
@@ -414,7 +402,7 @@ def test_the_notions_agree_on_a_domain_every_hyperplane_crosses(data) -> None:
 @given(st.data())
 def test_domain_normal_form_is_invariant(data) -> None:
     m = data.draw(st.integers(1, 3))
-    t = data.draw(int_nets(m))
+    t = data.draw(int_parameters(m))
     net = net_of(t, m)
     lo, hi = data.draw(boxes(net.m))
     nf = normal_form(net, domain=(lo, hi))
@@ -427,7 +415,7 @@ def test_domain_normal_form_is_invariant(data) -> None:
         nf3 = normal_form(net_of(t2, m), domain=(lo, hi))
         assert nf3 == nf and nf3.digest() == nf.digest()
     # and the normal form on the domain decides equality there
-    t4 = data.draw(int_nets(net.m))
+    t4 = data.draw(int_parameters(net.m))
     if len(t4[3]) == len(t[3]):
         G, hh = box_ineqs(lo, hi)
         assert (normal_form(net_of(t4, m), domain=(lo, hi)) == nf) == oracle_equal(t, t4, G, hh)

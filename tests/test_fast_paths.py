@@ -17,6 +17,7 @@ from relusym._core.network import NeuronType
 from relusym._fibre.width import minimal_network
 
 from oracles import eval_oracle
+from strategies import float32_network
 
 
 def lists(net: Network):
@@ -28,21 +29,12 @@ def lists(net: Network):
     )
 
 
-def random_f32(rng: np.random.Generator, m: int, n: int, k: int) -> Network:
-    return Network(
-        (rng.standard_normal((k, n)) / np.sqrt(n)).astype(np.float32),
-        (rng.standard_normal((n, m)) / np.sqrt(m)).astype(np.float32),
-        (rng.standard_normal(n) * 0.1).astype(np.float32),
-        (rng.standard_normal(k) * 0.1).astype(np.float32),
-    )
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["ulp", "noisy", "bias", "kink", "rational"]))
 def test_counterexamples_are_verified_by_the_oracle(seed, how):
     rng = np.random.default_rng(seed)
     m, n, k = int(rng.integers(1, 7)), int(rng.integers(1, 40)), int(rng.integers(1, 4))
-    net = random_f32(rng, m, n, k)
+    net = float32_network(rng, m, n, k)
     V, A, b, c = (np.array(x, copy=True) for x in (net.V, net.A, net.b, net.c))
     i, j = int(rng.integers(n)), int(rng.integers(m))
     if how == "ulp":
@@ -81,7 +73,7 @@ def test_one_ulp_off_the_pivot_is_shown_on_the_fast_path(monkeypatch_module, see
     dyadic points around the crossing, never from the general fallback, and be verified by the oracle."""
     rng = np.random.default_rng(seed)
     m, n, k = int(rng.integers(2, 40)), int(rng.integers(1, 60)), int(rng.integers(1, 4))
-    net = random_f32(rng, m, n, k)
+    net = float32_network(rng, m, n, k)
     A = np.array(net.A, copy=True)
     i, j = int(rng.integers(n)), int(rng.integers(1, m))  # column 0 is the pivot of a nonzero row
     A[i, j] = np.nextafter(A[i, j], np.float32(np.inf))
@@ -131,7 +123,7 @@ def test_sparse_evaluation_is_exact(seed, dtype):
 def planted(rng: np.random.Generator, m: int, n: int, k: int, scaled: bool = True) -> Network:
     """n classes; a fifth of them split into two neurons (the copy scaled by 4 when ``scaled``); dead neurons
     (and a constant neuron when ``scaled``)."""
-    net = random_f32(rng, m, n, k)
+    net = float32_network(rng, m, n, k)
     V, A, b = (np.array(x, copy=True) for x in (net.V, net.A, net.b))
     dup = rng.choice(n, size=max(1, n // 5), replace=False)
     V[:, dup] *= np.float32(0.5)
@@ -169,7 +161,7 @@ def test_direct_minimal_network_is_equivalent_and_canonical(seed):
 
 def test_normal_form_is_immutable_hashable_and_totally_ordered():
     rng = np.random.default_rng(1)
-    nets = [random_f32(rng, 2, 3, 1) for _ in range(5)]
+    nets = [float32_network(rng, 2, 3, 1) for _ in range(5)]
     nfs = [normal_form(x) for x in nets]
     with pytest.raises(AttributeError):
         nfs[0].K = ()

@@ -18,8 +18,9 @@ from relusym._core.classes import hyperplane_classes
 from relusym._fibre.fiber import fiber, flip_sets, flips_certified_absent, stratum_dimension
 from relusym._fibre.genericity import generic_conditions
 
-from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
-from oracles import oracle_m1_equal, random_int_net
+from fibre_helpers import NAMES, net_from_dict, plain, rank_q
+from oracles import oracle_m1_equal
+from strategies import random_int_net, random_net_with_pair, small_networks
 
 F = Fraction
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from relusym import InvalidNetworkError, Network, Symmetry, find_symmetry, normal_form, stabilizer
 
-from oracles import eval_oracle, random_int_net
+from oracles import eval_oracle
+from strategies import random_int_net
 
 F = Fraction
 

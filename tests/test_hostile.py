@@ -842,6 +842,7 @@ def test_configurations_stop_inside_the_inner_loop():  # type: ignore[no-untyped
     """A deadline already passed: the search stops at once and says so, whatever the input width."""
     import tempfile
 
+    from relusym._base.deadline import Deadline
     from relusym._core.analysis import KinkData
     from relusym._core.normal_form import normal_form
     from relusym._fibre.configurations import configurations
@@ -849,7 +850,7 @@ def test_configurations_stop_inside_the_inner_loop():  # type: ignore[no-untyped
 
     with tempfile.TemporaryDirectory() as d:
         kd = KinkData.of(normal_form(load(_budget_input(Path(d), k=2))))
-    cs = configurations(kd, 1, deadline=time.monotonic() - 1)
+    cs = configurations(kd, 1, deadline=Deadline.at(time.monotonic() - 1))
     assert not cs.complete and "ran out of time" in cs.undecided
     full = configurations(kd, 1)
     assert full.complete

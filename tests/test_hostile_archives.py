@@ -495,5 +495,5 @@ def test_a_non_ascii_non_digit_beside_digits_is_one_sentence() -> None:
     from relusym import Network
     from relusym.errors import InvalidNetworkError
 
-    with pytest.raises(InvalidNetworkError):
+    with pytest.raises(InvalidNetworkError, match="is not a rational number"):
         Network([["0´"]], [[1]], [0])

@@ -19,7 +19,8 @@ from relusym.cli import main
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError
 
 from fibre_helpers import plain
-from oracles import eval_oracle, oracle_m1_equal, random_int_net
+from oracles import eval_oracle, oracle_m1_equal
+from strategies import random_int_net
 
 
 class CountingOracle:
@@ -193,13 +194,13 @@ def test_far_kink_beyond_reach_is_a_stated_limit():
 
 def test_budget_and_bad_arguments():
     V, A, b, c = random_int_net(random.Random(1), 2, 4, 1)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match="needs more than max_queries = 20 queries"):
         relusym.identify(CountingOracle(V, A, b, c), 2, 1, exact=True, max_queries=20)
-    with pytest.raises(InvalidNetworkError):
+    with pytest.raises(InvalidNetworkError, match="m must be a positive integer"):
         relusym.identify(CountingOracle(V, A, b, c), 0, 1, exact=True)
-    with pytest.raises(InvalidNetworkError):
+    with pytest.raises(InvalidNetworkError, match="oracle must be callable"):
         relusym.identify("not callable", 2, 1)
-    with pytest.raises(IdentificationError):  # wrong number of outputs
+    with pytest.raises(IdentificationError, match=r"expected \(3, 1\)"):  # wrong number of outputs
         relusym.identify(lambda X: np.zeros((len(X), 3)), 2, 1)
 
 

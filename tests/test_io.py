@@ -102,3 +102,21 @@ def test_load_from_objects():
     assert load({"V": [[1]], "A": [[1]], "b": [0]}).same_parameters(net)
     with pytest.raises(UnsupportedModelError, match="cannot read a network from a builtins.int"):
         load(3)
+
+
+def test_every_format_module_follows_the_protocol() -> None:
+    """The io protocol (``relusym.io._protocol``, checked statically by mypy) also holds at run time: every
+    format module is a ``Format``, and the capabilities ``relusym.io`` asks for are the functions it defines."""
+    import importlib
+
+    from relusym.io import FORMATS
+    from relusym.io._protocol import Format, NotedReader, ObjectReader, ReadBack, Writer
+
+    for name in (*FORMATS, "_folder_format"):
+        mod = importlib.import_module(f"relusym.io.{name}")
+        assert isinstance(mod, Format), name
+        assert isinstance(mod, Writer) == hasattr(mod, "save"), name
+        assert isinstance(mod, NotedReader) == hasattr(mod, "read"), name
+        assert isinstance(mod, ObjectReader) == hasattr(mod, "from_object"), name
+        assert isinstance(mod, ReadBack) == hasattr(mod, "read_back"), name
+    assert not isinstance(importlib.import_module("relusym.io._folder_format"), Writer)

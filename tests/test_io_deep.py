@@ -202,7 +202,7 @@ def test_npz_and_json(torch_model, tmp_path):
     exact = MLP([[[1, F(1, 3)], [-2, 0]], [["1/7", 2]], [[3]]], [[0, "-1/2"], [1], [F(2, 5)]])
     path = tmp_path / "deep.json"
     assert relusym.save(exact, path).exact
-    assert json.loads(path.read_text())["format"] == "relusym.mlp/1"
+    assert json.loads(path.read_text())["schema"] == "relusym.mlp/1"
     back = rio.load(path)
     assert isinstance(back, MLP) and back.same_parameters(exact)
     assert back.evaluate_exact([F(1, 2), F(3)]) == exact.evaluate_exact([F(1, 2), F(3)])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from relusym._base.fileio import TMP_MARK, atomic_write, sweep_stale
-from relusym._base.progress import Progress, progress, silence, ticking
+from relusym._base.progress import Progress, progress, progress_bar, silence, ticking
 from relusym._base.rng import as_generator, as_random
 from relusym.errors import OutputError
 
@@ -68,7 +68,7 @@ def test_progress_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     pytest.importorskip("tqdm")
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
-    bar = progress(total=3, desc="counting")
+    bar = progress_bar(total=3, desc="counting")
     assert isinstance(bar, Progress)  # stderr is not a TTY: the no-op bar
     with bar:
         bar.update(1)
@@ -80,17 +80,34 @@ def test_progress_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     # the same calls on a terminal do draw a bar: the silence above is the rule, not a bar that never draws
     tty = _Terminal()
     monkeypatch.setattr("sys.stderr", tty)
-    with progress(total=3, desc="counting") as bar:
+    with progress_bar(total=3, desc="counting") as bar:
         bar.update(1)
     assert "counting" in tty.getvalue()
     tty = _Terminal()
     monkeypatch.setattr("sys.stderr", tty)
-    with progress(total=3, desc="counting", enabled=False) as bar:  # --quiet's rule: never, even on a terminal
+    with progress_bar(total=3, desc="counting", progress=False) as bar:  # --quiet's rule: never, even on a terminal
         bar.update(1)
     silence()
     try:
-        with progress(total=3, desc="counting", enabled=True) as bar:
+        with progress_bar(total=3, desc="counting", progress=True) as bar:
             bar.update(1)
     finally:
         silence(False)
     assert tty.getvalue() == ""
+
+
+def test_the_older_progress_keyword_warns_and_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One keyword, ``progress=``: the helpers' older ``enabled=`` is a deprecated alias with the same meaning."""
+    pytest.importorskip("tqdm")
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    with pytest.warns(DeprecationWarning, match=r"progress_bar\(enabled=...\) is deprecated; use progress="):
+        bar = progress_bar(total=3, desc="quiet", enabled=False)
+    assert isinstance(bar, Progress)
+    with pytest.warns(DeprecationWarning, match=r"progress\(enabled=...\) is deprecated"):
+        with progress(total=3, desc="drawn", enabled=True) as drawn:
+            drawn.update(1)
+    assert "drawn" in tty.getvalue() and "quiet" not in tty.getvalue()
+    with pytest.warns(DeprecationWarning, match=r"ticking\(enabled=...\) is deprecated"):
+        with ticking(0.1, desc="budget", enabled=False) as tick:
+            assert isinstance(tick, Progress)

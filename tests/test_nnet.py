@@ -16,6 +16,8 @@ from relusym import Network, equivalent
 from relusym.cli import main
 from relusym.errors import InvalidNetworkError, NNetClampWarning, UnsupportedModelError
 
+from strategies import random_decimal, random_nnet_layers
+
 # ----------------------------------------------------------------------------------------------------------
 # an independent minimal writer and parser of the format
 
@@ -71,18 +73,6 @@ def nnet_eval(d: dict, x: list[F], clamp: bool = True) -> list[F]:
     return [v * d["ranges"][m] + d["means"][m] for v in z]
 
 
-def random_decimal(rng: random.Random) -> str:
-    return f"{rng.randint(-999, 999) / 100:.2f}"
-
-
-def random_layers(rng: random.Random, m: int, n: int, k: int):
-    W1 = [[random_decimal(rng) for _ in range(m)] for _ in range(n)]
-    b1 = [random_decimal(rng) for _ in range(n)]
-    W2 = [[random_decimal(rng) for _ in range(n)] for _ in range(k)]
-    b2 = [random_decimal(rng) for _ in range(k)]
-    return [(W1, b1), (W2, b2)]
-
-
 def load_quiet(path) -> Network:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NNetClampWarning)
@@ -96,7 +86,7 @@ def load_quiet(path) -> Network:
 def test_read_folds_the_normalisation_exactly(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     m, n, k = rng.randint(1, 4), rng.randint(1, 6), rng.randint(1, 3)
-    layers = random_layers(rng, m, n, k)
+    layers = random_nnet_layers(rng, m, n, k)
     mins = [f"-{rng.randint(1, 9)}.5" for _ in range(m)]
     maxs = [f"{rng.randint(1, 9)}.25" for _ in range(m)]
     means = [random_decimal(rng) for _ in range(m + 1)]
@@ -118,7 +108,7 @@ def test_read_folds_the_normalisation_exactly(tmp_path: Path, seed: int) -> None
 
 def test_refuses_other_depths_and_bad_files(tmp_path: Path) -> None:
     rng = random.Random(1)
-    W = random_layers(rng, 2, 3, 3)
+    W = random_nnet_layers(rng, 2, 3, 3)
     deep = W[:1] + [([[random_decimal(rng) for _ in range(3)] for _ in range(3)], ["0"] * 3)] + W[1:]
     p = tmp_path / "deep.nnet"
     write_nnet(p, deep, ["0"] * 2, ["1"] * 2, ["0"] * 3, ["1"] * 3)
@@ -131,11 +121,11 @@ def test_refuses_other_depths_and_bad_files(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedModelError, match="1 layer"):
         relusym.load(p)
     p = tmp_path / "bad.nnet"
-    write_nnet(p, random_layers(rng, 2, 3, 1), ["0", "0"], ["1"], ["0"] * 3, ["1"] * 3)
+    write_nnet(p, random_nnet_layers(rng, 2, 3, 1), ["0", "0"], ["1"], ["0"] * 3, ["1"] * 3)
     with pytest.raises(InvalidNetworkError, match="line 7.*maxima.*2 value"):
         relusym.load(p)
     p = tmp_path / "zero.nnet"
-    write_nnet(p, random_layers(rng, 2, 3, 1), ["0", "0"], ["1", "1"], ["0"] * 3, ["1", "0", "1"])
+    write_nnet(p, random_nnet_layers(rng, 2, 3, 1), ["0", "0"], ["1", "1"], ["0"] * 3, ["1", "0", "1"])
     with pytest.raises(InvalidNetworkError, match="range of input 1 is 0"):
         relusym.load(p)
     p = tmp_path / "word.nnet"

@@ -14,22 +14,10 @@ from hypothesis import strategies as st
 from relusym import Network, Symmetry, equivalent, flip, normal_form
 from relusym._core.normal_form import NormalForm
 
-from oracles import eval_oracle, oracle_m1_equal, random_int_net
+from oracles import eval_oracle, oracle_m1_equal
+from strategies import int_networks, random_int_net
 
 F = Fraction
-small = st.integers(-3, 3)
-
-
-@st.composite
-def int_networks(draw, max_m=3, max_n=5, max_k=2):
-    m = draw(st.integers(1, max_m))
-    n = draw(st.integers(0, max_n))
-    k = draw(st.integers(1, max_k))
-    V = [[draw(small) for _ in range(n)] for _ in range(k)]
-    A = [[draw(small) for _ in range(m)] for _ in range(n)]
-    b = [draw(small) for _ in range(n)]
-    c = [draw(small) for _ in range(k)]
-    return Network(V, A, b, c, m=m)
 
 
 @st.composite

@@ -24,6 +24,8 @@ from matplotlib import image as mpimg  # noqa: E402
 
 from relusym import plot, report  # noqa: E402
 
+from strategies import seeded_int_network
+
 DATA = Path(__file__).parent / "data" / "spec_examples.json"
 FIGSIZE = (7.0, 4.0)
 DPI = 50
@@ -60,18 +62,6 @@ def legend_texts(fig) -> str:
 
 E2 = Network([[1, 1]], [[1], [-1]], [0, 1])
 E2_FLIP = flip(E2, [0, 1])
-
-
-def random_int_net(seed: int, m: int, n: int, k: int = 1) -> Network:
-    rng = np.random.default_rng(seed)
-    A = rng.integers(-3, 4, size=(n, m))
-    A[~A.any(axis=1), 0] = 1
-    return Network(
-        rng.integers(-3, 4, size=(k, n)).tolist(),
-        A.tolist(),
-        rng.integers(-3, 4, size=n).tolist(),
-        rng.integers(-2, 3, size=k).tolist(),
-    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -111,10 +101,10 @@ CASES = {
         None,
     ),
     "m2_k2": ([spec_net("E8")], ["E8"]),
-    "m3_slice": ([random_int_net(1, 3, 5)], ["random"]),
+    "m3_slice": ([seeded_int_network(1, 3, 5)], ["random"]),
     "m1_counterexample": ([spec_net("E1"), Network([[1, 2]], [[1], [-1]], [0, 1], ["1/1000"])], None),
     "m2_counterexample": ([spec_net("E6"), spec_net("E7")], ["E6", "E7"]),
-    "m3_counterexample": ([random_int_net(2, 3, 4), random_int_net(3, 3, 4)], None),
+    "m3_counterexample": ([seeded_int_network(2, 3, 4), seeded_int_network(3, 3, 4)], None),
 }
 
 
@@ -168,7 +158,7 @@ def test_m2_difference_panel_only_when_not_equivalent():
 
 
 def test_slice_is_stated_in_the_title():
-    net = random_int_net(4, 3, 5)
+    net = seeded_int_network(4, 3, 5)
     fig = plot.plot_networks([net], directions=[(1, 0, 0), (0, 1, 1)], origin=(0, 0, 1))
     text = titles(fig)
     assert "slice x = x0 + s·d1 + t·d2" in text and "d2 = (0, 1, 1)" in text and "x0 = (0, 0, 1)" in text
@@ -246,7 +236,7 @@ def _line_meets_window(u, plane, dom) -> bool:
 
 def test_auto_domain_m2_every_kink_line_crosses_the_window():
     far = Network([[1, 2, -1]], [["1/1000", 0], [1, 1], [0, -3]], [1, -4, 600])  # lines far from the origin
-    for net in (far, spec_net("E6"), spec_net("E13"), random_int_net(5, 2, 8)):
+    for net in (far, spec_net("E6"), spec_net("E13"), seeded_int_network(5, 2, 8)):
         plane = plot.choose_slice(2)
         dom = plot.auto_domain(net, plane=plane)
         assert len(dom) == 2
@@ -269,7 +259,7 @@ def test_auto_domain_m3_slice_shows_every_kink_not_parallel_to_it():
 
 
 def test_bad_domain_and_slice_arguments():
-    with pytest.raises(InvalidNetworkError):
+    with pytest.raises(InvalidNetworkError, match="with lo < hi"):
         plot.plot_networks([spec_net("E2")], domain=[(1, 0)])
     with pytest.raises(InvalidNetworkError):
         plot.choose_slice(3, directions=[(1, 0, 0), (2, 0, 0)])

@@ -21,8 +21,9 @@ from relusym import Network, equivalent, fiber, normal_form
 from relusym._fibre.flips import FlipSets
 from relusym.census import brute_force_types, classify
 
-from fibre_helpers import NAMES, net_from_dict, plain, planted_networks
+from fibre_helpers import NAMES, net_from_dict, plain
 from oracles import brute_types, nf_data, oracle_m1_equal, point_type_q, tangent_dimension_q
+from strategies import planted_networks
 
 F = Fraction
 

@@ -22,8 +22,9 @@ from relusym._fibre.width import (
     width_search,
 )
 
-from fibre_helpers import NAMES, net_from_dict, plain, random_net_with_pair, rank_q, small_networks
-from oracles import eval_oracle, oracle_m1_equal, random_int_net
+from fibre_helpers import NAMES, net_from_dict, plain, rank_q
+from oracles import eval_oracle, oracle_m1_equal
+from strategies import random_int_net, random_net_with_pair, small_networks
 
 F = Fraction
 

@@ -23,11 +23,6 @@ __all__ = ["main", "build_parser"]
 
 
 def _run(argv: list[str]) -> tuple[str, argparse.Namespace | None, Result]:
-    if argv[:1] == ["census"]:
-        from relusym.census import main as census_main
-
-        code = census_main(argv[1:])
-        return "census", None, ({}, "", code)
     parser = build_parser()
     args = parser.parse_args(negative_box(argv))
     if not getattr(args, "func", None):

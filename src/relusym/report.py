@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from relusym._base.display import vector
 from relusym._base.fileio import atomic_write
-from relusym._base.progress import progress as show_progress
+from relusym._base.progress import progress_bar
 from relusym._core.group import stabilizer
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
@@ -124,7 +124,7 @@ def report_html(
     ``progress`` shows which section is being computed (on stderr when it is a terminal, by default).  ``notes``
     (what reading the file assumed, e.g. ``relusym.io.load_with_info(path)[1].notes``) are shown under the
     summary."""
-    with show_progress(total=4, desc="report: normal form", unit="section", enabled=progress) as bar:
+    with progress_bar(total=4, desc="report: normal form", unit="section", progress=progress) as bar:
         return _report_html(net, name, budget, dpi, bar, notes)
 
 

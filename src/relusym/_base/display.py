@@ -22,6 +22,8 @@ __all__ = [
     "vector",
     "rows_summary",
     "float_value",
+    "compact",
+    "compact_vector",
 ]
 
 DIGITS = 4  # significant digits of the decimal shown beside an exact value
@@ -124,3 +126,24 @@ def rows_summary(rows: Sequence[str], *, limit: int | None = 10, rest: str = "us
     if limit is None or len(rows) <= limit:
         return list(rows)
     return list(rows[:limit]) + [f"… {len(rows) - limit} more ({rest})"]
+
+
+def compact(x: Any, width: int = 8) -> str:
+    """A label inside a picture, where space is short: an exact rational as itself when its form fits in
+    ``width`` characters, else an integral value as an integer (below 10^7) or 4 significant digits; with the
+    typographic minus sign (``−3/2``)."""
+    if isinstance(x, Fraction | int) and not isinstance(x, bool):
+        s = _exact_str(Fraction(x))
+        if len(s) <= width:
+            return s.replace("-", "−")
+    f = float(x)
+    if f == int(f) and abs(f) < 1e7:
+        return str(int(f)).replace("-", "−")
+    return f"{f:.4g}".replace("-", "−")
+
+
+def compact_vector(values: Sequence[Any], limit: int = 6, width: int = 8) -> str:
+    """``(v1, v2, …)`` of :func:`compact` labels: at most ``limit`` entries, then an ellipsis."""
+    vals = [compact(v, width) for v in list(values)[:limit]]
+    more = ", …" if len(values) > limit else ""
+    return "(" + ", ".join(vals) + more + ")"

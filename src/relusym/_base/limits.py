@@ -379,13 +379,15 @@ def check_shape(shape: Any, where: str) -> tuple[int, ...]:
     return dims
 
 
-def check_budget(budget: Any, what: str = "budget") -> float:
-    """The one check of every time budget: a finite non-negative number of seconds (not NaN, not a boolean)."""
+def check_budget(budget: Any, what: str = "budget", *, positive: bool = False) -> float:
+    """The one check of every time budget: a finite non-negative number of seconds (not NaN, not a boolean);
+    ``positive=True`` refuses 0 too (a census chunk that may not spend any time cannot do any work)."""
     import numbers
 
     seconds = float(budget) if isinstance(budget, numbers.Real) and not isinstance(budget, bool) else math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise InvalidNetworkError(f"{what} must be a finite non-negative number of seconds, got {shorten(budget)}")
+    if not (math.isfinite(seconds) and (seconds > 0 if positive else seconds >= 0)):
+        sign = "positive" if positive else "non-negative"
+        raise InvalidNetworkError(f"{what} must be a finite {sign} number of seconds, got {shorten(budget)}")
     return seconds
 
 

@@ -1,22 +1,27 @@
 """Progress bars: tqdm on standard error, only when it is a terminal, and only when not silenced.
 
-``progress=None`` (the default everywhere) means "show a bar if stderr is a TTY and tqdm is installed";
-``progress=False`` never shows one (the CLI's ``--quiet``); ``progress=True`` shows one whenever tqdm is installed.
-Without a bar the returned object accepts the same calls and does nothing.
+One keyword, ``progress=``, everywhere (the public functions and the helpers here alike): ``progress=None`` (the
+default) means "show a bar if stderr is a TTY and tqdm is installed"; ``progress=False`` never shows one (the
+CLI's ``--quiet``); ``progress=True`` shows one whenever tqdm is installed.  Without a bar the returned object
+accepts the same calls and does nothing.  The helpers' older keyword ``enabled=`` still works and warns
+(:class:`DeprecationWarning`); :func:`progress`, the older name of :func:`progress_bar`, stays for the callers
+not yet moved.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Progress", "progress", "silence", "ticking"]
+from relusym._base.deadline import Stopwatch
 
-_silenced = False  # set by the CLI's --quiet: no bar even when enabled=None or True
+__all__ = ["Progress", "progress_bar", "progress", "silence", "ticking"]
+
+_silenced = False  # set by the CLI's --quiet: no bar even when progress=None or True
 
 
 def silence(on: bool = True) -> None:
@@ -63,16 +68,28 @@ def _enabled(flag: bool | None) -> bool:
     return True
 
 
-def progress(
+_UNSET: Any = object()
+
+
+def _keyword(progress: bool | None, enabled: Any, where: str) -> bool | None:
+    """``progress=``, or the deprecated ``enabled=`` (with a DeprecationWarning)."""
+    if enabled is _UNSET:
+        return progress
+    warnings.warn(f"{where}(enabled=...) is deprecated; use progress=...", DeprecationWarning, stacklevel=3)
+    return enabled  # type: ignore[no-any-return]
+
+
+def progress_bar(
     total: float | None = None,
     desc: str = "",
     unit: str = "it",
     *,
-    enabled: bool | None = None,
+    progress: bool | None = None,
     bar_format: str | None = None,
+    enabled: Any = _UNSET,
 ) -> Any:
     """A progress bar (``tqdm.tqdm`` on stderr) or a :class:`Progress` that does nothing."""
-    if not _enabled(enabled):
+    if not _enabled(_keyword(progress, enabled, "progress_bar")):
         return Progress()
     from tqdm import tqdm
 
@@ -81,24 +98,39 @@ def progress(
     )
 
 
+def progress(
+    total: float | None = None,
+    desc: str = "",
+    unit: str = "it",
+    *,
+    enabled: Any = _UNSET,
+    bar_format: str | None = None,
+) -> Any:
+    """The older name of :func:`progress_bar`, whose ``enabled=`` is now ``progress=`` (kept for the callers not
+    yet moved; ``enabled=`` warns)."""
+    flag = _keyword(None, enabled, "progress")
+    return progress_bar(total, desc, unit, progress=flag, bar_format=bar_format)
+
+
 @contextmanager
-def ticking(seconds: float, desc: str = "", *, enabled: bool | None = None) -> Iterator[Any]:
+def ticking(seconds: float, desc: str = "", *, progress: bool | None = None, enabled: Any = _UNSET) -> Iterator[Any]:
     """A bar over a time budget, for searches that run until they finish or their budget ends (flip sets, the
     width search): it shows the seconds spent of ``seconds``, refreshed twice a second by a daemon thread, and
-    the caller may change its description as the search moves from stage to stage.  Same ``enabled`` rule as
-    :func:`progress`; without a bar nothing is started."""
+    the caller may change its description as the search moves from stage to stage.  Same ``progress`` rule as
+    :func:`progress_bar`; without a bar nothing is started."""
     fmt = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f} of {total:.1f} s budget"
-    bar = progress(total=round(float(seconds), 1), desc=desc, unit="s", enabled=enabled, bar_format=fmt)
+    flag = _keyword(progress, enabled, "ticking")
+    bar = progress_bar(total=round(float(seconds), 1), desc=desc, unit="s", progress=flag, bar_format=fmt)
     if isinstance(bar, Progress):
         yield bar
         return
     stop = threading.Event()
-    t0 = time.monotonic()
+    clock = Stopwatch()
 
     def tick() -> None:
         shown = 0.0
         while not stop.wait(0.5):
-            now = round(min(float(seconds), time.monotonic() - t0), 1)
+            now = round(min(float(seconds), clock.elapsed()), 1)
             if now > shown:
                 bar.update(now - shown)
                 shown = now

@@ -7,7 +7,6 @@ from __future__ import annotations
 import heapq
 import math
 import random as _random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -15,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box, as_domain
 from relusym._bounded.restriction import concat, negated
 from relusym._core.network import Network, check_pair
@@ -69,6 +69,7 @@ class DomainDistance:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": "relusym.domain-distance/1",
             "lower": fraction_str(self.lower),
             "upper": fraction_str(self.upper),
             "point": [fraction_str(v) for v in self.point],
@@ -188,13 +189,13 @@ def _milp_max(diff: _Difference, box: Box, time_limit: float) -> tuple[tuple[flo
     integrality = np.concatenate([np.zeros(m + nc), np.ones(nc)])
     best_pt: tuple[float, ...] | None = None
     best_bound, best_val, all_opt = -math.inf, -math.inf, True
-    t_end = time.perf_counter() + time_limit
+    deadline = Deadline(max(0.0, time_limit))
     for r in range(V.shape[0]):
         lin = V[r, act] @ A[act] if len(act) else np.zeros(m)
         off = c[r] + (V[r, act] @ b[act] if len(act) else 0.0)
         obj = np.concatenate([lin, V[r, cross], np.zeros(nc)])
         for sgn in (1.0, -1.0):
-            left = t_end - time.perf_counter()
+            left = deadline.left()
             if left <= 0:
                 return best_pt, None, False
             res = milp(
@@ -283,11 +284,11 @@ def distance_on(
         for t in _breakpoints_m1(diff, dom.lo[0], dom.hi[0]):
             consider((t,))
         return DomainDistance(best, best_x, best, "exact", dom, None, 1)
-    t_end = time.perf_counter() + budget
+    deadline = Deadline(budget)
     if m <= 10:
         for corner in range(1 << m):
             consider(tuple(dom.hi[j] if corner >> j & 1 else dom.lo[j] for j in range(m)))
-            if time.perf_counter() > t_end - 3 * budget / 4:
+            if deadline.left() <= 3 * budget / 4:
                 break
     for _ in range(32):
         consider(dom.random_interior(rng))
@@ -307,7 +308,7 @@ def distance_on(
     counter = 0
     heap.append((-float(u0), counter, u0, lo0, hi0))
     regions = 1
-    while heap and time.perf_counter() < t_end and regions < max_regions:
+    while heap and not deadline.expired() and regions < max_regions:
         _, _, ub, lo, hi = heap[0]
         if ub <= best:
             break

@@ -38,7 +38,7 @@ from relusym._exact.hashing import float_key
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["Box", "Polytope", "Domain", "as_domain", "ZERO", "AFFINE", "CROSSING", "dot"]
+__all__ = ["Box", "Polytope", "Domain", "as_domain", "domain_from_dict", "ZERO", "AFFINE", "CROSSING", "dot"]
 
 ZERO, AFFINE, CROSSING = 0, 1, 2  # the kinds of neuron on a domain
 # above this many entries of A_ineq, a polytope first asks HiGHS for a crossing point (checked exactly)
@@ -465,6 +465,17 @@ class Polytope:
 
 
 Domain = Box | Polytope
+
+
+def domain_from_dict(d: Any) -> Box | Polytope:
+    """A domain from its ``to_dict()`` form (``type`` says which kind of domain the object is: ``box`` or
+    ``polytope``); the round trip gives an equal domain."""
+    kind = d.get("type") if isinstance(d, dict) else None
+    if kind == "box":
+        return Box(d["lo"], d["hi"])
+    if kind == "polytope":
+        return Polytope(d["A_ineq"], d["b_ineq"])
+    raise InvalidNetworkError("not a domain: no object of type box or polytope")
 
 
 def as_domain(domain: Any, m: int) -> Box | Polytope:

@@ -83,6 +83,7 @@ class DomainVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
+            "schema": "relusym.domain-verdict/1",
             "equivalent": self.equivalent,
             "reason": self.reason,
             "domain": self.domain.to_dict(),

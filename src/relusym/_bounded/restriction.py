@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from relusym._bounded.domain import AFFINE, CROSSING, ZERO, Box, Polytope, as_domain
+from relusym._base.document import check_schema
+from relusym._bounded.domain import AFFINE, CROSSING, ZERO, Box, Polytope, as_domain, domain_from_dict
 from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.network import Network
 from relusym._core.normal_form import Difference, NormalForm, compare
@@ -147,6 +148,8 @@ class DomainNormalForm(NormalForm):
     the domain as well.
     """
 
+    SCHEMA: ClassVar[str] = "relusym.domain-normal-form/1"
+
     __slots__ = ("domain", "_restricted")
 
     domain: Box | Polytope
@@ -195,11 +198,11 @@ class DomainNormalForm(NormalForm):
         """Rebuild a normal form on a domain from ``to_dict()`` output."""
         from relusym._core.operations import realize
 
+        check_schema(d, cls.SCHEMA, "normal form on a domain")
         dom = d.get("domain")
         if not isinstance(dom, dict) or dom.get("type") not in ("box", "polytope"):
             raise InvalidNetworkError("not a normal form on a domain: no 'domain' object of type box or polytope")
-        domain = Box(dom["lo"], dom["hi"]) if dom["type"] == "box" else Polytope(dom["A_ineq"], dom["b_ineq"])
-        return normal_form_on(realize(d), domain)
+        return normal_form_on(realize(d), domain_from_dict(dom))
 
     def __repr__(self) -> str:
         return f"DomainNormalForm(m={self.m}, k={self.k}, N={self.N}, domain={self.domain!r})"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relusym._base.arguments import one_line, progress_flag
 from relusym._core.network import Network
 from relusym.errors import InvalidNetworkError
 
@@ -103,13 +104,3 @@ def counterexample_lines(ce: Any, where: str = "") -> list[str]:
         f"  ρ(θ1)(x) = {vector(ce.y1)}",
         f"  ρ(θ2)(x) = {vector(ce.y2)}",
     ]
-
-
-def one_line(text: str) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= 600 else line[:599] + "…"
-
-
-def progress_flag(args: argparse.Namespace) -> bool | None:
-    """``False`` with ``--quiet``; else ``None``: a bar only when stderr is a terminal."""
-    return False if getattr(args, "quiet", False) else None

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relusym._base.arguments import progress_flag
 from relusym._cli.common import Result, check_output
 from relusym.errors import InvalidNetworkError
 
@@ -59,7 +60,7 @@ def cmd_identify(args: argparse.Namespace) -> Result:
         budget=args.budget,
         max_queries=args.max_queries,
         rng=args.seed,
-        progress=False if args.quiet else None,
+        progress=progress_flag(args),
         scale=args.scale,
     )
     save(res.network, args.output)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NoReturn
 
 from relusym import __version__
-from relusym._cli.common import Result, one_line
+from relusym._base.arguments import OneLineArgumentParser
+from relusym._cli.census import add_census_parser
+from relusym._cli.common import Result
 from relusym._cli.compare import cmd_align, cmd_equiv, cmd_orbit, cmd_units
 from relusym._cli.identify import cmd_identify
 from relusym._cli.pictures import cmd_plot, cmd_report
@@ -15,14 +16,7 @@ from relusym._cli.prune import cmd_prune
 from relusym._cli.single import cmd_canon, cmd_fiber, cmd_stabilizer
 from relusym._cli.zoo import add_zoo_parser
 
-__all__ = ["OneLineArgumentParser", "build_parser", "add_edge_options"]
-
-
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse with usage errors as one sentence on stderr (exit 2), like every other refusal of relusym."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+__all__ = ["build_parser", "add_edge_options"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,11 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--box-from", default=None, metavar="NET", help="m ≤ 2: draw on the input box of an NNet file")
 
-    sub.add_parser(
-        "census",
-        help="classify every network of a small integer grid and check the theorems (relusym census --help)",
-        add_help=False,
-    )
+    add_census_parser(sub)
 
     sp = add("identify", cmd_identify, "recover a network of minimal width from queries to a black-box function")
     sp.add_argument("--oracle", required=True, metavar="MODULE:FUNCTION", help="the function to query (a batch "

@@ -44,7 +44,7 @@ def cmd_prune(args: argparse.Namespace) -> Result:
     # as the same float weights; the writer then checks every entry against the file's dtype
     from relusym._base.progress import ticking
 
-    with ticking(args.budget, desc="prune: width search", enabled=progress_flag(args)):
+    with ticking(args.budget, desc="prune: width search", progress=progress_flag(args)):
         # an NNet file's decimals are its own scales too: kept, so that its rows come back as written
         own_scales = (net.is_float or fmt_out.NAME == "nnet") and fmt_out.NAME != "json"
         mn = minimal_network(net, budget=args.budget, keep_scales=own_scales)

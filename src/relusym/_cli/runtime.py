@@ -181,7 +181,7 @@ def json_object(command: str, data: dict[str, Any], inputs: list[Any]) -> dict[s
     (m, n, k, N), the command's own keys in their order, ``inputs`` last."""
     out: dict[str, Any] = {"schema": f"relusym.{command}/1"}
     out.update({key: data[key] for key in SHAPE_KEYS if key in data})
-    out.update({key: v for key, v in data.items() if key not in SHAPE_KEYS and key != "inputs"})
+    out.update({key: v for key, v in data.items() if key not in (*SHAPE_KEYS, "schema", "inputs")})
     out["inputs"] = inputs
     return out
 

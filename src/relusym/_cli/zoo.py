@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from relusym._base.arguments import progress_flag
+from relusym._base.deadline import Stopwatch
 from relusym._cli.common import Result, check_output
 from relusym.errors import InvalidNetworkError
 
@@ -12,14 +14,13 @@ __all__ = ["cmd_zoo", "add_zoo_parser"]
 
 
 def cmd_zoo(args: argparse.Namespace) -> Result:
-    import time
 
     from relusym.zoo import scan_zoo
 
     if args.workers is not None and args.workers < 1:
         raise InvalidNetworkError(f"--workers must be at least 1, got {args.workers}")
     check_output(args.output, args.source)
-    t0 = time.monotonic()
+    clock = Stopwatch()
     try:
         res = scan_zoo(
             args.source,
@@ -35,13 +36,13 @@ def cmd_zoo(args: argparse.Namespace) -> Result:
             chunk_size=args.chunk_size,
             files_per_chunk=args.files_per_chunk,
             resume=args.resume,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     except KeyboardInterrupt:
         return {"interrupted": True}, "interrupted: the finished chunks are kept; rerun with --resume to go on", 130
     s = res.summary
     lines = [
-        f"{s['networks']} network(s) from {args.source} in {time.monotonic() - t0:.1f} s: {s['ok']} ok, "
+        f"{s['networks']} network(s) from {args.source} in {clock.elapsed():.1f} s: {s['ok']} ok, "
         f"{s['errors']} error(s), {s['distinct_functions']} distinct function(s)",
         f"exact duplicate groups (same function): {len(s['exact_duplicate_groups'])}",
     ]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.document import check_schema
 from relusym._base.limits import current as current_limits
 from relusym._base.limits import shorten
 from relusym._exact.mantissas import exact_matvec_float, integer_matrix
@@ -43,6 +44,55 @@ class NeuronType(IntEnum):
     HYPERPLANE = 2
 
 
+def _hidden_rows(A: Any, m: int | None) -> np.ndarray:
+    """A as an exact n×m array; an empty A (n = 0) needs ``m`` given."""
+    A_in = A
+    if not isinstance(A_in, np.ndarray) and not hasattr(A_in, "detach"):
+        try:
+            if len(A_in) == 0:
+                if m is None:
+                    raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
+                A_in = _no_rows(m)
+        except TypeError:
+            raise InvalidNetworkError(f"A must be an n×m array, got {type(A).__name__}") from None
+    elif isinstance(A_in, np.ndarray) and A_in.size == 0 and A_in.ndim != 2:
+        if m is None:
+            raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
+        A_in = _no_rows(m)
+    A_arr = as_exact_array(A_in, "A", 2)
+    m_a = A_arr.shape[1]
+    if m is not None and int(m) != m_a:
+        raise InvalidNetworkError(f"m = {m} was given but A has shape {A_arr.shape} (m = {m_a})")
+    if m_a == 0:
+        raise InvalidNetworkError("m = 0: a network needs at least one input")
+    return A_arr
+
+
+def _output_layer(V: Any, c: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """V as an exact k×n array and c (zeros of V's type when None) as k entries."""
+    V_in = V
+    if n == 0 and not isinstance(V, np.ndarray):
+        try:
+            rows = list(V)
+        except TypeError:
+            raise InvalidNetworkError("V must be a k×n array") from None
+        V_in = np.zeros((len(rows), 0))
+    V_arr = as_exact_array(V_in, "V", 2)
+    k = V_arr.shape[0]
+    if V_arr.shape[1] != n:
+        hint = "; V looks transposed (pass V.T)" if V_arr.shape[0] == n else ""
+        raise InvalidNetworkError(f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}{hint}")
+    if k == 0:
+        raise InvalidNetworkError("k = 0: a network needs at least one output (V has no rows)")
+    if c is None:
+        c_arr = as_exact_array(np.zeros(k, dtype=V_arr.dtype if is_float_array(V_arr) else np.float64), "c", 1)
+    else:
+        c_arr = as_exact_array(c, "c", 1)
+    if c_arr.shape != (k,):
+        raise InvalidNetworkError(f"c must have k = {k} entries (one per row of V), got shape {c_arr.shape}")
+    return V_arr, c_arr
+
+
 class Network:
     """A parameter θ = (V, A, b, c) of a shallow ReLU network, x ↦ V·σ(Ax + b) + c (docs/math/realization.md).
 
@@ -64,53 +114,15 @@ class Network:
     c: np.ndarray
 
     def __init__(self, V: Any, A: Any, b: Any, c: Any = None, *, m: int | None = None) -> None:
-        A_in = A
-        if not isinstance(A_in, np.ndarray) and not hasattr(A_in, "detach"):
-            try:
-                if len(A_in) == 0:
-                    if m is None:
-                        raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
-                    A_in = _no_rows(m)
-            except TypeError:
-                raise InvalidNetworkError(f"A must be an n×m array, got {type(A).__name__}") from None
-        elif isinstance(A_in, np.ndarray) and A_in.size == 0 and A_in.ndim != 2:
-            if m is None:
-                raise InvalidNetworkError("A is empty (n = 0), so m must be given explicitly")
-            A_in = _no_rows(m)
-        A_arr = as_exact_array(A_in, "A", 2)
+        A_arr = _hidden_rows(A, m)
         n, m_a = A_arr.shape
-        if m is not None and int(m) != m_a:
-            raise InvalidNetworkError(f"m = {m} was given but A has shape {A_arr.shape} (m = {m_a})")
-        if m_a == 0:
-            raise InvalidNetworkError("m = 0: a network needs at least one input")
         b_arr = as_exact_array(b if not (n == 0 and _is_empty(b)) else np.zeros(0), "b", 1)
         if b_arr.shape != (n,):
             hint = ""
             if b_arr.shape == (m_a,) and np.ndim(V) == 2 and np.shape(V)[1] == m_a:
                 hint = f"; A looks transposed (it is {n}×{m_a}, as m×n; pass A.T)"
             raise InvalidNetworkError(f"b must have n = {n} entries (one per row of A), got shape {b_arr.shape}{hint}")
-        V_in = V
-        if n == 0 and not isinstance(V, np.ndarray):
-            try:
-                rows = list(V)
-            except TypeError:
-                raise InvalidNetworkError("V must be a k×n array") from None
-            V_in = np.zeros((len(rows), 0))
-        V_arr = as_exact_array(V_in, "V", 2)
-        k = V_arr.shape[0]
-        if V_arr.shape[1] != n:
-            hint = "; V looks transposed (pass V.T)" if V_arr.shape[0] == n else ""
-            raise InvalidNetworkError(
-                f"V must be k×n with n = {n} columns (one per neuron), got shape {V_arr.shape}{hint}"
-            )
-        if k == 0:
-            raise InvalidNetworkError("k = 0: a network needs at least one output (V has no rows)")
-        if c is None:
-            c_arr = as_exact_array(np.zeros(k, dtype=V_arr.dtype if is_float_array(V_arr) else np.float64), "c", 1)
-        else:
-            c_arr = as_exact_array(c, "c", 1)
-        if c_arr.shape != (k,):
-            raise InvalidNetworkError(f"c must have k = {k} entries (one per row of V), got shape {c_arr.shape}")
+        V_arr, c_arr = _output_layer(V, c, n)
         object.__setattr__(self, "V", V_arr)
         object.__setattr__(self, "A", A_arr)
         object.__setattr__(self, "b", b_arr)
@@ -186,7 +198,7 @@ class Network:
             return [rows(r) for r in x]
 
         return {
-            "format": "relusym.network/1",
+            "schema": "relusym.network/1",
             "m": self.m,
             "V": [rows(self.V[r]) for r in range(self.k)],
             "A": [rows(self.A[i]) for i in range(self.n)],
@@ -199,9 +211,7 @@ class Network:
         """Read a ``relusym.network/1`` object (see interfaces.md)."""
         if not isinstance(d, dict):
             raise InvalidNetworkError("a network must be a JSON object with keys V, A, b (and c, m)")
-        fmt = d.get("format", "relusym.network/1")
-        if fmt != "relusym.network/1":
-            raise InvalidNetworkError(f"unknown network format {fmt!r}; expected 'relusym.network/1'")
+        check_schema(d, "relusym.network/1", "network")
         missing = [key for key in ("V", "A", "b") if key not in d]
         if missing:
             raise InvalidNetworkError(f"the network object has no {', '.join(repr(x) for x in missing)} key")

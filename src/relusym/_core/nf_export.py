@@ -87,7 +87,7 @@ def write_canon_json(
         out.write(json.dumps(d).encode() + b"\n")
         return str(d["digest"])
     if type(nf)._payload is not NormalForm._payload:  # a subclass hashing more than (m, k, K, M, e)
-        d = {**summary(nf, n), **nf.to_dict(), "full": True, **more}
+        d = {**summary(nf, n), **{k: v for k, v in nf.to_dict().items() if k != "schema"}, "full": True, **more}
         out.write(json.dumps(d).encode() + b"\n")
         return str(d["digest"])
     digest = nf.digest()

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from relusym._base.document import check_schema
 from relusym._base.threads import single_blas_thread
 from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.digest import (
@@ -186,6 +187,8 @@ class NormalForm:
     """
 
     __slots__ = ("_h", "__dict__")
+
+    SCHEMA: ClassVar[str] = "relusym.normal-form/1"  #: the ``schema`` of :meth:`to_dict`
     _h: HyperplaneClasses
 
     def __init__(self, classes: HyperplaneClasses) -> None:
@@ -348,9 +351,9 @@ class NormalForm:
         return self._hash
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``m``, ``k``, ``kinks`` (each ``{"hyperplane": û, "kink": κ}``), ``M``, ``e`` (rationals
-        as strings ``"p/q"`` or ``"p"``) and ``digest``."""
-        d = self._payload()
+        """The JSON form: ``schema`` (:attr:`SCHEMA`), ``m``, ``k``, ``kinks`` (each ``{"hyperplane": û, "kink":
+        κ}``), ``M``, ``e`` (rationals as strings ``"p/q"`` or ``"p"``) and ``digest``."""
+        d = {"schema": self.SCHEMA, **self._payload()}
         d["digest"] = self.digest()
         return d
 
@@ -399,6 +402,7 @@ class NormalForm:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NormalForm:
         """Rebuild a normal form from ``to_dict()`` output (through a network that realizes it)."""
+        check_schema(d, cls.SCHEMA, "normal form")
         return normal_form(realize(d))
 
     def __repr__(self) -> str:

@@ -152,7 +152,7 @@ class DeepNormalForm:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": "relusym.mlp-normal-form/1",
+            "schema": "relusym.mlp-normal-form/1",
             "scheme": DIGEST_SCHEME,
             "digest": self.digest(),
             "widths": list(self.widths),

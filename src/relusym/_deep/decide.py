@@ -18,7 +18,6 @@ differ.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._core.equivalence import Counterexample
 from relusym._deep.canonical import DeepNormalForm, canonicalize
 from relusym._deep.line import LineBudget, compare_on_line, restrict_to_line
@@ -102,7 +102,12 @@ class DeepVerdict:
         return None if self.status == UNDECIDED else self.status == EQUAL
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"status": self.status, "equivalent": self.equivalent, "reason": self.reason}
+        d: dict[str, Any] = {
+            "schema": "relusym.deep-verdict/1",
+            "status": self.status,
+            "equivalent": self.equivalent,
+            "reason": self.reason,
+        }
         if self.certificate is not None:
             d["certificate"] = self.certificate.to_dict()
         if self.counterexample is not None:
@@ -128,9 +133,7 @@ def equivalent_deep(net1: Any, net2: Any, *, budget: float = 5.0, seed: int = 0)
         raise InvalidNetworkError(
             f"the networks have different shapes: m = {a.m}, k = {a.k} against m = {b.m}, k = {b.k}"
         )
-    if not (isinstance(budget, int | float) and budget >= 0 and budget == budget):
-        raise InvalidNetworkError(f"budget must be a non-negative number of seconds, got {budget!r}")
-    deadline = time.monotonic() + float(budget)
+    deadline = Deadline(budget)
     ra, rb = reduce_layers(_layers(a), a.m), reduce_layers(_layers(b), b.m)
     ca, cb = canonicalize(ra), canonicalize(rb)
     forms = (ca.form, cb.form)
@@ -230,7 +233,7 @@ def _ce(a: MLP, b: MLP, x: tuple[Fraction, ...]) -> Counterexample | None:
 
 
 def _search(
-    a: MLP, b: MLP, ra: Reduced, rb: Reduced, mismatch: Mismatch | None, deadline: float, seed: int
+    a: MLP, b: MLP, ra: Reduced, rb: Reduced, mismatch: Mismatch | None, deadline: Deadline, seed: int
 ) -> Counterexample | None:
     rng = random.Random(seed)
     m = a.m
@@ -254,13 +257,13 @@ def _search(
     )
     seen: set[tuple[Fraction, ...]] = set()
     for stage in stages:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             return None
         for x in stage():
             if x in seen:
                 continue
             seen.add(x)
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 return None
             ce = _ce(a, b, x)
             if ce is not None:

@@ -9,10 +9,10 @@ at every breakpoint of either and at one point beyond each end (docs/math/deep.m
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from fractions import Fraction
 
+from relusym._base.deadline import Deadline
 from relusym._deep.rows import Row
 
 __all__ = ["restrict_to_line", "breakpoints", "compare_on_line", "LineBudget"]
@@ -50,7 +50,9 @@ def _forward_1d(layers: list[list[Row]], t: Fraction, upto: int) -> list[Fractio
     return h
 
 
-def breakpoints(layers: list[list[Row]], *, deadline: float | None = None, max_points: int = 200_000) -> list[Fraction]:
+def breakpoints(
+    layers: list[list[Row]], *, deadline: Deadline | None = None, max_points: int = 200_000
+) -> list[Fraction]:
     """A sorted set of t containing every breakpoint of the one-input network ``layers`` (exact)."""
     S: set[Fraction] = set()
     for a, c in layers[0]:
@@ -62,7 +64,7 @@ def breakpoints(layers: list[list[Row]], *, deadline: float | None = None, max_p
         grid = [pts[0] - 1, *pts, pts[-1] + 1] if pts else [Fraction(0), Fraction(1)]
         values = []
         for t in grid:
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and deadline.expired():
                 raise LineBudget
             values.append(_forward_1d(layers, t, ell))
         for u in range(len(layers[ell])):
@@ -84,7 +86,7 @@ def breakpoints(layers: list[list[Row]], *, deadline: float | None = None, max_p
 
 
 def compare_on_line(
-    la: list[list[Row]], lb: list[list[Row]], *, deadline: float | None = None
+    la: list[list[Row]], lb: list[list[Row]], *, deadline: Deadline | None = None
 ) -> tuple[Fraction | None, tuple[Fraction, ...]]:
     """(t, points): a t where the two one-input networks differ, or None when they agree on all of ℝ; ``points``
     are the points compared (every breakpoint of either and one beyond each end: the certificate of "agree")."""
@@ -93,7 +95,7 @@ def compare_on_line(
     L = len(la) - 1
     Lb = len(lb) - 1
     for t in pts:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and deadline.expired():
             raise LineBudget
         if _forward_1d(la, t, L) != _forward_1d(lb, t, Lb):
             return t, tuple(pts)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.document import check_schema
 from relusym._core.network import Network
 from relusym._deep.evaluate import ExactEvaluator
 from relusym._exact.numbers import (
@@ -169,7 +170,7 @@ class MLP:
             return [cells(r) for r in x]
 
         return {
-            "format": "relusym.mlp/1",
+            "schema": "relusym.mlp/1",
             "widths": list(self.widths),
             "weights": [cells(W) for W in self.weights],
             "biases": [cells(b) for b in self.biases],
@@ -180,9 +181,7 @@ class MLP:
         """Read a ``relusym.mlp/1`` object."""
         if not isinstance(d, dict):
             raise InvalidNetworkError("an MLP must be a JSON object with keys weights and biases")
-        fmt = d.get("format", "relusym.mlp/1")
-        if fmt != "relusym.mlp/1":
-            raise InvalidNetworkError(f"unknown MLP format {fmt!r}; expected 'relusym.mlp/1'")
+        check_schema(d, "relusym.mlp/1", "MLP")
         if "weights" not in d or not isinstance(d["weights"], list):
             raise InvalidNetworkError("the MLP object has no list 'weights'")
         widths = d.get("widths")

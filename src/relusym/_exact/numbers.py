@@ -35,12 +35,14 @@ __all__ = [
     "as_exact_array",
     "as_float64",
     "as_rational_vector",
+    "check_finite",
     "common_denominator",
     "dyadic_str",
     "exact_view",
     "fraction_str",
     "fractions_of",
     "is_float_array",
+    "not_finite",
     "products_exact",
     "same_values",
     "to_fraction",
@@ -78,7 +80,7 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
     if isinstance(x, float | np.floating):
         xf = float(x) if not isinstance(x, np.longdouble) else x
         if not np.isfinite(xf):
-            raise InvalidNetworkError(f"{where} is {float(x)!r}; NaN and infinities are not allowed")
+            raise not_finite(where, repr(float(x)))
         if isinstance(x, np.longdouble):
             p, q = x.as_integer_ratio()
             return Fraction(p, q)
@@ -86,7 +88,7 @@ def to_fraction(x: Any, where: str = "value") -> Fraction:
     if isinstance(x, str):
         s = x.strip()
         if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-            raise InvalidNetworkError(f"{where} is {shorten(x)}; NaN and infinities are not allowed")
+            raise not_finite(where, shorten(x))
         check_decimal(s, where)  # before any digit is expanded: "1e999999999" is refused, not computed
         mt = _RATIONAL_RE.match(s)
         if mt and int(mt.group(2)) == 0:
@@ -120,7 +122,22 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 
 def _index_str(idx: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]" if idx else ""
+
+
+def not_finite(where: str, shown: str) -> InvalidNetworkError:
+    """The one sentence for a NaN or an infinity where a number is needed (``shown``: the value as text)."""
+    return InvalidNetworkError(f"{where} is {shown}; NaN and infinities are not allowed")
+
+
+def check_finite(arr: Any, name: str) -> None:
+    """The one NaN/inf check of a float array: refuses the first non-finite entry, naming ``name`` and its
+    index (``A[1, 0] is nan; NaN and infinities are not allowed``)."""
+    a = np.asarray(arr)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise not_finite(f"{name}{_index_str(idx)}", repr(float(a[idx])))
 
 
 def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
@@ -141,12 +158,7 @@ def as_exact_array(x: Any, name: str, ndim: int) -> np.ndarray:
     if arr.ndim != ndim:
         raise InvalidNetworkError(f"{name} must be a {ndim}-dimensional array, got shape {arr.shape}")
     if arr.dtype in FLOAT_DTYPES:
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InvalidNetworkError(
-                f"{name}{_index_str(idx)} is {float(arr[idx])!r}; NaN and infinities are not allowed"
-            )
+        check_finite(arr, name)
         return _readonly(np.array(arr, copy=True))
     if arr.dtype.kind in "iu":
         if arr.size == 0 or int(np.abs(arr.astype(object)).max()) < 2**53:

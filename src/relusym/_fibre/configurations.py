@@ -17,7 +17,6 @@ prime, every claim "rank ≤ r" then re-checked over ℚ); it runs under a deadl
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._core.analysis import Analysis, KinkData, Vec
 from relusym._exact import linalg as linalg
 from relusym._exact.modular import batched_rank_mod_p
@@ -131,14 +131,14 @@ def _ranks_at_most(sums: np.ndarray, k: int, mbar: int, rmax: int) -> np.ndarray
 
 
 def configurations(
-    kd: KinkData, max_cost: int, *, deadline: float | None = None, limit: int = 100_000
+    kd: KinkData, max_cost: int, *, deadline: Deadline | None = None, limit: int = 100_000
 ) -> ConfigurationSet:
     """All configurations (S, P) with cost |P| + 2ϱ(S, P) ≤ ``max_cost`` (docs/math/strata.md), exactly.
 
     For each P (with |P| ≤ max_cost) the 2^(N−|P|) matrices R_S B_P (B_P a basis of the null space of A_P, so
     rank(R_S B_P) = ϱ(S, P)) are formed as integer subset sums and their ranks taken modulo a prime, a lower
     bound; every rank that decides admissibility is then recomputed over ℚ.  ``deadline`` (a
-    ``time.monotonic()`` value) stops the search, which then reports ``complete=False``.
+    :class:`~relusym._base.deadline.Deadline`) stops the search, which then reports ``complete=False``.
     """
     N, k, m = kd.N, kd.k, kd.m
     if max_cost < 0:
@@ -171,7 +171,7 @@ def configurations(
         )
 
     def late() -> bool:
-        return deadline is not None and time.monotonic() > deadline
+        return deadline is not None and deadline.expired()
 
     for p in range(0, min(N, max_cost) + 1):
         rmax = (max_cost - p) // 2

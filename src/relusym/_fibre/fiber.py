@@ -16,13 +16,13 @@ Every hard search takes a budget; what is not decided within it is reported as `
 from __future__ import annotations
 
 import random as _random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from relusym._base.deadline import Deadline, Stopwatch
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._base.rng import RNGLike, as_random
@@ -178,6 +178,7 @@ class Fiber:
         """The JSON object of ``relusym fiber --json``: deterministic (the same bytes for the same θ); the
         seconds spent are added as ``elapsed_seconds`` only when ``timing``."""
         d = {
+            "schema": "relusym.fiber/1",
             "m": self.m,
             "n": self.n,
             "k": self.k,
@@ -330,20 +331,20 @@ def fiber(net: Network, *, budget: float = 10.0, progress: bool | None = None) -
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"fiber needs a Network, got {type(net).__name__}")
     budget = check_budget(budget)
-    with ticking(budget, desc="fibre: hyperplane classes", enabled=progress) as bar:
-        t0 = time.monotonic()
-        deadline = t0 + budget
+    with ticking(budget, desc="fibre: hyperplane classes", progress=progress) as bar:
+        clock = Stopwatch()
+        deadline = Deadline.at(clock.start + budget)
         an = Analysis(net)  # θ's exact analysis: computed once, on first use, and handed to every step
         bar.set_description_str("fibre: genericity")
         ga, ga_reason, gb, gb_reason = generic_conditions(an)
         if ga and gb:
             bar.set_description_str("fibre: flip sets")
-            return _fiber_class_a(an, budget, t0)
+            return _fiber_class_a(an, budget, clock)
         gc: bool | None = False
         bar.set_description_str("fibre: flip sets, configurations and strata")
         if ga:  # G-b fails: decide G-c too when it is cheap (a failing G-a implies a failing G-c)
             gc = flip_sets_of(an, budget=max(0.0, budget / 4), max_sets=64).trivial
-        ctx = _Context(an, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, t0)
+        ctx = _Context(an, {"G-a": ga, "G-b": gb, "G-c": gc}, ga_reason or gb_reason, ga_reason, clock)
         if an.N > _FAST_N and not an.mixed:
             return _fiber_no_mixed(ctx)
         return _fiber_general(ctx, deadline)
@@ -356,7 +357,7 @@ class _Context(NamedTuple):
     conditions: dict[str, bool | None]  # G-a, G-b, G-c
     generic_reason: str  # the first of them that fails, and why
     ga_reason: str  # why G-a fails ("" when it holds)
-    t0: float  # when fiber started
+    clock: Stopwatch  # started when fiber started
 
 
 def _fiber_no_mixed(ctx: _Context) -> Fiber:
@@ -392,7 +393,7 @@ def _fiber_no_mixed(ctx: _Context) -> Fiber:
     )
 
 
-def _fiber_class_a(an: Analysis, budget: float, t0: float) -> Fiber:
+def _fiber_class_a(an: Analysis, budget: float, clock: Stopwatch) -> Fiber:
     """Theorem B(ii): the fibre is ⊔_{T ∈ 𝒯} H_n·flip_T(θ); w = N = n and dim = n."""
     net = an.net
     n = net.n
@@ -436,7 +437,7 @@ def _fiber_class_a(an: Analysis, budget: float, t0: float) -> Fiber:
         strata_count=fs.count,
         certificate=fs.certificate,
         undecided=fs.undecided,
-        elapsed=time.monotonic() - t0,
+        elapsed=clock.elapsed(),
         net=net,
         _kd=kd,
         _own=None,
@@ -444,7 +445,7 @@ def _fiber_class_a(an: Analysis, budget: float, t0: float) -> Fiber:
     )
 
 
-def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
+def _fiber_general(ctx: _Context, deadline: Deadline) -> Fiber:
     """Outside class A: the exact configuration search (or, past its budget, the width search) gives the width,
     the strata and their dimensions (docs/math/strata.md, docs/math/width.md, docs/math/fibres.md), the orbits at
     minimal width and R5 (docs/math/fibres.md)."""
@@ -485,7 +486,7 @@ def _fiber_general(ctx: _Context, deadline: float) -> Fiber:
         if all(rigidity[r] for r in ("R1", "R2", "R3", "R4")):
             rigidity["R5"], r5_reason = configuration_r5(admissible, own, N + c_min, n)
     else:
-        ws = width_search(an, budget=max(0.0, deadline - time.monotonic()))
+        ws = width_search(an, budget=deadline.left())
         width = ws.width
         width_bounds = (ws.lower, ws.upper)
         if ws.undecided and width is None:
@@ -570,7 +571,7 @@ def _outside_class_a(
         strata_count=len(strata) if strata_listed else None,
         certificate=certificate,
         undecided=undecided,
-        elapsed=time.monotonic() - ctx.t0,
+        elapsed=ctx.clock.elapsed(),
         net=net,
         _kd=kd,
         _own=own,

@@ -12,7 +12,6 @@ scalars), and otherwise by exact block decomposition (the kernel of the flip mat
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._base.rng import RNGLike, as_generator
 from relusym._core.analysis import Analysis
 from relusym._core.network import Network
@@ -148,12 +148,12 @@ class _OutOfTime(Exception):
 _CHECK_EVERY = 4096  # neurons between two readings of the clock in the linear passes
 
 
-def _check(i: int, deadline: float) -> None:
-    if i % _CHECK_EVERY == 0 and time.monotonic() >= deadline:
+def _check(i: int, deadline: Deadline | None) -> None:
+    if i % _CHECK_EVERY == 0 and deadline is not None and deadline.expired():
         raise _OutOfTime
 
 
-def _direction_groups(an: Analysis, deadline: float = math.inf) -> tuple[list[list[int]], list[Fraction]]:
+def _direction_groups(an: Analysis, deadline: Deadline | None = None) -> tuple[list[list[int]], list[Fraction]]:
     """Group the neurons whose flip-matrix rows X_i = v_i ⊗ a_i are parallel (v_i ∥ v_j and a_i ∥ a_j), and
     give each its coefficient d_i = v_i[p]·a_i[q] (first nonzero entries), so that X_i = d_i·(v̂ ⊗ â) in its
     group.  Rows that are zero (v_i = 0 or a_i = 0) form singleton groups with d_i = 0.  Buckets use float
@@ -217,7 +217,7 @@ def _scalar_zero_sums(
     Returns (sets, exact count or None, lower bound, log2 of the estimated count, undecided, method)."""
     from relusym._fibre.flipsearch import find_flip_sets
 
-    deadline = time.monotonic() + max(0.0, budget)
+    deadline = Deadline(max(0.0, budget))
     den = common_denominator(vals)
     ints = []
     for i, v in enumerate(vals):
@@ -288,9 +288,9 @@ def flip_sets(net: Network, *, budget: float = 10.0, max_sets: int = 4096, rng: 
 def flip_sets_of(an: Analysis, *, budget: float = 10.0, max_sets: int = 4096, rng: RNGLike = 0) -> FlipSets:
     """:func:`flip_sets` of the network of ``an``, from its analysis (the integer mantissas of V and A)."""
     net = an.net
-    t0 = time.monotonic()
+    deadline = Deadline(budget)
     try:
-        return _flip_sets_within(an, t0, budget, max_sets, rng)
+        return _flip_sets_within(an, deadline, max_sets, rng)
     except _OutOfTime:  # a huge network: the passes over its neurons alone outlast the budget
         return FlipSets(
             ((),),
@@ -303,11 +303,11 @@ def flip_sets_of(an: Analysis, *, budget: float = 10.0, max_sets: int = 4096, rn
         )
 
 
-def _flip_sets_within(an: Analysis, t0: float, budget: float, max_sets: int, rng: RNGLike) -> FlipSets:
+def _flip_sets_within(an: Analysis, deadline: Deadline, max_sets: int, rng: RNGLike) -> FlipSets:
     from relusym._fibre.flipsearch import network_flip_sets
 
     net = an.net
-    groups, d = _direction_groups(an, t0 + max(0.0, budget))
+    groups, d = _direction_groups(an, deadline)
     if len(groups) == net.n and all(x != 0 for x in d):  # no parallel or zero rows
         if flips_certified_absent(an):
             return FlipSets(
@@ -323,9 +323,9 @@ def _flip_sets_within(an: Analysis, t0: float, budget: float, max_sets: int, rng
         reps = [g[0] for g in groups if d[g[0]] != 0]
         sub = Network(net.V[:, reps], net.A[reps], net.b[reps], net.c, m=net.m) if reps else None
         if sub is None or flips_certified_absent(Analysis(sub)):
-            return _flips_by_groups(an, groups, d, budget - (time.monotonic() - t0), max_sets, rng)
+            return _flips_by_groups(an, groups, d, deadline.left(), max_sets, rng)
     gen = as_generator(rng)
-    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=budget - (time.monotonic() - t0), rng=gen)
+    res = network_flip_sets(net.V, net.A, max_sets=max_sets, budget=deadline.left(), rng=gen)
     sets = [(), *sorted({tuple(sorted(int(i) for i in T)) for T in res.sets}, key=lambda T: (len(T), T))]
     if not _verified(an, sets):  # pragma: no cover - the search returned a wrong set
         raise AssertionError("a reported flip set does not sum to zero")
@@ -340,7 +340,7 @@ def _flips_by_groups(
 ) -> FlipSets:
     """𝒯 as the product over the parallel-row groups of the zero-sum subsets of their scalars (exact, because
     one row per group was certified independent)."""
-    t0 = time.monotonic()
+    deadline = Deadline(max(0.0, budget))
     parts: list[list[tuple[int, ...]]] = []
     count: int | None = 1
     lower = 1
@@ -350,7 +350,7 @@ def _flips_by_groups(
     for g in sorted(groups, key=len):
         if len(g) == 1 and d[g[0]] != 0:
             continue
-        left = max(0.0, budget - (time.monotonic() - t0)) / max(1, len(big))
+        left = deadline.left() / max(1, len(big))
         sets, c, lb, e, und, _ = _scalar_zero_sums([d[i] for i in g], left, max_sets, rng)
         parts.append([tuple(g[i] for i in T) for T in sets])
         count = None if (count is None or c is None) else count * c

@@ -14,7 +14,6 @@ verified rational point of the piece (:func:`tangent_dimension`), which is kept 
 from __future__ import annotations
 
 import random as _random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._core.analysis import Analysis, KinkData
 from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
@@ -244,16 +244,16 @@ def type_strata(
     configs: Sequence[Configuration],
     own: tuple[tuple[int, ...], tuple[int, ...], int],
     *,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[list[Stratum], list[str]]:
     """Every nonempty stratum (S, P, t) of the n-neuron fibre whose (S, P) is among ``configs`` (all with
     ϱ(S, P) ≤ t, which every point satisfies), each with its dimension and a witness; θ's own type (``own``)
     is marked.  The notes say which nonempty types got no witness, or that ``deadline`` (a
-    ``time.monotonic()`` value) stopped the listing."""
+    :class:`~relusym._base.deadline.Deadline`) stopped the listing."""
     strata: list[Stratum] = []
     notes: list[str] = []
     for done, cfg in enumerate(configs):
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and deadline.expired():
             notes.append(f"the strata listing ran out of time after {done} of {len(configs)} configurations")
             break
         for t in range(cfg.rho, (n - kd.N - len(cfg.P)) // 2 + 1):

@@ -20,7 +20,6 @@ the network's own configuration are used, and the answer may be "undecided withi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
@@ -87,13 +87,13 @@ class WidthSearch:
 
 def width_search(an: Analysis, *, budget: float = 10.0) -> WidthSearch:
     """Decide w(ρ(θ)) (docs/math/width.md) within ``budget`` seconds, with bounds when it cannot."""
-    deadline = time.monotonic() + budget
+    deadline = Deadline(budget)
     N = an.N
     kd = an.kinks
-    if time.monotonic() > deadline + _GRACE:
+    if deadline.expired(_GRACE):
         return _out_of_time(an, "computing the normal form as exact rationals")
     own = own_configuration(an)
-    if time.monotonic() > deadline + _GRACE:
+    if deadline.expired(_GRACE):
         return _out_of_time(an, "computing the network's own configuration")
     upper_cost = own.cost
     rank_M = linalg.rank(kd.M)
@@ -169,7 +169,7 @@ def _cost_zero_impossible(kd: KinkData) -> bool:
     return linalg.rank([*rows, target]) > linalg.rank(rows)
 
 
-def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
+def _cost_zero_search(kd: KinkData, deadline: Deadline) -> tuple[int, ...] | None:
     """Look for S with R_S = 0 (a subset sum with target −M) through the flip-set search, homogenized: a
     zero-sum set of the rows vec(κ_j α̂_jᵀ) and vec(M) that contains the last row.  None if none was found."""
     try:
@@ -180,7 +180,7 @@ def _cost_zero_search(kd: KinkData, deadline: float) -> tuple[int, ...] | None:
     rows.append([x for row in kd.M for x in row])
     den = common_denominator(x for row in rows for x in row)
     X = np.array([[int(x * den) for x in row] for row in rows], dtype=object)
-    left = deadline - time.monotonic()
+    left = deadline.left()
     if left <= 0:
         return None
     res = flipsearch.find_flip_sets(X, max_sets=10_000, budget=left, rng=np.random.default_rng(0))
@@ -209,7 +209,7 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
     an = Analysis(net)
     if not an.mixed:
         return an.N
-    with ticking(budget, desc="minimal width: configurations", enabled=progress):
+    with ticking(budget, desc="minimal width: configurations", progress=progress):
         ws = width_search(an, budget=budget)
     if ws.width is None:
         raise BudgetExceededError(
@@ -346,10 +346,10 @@ def minimal_network(
     if not isinstance(net, Network):
         raise InvalidNetworkError(f"prune needs a Network, got {type(net).__name__}")
     budget = check_budget(budget)
-    deadline = time.monotonic() + budget
+    deadline = Deadline(budget)
     an = Analysis(net)
     mixed = an.mixed
-    if time.monotonic() > deadline + _GRACE:
+    if deadline.expired(_GRACE):
         raise BudgetExceededError(
             f"minimal width undecided within budget ({budget} s): the hyperplane classes alone took longer"
         )
@@ -358,7 +358,7 @@ def minimal_network(
     if not mixed and an.N and _only_cost_zero(an):  # what the configuration search would certify, without it
         mn = _direct_minimal(an, keep_scales, unique=True)
         return MinimalNetwork(_as_assembled(mn.network, net), mn.width, mn.canonical, mn.configuration, mn.note)
-    ws = width_search(an, budget=max(0.0, deadline - time.monotonic()))
+    ws = width_search(an, budget=deadline.left())
     if ws.width is None or ws.best is None or ws.kd is None:
         raise BudgetExceededError(
             f"minimal width undecided within {budget} s: {ws.lower} ≤ w ≤ {ws.upper} ({ws.undecided})"
@@ -587,5 +587,5 @@ def prune(
     budget = check_budget(budget)
     if keep_scales is None:
         keep_scales = net.is_float and not canonical
-    with ticking(budget, desc="prune: width search", enabled=progress):
+    with ticking(budget, desc="prune: width search", progress=progress):
         return minimal_network(net, budget=budget, keep_scales=keep_scales, certify=False).network

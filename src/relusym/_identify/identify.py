@@ -47,14 +47,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from relusym._base.progress import progress as _progress_bar
+from relusym._base.deadline import Deadline, Stopwatch
+from relusym._base.progress import progress_bar
 from relusym._base.rng import RNGLike, as_generator
 from relusym._core.network import Network
 from relusym._identify.check import compare_line, heldout_bound, heldout_points
@@ -129,10 +129,11 @@ def identify(
         raise InvalidNetworkError(f"oracle must be callable, got {type(oracle).__name__}")
     if not (scale > 0 and math.isfinite(scale)):
         raise InvalidNetworkError(f"scale must be a positive finite number, got {scale!r}")
-    t_start = time.monotonic()
+    clock = Stopwatch()
+    deadline = Deadline(budget)
     gen = as_generator(rng)
-    with _progress_bar(None, desc="identify", unit="query", enabled=progress) as bar:
-        session = Session(oracle, m, k, exact, max_queries, t_start + budget, gen, bar, scale)
+    with progress_bar(None, desc="identify", unit="query", progress=progress) as bar:
+        session = Session(oracle, m, k, exact, max_queries, deadline, gen, bar, scale)
         if reach is not None:
             if not isinstance(reach, int) or reach < 2:
                 raise InvalidNetworkError(f"reach must be an integer ≥ 2 (bits of window growth), got {reach!r}")
@@ -143,7 +144,7 @@ def identify(
             session.relocated = set()
             session.kink_points = []
             try:
-                res = _identify(session, t_start, check_lines, heldout, min_bits, fiber_budget)
+                res = _identify(session, clock, check_lines, heldout, min_bits, fiber_budget)
             except IdentificationError as exc:
                 # a failure can come from one unlucky line (two kinks closer than the noise separates); a
                 # fresh start on new random lines settles that, while an oracle that is not a ReLU network
@@ -160,7 +161,7 @@ def identify(
 
 
 def _identify(
-    session: Session, t_start: float, check_lines: int, heldout: int, min_bits: float, fiber_budget: float
+    session: Session, clock: Stopwatch, check_lines: int, heldout: int, min_bits: float, fiber_budget: float
 ) -> Identification:
     m, k = session.m, session.k
     rec = _Recovery.first_line(session)
@@ -204,7 +205,7 @@ def _identify(
         indistinguishable=describe_fiber(fb, net),
         limits=limits,
         information_limit=info,
-        elapsed=time.monotonic() - t_start,
+        elapsed=clock.elapsed(),
         notes=tuple(notes),
         width_minimal=width_minimal,
     )

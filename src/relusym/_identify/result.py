@@ -70,6 +70,7 @@ class Identification:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": "relusym.identification/1",
             "mode": "exact" if self.exact else "float",
             "m": self.network.m,
             "n": self.network.n,

@@ -5,13 +5,13 @@ measured noise level and the tuning constants of the search, the random lines.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._exact.numbers import to_fraction
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError
 
@@ -93,7 +93,7 @@ class Session:
         k: int,
         exact: bool,
         max_queries: int | None,
-        deadline: float,
+        deadline: Deadline,
         rng: np.random.Generator,
         bar: Any,
         scale: float,
@@ -127,7 +127,7 @@ class Session:
             raise BudgetExceededError(
                 f"identification needs more than max_queries = {self.max_queries} queries ({self.queries} used so far)"
             )
-        if time.monotonic() > self.deadline:
+        if self.deadline.expired():
             raise BudgetExceededError(f"identification ran past its budget of seconds ({self.queries} queries used)")
         self.queries += b
         self.calls += 1

@@ -19,11 +19,11 @@ of subset sums).  When k·m ≥ N (generic: r = N) there is a single candidate, 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._exact.subsets import subset_sums_by_doubling
 
 __all__ = ["OrientationSearch", "absorbing_orientations"]
@@ -44,7 +44,7 @@ class OrientationSearch:
     reason: str | None = None
 
 
-def absorbing_orientations(X: np.ndarray, t: np.ndarray, tol: float, deadline: float) -> OrientationSearch:
+def absorbing_orientations(X: np.ndarray, t: np.ndarray, tol: float, deadline: Deadline) -> OrientationSearch:
     """Every s ∈ {0, 1}^N with ‖X s − t‖ ≤ tol (X: d × N, t: d), by enumerating the free entries of a
     column-pivoted QR of X (see the module docstring)."""
     from scipy.linalg import qr
@@ -78,7 +78,7 @@ def absorbing_orientations(X: np.ndarray, t: np.ndarray, tol: float, deadline: f
     bits_lo = ((np.arange(1 << lo)[:, None] >> np.arange(lo)[None, :]) & 1).astype(np.int64)
     found: list[tuple[float, np.ndarray]] = []
     for h in range(1 << hi):
-        if h and time.monotonic() > deadline:
+        if h and deadline.expired():
             return OrientationSearch(
                 tuple(s for _, s in sorted(found, key=lambda q: q[0])),
                 r,

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from relusym._base.display import compact_vector
 from relusym._core.network import Network
 from relusym._exact.hashing import float_key
-from relusym._plots.style import CLASS_COLORS, fmt_vector
+from relusym._plots.style import CLASS_COLORS
 from relusym.errors import InvalidNetworkError
 
 if TYPE_CHECKING:
@@ -161,7 +162,8 @@ class Slice:
             return "the plane (x₁, x₂)"
         if self.m <= 6:
             x0 = "0" if not any(self.origin) else "(" + ", ".join(f"{v:.6g}" for v in self.origin) + ")"
-            return f"slice x = x0 + s·d1 + t·d2 with x0 = {x0},\nd1 = {fmt_vector(self.d1)}, d2 = {fmt_vector(self.d2)}"
+            d1, d2 = compact_vector(self.d1), compact_vector(self.d2)
+            return f"slice x = x0 + s·d1 + t·d2 with x0 = {x0},\nd1 = {d1}, d2 = {d2}"
         x0 = "0" if not any(self.origin) else "a chosen point x0"
         return f"slice x = x0 + s·d1 + t·d2 through {x0},\nd1, d2 two random directions in ℝ^{self.m}"
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from relusym._base.display import compact, compact_vector
 from relusym._plots.geometry import Colors, Domain, Geo
-from relusym._plots.style import MAX_LABELS, fmt_number, fmt_vector, input_names, neuron_str
+from relusym._plots.style import MAX_LABELS, input_names, neuron_str
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -160,7 +161,7 @@ def _contributions(
             lw=1.0,
             ls=(0, (1, 2)),
             zorder=3,
-            label=f"output bias c = {fmt_number(g.net.c[q])}" if q == outputs[0] and len(outputs) == 1 else None,
+            label=f"output bias c = {compact(g.net.c[q])}" if q == outputs[0] and len(outputs) == 1 else None,
         )
         ys.append(np.array([cq]))
     return ys
@@ -183,7 +184,7 @@ def _kinks(ax: Axes, g: Geo, window: tuple[float, float], outputs: list[int], ou
         if any(v != 0 for v in kap):
             kink_x.append(x)
             kink_k.append(float(kap[0]))
-            kink_txt.append("κ = " + (fmt_number(kap[0]) if len(kap) == 1 else fmt_vector(kap, 3)))
+            kink_txt.append("κ = " + (compact(kap[0]) if len(kap) == 1 else compact_vector(kap, 3)))
         else:
             flat_x.append(x)
     if kink_x:
@@ -263,7 +264,7 @@ def _counterexample(ax: Axes, g: Geo, ce: Counterexample, q: int, sym: str) -> N
     nothing)."""
     yv = g.evaluate(np.array([[float(ce.x[0])]]))[0]
     txt = (
-        f"counterexample x = {fmt_number(ce.x[0], 20)}:\nρ(θ1)(x) = {fmt_number(ce.y1[q], 20)}, "
-        f"ρ({sym})(x) = {fmt_number(ce.y2[q], 20)}"
+        f"counterexample x = {compact(ce.x[0], 20)}:\nρ(θ1)(x) = {compact(ce.y1[q], 20)}, "
+        f"ρ({sym})(x) = {compact(ce.y2[q], 20)}"
     )
     ax.scatter([float(ce.x[0])], [yv[q]], s=150, marker="*", color="red", edgecolor="black", zorder=8, label=txt)

@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from relusym._base.display import compact, compact_vector
 from relusym._plots.geometry import Domain, Geo, Slice
 from relusym._plots.style import (
     DIFF_CMAP,
     MAX_ARROWS,
     MAX_LABELS,
     MAX_LINES,
-    fmt_number,
-    fmt_vector,
     heat_cmap,
     kink_cmap,
 )
@@ -115,8 +114,8 @@ def panel_2d(
     if ce is not None:
         st = plane.coordinates(ce.x)
         txt = (
-            f"counterexample x = {fmt_vector(ce.x, 4, 14)}{'' if st is not None else ' (not on this slice)'}:\n"
-            f"ρ(θ1)(x) = {fmt_number(ce.y1[r], 20)}, ρ({sym})(x) = {fmt_number(ce.y2[r], 20)}"
+            f"counterexample x = {compact_vector(ce.x, 4, 14)}{'' if st is not None else ' (not on this slice)'}:\n"
+            f"ρ(θ1)(x) = {compact(ce.y1[r], 20)}, ρ({sym})(x) = {compact(ce.y2[r], 20)}"
         )
         if st is not None:
             ax.scatter([st[0]], [st[1]], s=180, marker="*", color="red", edgecolor="black", zorder=8, label=txt)
@@ -157,7 +156,7 @@ def kink_lines(ax: Axes, g: Geo, *, dom: Domain, plane: Slice, r: int, knorm: An
             continue
         segs.append(sg)
         cols.append(cmap(knorm(abs(kap))))
-        labels.append((sg, f"κ = {fmt_number(g.h.kappa[j][r])}"))
+        labels.append((sg, f"κ = {compact(g.h.kappa[j][r])}"))
     total = int(np.count_nonzero(g.kappa[:, r]))
     if segs:
         lw = 2.4 if len(segs) <= 20 else 1.2 if len(segs) <= 60 else 0.6

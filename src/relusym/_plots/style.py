@@ -4,13 +4,12 @@ one colour per hyperplane class, figures without pyplot, legends below the panel
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from relusym._base.display import compact, compact_vector
 from relusym._core.network import Network
-from relusym._exact.numbers import fraction_str
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -24,8 +23,6 @@ __all__ = [
     "MAX_OUTPUTS",
     "DIFF_CMAP",
     "CLASS_COLORS",
-    "fmt_number",
-    "fmt_vector",
     "affine_str",
     "neuron_str",
     "short",
@@ -59,24 +56,6 @@ CLASS_COLORS = [
 ]
 
 
-def fmt_number(q: Any, width: int = 8) -> str:
-    """A short readable form of an exact or float number: "3/2" when short, else 4 significant digits."""
-    if isinstance(q, Fraction | int) and not isinstance(q, bool):
-        s = fraction_str(Fraction(q))
-        if len(s) <= width:
-            return s.replace("-", "−")
-    x = float(q)
-    if x == int(x) and abs(x) < 1e7:
-        return str(int(x)).replace("-", "−")
-    return f"{x:.4g}".replace("-", "−")
-
-
-def fmt_vector(values: Sequence[Any], limit: int = 6, width: int = 8) -> str:
-    vals = [fmt_number(v, width) for v in list(values)[:limit]]
-    more = ", …" if len(values) > limit else ""
-    return "(" + ", ".join(vals) + more + ")"
-
-
 def affine_str(a: Sequence[Any], b: Any, names: Sequence[str]) -> str:
     """a·x + b as text, e.g. "−x + 1" or "2x₁ − x₂"."""
     parts: list[str] = []
@@ -84,10 +63,10 @@ def affine_str(a: Sequence[Any], b: Any, names: Sequence[str]) -> str:
         if coef == 0:
             continue
         mag = abs(coef)
-        txt = name if mag == 1 else f"{fmt_number(mag)}{name}"
+        txt = name if mag == 1 else f"{compact(mag)}{name}"
         parts.append(("−" if coef < 0 else "+") + txt)
     if b != 0 or not parts:
-        parts.append(("−" if b < 0 else "+") + fmt_number(abs(b)))
+        parts.append(("−" if b < 0 else "+") + compact(abs(b)))
     s = " ".join(p[0] + " " + p[1:] for p in parts)
     return s[2:] if s.startswith("+ ") else "−" + s[2:]
 
@@ -97,12 +76,12 @@ def neuron_str(net: Network, i: int, r: int | None, names: Sequence[str]) -> str
     vr = v[r] if r is not None else None
     inner = f"σ({affine_str(a, b, names)})"
     if vr is None:
-        return f"{fmt_vector(v, 3)}·{inner}"
+        return f"{compact_vector(v, 3)}·{inner}"
     if vr == 1:
         return inner
     if vr == -1:
         return "−" + inner
-    return f"{fmt_number(vr)}·{inner}"
+    return f"{compact(vr)}·{inner}"
 
 
 def short(label: str, width: int = 60) -> str:

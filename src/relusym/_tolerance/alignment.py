@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.progress import progress as show_progress
+from relusym._base.progress import progress_bar
 from relusym._core.group import Symmetry
 from relusym._core.network import Network
 from relusym._tolerance.approx import CHUNK, check_compatible, project, projector, row_dist, unique_rows
@@ -49,6 +49,7 @@ class Alignment:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": "relusym.alignment/1",
             "permutation": [int(p) for p in self.symmetry.permutation],
             "scales": [float(s) for s in self.symmetry.scales],
             "residuals": [float(r) if math.isfinite(r) else None for r in self.residuals.tolist()],
@@ -231,7 +232,7 @@ def align(net1: Network, net2: Network, *, tol: float | None = None, progress: b
     hyperplane separation).  Widths, inputs and outputs must agree.  ``progress`` shows the stage that runs
     (a bar on stderr when it is a terminal, by default; ``False`` never).
     """
-    with show_progress(total=3, desc="align: scale-invariant coordinates", unit="stage", enabled=progress) as bar:
+    with progress_bar(total=3, desc="align: scale-invariant coordinates", unit="stage", progress=progress) as bar:
         return _align(net1, net2, tol, bar)
 
 

@@ -215,6 +215,7 @@ class ApproxVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": "relusym.approx-verdict/1",
             "equivalent": self.equivalent,
             "max_kink_mismatch": self.max_kink_mismatch,
             "max_affine_mismatch": self.max_affine_mismatch,

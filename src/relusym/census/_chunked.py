@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 import json
 import random as _random
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from relusym._base.deadline import Stopwatch
 from relusym._core.network import Network
 from relusym._exact import linalg as linalg
 from relusym._zoo._categories import CATEGORIES
@@ -86,9 +86,9 @@ def run_census_chunked(
     the executors of :mod:`relusym.zoo`).  The categories, widths and orbit counts are those of the serial
     census; the fibre samples are drawn per chunk, so the count of hidden flips met by the samples can differ
     from the serial census's, but not between executors."""
-    from relusym._base.progress import progress as bar_of
+    from relusym._base.progress import progress_bar
 
-    t0 = time.monotonic()
+    clock = Stopwatch()
     n121 = len(values_121) ** 7 if limit_121 is None else min(limit_121, len(values_121) ** 7)
     fams: list[tuple[str, str, dict[str, Any], int]] = [
         ("121", "Ω(1,2,1), entries in {" + ", ".join(map(str, values_121)) + "}", {"values": list(values_121)}, n121)
@@ -108,14 +108,14 @@ def run_census_chunked(
         for s in range(0, total, chunk_size)
     ]
     results: dict[int, dict[str, Any]] = {}
-    with bar_of(total=sum(f[3] for f in fams), desc="census", unit="net", enabled=progress) as bar:
+    with progress_bar(total=sum(f[3] for f in fams), desc="census", unit="net", progress=progress) as bar:
         for t, res in _run_tasks(tasks, samples, seed, budget, workers, executor, scheduler, dask_local):
             results[t] = res
             bar.update(tasks[t][4] - tasks[t][3])
     rows = []
     for fi, (_, family, _, _) in enumerate(fams):
         rows.append(_merge(family, [results[t] for t, task in enumerate(tasks) if task[0] == fi]))
-    return Census(tuple(rows), time.monotonic() - t0)
+    return Census(tuple(rows), clock.elapsed())
 
 
 def _run_tasks(

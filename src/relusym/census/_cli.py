@@ -1,28 +1,25 @@
-"""The census command line (``relusym census``, ``python -m relusym.census``): the classic census table, or with
-``--shape`` the census table of a grid or a sample as a resumable job."""
+"""The options and the run of ``relusym census``: the classic census table, or with ``--shape`` the census table
+of a grid or a sample as a resumable job.  The command itself is a sub-command of the one ``relusym`` parser
+(:mod:`relusym._cli.census` adds these options to it); ``python -m relusym.census`` runs that same command, and
+:func:`main` parses the same options for callers of the library."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 from collections.abc import Sequence
-from typing import NoReturn
 
+from relusym._base.arguments import OneLineArgumentParser, progress_flag
+from relusym._base.deadline import Stopwatch
 from relusym._exact import linalg as linalg
 from relusym.census._chunked import run_census_chunked
 from relusym.census._families import run_census
 from relusym.census._table import DISTRIBUTIONS, CensusSpec, census_table_text, run_census_table
 
-__all__ = ["main"]
+__all__ = ["HELP", "add_arguments", "run", "main"]
 
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one sentence on stderr, exit 2 (as every refusal of the relusym command line)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+HELP = "classify every network of a small integer grid and check the theorems"
 
 
 def _count(text: str) -> int:
@@ -63,7 +60,7 @@ def _main_table(args: argparse.Namespace) -> int:
     if args.resume and args.output is None:
         print("relusym census: --resume needs -o OUT.parquet (the parts live beside it)", file=sys.stderr)
         return 2
-    t0 = time.monotonic()
+    clock = Stopwatch()
     try:
         spec = CensusSpec(
             shape=args.shape,
@@ -83,7 +80,7 @@ def _main_table(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             dask_local=args.dask_local,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     except InvalidNetworkError as exc:
         print(f"relusym census: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -91,7 +88,7 @@ def _main_table(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("relusym census: interrupted; the finished chunks are kept, rerun with --resume", file=sys.stderr)
         return 130
-    seconds = time.monotonic() - t0
+    seconds = clock.elapsed()
     if args.json:
         print(json.dumps(res.summary if not args.timings else {**res.summary, "seconds": round(seconds, 2)}))
     else:
@@ -103,8 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``relusym census [--sample N] [--seed S] [--samples K] [--json]``: print the checked census table;
     ``relusym census --shape M,N,K [--values=V,...] [--sample N --distribution D] -o OUT.parquet [--resume]``:
     the census table, one row per network (docs/census.md).  Exit code 0 when every check passed, 1 otherwise,
-    2 for a refused argument."""
-    p = _Parser(prog="relusym census", description="classify the fibres of small networks")
+    2 for a refused argument.  The same options as the command line's ``relusym census``."""
+    p = OneLineArgumentParser(prog="relusym census", description=HELP)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``relusym census`` (one definition, for the sub-command and for :func:`main`)."""
     p.add_argument("--sample", type=_count, default=None, help="random networks (default 500 of Ω(2,3,1))")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=_count, default=None, help="fibre points drawn per network (default 3)")
@@ -128,7 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="classify every K-th network again on itself (default 100; 0: never)")  # fmt: skip
     table.add_argument("-o", "--output", default=None, metavar="OUT.parquet", help="write the table (and parts)")
     table.add_argument("--resume", action="store_true", help="keep the finished parts of an interrupted run")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the census that the parsed options ask for; prints its table or JSON; returns the exit code."""
     if args.shape is not None or args.output is not None or args.resume:
         if args.samples is not None or args.limit_121 is not None:
             print(
@@ -154,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             dask_local=args.dask_local,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     else:
         census = run_census(
@@ -162,10 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             samples=args.samples,
             limit_121=args.limit_121,
-            progress=False if args.quiet else None,
+            progress=progress_flag(args),
         )
     if args.json:
-        d = {"schema": "relusym.census/1", **census.to_dict()}
+        d = census.to_dict()
         if not args.timings:
             d.pop("seconds", None)
         print(json.dumps(d))

@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import random as _random
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from relusym._base.progress import progress as show_progress
+from relusym._base.deadline import Stopwatch
+from relusym._base.progress import progress_bar
 from relusym._base.rng import RNGLike, as_random
 from relusym._core.analysis import Analysis, KinkData
 from relusym._core.equivalence import equivalent
@@ -320,7 +320,12 @@ class Census:
         return {o: c for o, c in row.orbit_counts.items() if o > 1}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": [r.to_dict() for r in self.rows], "seconds": round(self.seconds, 2), "ok": self.ok}
+        return {
+            "schema": "relusym.census/1",
+            "rows": [r.to_dict() for r in self.rows],
+            "seconds": round(self.seconds, 2),
+            "ok": self.ok,
+        }
 
 
 def run_family(
@@ -380,7 +385,7 @@ def run_census(
     and ``sample_231`` random θ ∈ Ω(2,3,1) with entries in ``values_231``, drawing ``samples`` fibre points of
     each.  ``progress`` shows a bar over the networks (on stderr when it is a terminal, by default)."""
     total_121 = len(values_121) ** 7 if limit_121 is None else min(limit_121, len(values_121) ** 7)
-    with show_progress(total=total_121 + sample_231, desc="census", unit="net", enabled=progress) as bar:
+    with progress_bar(total=total_121 + sample_231, desc="census", unit="net", progress=progress) as bar:
         return _run_census(sample_231, seed, samples, values_121, values_231, budget, limit_121, bar)
 
 
@@ -394,7 +399,7 @@ def _run_census(
     limit_121: int | None,
     bar: Any,
 ) -> Census:
-    t0 = time.monotonic()
+    clock = Stopwatch()
     r = as_random(seed)
     nets_121: Iterator[Network] = networks_121(values_121)
     if limit_121 is not None:
@@ -413,4 +418,4 @@ def _run_census(
                 bar,
             )
         )
-    return Census(tuple(rows), time.monotonic() - t0)
+    return Census(tuple(rows), clock.elapsed())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -11,7 +10,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from relusym._base.progress import progress as show_progress
+from relusym._base.limits import check_budget
+from relusym._base.progress import progress_bar
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._exact import linalg as linalg
@@ -106,8 +106,7 @@ class CensusSpec:
             raise InvalidNetworkError(f"chunk size must be at least 1, got {self.chunk_size}")
         if self.check_every < 0:
             raise InvalidNetworkError(f"check_every must be 0 (never) or more, got {self.check_every}")
-        if not (math.isfinite(self.budget) and self.budget > 0):
-            raise InvalidNetworkError(f"budget must be a positive number of seconds, got {self.budget}")
+        check_budget(self.budget, positive=True)
         if self.sample is None and len(self.values) ** self.entries >= 2**62:
             raise InvalidNetworkError(f"a grid of {len(self.values)}^{self.entries} networks is too large to enumerate")
 
@@ -468,7 +467,7 @@ def run_census_table(
     size = {c: min(spec.total, (c + 1) * spec.chunk_size) - c * spec.chunk_size for c in chunks}
     todo = [c for c in chunks if c not in done]
     tables: dict[int, Any] = {}
-    with show_progress(total=spec.total, desc="census", unit="net", enabled=progress) as bar:
+    with progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
         bar.update(sum(size[c] for c in done))
         for t, table in execute(
             census_part,

@@ -1,7 +1,8 @@
 """Reading and writing networks: one module per format, each with the same small protocol.
 
-A format module defines ``NAME``, ``SUFFIXES``, ``RECORDS_ACTIVATION`` (whether its files say which activation
-the network applies; a state_dict, safetensors, npz or msgpack file holds weights only),
+The protocol is :mod:`relusym.io._protocol`, as ``typing.Protocol`` classes that mypy checks every format module
+against.  A format module defines ``NAME``, ``SUFFIXES``, ``RECORDS_ACTIVATION`` (whether its files say which
+activation the network applies; a state_dict, safetensors, npz or msgpack file holds weights only),
 ``sniff(path, head) -> bool``, ``load(path) -> Network | MLP``, ``save(net, path, like=None, *, policy)`` and,
 for in-memory models, ``accepts(obj) -> bool`` and ``from_object(obj) -> Network | MLP``.  Every reader gives a
 network with one hidden layer as a :class:`~relusym.Network` and one with two or more (a chain of affine layers
@@ -30,20 +31,21 @@ import struct
 import sys
 import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from relusym._base.document import schema_of
 from relusym._base.fileio import atomic_path, check_output, temporary_file
 from relusym._base.limits import Limits, file_limit, limits, shorten
 from relusym._base.limits import current as current_limits
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._protocol import Format, NotedReader, ObjectActivation, ObjectReader, ReadBack, Writer
 
 __all__ = [
     "load",
@@ -137,26 +139,26 @@ FORMATS: tuple[str, ...] = (
 )
 
 
-def _module(name: str) -> ModuleType | None:
+def _module(name: str) -> Format | None:
     try:
-        return importlib.import_module(f"{__name__}.{name}")
+        return cast(Format, importlib.import_module(f"{__name__}.{name}"))
     except ModuleNotFoundError as exc:  # a format module not shipped in this build
         if exc.name and exc.name.endswith(name):
             return None
         raise
 
 
-def _modules() -> list[ModuleType]:
+def _modules() -> list[Format]:
     return [mod for mod in (_module(n) for n in FORMATS) if mod is not None]
 
 
-def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> ModuleType:
+def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Format:
     """The format module for a file: by content when it exists (reading), else by suffix."""
     p = Path(path)
     mods = _modules()
     if not for_writing:
         if p.is_dir() and not p.is_symlink():
-            return importlib.import_module(f"{__name__}._folder_format")
+            return cast(Format, importlib.import_module(f"{__name__}._folder_format"))
         _check_input(p)
         with open(p, "rb") as fh:
             head = fh.read(64)
@@ -281,23 +283,23 @@ def _spool_stdin(target: Path) -> None:
             out.write(chunk)
 
 
-def _read_path(mod: ModuleType, p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
-    read = getattr(mod, "read", None)
-    fn = read if read is not None else mod.load
+def _read_path(mod: Format, p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
+    fn: Callable[..., Any] = mod.read if isinstance(mod, NotedReader) else mod.load
     if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
         kwargs = {k: v for k, v in kwargs.items() if k != "allow_unsafe_pickle"}  # an opt-in, not an order
     recorded: bool | None = None
-    if read is not None:
-        net, notes, recorded = read(p, **kwargs)
+    notes: tuple[str, ...] = ()
+    if isinstance(mod, NotedReader):
+        net, notes, recorded = fn(p, **kwargs)
     else:
-        net, notes = mod.load(p, **kwargs), ()
+        net = fn(p, **kwargs)
     if recorded is None:
-        recorded = bool(getattr(mod, "RECORDS_ACTIVATION", False))
+        recorded = mod.RECORDS_ACTIVATION
     all_notes = tuple(notes) if recorded else (ASSUMED_ACTIVATION, *notes)
     return net, LoadInfo(str(p), mod.NAME, "recorded" if recorded else "assumed", all_notes)
 
 
-def _sniffs(mod: ModuleType, path: Path, head: bytes) -> bool:
+def _sniffs(mod: Format, path: Path, head: bytes) -> bool:
     try:
         return bool(mod.sniff(path, head))
     except Exception:  # a sniffer that trips over a partial file does not recognise it
@@ -348,12 +350,14 @@ def load(source: Any, **kwargs: Any) -> Network | MLP:
     return net
 
 
-def _object_info(source: Any, mod: ModuleType | None) -> LoadInfo:
+def _object_info(source: Any, mod: Format | None) -> LoadInfo:
     name = f"{type(source).__module__}.{type(source).__name__}"
     if mod is None:
         return LoadInfo(name, "arrays", "assumed", (ASSUMED_ACTIVATION,))
-    records = getattr(mod, "object_records_activation", None)
-    recorded = records(source) if records is not None else bool(getattr(mod, "RECORDS_ACTIVATION", False))
+    if isinstance(mod, ObjectActivation):
+        recorded = mod.object_records_activation(source)
+    else:
+        recorded = mod.RECORDS_ACTIVATION
     notes = () if recorded else (ASSUMED_ACTIVATION,)
     return LoadInfo(name, mod.NAME, "recorded" if recorded else "assumed", notes)
 
@@ -379,14 +383,13 @@ def load_with_info(source: Any, **kwargs: Any) -> tuple[Network | MLP, LoadInfo]
     if isinstance(source, Mapping) and "V" in source and "A" in source:
         return Network.from_dict(dict(source)), LoadInfo("dict", "network", "recorded")
     if isinstance(source, Mapping) and (
-        source.get("format") == "relusym.mlp/1" or ("V" not in source and isinstance(source.get("weights"), list))
+        schema_of(dict(source)) == "relusym.mlp/1" or ("V" not in source and isinstance(source.get("weights"), list))
     ):
         from relusym.io._json_format import from_mlp_dict
 
         return from_mlp_dict(dict(source), "the dict"), LoadInfo("dict", "network", "recorded")
     for mod in _modules():
-        accepts = getattr(mod, "accepts", None)
-        if accepts is not None and accepts(source):
+        if isinstance(mod, ObjectReader) and mod.accepts(source):
             return mod.from_object(source), _object_info(source, mod)
     if isinstance(source, Mapping) and source and all(hasattr(v, "shape") for v in source.values()):
         from relusym.io._npz_format import from_arrays
@@ -466,7 +469,7 @@ def save(
             return dataclasses.replace(info, path=str(p), format="folder", notes=(*info.notes, *notes))
         like = inner
     mod = format_of(like) if like is not None else format_of(p, for_writing=True)
-    if getattr(mod, "save", None) is None:
+    if not isinstance(mod, Writer):
         raise UnsupportedModelError(f"relusym cannot write {mod.NAME} files")
     check_output(p)
     policy = WritePolicy(allow_rounding=allow_rounding, dtype=dtype, allow_unsafe_pickle=allow_unsafe_pickle)
@@ -479,7 +482,7 @@ def save(
             if str(tmp) not in str(exc) and tmp.name not in str(exc):
                 raise
             raise type(exc)(str(exc).replace(str(tmp), str(p)).replace(tmp.name, p.name)) from None
-        reader = getattr(mod, "read_back", mod.load)
+        reader = mod.read_back if isinstance(mod, ReadBack) else mod.load
         with warnings.catch_warnings():  # reading back our own file: what it would warn about was said on reading
             warnings.simplefilter("ignore")
             written = reader(tmp)

@@ -8,6 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from relusym._base.document import schema_of
 from relusym._base.limits import current, parse_json, shorten
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
@@ -52,7 +53,7 @@ def _check_declared(data: Any, where: str) -> None:
 
 def _is_mlp(data: Any) -> bool:
     return isinstance(data, dict) and (
-        data.get("format") == "relusym.mlp/1" or ("V" not in data and isinstance(data.get("weights"), list))
+        schema_of(data) == "relusym.mlp/1" or ("V" not in data and isinstance(data.get("weights"), list))
     )
 
 

@@ -21,6 +21,7 @@ from relusym._base.display import exact_and_approx, float_value
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._exact.dtypes import cast_to_dtype, first_inexact, to_bfloat16_values
+from relusym._exact.numbers import check_finite
 from relusym.errors import InvalidNetworkError, NotRepresentableError, UnsupportedModelError
 
 __all__ = [
@@ -67,12 +68,7 @@ def exact_float_array(arr: Any, name: str) -> np.ndarray:
     else:
         raise UnsupportedModelError(f"{name} has dtype {a.dtype}; relusym reads real float or integer weights")
     if a.dtype.kind == "f":
-        bad = ~np.isfinite(a)
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InvalidNetworkError(
-                f"{name}[{', '.join(map(str, idx))}] is {a[idx]!r}; NaN and infinities are not allowed"
-            )
+        check_finite(a, name)
     return a
 
 
@@ -243,24 +239,7 @@ def chain_linear_layers(
         return (c, r) if _last(key).lower() == "kernel" else (r, c)
 
     order = _chain_order(weights, oriented, order_hint, source, shapes)
-    # biases: by prefix first, then by shape when unambiguous
-    bias_of: dict[str, str] = {}
-    unclaimed: list[str] = []
-    for key in vectors:
-        if _last(key).lower() in _NOT_BIAS:
-            raise UnsupportedModelError(f"{source}: {_describe_extra(key, shapes[key])}")
-        owners = [w for w in order if _prefix(w)[0] == _prefix(key)[0] and w not in bias_of]
-        if len(owners) == 1:
-            bias_of[owners[0]] = key
-        else:
-            unclaimed.append(key)
-    for key in list(unclaimed):
-        free = [w for w in order if w not in bias_of and shapes[key] == (oriented(w)[0],)]
-        if len(free) == 1:
-            bias_of[free[0]] = key
-            unclaimed.remove(key)
-    if unclaimed:
-        raise UnsupportedModelError(f"{source}: {_describe_extra(unclaimed[0], shapes[unclaimed[0]])}")
+    bias_of = _match_biases(vectors, order, shapes, oriented, source)
 
     def layer(wkey: str) -> LinearLayer:
         out_size = oriented(wkey)[0]
@@ -282,6 +261,31 @@ def chain_linear_layers(
 
 
 pair_linear_layers = chain_linear_layers  # the former name
+
+
+def _match_biases(
+    vectors: list[str], order: list[str], shapes: dict[str, tuple[int, ...]], oriented: Any, source: str
+) -> dict[str, str]:
+    """The bias of each weight: by name prefix first, then by shape when exactly one weight is free to own it;
+    a vector that no weight claims is refused, naming it."""
+    bias_of: dict[str, str] = {}
+    unclaimed: list[str] = []
+    for key in vectors:
+        if _last(key).lower() in _NOT_BIAS:
+            raise UnsupportedModelError(f"{source}: {_describe_extra(key, shapes[key])}")
+        owners = [w for w in order if _prefix(w)[0] == _prefix(key)[0] and w not in bias_of]
+        if len(owners) == 1:
+            bias_of[owners[0]] = key
+        else:
+            unclaimed.append(key)
+    for key in list(unclaimed):
+        free = [w for w in order if w not in bias_of and shapes[key] == (oriented(w)[0],)]
+        if len(free) == 1:
+            bias_of[free[0]] = key
+            unclaimed.remove(key)
+    if unclaimed:
+        raise UnsupportedModelError(f"{source}: {_describe_extra(unclaimed[0], shapes[unclaimed[0]])}")
+    return bias_of
 
 
 _MAX_ORDER_STEPS = 100_000

@@ -7,11 +7,11 @@ middle over the exactly packed rows.  Both verify every candidate exactly and co
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._exact import modular as modular
 from relusym._fibre.flipsearch._exact import IntMatrix, combos_zero, verify_sets
 from relusym._fibre.flipsearch._limbs import PackedLimbs, join_equal, limb_subset_sums, limbs_neg
@@ -37,7 +37,7 @@ def enumerate_nullspace(
     coef: np.ndarray,
     p: int,
     max_sets: int,
-    deadline: float,
+    deadline: Deadline,
 ) -> BlockResult | None:
     """All 0/1 vectors of the block's nullspace mod p (basis: unit on ``free_pos``, ``coef`` on
     ``dep_pos``), each verified exactly.  Returns None if the deadline passes."""
@@ -49,7 +49,7 @@ def enumerate_nullspace(
     chunk = 1 << 14
     bit_w = np.arange(w, dtype=np.int64)
     for start in range(1, 1 << w, chunk):
-        if w > 12 and time.monotonic() > deadline:
+        if w > 12 and deadline.expired():
             return None
         ids = np.arange(start, min(start + chunk, 1 << w), dtype=np.int64)
         bits = ((ids[:, None] >> bit_w[None, :]) & 1).astype(np.float64)
@@ -68,7 +68,7 @@ def enumerate_nullspace(
     C = np.array(cands, dtype=np.int64)
     good = np.zeros(len(C), dtype=bool)
     for s0 in range(0, len(C), 4096):
-        if s0 and time.monotonic() > deadline:
+        if s0 and deadline.expired():
             return None
         good[s0 : s0 + 4096] = combos_zero(M, gidx, C[s0 : s0 + 4096])
     G = C[good]
@@ -84,7 +84,7 @@ def mitm(
     packed: PackedLimbs,
     exact_on_all_columns: bool,
     max_sets: int,
-    deadline: float,
+    deadline: Deadline,
 ) -> BlockResult:
     """Meet-in-the-middle over the packed exact integers of a block."""
     s = len(gidx)
@@ -114,7 +114,7 @@ def mitm(
     if total > len(cand):
         res.count = None
         res.note = f"{total} candidate sets (zero on {packed.bits}-bit packed columns) not all verified"
-    ver = verify_sets(M, cand) if time.monotonic() < deadline else [False] * len(cand)
+    ver = verify_sets(M, cand) if not deadline.expired() else [False] * len(cand)
     good = [t for t, ok in zip(cand, ver, strict=True) if ok]
     if total <= len(cand):
         res.count = len(good)

@@ -20,7 +20,7 @@ import numpy as np
 
 from relusym._exact import linalg as linalg
 from relusym._exact import modular as modular
-from relusym._exact.numbers import common_denominator, to_fraction
+from relusym._exact.numbers import check_finite, common_denominator, to_fraction
 
 __all__ = [
     "FlipFactors",
@@ -218,10 +218,7 @@ def _exact_ints(arr: Any, name: str) -> tuple[np.ndarray, Fraction]:
         return a.astype(np.int64), Fraction(1)
     if a.dtype.kind == "f":
         x = a.astype(np.float64)
-        bad = ~np.isfinite(x)
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"{name} has a non-finite entry at index {idx}")
+        check_finite(x, name)
         mant, ex = np.frexp(x)
         mi = (mant * float(1 << 53)).astype(np.int64)
         nz = mi != 0

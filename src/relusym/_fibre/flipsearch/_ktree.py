@@ -16,13 +16,13 @@ first round that finds a verified set: one flip set already decides genericity.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._exact.subsets import subset_sums_by_doubling
 from relusym._fibre.flipsearch._exact import IntMatrix, verify_sets
 from relusym._fibre.flipsearch._limbs import (
@@ -132,6 +132,46 @@ def _log2_success(log2e: float) -> float:
     return math.log2(-math.expm1(-(2.0 ** min(log2e, 60.0))))
 
 
+class _Planner:
+    """The search of :func:`_ktree_config`: the trees scored, and the best score so far, which prunes the rest."""
+
+    def __init__(self, profiles: dict[int, _Profile], mem_entries: float) -> None:
+        self.profiles, self.mem_entries, self.best = profiles, mem_entries, math.inf
+        self.found: list[tuple[float, _KTreeConfig]] = []
+
+    def plan(self, levels: int, group: int, b: float, top: float) -> tuple[float, float, _KTreeConfig] | None:
+        """The tree's score, log2 E and config; None when it needs too much memory or costs more than the best."""
+        sizes = [float(group)]
+        for t in range(1, levels):
+            sizes.append(min(2 * sizes[-1], b + t - 1, top))
+        if sum((1 << (levels - t)) * 2.0 ** sizes[t] for t in range(1, levels)) > self.mem_entries:
+            return None
+        cost = _tree_cost(levels, sizes)
+        if math.log2(cost) >= self.best:
+            return None
+        prof = self.profiles[group << levels]
+        windows, sizes, log2e = _merge_plan(prof, levels, group, b, top)
+        cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
+        return math.log2(cost) - _log2_success(log2e - _MARGIN), log2e, cfg
+
+    def record(self, got: tuple[float, float, _KTreeConfig]) -> bool:
+        """Keep a scored tree; True when it expects plenty of solutions (bigger lists would only cost more)."""
+        self.found.append((got[0], got[2]))
+        self.best = min(self.best, got[0])
+        return got[1] - _MARGIN > 8
+
+    def list_sizes(self, levels: int, group: int, bmax: int) -> None:
+        """Score the trees of one depth and group, from the smallest lists up, until they stop paying."""
+        for b in range(max(group, 8), bmax + 1):
+            first = self.plan(levels, group, b, b)
+            if first is None or self.record(first):  # bigger lists cost more, or are not needed
+                break
+            for top in range(b + 1, min(bmax, b + levels - 2) + 1):
+                got = self.plan(levels, group, b, top)
+                if got is None or self.record(got):
+                    break
+
+
 def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) -> _KTreeConfig | None:
     """The tree with the least expected work until a first solution: the cost of a round divided
     by the chance 1 - exp(-E) that a round finds one (E its expected number of solutions).
@@ -141,55 +181,16 @@ def _ktree_config(profiles: dict[int, _Profile], bmax: int, mem_entries: float) 
     of solutions (log2 E = 2·group + Σ_t log2 |list at level t| - bits), but a level costs its number
     of nodes times its list size, so the lists may double from level to level (each level then costs
     the same) up to a top size, which tunes E by single bits at the price of the few top nodes."""
-    s_max = max(profiles)
-
-    best = math.inf
-
-    def plan(levels: int, group: int, b: float, top: float) -> tuple[float, float, _KTreeConfig] | None:
-        """The tree's score, log2 E and config; None when it needs too much memory or costs more than
-        the best score so far (a round's cost alone bounds the score from below), as every bigger
-        tree of the same depth and group does too."""
-        sizes = [float(group)]
-        for t in range(1, levels):
-            sizes.append(min(2 * sizes[-1], b + t - 1, top))
-        if sum((1 << (levels - t)) * 2.0 ** sizes[t] for t in range(1, levels)) > mem_entries:
-            return None
-        cost = _tree_cost(levels, sizes)
-        if math.log2(cost) >= best:
-            return None
-        prof = profiles[group << levels]
-        windows, sizes, log2e = _merge_plan(prof, levels, group, b, top)
-        cfg = _KTreeConfig(levels, group, b, tuple(windows), prof.bits, log2e, cost, tuple(sizes))
-        return math.log2(cost) - _log2_success(log2e - _MARGIN), log2e, cfg
-
-    found: list[tuple[float, _KTreeConfig]] = []
+    s_max, planner = max(profiles), _Planner(profiles, mem_entries)
     for levels in range(1, 16):
         if 1 << levels > s_max:
             break
         for group in range(1, bmax + 1):
             if group << levels > s_max:
                 break
-            if (group << levels) not in profiles:
-                continue
-            for b in range(max(group, 8), bmax + 1):
-                first = plan(levels, group, b, b)
-                if first is None:  # bigger lists cost more
-                    break
-                found.append((first[0], first[2]))
-                best = min(best, first[0])
-                if first[1] - _MARGIN > 8:  # plenty expected: bigger lists only cost more
-                    break
-                for top in range(b + 1, min(bmax, b + levels - 2) + 1):
-                    got = plan(levels, group, b, top)
-                    if got is None:
-                        break
-                    found.append((got[0], got[2]))
-                    best = min(best, got[0])
-                    if got[1] - _MARGIN > 8:
-                        break
-    if not found:
-        return None
-    return min(found, key=lambda sc: sc[0])[1]
+            if (group << levels) in profiles:
+                planner.list_sizes(levels, group, bmax)
+    return min(planner.found, key=lambda sc: sc[0])[1] if planner.found else None
 
 
 def _sorted_join(
@@ -388,12 +389,12 @@ class _KTree:
         self.ptrs[node] = (iu.astype(np.int32), iv.astype(np.int32))
         return self.values.combine(u, iu, v, iv), lo + w
 
-    def run(self, perm: np.ndarray, deadline: float, max_pairs: int) -> list[np.ndarray] | None:
+    def run(self, perm: np.ndarray, deadline: Deadline, max_pairs: int) -> list[np.ndarray] | None:
         cfg = self.cfg
         g = cfg.group
 
         def build(node: int, level: int, leaf0: int) -> tuple[np.ndarray, int] | None:
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 return None
             if level == 0:
                 elems = perm[leaf0 * g : (leaf0 + 1) * g]
@@ -432,7 +433,7 @@ class _KTree:
         return left + self.recover(2 * node + 1, level - 1, int(iv[idx]))
 
 
-def _valuation_order(rows_exact: np.ndarray, deadline: float = math.inf) -> np.ndarray | None:
+def _valuation_order(rows_exact: np.ndarray, deadline: Deadline | None = None) -> np.ndarray | None:
     """Elements sorted by decreasing 2-adic valuation (min over coordinates, then sum).
 
     Float data have most of their low-order bits in a few elements of small magnitude; leaving
@@ -441,7 +442,7 @@ def _valuation_order(rows_exact: np.ndarray, deadline: float = math.inf) -> np.n
     s = rows_exact.shape[0]
     keys = []
     for i in range(s):
-        if i % 4096 == 4095 and time.monotonic() > deadline:
+        if i % 4096 == 4095 and deadline is not None and deadline.expired():
             return None
         vs = [two_adic(int(x)) for x in rows_exact[i] if int(x)]
         keys.append((-(min(vs) if vs else 1 << 30), -sum(vs), i))
@@ -449,7 +450,9 @@ def _valuation_order(rows_exact: np.ndarray, deadline: float = math.inf) -> np.n
     return np.array([k[2] for k in keys], dtype=np.int64)
 
 
-def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int], deadline: float = math.inf) -> dict[int, _Profile] | None:
+def _profiles(
+    rows_ordered: np.ndarray, sizes: Iterable[int], deadline: Deadline | None = None
+) -> dict[int, _Profile] | None:
     """Packed layouts (see pack) of the first ``size`` rows, for each requested size.
 
     The entropy of coordinate ``j`` is that of a uniformly random subset sum read in units of its
@@ -468,7 +471,7 @@ def _profiles(rows_ordered: np.ndarray, sizes: Iterable[int], deadline: float = 
     k = 0
     half_log2_2pi = 0.5 * math.log2(2 * math.pi)
     for i in range(s):
-        if i % 4096 == 4095 and time.monotonic() > deadline:
+        if i % 4096 == 4095 and deadline is not None and deadline.expired():
             return None
         for j in range(r):
             x = int(rows_ordered[i, j])
@@ -501,7 +504,7 @@ def ktree_search(
     gidx: np.ndarray,
     rows_exact: np.ndarray,
     max_sets: int,
-    deadline: float,
+    deadline: Deadline,
     rng: np.random.Generator,
     bmax: int = 20,
     mem_entries: float = 6e7,
@@ -542,7 +545,7 @@ def ktree_search(
         raise AssertionError("packed layout differs from the plan")
     found: set[tuple[int, ...]] = set()
     rounds = 0
-    while time.monotonic() < deadline and len(found) < max_sets:
+    while not deadline.expired() and len(found) < max_sets:
         rounds += 1
         perm = rng.permutation(cfg.size)
         kt = _KTree(values, cfg, rng)
@@ -564,7 +567,7 @@ def ktree_search(
     return sorted(found, key=lambda t: (len(t), t)), info
 
 
-def log2_count_estimate(rows_exact: np.ndarray, deadline: float = math.inf) -> float | None:
+def log2_count_estimate(rows_exact: np.ndarray, deadline: Deadline | None = None) -> float | None:
     """Heuristic log2 of the number of zero subset sums (local central limit theorem); None when ``deadline``
     passes first."""
     s, r = rows_exact.shape
@@ -572,7 +575,7 @@ def log2_count_estimate(rows_exact: np.ndarray, deadline: float = math.inf) -> f
         return None
     cols = []
     for j in range(r):
-        if time.monotonic() > deadline:
+        if deadline is not None and deadline.expired():
             return None
         col = [int(x) for x in rows_exact[:, j]]
         if any(col):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import flint
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._base.rng import RNGLike, as_generator
 from relusym._exact import linalg as linalg
 from relusym._exact import modular as modular
@@ -195,7 +195,7 @@ def _blocks_from_lu(lu: linalg.LUModP, coef: np.ndarray) -> list[_Block]:
     return blocks
 
 
-def _certify_block(M: IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> tuple[bool, np.ndarray | None, str]:
+def _certify_block(M: IntMatrix, gidx: np.ndarray, w: int, deadline: Deadline) -> tuple[bool, np.ndarray | None, str]:
     """Exactly certify that the left nullspace over Q of X[gidx, :] has dimension ``w``.
 
     Returns (certified, columns C with rank_Q X[gidx, C] = len(gidx) - w, note).  When certified,
@@ -211,7 +211,7 @@ def _certify_block(M: IntMatrix, gidx: np.ndarray, w: int, deadline: float) -> t
     cols = np.array(lu.pivot_cols, dtype=np.int64)
     if r == d:
         return True, cols, "all columns independent"
-    if r > 250 or (r > 20 and time.monotonic() > deadline):
+    if r > 250 or (r > 20 and deadline.expired()):
         return False, cols, "block too large for an exact nullspace"
     ex = M.exact(gidx, cols)
     mat = flint.fmpz_mat([[int(ex[i, j]) for i in range(s)] for j in range(r)]) if r else None
@@ -259,8 +259,7 @@ def find_flip_sets(
     entropy), ``mitm_max`` / ``enum_max`` are the largest
     block size for meet-in-the-middle and the largest nullspace dimension for enumeration.
     """
-    t0 = time.monotonic()
-    deadline = t0 + max(0.0, budget)
+    deadline = Deadline(max(0.0, budget))
     gen = as_generator(rng)
     M = wrap(X)
     n, d = M.shape
@@ -268,63 +267,10 @@ def find_flip_sets(
     zero_rows = tuple(int(i) for i in np.flatnonzero(zmask))
     nonzero = np.flatnonzero(~zmask)
     n1 = len(nonzero)
-    nz_count = len(zero_rows)
-    zero_factor = 1 << nz_count
-
-    def finish(
-        parts: list[list[tuple[int, ...]]],
-        counts: list[int | None],
-        complete_parts: list[bool],
-        certificate: str,
-        undecided: list[str],
-        blocks: list[np.ndarray],
-        rank: int | None,
-        log2_est: float | None,
-    ) -> FlipSearch:
-        exact = all(c is not None for c in counts)
-        zparts: list[list[tuple[int, ...]]] = [[(z,)] for z in zero_rows]
-        all_parts = parts + zparts
-        count: int | None = None
-        if exact:
-            prod = 1
-            for c in counts:
-                assert c is not None
-                prod *= c + 1
-            count = prod * zero_factor - 1
-        lb_prod = 1
-        for part, c in zip(parts, counts, strict=True):
-            lb_prod *= (c if c is not None else len(part)) + 1
-        lower = lb_prod * zero_factor - 1
-        listing = _unions([p for p in all_parts if p], max_sets)
-        complete = exact and all(complete_parts) and count is not None and len(listing) == count
-        if complete:
-            listing.sort(key=lambda t: (len(t), t))
-        und = list(undecided)
-        if count is not None and not complete:
-            und.append(f"{count} flip sets exist; listing truncated at max_sets={max_sets}")
-        est: float | None = None
-        est_log2: float | None = None
-        if count is None and log2_est is not None:
-            est_log2 = log2_est + nz_count
-            est = 2.0**est_log2 if est_log2 < 1000 else math.inf
-        return FlipSearch(
-            sets=listing,
-            complete=complete,
-            count=count,
-            count_lower_bound=max(lower, len(listing)),
-            count_estimate=est,
-            certificate=certificate,
-            undecided="; ".join(und) if und else None,
-            n=n,
-            zero_rows=zero_rows,
-            blocks=tuple(tuple(int(i) for i in b) for b in blocks),
-            rank=rank,
-            count_estimate_log2=est_log2,
-        )
-
+    out = _Outcome(n, zero_rows, max_sets)
     if n1 == 0:
         cert = "no nonzero rows" + (": every nonempty set of (zero) rows is a flip set" if n else "")
-        return finish([], [], [], cert, [], [], 0, None)
+        return out.finish(cert, [], 0, None)
 
     # ---- b. rank modulo p: full row rank certifies that no flip set uses a nonzero row ----
     # A rank deficiency modulo p that is not one over Q (probability ~1e-6) only enlarges the
@@ -335,100 +281,177 @@ def find_flip_sets(
         lu = linalg.lu_mod_p(M.residues(FLIP_PRIME, nonzero), FLIP_PRIME, stop_at_full_rank=n1 <= d)
     if lu.rank == n1:
         cert = f"full row rank modulo {FLIP_PRIME}: the {n1} nonzero rows are linearly independent"
-        if nz_count:
+        if zero_rows:
             cert += "; flip sets are the nonempty sets of zero rows"
-        return finish([], [], [], cert, [], [], n1, None)
+        return out.finish(cert, [], n1, None)
     coef = _coef(lu)
-    blocks = _blocks_from_lu(lu, coef)
-    rank = lu.rank
-
-    # ---- exact certification of the block decomposition ----
     notes: list[str] = []
-    certified: list[bool] = []
-    colsets: list[np.ndarray | None] = []
-    for blk in blocks:
-        gidx = nonzero[blk.pos]
-        ok, cols, why = _certify_block(M, gidx, len(blk.free), deadline)
-        certified.append(ok)
-        colsets.append(cols)
-    if len(blocks) > 1 and not all(certified):
-        # the decomposition mod p is not proven over Q: search the union as one block
-        allpos = np.sort(np.concatenate([b.pos for b in blocks]))
-        notes.append("block decomposition modulo p not certified over Q; searched as one block")
-        w_all = sum(len(b.free) for b in blocks)
-        merged_free = np.searchsorted(allpos, np.concatenate([b.pos[b.free] for b in blocks]))
-        merged_dep = np.searchsorted(allpos, np.concatenate([b.pos[b.dep] for b in blocks]))
-        cmat = np.zeros((w_all, len(merged_dep)), dtype=np.int64)
-        r0 = c0 = 0
-        for b in blocks:
-            cmat[r0 : r0 + len(b.free), c0 : c0 + len(b.dep)] = b.coef
-            r0 += len(b.free)
-            c0 += len(b.dep)
-        order_f = np.argsort(merged_free)
-        order_d = np.argsort(merged_dep)
-        merged = _Block(allpos, merged_free[order_f], merged_dep[order_d], cmat[np.ix_(order_f, order_d)], blocks[0].p)
-        blocks = [merged]
-        ok, cols, _ = _certify_block(M, nonzero[allpos], w_all, deadline)
-        certified, colsets = [ok], [cols]
+    blocks, certified, colsets = _certified_blocks(M, nonzero, _blocks_from_lu(lu, coef), deadline, notes)
 
     # ---- c/d. per-block search ----
-    parts: list[list[tuple[int, ...]]] = []
-    counts: list[int | None] = []
-    complete_parts: list[bool] = []
     methods: set[str] = set()
-    undecided: list[str] = []
-    log2_total = 0.0
-    have_est = True
+    log2_total: float | None = 0.0
     for blk, cert_ok, cols in zip(blocks, certified, colsets, strict=True):
         gidx = nonzero[blk.pos]
-        s = len(gidx)
-        w = len(blk.free)
-        res: BlockResult | None = None
-        if w <= enum_max and (w <= 12 or s >= 2 * w or s > mitm_max):
-            res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
-        if res is None and s <= mitm_max and (s <= 24 or time.monotonic() < deadline):
-            use_cols = cols if cols is not None else np.arange(d)
-            ex = M.exact(gidx, use_cols)
-            packed = pack(ex)
-            exact_cols = cert_ok or len(use_cols) == d
-            res = mitm(M, gidx, packed, exact_cols, max_sets, deadline)
-        if res is None and w <= enum_max and time.monotonic() < deadline:
-            res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
-        if res is None:
-            # large block: randomized search
-            use_cols = cols if cols is not None else np.arange(d)
-            found: list[tuple[int, ...]] = []
-            info = ""
-            est: float | None = None
-            if len(use_cols) <= 16:
-                ex = M.exact(gidx, use_cols)
-                est = log2_count_estimate(ex, deadline)
-                found, info = ktree_search(M, gidx, ex, max_sets, deadline, gen)
-                methods.add("generalized birthday search")
-            res = BlockResult(sets=found, count=None, complete=False, method="k-tree", log2_estimate=est)
-            msg = f"block of {s} rows (nullspace dimension {w}): 2^{s} subsets not enumerated"
-            msg += f"; {len(found)} flip set(s) found by random search" + (f" ({info})" if info else "")
-            undecided.append(msg)
-        else:
-            methods.add(res.method)
-            if res.note:
-                undecided.append(res.note)
-        parts.append(res.sets)
-        counts.append(res.count)
-        complete_parts.append(res.complete)
+        res, method = _search_block(
+            M, gidx, blk, cert_ok, cols, max_sets, deadline, gen, mitm_max, enum_max, out.undecided
+        )
+        if method is not None:
+            methods.add(method)
+        out.add(res)
+        if log2_total is None:
+            continue
         if res.count is not None:
             log2_total += math.log2(res.count + 1)
         elif res.log2_estimate is not None:
             log2_total += max(res.log2_estimate, math.log2(len(res.sets) + 1))
         else:
-            have_est = False
-    cert_parts = [f"rank {rank} of {n1} nonzero rows modulo p", f"{len(blocks)} independent block(s)"]
+            log2_total = None
+    cert_parts = [f"rank {lu.rank} of {n1} nonzero rows modulo p", f"{len(blocks)} independent block(s)"]
     cert_parts += sorted(methods)
     cert_parts += notes
-    log2_est = log2_total if have_est else None
-    block_rows = [nonzero[b.pos] for b in blocks]
-    cert = "; ".join(cert_parts)
-    return finish(parts, counts, complete_parts, cert, undecided, block_rows, rank, log2_est)
+    return out.finish("; ".join(cert_parts), [nonzero[b.pos] for b in blocks], lu.rank, log2_total)
+
+
+class _Outcome:
+    """What :func:`find_flip_sets` collects, block by block, and the :class:`FlipSearch` it makes of it: the flip
+    sets are the nonempty unions of one set per block, any set of zero rows added."""
+
+    def __init__(self, n: int, zero_rows: tuple[int, ...], max_sets: int) -> None:
+        self.n, self.zero_rows, self.max_sets = n, zero_rows, max_sets
+        self.parts: list[list[tuple[int, ...]]] = []
+        self.counts: list[int | None] = []
+        self.complete_parts: list[bool] = []
+        self.undecided: list[str] = []
+
+    def add(self, res: BlockResult) -> None:
+        self.parts.append(res.sets)
+        self.counts.append(res.count)
+        self.complete_parts.append(res.complete)
+
+    def finish(
+        self, certificate: str, blocks: list[np.ndarray], rank: int | None, log2_est: float | None
+    ) -> FlipSearch:
+        zero_factor = 1 << len(self.zero_rows)
+        exact = all(c is not None for c in self.counts)
+        all_parts = self.parts + [[(z,)] for z in self.zero_rows]
+        count: int | None = None
+        if exact:
+            prod = 1
+            for c in self.counts:
+                assert c is not None
+                prod *= c + 1
+            count = prod * zero_factor - 1
+        lb_prod = 1
+        for part, c in zip(self.parts, self.counts, strict=True):
+            lb_prod *= (c if c is not None else len(part)) + 1
+        lower = lb_prod * zero_factor - 1
+        listing = _unions([p for p in all_parts if p], self.max_sets)
+        complete = exact and all(self.complete_parts) and count is not None and len(listing) == count
+        if complete:
+            listing.sort(key=lambda t: (len(t), t))
+        und = list(self.undecided)
+        if count is not None and not complete:
+            und.append(f"{count} flip sets exist; listing truncated at max_sets={self.max_sets}")
+        est: float | None = None
+        est_log2: float | None = None
+        if count is None and log2_est is not None:
+            est_log2 = log2_est + len(self.zero_rows)
+            est = 2.0**est_log2 if est_log2 < 1000 else math.inf
+        return FlipSearch(
+            sets=listing,
+            complete=complete,
+            count=count,
+            count_lower_bound=max(lower, len(listing)),
+            count_estimate=est,
+            certificate=certificate,
+            undecided="; ".join(und) if und else None,
+            n=self.n,
+            zero_rows=self.zero_rows,
+            blocks=tuple(tuple(int(i) for i in b) for b in blocks),
+            rank=rank,
+            count_estimate_log2=est_log2,
+        )
+
+
+def _certified_blocks(
+    M: IntMatrix, nonzero: np.ndarray, blocks: list[_Block], deadline: Deadline, notes: list[str]
+) -> tuple[list[_Block], list[bool], list[np.ndarray | None]]:
+    """The blocks of the decomposition modulo p, each certified over Q (with the columns that certify it); when
+    some block is not, the decomposition is not proven over Q and the union is searched as one block."""
+    certified: list[bool] = []
+    colsets: list[np.ndarray | None] = []
+    for blk in blocks:
+        ok, cols, _ = _certify_block(M, nonzero[blk.pos], len(blk.free), deadline)
+        certified.append(ok)
+        colsets.append(cols)
+    if len(blocks) <= 1 or all(certified):
+        return blocks, certified, colsets
+    allpos = np.sort(np.concatenate([b.pos for b in blocks]))
+    notes.append("block decomposition modulo p not certified over Q; searched as one block")
+    w_all = sum(len(b.free) for b in blocks)
+    merged_free = np.searchsorted(allpos, np.concatenate([b.pos[b.free] for b in blocks]))
+    merged_dep = np.searchsorted(allpos, np.concatenate([b.pos[b.dep] for b in blocks]))
+    cmat = np.zeros((w_all, len(merged_dep)), dtype=np.int64)
+    r0 = c0 = 0
+    for b in blocks:
+        cmat[r0 : r0 + len(b.free), c0 : c0 + len(b.dep)] = b.coef
+        r0 += len(b.free)
+        c0 += len(b.dep)
+    order_f = np.argsort(merged_free)
+    order_d = np.argsort(merged_dep)
+    merged = _Block(allpos, merged_free[order_f], merged_dep[order_d], cmat[np.ix_(order_f, order_d)], blocks[0].p)
+    ok, cols, _ = _certify_block(M, nonzero[allpos], w_all, deadline)
+    return [merged], [ok], [cols]
+
+
+def _search_block(
+    M: IntMatrix,
+    gidx: np.ndarray,
+    blk: _Block,
+    cert_ok: bool,
+    cols: np.ndarray | None,
+    max_sets: int,
+    deadline: Deadline,
+    gen: np.random.Generator,
+    mitm_max: int,
+    enum_max: int,
+    undecided: list[str],
+) -> tuple[BlockResult, str | None]:
+    """The flip sets of one block: nullspace enumeration or meet in the middle when small enough, else the
+    randomized generalized birthday search (method ``k-tree``; what it leaves open goes to ``undecided``); and
+    the method to name in the certificate (None: no search ran)."""
+    d = M.shape[1]
+    s = len(gidx)
+    w = len(blk.free)
+    res: BlockResult | None = None
+    if w <= enum_max and (w <= 12 or s >= 2 * w or s > mitm_max):
+        res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
+    if res is None and s <= mitm_max and (s <= 24 or not deadline.expired()):
+        use_cols = cols if cols is not None else np.arange(d)
+        ex = M.exact(gidx, use_cols)
+        res = mitm(M, gidx, pack(ex), cert_ok or len(use_cols) == d, max_sets, deadline)
+    if res is None and w <= enum_max and not deadline.expired():
+        res = enumerate_nullspace(M, gidx, blk.free, blk.dep, blk.coef, blk.p, max_sets, deadline)
+    if res is not None:
+        if res.note:
+            undecided.append(res.note)
+        return res, res.method
+    # large block: randomized search
+    use_cols = cols if cols is not None else np.arange(d)
+    found: list[tuple[int, ...]] = []
+    info = ""
+    est: float | None = None
+    searched = len(use_cols) <= 16
+    if searched:
+        ex = M.exact(gidx, use_cols)
+        est = log2_count_estimate(ex, deadline)
+        found, info = ktree_search(M, gidx, ex, max_sets, deadline, gen)
+    msg = f"block of {s} rows (nullspace dimension {w}): 2^{s} subsets not enumerated"
+    msg += f"; {len(found)} flip set(s) found by random search" + (f" ({info})" if info else "")
+    undecided.append(msg)
+    res = BlockResult(sets=found, count=None, complete=False, method="k-tree", log2_estimate=est)
+    return res, "generalized birthday search" if searched else None
 
 
 def network_flip_sets(V: Any, A: Any, **kwargs: Any) -> FlipSearch:
