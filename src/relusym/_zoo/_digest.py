@@ -63,6 +63,7 @@ __all__ = ["StackDigests", "stack_digests", "network_digest"]
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
+_SMALL_BLOCK = 32  # integer blocks of at most this many entries are packed by masks, larger ones width by width
 
 
 @dataclass(frozen=True)
@@ -380,42 +381,61 @@ def _bytes_of(x: np.ndarray) -> np.ndarray:
     return (bit_length(x) + 7) >> 3
 
 
+def _low_bytes(mag: np.ndarray, w: int) -> np.ndarray:
+    """The first w bytes of every entry of ``mag`` (B, S, nb) uint8, as a (B, S·w) matrix: one copy of w-byte
+    fields (a structured view), not a strided byte slice."""
+    B, S, nb = mag.shape
+    if w == nb or S == 0:
+        return np.ascontiguousarray(mag[:, :, :w]).reshape(B, S * w)
+    field = np.dtype({"names": ["f"], "formats": [f"V{w}"], "offsets": [0], "itemsize": nb})
+    low = np.ascontiguousarray(np.ascontiguousarray(mag).reshape(B, S * nb).view(field)["f"])
+    return low.view(np.uint8).reshape(B, S * w)
+
+
 class _Ragged:
-    """The digest bytes of a batch of networks as padded segments and their masks: every segment is a (B, width)
-    uint8 matrix with a boolean mask of the bytes that belong to each network's byte string; the strings are
-    the masked bytes row by row (one compress of the whole batch), hashed one slice at a time."""
+    """The digest bytes of a batch of networks as padded segments: every segment is a (B, width) uint8 matrix
+    whose row i begins with the bytes of network i (all of the row, or a prefix of ``lens[i]`` bytes); the
+    strings are the prefixes row by row (one compress of the whole batch), hashed one slice at a time."""
 
     def __init__(self, B: int) -> None:
         self.B = B
         self.data: list[np.ndarray] = []
-        self.mask: list[np.ndarray | None] = []
+        self.lens: list[np.ndarray | None] = []
 
     def fixed(self, rows: np.ndarray) -> None:
         self.data.append(rows)
-        self.mask.append(None)
+        self.lens.append(None)
 
     def block(self, mag: np.ndarray, neg: np.ndarray, cnt: np.ndarray | None, w: np.ndarray) -> None:
         """Integer blocks: ``mag`` (B, S, ≥ max w) uint8 little-endian magnitudes, ``neg`` (B, S) signs (False
-        beyond ``cnt``), ``cnt`` entries per network (None: all S), ``w`` (B,) the widths (max(1, w) used)."""
+        beyond ``cnt``), ``cnt`` entries per network (None: all S), ``w`` (B,) the widths (max(1, w) used).
+        Networks of one width are packed together (a few widths per batch), each row at its own width."""
         B, S = neg.shape
         w = np.maximum(w, 1)
         wb = int(w.max(initial=1))
         self.fixed(w.astype("<u4").view(np.uint8).reshape(B, 4))
-        body = mag[:, :, :wb].reshape(B, S * wb)
-        signs = np.packbits(neg, axis=1, bitorder="little")
-        uniform_w = bool((w == wb).all())
-        if cnt is None or bool((cnt == S).all()):
+        full = cnt is None or bool((cnt == S).all())
+        count = np.full(B, S, dtype=np.int64) if cnt is None else cnt
+        if bool((w == wb).all()):
+            self.data.append(_low_bytes(mag, wb))
+            self.lens.append(None if full else count * wb)
+        elif S <= _SMALL_BLOCK:  # a few entries: the bytes under each row's width, moved to the row's front
+            n_b = count * w
+            body = np.zeros((B, S * wb), dtype=np.uint8)
+            ent = np.arange(S) < count[:, None]
+            keep = ent[:, :, None] & (np.arange(wb) < w[:, None, None])
+            body[np.arange(S * wb) < n_b[:, None]] = mag[:, :, :wb][keep]
             self.data.append(body)
-            self.mask.append(
-                None if uniform_w else np.broadcast_to(np.arange(wb) < w[:, None, None], (B, S, wb)).reshape(B, -1)
-            )
-            self.fixed(signs)
-            return
-        ent = np.arange(S) < cnt[:, None]
-        self.data.append(body)
-        self.mask.append((ent[:, :, None] & (np.arange(wb) < w[:, None, None])).reshape(B, -1))
-        self.data.append(signs)
-        self.mask.append(np.arange(signs.shape[1]) < ((cnt + 7) >> 3)[:, None])
+            self.lens.append(n_b)
+        else:
+            body = np.zeros((B, S * wb), dtype=np.uint8)
+            for wv in np.unique(w).tolist():
+                rows = np.nonzero(w == wv)[0]
+                body[rows, : S * wv] = _low_bytes(mag[rows], wv)
+            self.data.append(body)
+            self.lens.append(count * w)
+        self.data.append(np.packbits(neg, axis=1, bitorder="little"))
+        self.lens.append(None if full else (count + 7) >> 3)
 
     def dyadic(self, t: np.ndarray, p: np.ndarray, neg: np.ndarray, wp: np.ndarray, cnt: np.ndarray | None) -> None:
         """Rational blocks of dyadic rationals 2^t · p: ``t`` (B, S) int64, ``p`` (B, S, ·) uint8 the bytes of
@@ -437,20 +457,21 @@ class _Ragged:
     def digests(self) -> list[str]:
         B = self.B
         data = np.concatenate(self.data, axis=1)
-        if all(mk is None for mk in self.mask):
+        if all(ln is None for ln in self.lens):
             L = data.shape[1]
             flat, offs = data.ravel(), np.arange(B + 1) * L
         else:
             mask = np.concatenate(
                 [
-                    np.ones(d.shape, dtype=bool) if mk is None else mk
-                    for d, mk in zip(self.data, self.mask, strict=True)
+                    np.ones(d.shape, dtype=bool) if ln is None else np.arange(d.shape[1]) < ln[:, None]
+                    for d, ln in zip(self.data, self.lens, strict=True)
                 ],
                 axis=1,
             )
             flat = data[mask]
+            size = sum(d.shape[1] if ln is None else ln for d, ln in zip(self.data, self.lens, strict=True))
             offs = np.zeros(B + 1, dtype=np.int64)
-            np.cumsum(mask.sum(axis=1), out=offs[1:])
+            np.cumsum(size, out=offs[1:])
         mv = memoryview(flat.data)
         sha = hashlib.sha256
         o = offs.tolist()
