@@ -199,6 +199,53 @@ def parallel_rows(tmp: Path, B: int, files: int) -> list[str]:
     return out + cpu
 
 
+def _uptime() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
+    """``relusym zoo --no-fibre`` as a user runs it (a fresh process each: imports, reading, the job, the table),
+    serial against ``--workers 2`` and ``--dask-local 2`` (the cluster's start-up included), on a stacked shard
+    and on a folder of files: wall time, CPU time of the process and all its children (the pool's workers; the
+    Dask nanny's workers are its grandchildren and are counted once they exit), the load before and after, and
+    whether the tables are byte-identical."""
+    import resource
+    import subprocess
+
+    src = shard(tmp / "cli.npz", 8, 64, 1, B)
+    folder = tmp / "cli_files"
+    folder.mkdir(exist_ok=True)
+    V, A, b, c = stack(16, 64, 4, files, seed=3)
+    for i in range(files):
+        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    out = []
+    for name, source in ((f"stacked shard, {B:,} × 8-64-1", src), (f"folder, {files:,} files 16-64-4", folder)):
+        tables = []
+        walls = []
+        for mode, extra in (
+            ("serial", []),
+            ("--workers 2", ["--workers", "2"]),
+            ("--dask-local 2", ["--dask-local", "2"]),
+        ):
+            dest = tmp / f"cli_{len(tables)}.parquet"
+            before = _uptime()
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
+            subprocess.run(cmd + extra, check=True, env=env, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            tables.append(dest.read_bytes())
+            walls.append(wall)
+            ratio = "" if mode == "serial" else f", {walls[0] / wall:.2f}× serial"
+            out.append(f"| {name} | {mode} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
+        same = all(t == tables[0] for t in tables)
+        out.append(f"| {name} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
@@ -206,12 +253,25 @@ def main() -> None:
     p.add_argument("--job", type=int, default=None, help="networks of the zoo job rows (8-64-1)")
     p.add_argument("--parallel", type=int, default=None, help="networks of the parallel shard (0: skip)")
     p.add_argument("--files", type=int, default=None, help="files of the parallel folder")
+    p.add_argument(
+        "--cli", type=int, default=0, help="networks of the CLI rows (relusym zoo, serial/pool/Dask; 0: skip)"
+    )
+    p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
     args = p.parse_args()
     q = args.quick
     sizes = {(8, 64, 1): (4096, 100), (64, 256, 10): (64, 8), (784, 128, 10): (24, 4)}
     if not q:
         sizes = {(8, 64, 1): (16384, 300), (64, 256, 10): (256, 24), (784, 128, 10): (64, 8)}
     print(f"load at start: {load()}\n")
+    if args.cli:
+        print("| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |")
+        print("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as d:
+            for row in cli_rows(Path(d), args.cli, args.files if args.files is not None else 1000):
+                print(row, flush=True)
+        print()
+        if args.only_cli:
+            return
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
         "network | ratio (CPU) | reading the weights once, CPU per network | digest / read |"

@@ -186,7 +186,8 @@ def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
     from relusym.zoo import scan_zoo
 
     assert auto_rows((10**6, 64, 8)) == 2**22 // (64 * 9)
-    assert auto_rows((10, 10**6, 100)) == 16 and auto_rows((10, 1, 1)) == 65536
+    assert auto_rows((10, 10**6, 100)) == 16 and auto_rows((10**7, 1, 1)) == 65536
+    assert auto_rows((50_000, 64, 8)) == 3125 and auto_rows((100, 1, 1)) == 16  # at least 16 tasks when B ≥ 256
     rng = np.random.default_rng(4)
     B, k, n, m = 300, 2, 6, 3
     V, A, b, c = (rng.integers(-2, 3, s).astype(np.float32) for s in ((B, k, n), (B, n, m), (B, n), (B, k)))
@@ -196,7 +197,7 @@ def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
     old = sources._TASK_WEIGHTS
     try:
         sources._TASK_WEIGHTS = 40 * n * (m + 1)
-        assert len(plan_chunks(tmp_path / "s.npz")) == -(-B // 40)
+        assert len(plan_chunks(tmp_path / "s.npz")) == -(-B // min(40, -(-B // 16)))
         a = scan_zoo(tmp_path / "s.npz", tmp_path / "a.parquet", progress=False)
         with ThreadPoolExecutor(2) as ex:
             scan_zoo(tmp_path / "s.npz", tmp_path / "b.parquet", progress=False, executor=ex)

@@ -127,13 +127,18 @@ def _stack_rows(path: Path) -> int | None:
 
 
 _TASK_WEIGHTS = 1 << 22  # weights per task of a stacked shard by default: about a second or two of work
+_MIN_TASKS = 16  # a shard of 256 rows or more is cut into at least this many tasks (balanced shares for workers)
 
 
 def auto_rows(shape: tuple[int, ...]) -> int:
     """Rows per task of a stacked shard whose ``A`` has ``shape`` (B, n, m), by default: about 2^22 weights
-    (seconds of work per task on one core, a few dozen MB read), between 16 and 65,536 networks."""
-    n, m = (int(x) for x in shape[1:3])
-    return max(16, min(65536, _TASK_WEIGHTS // max(1, n * (m + 1))))
+    (seconds of work per task on one core, a few dozen MB read), and at most B/16 (rounded up) so that a small
+    shard still gives every one of a few workers several tasks (the last task does not leave the others
+    idle for long); between 16 and 65,536 networks.  Independent of the executor, so that a job resumed on
+    another one finds the same chunks."""
+    B, n, m = (int(x) for x in shape[:3])
+    per = min(_TASK_WEIGHTS // max(1, n * (m + 1)), -(-B // _MIN_TASKS))
+    return max(16, min(65536, per))
 
 
 def _stack_shape(path: Path) -> tuple[int, ...] | None:
