@@ -3,26 +3,31 @@ each side by side with its baseline in one run.
 
 * **digests** (per shape m-n-k, random float32 networks): the stack digests against a loop over
   ``normal_form(net).digest()`` (what a user would otherwise write; timed on a subsample, the digests compared
-  there), and against the bytes-read limit (one pass that reads every weight once: ``np.add.reduce`` over the
-  stack); CPU time of this process, wall time, and the load beside each row;
+  there), against the bytes-read limit (one pass that reads every weight once: ``np.add.reduce`` over the
+  stack) and against the floor of the digest's definition (one SHA-256 call per network over as many bytes as
+  its digest string has); CPU time of this process, wall time, and the load beside each row;
 * **growth** of the digest time over 10^4 … 10^6 networks of 8-64-1 (generated chunk by chunk, as a job reads
   them);
 * **the zoo job** on one stacked shard (``scan_zoo``): fibre column off, the default fibre column (decided in
   bounded time), and the fibre searches (on a subsample), per network, with the undecided rates;
 * **parallel**: the same job serial, on a process pool of 2 and on a real multi-worker Dask ``LocalCluster`` (2
   workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
-  the tables compared byte for byte.
+  the tables compared byte for byte;
+* **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2`` and
+  ``--dask-local 2``, on a stacked shard and a folder, with the load before and after each run.
 
 BLAS runs on one thread per process (set OPENBLAS_NUM_THREADS to override).  The machine's load matters: compare
 the ratios measured in one run, and read the load column.
 
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000 --parallel 100000
+    python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
@@ -82,11 +87,18 @@ def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     ll = load()
     if fast[:L] != ref:
         raise AssertionError(f"digests differ for {m}-{n}-{k}")
+    size = sum(len(normal_form(Network(V[i], A[i], b[i], c[i])).digest_bytes()) for i in range(min(L, 20)))
+    size //= min(L, 20)
+    buf = memoryview(np.random.default_rng(0).integers(0, 256, B * size, dtype=np.uint8).data)
+    with Clock() as sha:  # the floor of the definition: one SHA-256 call per network over its bytes
+        for i in range(B):
+            hashlib.sha256(buf[i * size : (i + 1) * size]).hexdigest()
     us_vec, us_loop = vec.cpu / B * 1e6, loop.cpu / L * 1e6
     return (
         f"| {m}-{n}-{k} | {B:,} | {us_vec:,.1f} µs ({vec.wall / B * 1e6:,.1f} µs wall, load {la}) | "
         f"{us_loop:,.0f} µs ({loop.wall / L * 1e6:,.0f} µs wall, load {ll}) | {us_loop / us_vec:.1f}× | "
-        f"{read.cpu / B * 1e6:.2f} µs | {vec.cpu / max(read.cpu, 1e-9):,.0f}× |"
+        f"{read.cpu / B * 1e6:.2f} µs | {sha.cpu / B * 1e6:.2f} µs ({size:,} B) | "
+        f"{vec.cpu / max(read.cpu, 1e-9):,.0f}× | {vec.cpu / max(sha.cpu, 1e-9):,.1f}× |"
     )
 
 
@@ -274,9 +286,10 @@ def main() -> None:
             return
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
-        "network | ratio (CPU) | reading the weights once, CPU per network | digest / read |"
+        "network | ratio (CPU) | reading the weights once, CPU per network | SHA-256 of the digest's bytes, one call "
+        "per network (its floor) | digest / read | digest / SHA-256 floor |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         print(digest_row(*shape, *sizes[shape]), flush=True)
     sizes_g = args.growth if args.growth is not None else ([10_000] if q else [10_000, 100_000])
