@@ -25,7 +25,7 @@ from relusym._core.digest import (
     odd_part_digits,
     reference_digest,
 )
-from relusym._zoo import _digest as _zoo_digest
+from relusym._zoo import _bytes as _zoo_bytes
 from relusym._zoo._digest import stack_digests
 
 from oracles import exact_lists, nf_data
@@ -125,7 +125,7 @@ def test_both_packings_of_ragged_blocks_equal_the_definition(seed, m, n, k, dtyp
     rng = np.random.default_rng(seed)
     V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, {np.float16: 5, np.float32: 30, np.float64: 60}[dtype])
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_zoo_digest, "_SMALL_BLOCK", small)
+        mp.setattr(_zoo_bytes, "_SMALL_BLOCK", small)
         assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)
 
 
