@@ -84,7 +84,9 @@ def test_a_change_in_a_or_in_b_alone_is_seen(seed, n, where):
 
 
 def test_rational_networks_and_stabilizers_take_the_same_keys():
-    net = Network([[Fraction(1, 3), Fraction(1, 6), -1]], [[1, Fraction(2, 7)], [2, Fraction(4, 7)], [0, 0]], [1, 2, Fraction(5)])
+    net = Network(
+        [[Fraction(1, 3), Fraction(1, 6), -1]], [[1, Fraction(2, 7)], [2, Fraction(4, 7)], [0, 0]], [1, 2, Fraction(5)]
+    )
     sk = _scale_keys(*_neuron_arrays(net))
     assert np.array_equal(sk.w_hash, _whole_row_hashes(net))
     st_ = stabilizer(net)
