@@ -16,9 +16,10 @@ passes of 1024 inputs (X @ Aᵀ + b, ReLU, @ Vᵀ + c) measured in the same proc
 * ``prune(θ)`` (a float network keeps its float scales: what ``relusym prune`` writes) and ``prune(θ,
   canonical=True)`` (the canonical minimal network, exact rationals) on θ (nothing prunes), and on θ with planted
   duplicates (a neuron split in two) and dead neurons;
-* ``memory``: the peak memory that ``prune(θ)``, ``prune(θ, canonical=True)``, ``equivalent(θ, h·θ)`` and the
-  digest allocate (tracemalloc, numpy's allocations included), beside the size of θ's own weights, and the peak
-  less what the result keeps (the temporaries);
+* ``memory``: the peak memory that ``prune(θ)``, ``prune(θ, canonical=True)``, ``equivalent(θ, h·θ)`` (with its
+  witness), ``equivalent`` against h·θ with one weight one ulp off (“no” and its counterexample), ``equivalent``
+  without a certificate and the digest allocate (tracemalloc, numpy's allocations included), beside the size
+  of θ's own weights, and the peak less what the result keeps (the temporaries);
 * ``startup``: ``import relusym`` against ``import numpy`` (``python -X importtime``, each the best of
   ``--repeat`` fresh processes), with a bytecode cache and without one;
 * ``fiber`` on random float32 1-1000-1 and 2-1000-1 networks (the flip search, default budget): seconds, the
@@ -310,10 +311,15 @@ def main() -> None:
         h = Symmetry.random(n, 12345, dyadic=True, spread=4)
         moved = h.act(net)
         weights = sum(x.nbytes for x in (net.V, net.A, net.b, net.c))
+        A_ulp = np.array(moved.A)
+        A_ulp[0, 0] = np.nextafter(A_ulp[0, 0], np.float32(np.inf))
+        ulp = Network(moved.V, A_ulp, moved.b, moved.c)
         for name, fn in (
             ("`prune(θ)`", lambda: prune(net)),
             ("`prune(θ, canonical=True)`", lambda: prune(net, canonical=True)),
             ("`equivalent(θ, h·θ)` with witness", lambda: equivalent(net, moved)),
+            ("`equivalent(θ, h·θ′)`, one ulp: “no” + counterexample", lambda: equivalent(net, ulp)),
+            ("`equivalent(θ, h·θ, certificate=False)`", lambda: equivalent(net, moved, certificate=False)),
             ("`normal_form(θ).digest()`", lambda: normal_form(net).digest()),
         ):
             peak, kept = peak_memory(fn)

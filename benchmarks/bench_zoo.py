@@ -3,26 +3,31 @@ each side by side with its baseline in one run.
 
 * **digests** (per shape m-n-k, random float32 networks): the stack digests against a loop over
   ``normal_form(net).digest()`` (what a user would otherwise write; timed on a subsample, the digests compared
-  there), and against the bytes-read limit (one pass that reads every weight once: ``np.add.reduce`` over the
-  stack); CPU time of this process, wall time, and the load beside each row;
+  there), against the bytes-read limit (one pass that reads every weight once: ``np.add.reduce`` over the
+  stack) and against the floor of the digest's definition (one SHA-256 call per network over as many bytes as
+  its digest string has); CPU time of this process, wall time, and the load beside each row;
 * **growth** of the digest time over 10^4 … 10^6 networks of 8-64-1 (generated chunk by chunk, as a job reads
   them);
 * **the zoo job** on one stacked shard (``scan_zoo``): fibre column off, the default fibre column (decided in
   bounded time), and the fibre searches (on a subsample), per network, with the undecided rates;
 * **parallel**: the same job serial, on a process pool of 2 and on a real multi-worker Dask ``LocalCluster`` (2
   workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
-  the tables compared byte for byte.
+  the tables compared byte for byte;
+* **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2`` and
+  ``--dask-local 2``, on a stacked shard and a folder, with the load before and after each run.
 
 BLAS runs on one thread per process (set OPENBLAS_NUM_THREADS to override).  The machine's load matters: compare
 the ratios measured in one run, and read the load column.
 
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000 --parallel 100000
+    python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
@@ -82,11 +87,18 @@ def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     ll = load()
     if fast[:L] != ref:
         raise AssertionError(f"digests differ for {m}-{n}-{k}")
+    size = sum(len(normal_form(Network(V[i], A[i], b[i], c[i])).digest_bytes()) for i in range(min(L, 20)))
+    size //= min(L, 20)
+    buf = memoryview(np.random.default_rng(0).integers(0, 256, B * size, dtype=np.uint8).data)
+    with Clock() as sha:  # the floor of the definition: one SHA-256 call per network over its bytes
+        for i in range(B):
+            hashlib.sha256(buf[i * size : (i + 1) * size]).hexdigest()
     us_vec, us_loop = vec.cpu / B * 1e6, loop.cpu / L * 1e6
     return (
         f"| {m}-{n}-{k} | {B:,} | {us_vec:,.1f} µs ({vec.wall / B * 1e6:,.1f} µs wall, load {la}) | "
         f"{us_loop:,.0f} µs ({loop.wall / L * 1e6:,.0f} µs wall, load {ll}) | {us_loop / us_vec:.1f}× | "
-        f"{read.cpu / B * 1e6:.2f} µs | {vec.cpu / max(read.cpu, 1e-9):,.0f}× |"
+        f"{read.cpu / B * 1e6:.2f} µs | {sha.cpu / B * 1e6:.2f} µs ({size:,} B) | "
+        f"{vec.cpu / max(read.cpu, 1e-9):,.0f}× | {vec.cpu / max(sha.cpu, 1e-9):,.1f}× |"
     )
 
 
@@ -199,6 +211,53 @@ def parallel_rows(tmp: Path, B: int, files: int) -> list[str]:
     return out + cpu
 
 
+def _uptime() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
+    """``relusym zoo --no-fibre`` as a user runs it (a fresh process each: imports, reading, the job, the table),
+    serial against ``--workers 2`` and ``--dask-local 2`` (the cluster's start-up included), on a stacked shard
+    and on a folder of files: wall time, CPU time of the process and all its children (the pool's workers; the
+    Dask nanny's workers are its grandchildren and are counted once they exit), the load before and after, and
+    whether the tables are byte-identical."""
+    import resource
+    import subprocess
+
+    src = shard(tmp / "cli.npz", 8, 64, 1, B)
+    folder = tmp / "cli_files"
+    folder.mkdir(exist_ok=True)
+    V, A, b, c = stack(16, 64, 4, files, seed=3)
+    for i in range(files):
+        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    out = []
+    for name, source in ((f"stacked shard, {B:,} × 8-64-1", src), (f"folder, {files:,} files 16-64-4", folder)):
+        tables = []
+        walls = []
+        for mode, extra in (
+            ("serial", []),
+            ("--workers 2", ["--workers", "2"]),
+            ("--dask-local 2", ["--dask-local", "2"]),
+        ):
+            dest = tmp / f"cli_{len(tables)}.parquet"
+            before = _uptime()
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
+            subprocess.run(cmd + extra, check=True, env=env, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            tables.append(dest.read_bytes())
+            walls.append(wall)
+            ratio = "" if mode == "serial" else f", {walls[0] / wall:.2f}× serial"
+            out.append(f"| {name} | {mode} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
+        same = all(t == tables[0] for t in tables)
+        out.append(f"| {name} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
@@ -206,17 +265,31 @@ def main() -> None:
     p.add_argument("--job", type=int, default=None, help="networks of the zoo job rows (8-64-1)")
     p.add_argument("--parallel", type=int, default=None, help="networks of the parallel shard (0: skip)")
     p.add_argument("--files", type=int, default=None, help="files of the parallel folder")
+    p.add_argument(
+        "--cli", type=int, default=0, help="networks of the CLI rows (relusym zoo, serial/pool/Dask; 0: skip)"
+    )
+    p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
     args = p.parse_args()
     q = args.quick
     sizes = {(8, 64, 1): (4096, 100), (64, 256, 10): (64, 8), (784, 128, 10): (24, 4)}
     if not q:
         sizes = {(8, 64, 1): (16384, 300), (64, 256, 10): (256, 24), (784, 128, 10): (64, 8)}
     print(f"load at start: {load()}\n")
+    if args.cli:
+        print("| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |")
+        print("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as d:
+            for row in cli_rows(Path(d), args.cli, args.files if args.files is not None else 1000):
+                print(row, flush=True)
+        print()
+        if args.only_cli:
+            return
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
-        "network | ratio (CPU) | reading the weights once, CPU per network | digest / read |"
+        "network | ratio (CPU) | reading the weights once, CPU per network | SHA-256 of the digest's bytes, one call "
+        "per network (its floor) | digest / read | digest / SHA-256 floor |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         print(digest_row(*shape, *sizes[shape]), flush=True)
     sizes_g = args.growth if args.growth is not None else ([10_000] if q else [10_000, 100_000])

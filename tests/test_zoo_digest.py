@@ -25,6 +25,7 @@ from relusym._core.digest import (
     odd_part_digits,
     reference_digest,
 )
+from relusym._zoo import _bytes as _zoo_bytes
 from relusym._zoo._digest import stack_digests
 
 from oracles import exact_lists, nf_data
@@ -107,6 +108,25 @@ def test_batched_digests_equal_the_definition(seed, m, n, k, dtype, wide):
         if expected[t] is not None and expected[t - 3] is not None:
             nets = [Network(V[i], A[i], b[i], c[i]) for i in (t, t - 3)]
             assert (sd.digest[t] == sd.digest[t - 3]) == bool(relusym.equivalent(*nets))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 4),
+    n=st.integers(1, 10),
+    k=st.integers(1, 3),
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+    small=st.sampled_from([0, 10**6]),
+)
+def test_both_packings_of_ragged_blocks_equal_the_definition(seed, m, n, k, dtype, small):
+    """Blocks whose widths differ between the networks of a batch are packed width by width (large blocks) or
+    by masks (small ones): every block through one packing, then through the other."""
+    rng = np.random.default_rng(seed)
+    V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, {np.float16: 5, np.float32: 30, np.float64: 60}[dtype])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_zoo_bytes, "_SMALL_BLOCK", small)
+        assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)
 
 
 def test_batched_digests_equal_a_from_scratch_oracle():
@@ -254,7 +274,15 @@ def test_byte_widths_are_the_bytes_up_to_the_last_nonzero(values, pad):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 2**100 - 1) | st.sampled_from([0, 1 << 16, 1 << 33, 3 << 64]), min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.integers(0, 2**100 - 1)
+        | st.sampled_from([0, 1 << 16, 1 << 33, 3 << 64])
+        | st.builds(lambda o, z: o << z, st.integers(1, 2**16 - 1), st.integers(0, 127 - 16)),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_odd_part_digits(values):
     J = 8
     D = np.array([[(x >> (16 * j)) & 0xFFFF for x in values] for j in range(J)], dtype=np.int64)

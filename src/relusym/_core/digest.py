@@ -546,29 +546,22 @@ def odd_part_digits(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zero bits of number x (−1 for zero) and P (J, X) the digits of number x shifted right by s[x] bits (its odd
     part; 0 for zero)."""
     J, X = D.shape
-    s = np.full(X, -1, dtype=np.int64)
-    P = np.zeros((J, X), dtype=np.int64)
     if X == 0 or J == 0:
-        return s, P
-    common = D[0] != 0  # the lowest digit is nonzero: shift by its trailing zeros only
-    rare = np.nonzero(~common)[0]
-    low = D[0] | ~common
-    tz = ((low & -low).astype(np.float64).view(np.int64) >> 52) - 1023
-    up = 16 - tz
-    for j in range(J - 1):
-        P[j] = (D[j] >> tz) | ((D[j + 1] << up) & 0xFFFF)
-    P[J - 1] = D[J - 1] >> tz
-    s[:] = tz
-    if rare.size:  # a zero lowest digit: shift whole digits first (or the number is 0)
-        Dr = D[:, rare]
-        nz = Dr != 0
-        j0 = np.argmax(nz, axis=0)
-        lo = Dr[j0, np.arange(rare.size)]
-        lo_bit = (lo & -lo) | (lo == 0)
-        tzr = (lo_bit.astype(np.float64).view(np.int64) >> 52) - 1023
-        idx = np.arange(J)[:, None] + j0[None, :]
-        cur = np.take_along_axis(Dr, np.minimum(idx, J - 1), axis=0) * (idx < J)
-        nxt = np.take_along_axis(Dr, np.minimum(idx + 1, J - 1), axis=0) * (idx + 1 < J)
-        P[:, rare] = (cur >> tzr) | ((nxt << (16 - tzr)) & 0xFFFF)
-        s[rare] = np.where(nz.any(axis=0), 16 * j0 + tzr, -1)
-    return s, P
+        return np.full(X, -1, dtype=np.int64), np.zeros((J, X), dtype=np.int64)
+    nz = D != 0
+    live = nz.any(axis=0)
+    j0 = np.argmax(nz, axis=0)  # the lowest nonzero digit
+    S = D
+    step = 1
+    while step < J:  # shift every number down by j0 whole digits: by 1, 2, 4, … where j0 has that bit
+        move = (j0 & step) != 0
+        if move.any():
+            S = S.copy() if S is D else S
+            S[:-step] = np.where(move, S[step:], S[:-step])
+            S[-step:] *= ~move
+        step <<= 1
+    low = S[0] | ~live
+    tz = ((low & -low).astype(np.float64).view(np.int64) >> 52) - 1023  # then by the trailing zero bits
+    P = S >> tz
+    P[:-1] |= (S[1:] << (16 - tz)) & 0xFFFF
+    return np.where(live, 16 * j0 + tz, -1), P

@@ -196,42 +196,65 @@ class _ScaleKind(IntEnum):
 @dataclass(frozen=True)
 class _ScaleKeys:
     """For each neuron: a 64-bit hash of (v, w) up to positive scaling (the H_n-invariant of one neuron), and
-    the exact data that verifies candidates.  kind: a _ScaleKind per neuron."""
+    the exact data that verifies candidates.  kind: a _ScaleKind per neuron.  w = (a, b) is kept as the network's
+    own A and b (no concatenated copy): hashes are linear over the columns and proportionality holds for the
+    row exactly when it holds for both parts."""
 
     kind: np.ndarray  # (n,) int
     hashes: np.ndarray  # (n,) uint64
-    W: np.ndarray  # n × (m+1) exact view of [a | b]
+    A: np.ndarray  # n × m exact view of a
+    b: np.ndarray  # n × 1 exact view of b
     Vt: np.ndarray  # n × k exact view of v
     norm: np.ndarray  # (n,) exact |w_q| (kind 1) or |v_q| (kind 2), 1 for inactive; float64 or Fractions
     w_hash: np.ndarray  # (n,) uint64: row_hash of the float keys of w / |w_q| (kind 1), of 0 otherwise
 
 
+def _first_nonzero(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of X: whether it has a nonzero entry and the column of the first one (0 when none), a block of
+    rows at a time (no boolean matrix of the whole array)."""
+    n = X.shape[0]
+    has = np.zeros(n, dtype=bool)
+    q = np.zeros(n, dtype=np.int64)
+    step = max(1, (1 << 18) // max(1, X.shape[1]))
+    for s0 in range(0, n, step):
+        nz = X[s0 : s0 + step] != 0
+        q[s0 : s0 + step] = np.argmax(nz, axis=1)
+        has[s0 : s0 + step] = nz.any(axis=1)
+    return has, q
+
+
 @np.errstate(over="ignore")  # keys beyond float range become ±inf: still equal for equal rationals
-def _scale_keys(W: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
-    n = W.shape[0]
-    w_nz = W != 0
-    v_nz = Vt != 0
+def _scale_keys(A: np.ndarray, b: np.ndarray, Vt: np.ndarray) -> _ScaleKeys:
+    n, m = A.shape
     rows = np.arange(n)
-    qw = np.argmax(w_nz, axis=1)
-    qv = np.argmax(v_nz, axis=1)
-    has_w = w_nz[rows, qw] if n else np.zeros(0, dtype=bool)
-    has_v = v_nz[rows, qv] if n else np.zeros(0, dtype=bool)
+    b2 = b.reshape(n, 1)
+    has_a, qa = _first_nonzero(A)
+    has_v, qv = _first_nonzero(Vt)
+    has_w = has_a | (b != 0)
     kind = np.where(has_w, _ScaleKind.ROW, np.where(has_v, _ScaleKind.OUTPUT, _ScaleKind.ZERO)).astype(np.int64)
-    obj = W.dtype == object or Vt.dtype == object
+    obj = A.dtype == object or Vt.dtype == object
     one: Any = Fraction(1) if obj else 1.0
-    norm = np.where(
-        kind == _ScaleKind.ROW, abs(W[rows, qw]), np.where(kind == _ScaleKind.OUTPUT, abs(Vt[rows, qv]), one)
-    )
+    wq = np.where(has_a, A[rows, qa], b) if n else b
+    norm = np.where(kind == _ScaleKind.ROW, abs(wq), np.where(kind == _ScaleKind.OUTPUT, abs(Vt[rows, qv]), one))
     norm = np.array(norm.tolist(), dtype=object) if obj else norm.astype(np.float64)
     if n == 0:
         empty = np.zeros(0, dtype=np.uint64)
-        return _ScaleKeys(kind, empty, W, Vt, norm, empty)
+        return _ScaleKeys(kind, empty, A, b2, Vt, norm, empty)
     k1 = (kind == _ScaleKind.ROW)[:, None]
     # w / |w_q| (kind 1; zero rows otherwise) and v·|w_q| (kind 1) or v / |v_q| (kind 2): correctly rounded
-    w_hash = row_hash(float_key(W / norm[:, None])) if obj else quotient_row_hashes(W, norm)
+    tail = row_hash(float_key(b2 / norm[:, None]), offset=m)
+    w_hash = (row_hash(float_key(A / norm[:, None])) if obj else quotient_row_hashes(A, norm)) + tail
     Fv = float_key(np.where(k1, Vt * norm[:, None], Vt / norm[:, None]))
-    hashes = w_hash + row_hash(Fv, offset=W.shape[1]) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return _ScaleKeys(kind, hashes, W, Vt, norm, w_hash)
+    hashes = w_hash + row_hash(Fv, offset=m + 1) + kind.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return _ScaleKeys(kind, hashes, A, b2, Vt, norm, w_hash)
+
+
+def _w_proportional(
+    sk1: _ScaleKeys, s2: np.ndarray, sk2: _ScaleKeys, s1: np.ndarray, rows2: np.ndarray | None = None
+) -> np.ndarray:
+    """:func:`rows_proportional` of the rows w = (a, b) of two networks' scale keys, part by part."""
+    a_ok = rows_proportional(sk1.A, s2, sk2.A, s1, rows2=rows2)
+    return np.asarray(a_ok & rows_proportional(sk1.b, s2, sk2.b, s1, rows2=rows2))
 
 
 def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | None:
@@ -243,18 +266,20 @@ def _related(sk1: _ScaleKeys, j: int, sk2: _ScaleKeys, l_: int) -> Fraction | No
         return Fraction(1)
     n1, n2 = sk1.norm[[j]], sk2.norm[[l_]]
     if kind == _ScaleKind.ROW:
-        ok = bool(rows_proportional(sk1.W[[j]], n2, sk2.W[[l_]], n1)[0]) and bool(
-            rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0]
+        ok = (
+            bool(rows_proportional(sk1.A[[j]], n2, sk2.A[[l_]], n1)[0])
+            and bool(rows_proportional(sk1.b[[j]], n2, sk2.b[[l_]], n1)[0])
+            and bool(rows_proportional(sk1.Vt[[j]], n1, sk2.Vt[[l_]], n2)[0])
         )
         return Fraction(n2[0]) / Fraction(n1[0]) if ok else None
     ok = bool(rows_proportional(sk1.Vt[[j]], n2, sk2.Vt[[l_]], n1)[0])
     return Fraction(n1[0]) / Fraction(n2[0]) if ok else None
 
 
-def _neuron_arrays(net: Network) -> tuple[np.ndarray, np.ndarray]:
+def _neuron_arrays(net: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, b, Vᵀ) in one exact representation: views of the network's own arrays when they are floats."""
     A, b, V = exact_view(net.A, net.b, net.V)
-    W = np.concatenate([A, b[:, None]], axis=1) if A.dtype != object else np.concatenate([A, b.reshape(-1, 1)], axis=1)
-    return W, V.T
+    return A, b, V.T
 
 
 def _scales_of(sk1: _ScaleKeys, sk2: _ScaleKeys, perm: np.ndarray) -> list[Fraction]:
@@ -319,7 +344,7 @@ def _search(net1: Network, sk1: _ScaleKeys, sk2: _ScaleKeys) -> Symmetry | None:
     n1, n2 = sk1.norm, sk2.norm[perm]
     V2 = sk2.Vt[perm]
     ok = sk1.kind == sk2.kind[perm]
-    ok &= rows_proportional(sk1.W, n2, sk2.W, n1, rows2=perm)
+    ok &= _w_proportional(sk1, n2, sk2, n1, rows2=perm)
     ok &= np.where(
         sk1.kind == _ScaleKind.ROW, rows_proportional(sk1.Vt, n1, V2, n2), rows_proportional(sk1.Vt, n2, V2, n1)
     )

@@ -20,8 +20,8 @@ all of these are integers computed here exactly, for a whole stack of networks a
   integers in base 2¹⁶, from which the 2-adic split (t, p, 1) follows by counting trailing zeros.  The kink of
   a class of one neuron (the usual case) is a single product |o_λ o_v|·2^(s_λ + s_v) of two odd mantissas,
   already split.
-* **bytes.**  Networks with the same byte layout (number of classes and the eight block widths) get their
-  bytes as the rows of one uint8 matrix (the batched encoders of relusym/_core/digest.py), one SHA-256 per row.
+* **bytes.**  Every block of the batch is one padded uint8 matrix whose rows begin with each network's bytes
+  (:class:`relusym._zoo._bytes.Ragged`); one compress gives the byte strings end to end, one SHA-256 each.
 
 Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
 its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
@@ -31,23 +31,19 @@ both with the definition on thousands of networks.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from relusym._core.digest import (
-    byte_widths,
-    digest_header,
-)
+from relusym._core.digest import byte_widths
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
+from relusym._zoo._bytes import Ragged, headers
 from relusym._zoo._ints import (
     BIG,
     DIGIT,
     MASK,
-    bit_length,
     digits,
     odd_parts,
     row_gcd,
@@ -278,8 +274,8 @@ def _fast_batch(
         nk_p[net_c, slot_c] = nk[kc]
         wk_p = np.zeros((B, Nmax, k), dtype=np.int64)
         wk_p[net_c, slot_c] = wk[kc]
-    out = _Ragged(B)
-    out.fixed(_headers(m, k, N))
+    out = Ragged(B)
+    out.fixed(headers(m, k, N))
     if Lw == 1:
         wmag = u64_bytes(mag_p.view("<u8").reshape(B, -1).max(axis=1, initial=0))
     else:
@@ -364,97 +360,6 @@ def _affine(
                 D[q + j] += ((a >> (DIGIT * j)) & MASK) << r
             D[q + 3] += (a >> (3 * DIGIT)) << r
     return split_digits(D.reshape(J, -1), np.repeat(pt.eV + pt.eW, k * (m + 1)))
-
-
-def _headers(m: int, k: int, N: np.ndarray) -> np.ndarray:
-    """The first bytes of every network's digest (:func:`relusym._core.digest.digest_header`), one row each."""
-    B = N.shape[0]
-    head = np.empty((B, 37), dtype=np.uint8)
-    head[:] = np.frombuffer(digest_header(m, k, 0), dtype=np.uint8)
-    head[:, 29:] = N.astype("<u8").view(np.uint8).reshape(B, 8)
-    return head
-
-
-def _bytes_of(x: np.ndarray) -> np.ndarray:
-    """Bytes of each nonnegative int64 entry up to its last nonzero byte (0 for 0)."""
-    return (bit_length(x) + 7) >> 3
-
-
-class _Ragged:
-    """The digest bytes of a batch of networks as padded segments and their masks: every segment is a (B, width)
-    uint8 matrix with a boolean mask of the bytes that belong to each network's byte string; the strings are
-    the masked bytes row by row (one compress of the whole batch), hashed one slice at a time."""
-
-    def __init__(self, B: int) -> None:
-        self.B = B
-        self.data: list[np.ndarray] = []
-        self.mask: list[np.ndarray | None] = []
-
-    def fixed(self, rows: np.ndarray) -> None:
-        self.data.append(rows)
-        self.mask.append(None)
-
-    def block(self, mag: np.ndarray, neg: np.ndarray, cnt: np.ndarray | None, w: np.ndarray) -> None:
-        """Integer blocks: ``mag`` (B, S, ≥ max w) uint8 little-endian magnitudes, ``neg`` (B, S) signs (False
-        beyond ``cnt``), ``cnt`` entries per network (None: all S), ``w`` (B,) the widths (max(1, w) used)."""
-        B, S = neg.shape
-        w = np.maximum(w, 1)
-        wb = int(w.max(initial=1))
-        self.fixed(w.astype("<u4").view(np.uint8).reshape(B, 4))
-        body = mag[:, :, :wb].reshape(B, S * wb)
-        signs = np.packbits(neg, axis=1, bitorder="little")
-        uniform_w = bool((w == wb).all())
-        if cnt is None or bool((cnt == S).all()):
-            self.data.append(body)
-            self.mask.append(
-                None if uniform_w else np.broadcast_to(np.arange(wb) < w[:, None, None], (B, S, wb)).reshape(B, -1)
-            )
-            self.fixed(signs)
-            return
-        ent = np.arange(S) < cnt[:, None]
-        self.data.append(body)
-        self.mask.append((ent[:, :, None] & (np.arange(wb) < w[:, None, None])).reshape(B, -1))
-        self.data.append(signs)
-        self.mask.append(np.arange(signs.shape[1]) < ((cnt + 7) >> 3)[:, None])
-
-    def dyadic(self, t: np.ndarray, p: np.ndarray, neg: np.ndarray, wp: np.ndarray, cnt: np.ndarray | None) -> None:
-        """Rational blocks of dyadic rationals 2^t · p: ``t`` (B, S) int64, ``p`` (B, S, ·) uint8 the bytes of
-        |p|, ``neg`` its signs, ``wp`` (B, S) the bytes |p| uses; ``cnt`` as in :meth:`block`."""
-        B, S = t.shape
-        at = np.abs(t)
-        if cnt is not None:
-            live = np.arange(S) < cnt[:, None]
-            wt = np.where(live, _bytes_of(at), 0).max(axis=1, initial=0)
-            wpp = np.where(live, wp, 0).max(axis=1, initial=0)
-        else:
-            wt, wpp = _bytes_of(at).max(axis=1, initial=0), wp.max(axis=1, initial=0)
-        self.block(at.astype("<u8").view(np.uint8).reshape(B, S, 8), t < 0, cnt, wt)
-        self.block(p, neg, cnt, wpp)
-        ones = np.zeros((B, S, 1), dtype=np.uint8)
-        ones[:, :, 0] = 1
-        self.block(ones, np.zeros((B, S), dtype=bool), cnt, np.ones(B, dtype=np.int64))
-
-    def digests(self) -> list[str]:
-        B = self.B
-        data = np.concatenate(self.data, axis=1)
-        if all(mk is None for mk in self.mask):
-            L = data.shape[1]
-            flat, offs = data.ravel(), np.arange(B + 1) * L
-        else:
-            mask = np.concatenate(
-                [
-                    np.ones(d.shape, dtype=bool) if mk is None else mk
-                    for d, mk in zip(self.data, self.mask, strict=True)
-                ],
-                axis=1,
-            )
-            flat = data[mask]
-            offs = np.zeros(B + 1, dtype=np.int64)
-            np.cumsum(mask.sum(axis=1), out=offs[1:])
-        mv = memoryview(flat.data)
-        sha = hashlib.sha256
-        o = offs.tolist()
-        return [sha(mv[o[i] : o[i + 1]]).hexdigest() for i in range(B)]
 
 
 def _row_order(hb: np.ndarray, mag: np.ndarray, sneg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

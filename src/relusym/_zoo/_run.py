@@ -55,8 +55,10 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖) of the near-duplicate filter."""
     B, n, m = A.shape
     X = _probe_points(m, P)
-    H = np.maximum(np.einsum("bnm,pm->bnp", A, X) + b[:, :, None], 0.0)
-    out = np.einsum("bkn,bnp->bpk", V, H) + c[:, None, :]
+    H = A @ X.T  # batched BLAS products (einsum's own loops took twice as long)
+    H += b[:, :, None]
+    np.maximum(H, 0.0, out=H)
+    out = (V @ H).transpose(0, 2, 1) + c[:, None, :]
     vn = np.linalg.norm(V, axis=1)
     an = np.linalg.norm(A, axis=2)
     terms = vn * np.hypot(an, b)

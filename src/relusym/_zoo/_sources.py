@@ -127,13 +127,18 @@ def _stack_rows(path: Path) -> int | None:
 
 
 _TASK_WEIGHTS = 1 << 22  # weights per task of a stacked shard by default: about a second or two of work
+_MIN_TASKS = 16  # a shard of 256 rows or more is cut into at least this many tasks (balanced shares for workers)
 
 
 def auto_rows(shape: tuple[int, ...]) -> int:
     """Rows per task of a stacked shard whose ``A`` has ``shape`` (B, n, m), by default: about 2^22 weights
-    (seconds of work per task on one core, a few dozen MB read), between 16 and 65,536 networks."""
-    n, m = (int(x) for x in shape[1:3])
-    return max(16, min(65536, _TASK_WEIGHTS // max(1, n * (m + 1))))
+    (seconds of work per task on one core, a few dozen MB read), and at most B/16 (rounded up) so that a small
+    shard still gives every one of a few workers several tasks (the last task does not leave the others
+    idle for long); between 16 and 65,536 networks.  Independent of the executor, so that a job resumed on
+    another one finds the same chunks."""
+    B, n, m = (int(x) for x in shape[:3])
+    per = min(_TASK_WEIGHTS // max(1, n * (m + 1)), -(-B // _MIN_TASKS))
+    return max(16, min(65536, per))
 
 
 def _stack_shape(path: Path) -> tuple[int, ...] | None:
@@ -317,9 +322,17 @@ def _message(exc: BaseException) -> str:
 
 def _npz_rows(zf: Any, name: str, start: int, stop: int) -> np.ndarray:
     """Rows start..stop of the array ``name`` of an open .npz (a ``zipfile.ZipFile``), reading only those rows
-    when the member is a C-ordered array of a plain dtype (a stored member is read from its offset; a deflated
-    one is decompressed up to it), else the whole array and then the rows."""
-    with zf.open(name + ".npy") as fh:
+    when the member is a C-ordered array of a plain dtype (a stored member straight from its offset in the
+    archive, see :func:`_stored_rows`; a deflated one decompressed up to it), else the whole array and then the
+    rows."""
+    import zipfile
+
+    info = zf.getinfo(name + ".npy")
+    if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1 and hasattr(zf.fp, "seek"):
+        got = _stored_rows(zf.fp, info, start, stop)
+        if got is not None:
+            return got
+    with zf.open(info) as fh:
         version = np.lib.format.read_magic(fh)
         read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read(fh)
@@ -329,9 +342,38 @@ def _npz_rows(zf: Any, name: str, start: int, stop: int) -> np.ndarray:
         stop = min(stop, shape[0])
         start = min(start, stop)
         row = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-        fh.seek(fh.tell() + start * row)
+        fh.seek(fh.tell() + start * row)  # a deflated member: decompressed up to the rows
         buf = fh.read((stop - start) * row)
         return np.frombuffer(buf, dtype=dtype).reshape((stop - start,) + tuple(shape[1:]))
+
+
+def _stored_rows(fp: Any, info: Any, start: int, stop: int) -> np.ndarray | None:
+    """Rows start..stop of a stored (uncompressed) .npy member, read from the archive's file at the member's
+    offset (its local header's fixed 30 bytes, then its name and extra field, then the .npy header): Python's
+    ``ZipExtFile.seek`` before 3.12 reads and checksums every byte up to the target, which made a task of a
+    large shard read all the rows before its own.  None when the member is not a C-ordered plain array (the
+    caller then reads it whole)."""
+    import struct
+
+    fp.seek(info.header_offset)
+    local = fp.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        return None
+    n_name, n_extra = struct.unpack("<HH", local[26:30])
+    fp.seek(info.header_offset + 30 + n_name + n_extra)
+    version = np.lib.format.read_magic(fp)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read(fp)
+    if fortran or dtype.hasobject or not shape:
+        return None
+    stop = min(stop, shape[0])
+    start = min(start, stop)
+    row = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+    fp.seek(fp.tell() + start * row)
+    buf = fp.read((stop - start) * row)
+    if len(buf) != (stop - start) * row:
+        raise InvalidNetworkError(f"{info.filename}: the member ends before row {stop} (a truncated archive)")
+    return np.frombuffer(buf, dtype=dtype).reshape((stop - start,) + tuple(shape[1:]))
 
 
 def _read_stack(path: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
