@@ -40,6 +40,8 @@ def test_every_result_type_names_its_schema_first() -> None:
         "relusym.domain-verdict/1": relusym.equivalent(E2, other, domain=box),
         "relusym.deep-verdict/1": relusym.equivalent(DEEP, DEEP, budget=5.0),
         "relusym.alignment/1": relusym.align(E2, E2),
+        "relusym.verdict/1": relusym.equivalent(E2, E2),
+        "relusym.stabilizer/1": relusym.stabilizer(E2),
     }
     for schema, obj in results.items():
         d = obj.to_dict()
@@ -93,3 +95,26 @@ def test_the_command_line_keeps_the_command_schema() -> None:
     assert _first_key(out) == KEY and out[KEY] == "relusym.fiber/1"
     out = json_object("equiv", relusym.equivalent(DEEP, DEEP, budget=5.0).to_dict(), [])
     assert out[KEY] == "relusym.equiv/1" and out["status"] == "equal"
+
+
+def test_verdicts_round_trip_with_their_certificates() -> None:
+    """Verdict.from_dict(to_dict()) keeps the decision and the certificate, which still applies: the witness maps
+    θ1 (flipped by the flip set) onto θ2 exactly, and the counterexample's outputs are those of the networks."""
+    from relusym._core.equivalence import Verdict
+    from relusym._core.operations import flip
+
+    flipped = Network([[1, 1]], [[-1], [1]], [0, -1], [1])
+    other = Network([[1, 1]], [[1], [-1]], [0, 2])
+    yes = relusym.equivalent(E2, flipped)
+    back = Verdict.from_dict(json.loads(json.dumps(yes.to_dict())))
+    assert back.equivalent and back.flip_set == yes.flip_set and back.witness == yes.witness
+    assert back.witness is not None and back.flip_set is not None
+    assert back.witness.act(flip(E2, back.flip_set)).same_parameters(flipped)
+    no = relusym.equivalent(E2, other)
+    again = Verdict.from_dict(json.loads(json.dumps(no.to_dict())))
+    assert not again.equivalent and again.counterexample == no.counterexample
+    cex = again.counterexample
+    assert cex is not None
+    assert tuple(E2(list(cex.x))) == cex.y1 and tuple(other(list(cex.x))) == cex.y2 and cex.y1 != cex.y2
+    with pytest.raises(InvalidNetworkError, match="unknown verdict format"):
+        Verdict.from_dict({**no.to_dict(), "schema": "relusym.fiber/1"})

@@ -98,7 +98,7 @@ def scan_zoo(
         chunk_size=chunk_size,
         files_per_chunk=files_per_chunk,
         resume=resume,
-        show_progress=progress,
+        progress=progress,
     )
 
 

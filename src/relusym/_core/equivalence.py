@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.document import check_schema, tagged
 from relusym._core.classes import HyperplaneClasses, hyperplane_classes
 from relusym._core.group import Symmetry, find_symmetry, search_symmetry
 from relusym._core.network import Network, NeuronType, check_pair
@@ -30,6 +31,8 @@ from relusym._exact.numbers import fraction_str, is_float_array, to_fraction
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["Verdict", "Counterexample", "equivalent", "counterexample", "sparse_evaluate"]
+
+SCHEMA = "relusym.verdict/1"  #: the document key of :meth:`Verdict.to_dict`
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class Counterexample:
             "y1": [fraction_str(v) for v in self.y1],
             "y2": [fraction_str(v) for v in self.y2],
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Counterexample:
+        """The inverse of :meth:`to_dict` (exact: every entry is read as a rational)."""
+        return cls(*(tuple(to_fraction(v, key) for v in d[key]) for key in ("x", "y1", "y2")))
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,21 @@ class Verdict:
             d["flips"] = list(self.flip_set)
         if self.counterexample is not None:
             d["counterexample"] = self.counterexample.to_dict()
-        return d
+        return tagged(SCHEMA, d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        """The verdict :meth:`to_dict` wrote (its certificate included; the normal form is not stored)."""
+        check_schema(d, SCHEMA, "verdict")
+        flips = d.get("flips")
+        cex = d.get("counterexample")
+        return cls(
+            bool(d["equivalent"]),
+            str(d["reason"]),
+            Symmetry.from_dict(d["witness"]) if d.get("witness") is not None else None,
+            tuple(int(i) for i in flips) if flips is not None else None,
+            Counterexample.from_dict(cex) if cex is not None else None,
+        )
 
     def __str__(self) -> str:
         return self.reason

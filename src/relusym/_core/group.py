@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.document import tagged
 from relusym._core.network import Network
 from relusym._exact.hashing import float_key, quotient_row_hashes, row_hash, rows_proportional
 from relusym._exact.numbers import exact_view, fraction_str, fractions_of, products_exact, to_fraction
@@ -399,7 +400,7 @@ class Stabilizer:
         return self.inactive == 0 and self.order == 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "inactive": self.inactive,
             "inactive_neurons": list(self.inactive_neurons),
             "blocks": [list(b) for b in self.blocks],
@@ -407,6 +408,7 @@ class Stabilizer:
             "dimension": self.dimension,
             "generators": [g.to_dict() for g in self.generators],
         }
+        return tagged("relusym.stabilizer/1", d)
 
     def __str__(self) -> str:
         blocks = ", ".join("{" + ", ".join(map(str, b)) + "}" for b in self.blocks) or "none"

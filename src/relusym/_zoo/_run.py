@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.progress import progress
+from relusym._base.progress import progress_bar
 from relusym._base.rng import as_generator
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
@@ -328,7 +328,7 @@ def run_job(
     chunk_size: int | None = None,
     files_per_chunk: int = 256,
     resume: bool = False,
-    show_progress: bool | None = None,
+    progress: bool | None = None,
     on_part: Callable[[int], None] | None = None,
 ) -> ZooResult:
     """Run a zoo job (see :func:`relusym.zoo.scan_zoo`)."""
@@ -350,7 +350,7 @@ def run_job(
     tables: dict[int, Any] = {}
     todo = [c for c in chunks if c.index not in done]
     try:
-        with progress(total=total, desc="zoo", unit="net", enabled=show_progress) as bar:
+        with progress_bar(total=total, desc="zoo", unit="net", progress=progress) as bar:
             bar.update(sum(c.size for c in chunks if c.index in done))
             for t, table in execute(
                 run_chunk,

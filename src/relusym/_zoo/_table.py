@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relusym._base.limits import check_budget
 from relusym.errors import InvalidNetworkError
 
 __all__ = ["SCHEMA", "COLUMNS", "PRIVATE", "Options", "ZooResult", "table_schema", "part_table"]
@@ -52,10 +53,11 @@ class Options:
     search: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("atol", "rtol", "budget"):
+        for name in ("atol", "rtol"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise InvalidNetworkError(f"{name} must be a finite number ≥ 0, got {v!r}")
+        check_budget(self.budget)
         if self.probes < 1:
             raise InvalidNetworkError(f"probes must be at least 1, got {self.probes}")
 
