@@ -178,8 +178,13 @@ SHAPE_KEYS = ("m", "n", "k", "N")
 
 def json_object(command: str, data: dict[str, Any], inputs: list[Any]) -> dict[str, Any]:
     """The one key order of every command's JSON (docs/cli.md): ``schema``, the shape keys the command has
-    (m, n, k, N), the command's own keys in their order, ``inputs`` last."""
-    out: dict[str, Any] = {"schema": f"relusym.{command}/1"}
+    (m, n, k, N), the command's own keys in their order, ``inputs`` last.  The schema is
+    ``relusym.<command>/1`` unless the command's data names a later version of its own (the zoo's summary,
+    ``relusym.zoo/2``, is the same document as the file written beside the table); a nested result's schema
+    (``relusym.verdict/1`` …) gives way to the command's."""
+    own = data.get("schema")
+    schema = own if isinstance(own, str) and own.startswith(f"relusym.{command}/") else f"relusym.{command}/1"
+    out: dict[str, Any] = {"schema": schema}
     out.update({key: data[key] for key in SHAPE_KEYS if key in data})
     out.update({key: v for key, v in data.items() if key not in (*SHAPE_KEYS, "schema", "inputs")})
     out["inputs"] = inputs
