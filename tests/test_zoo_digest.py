@@ -319,7 +319,7 @@ def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
     # a job of the old schema (digests of the old definition), interrupted after its first part
     monkeypatch.setattr(_run, "SCHEMA", "relusym.zoo/1")
     with pytest.raises(Stop):
-        _run.run_job(shard, out, options=_run.Options(fibre=False), chunk_size=4, on_part=stop, show_progress=False)
+        _run.run_job(shard, out, options=_run.Options(fibre=False), chunk_size=4, on_part=stop, progress=False)
     monkeypatch.undo()
     parts = out.with_name(out.name + ".parts")
     assert json.loads((parts / "job.json").read_text())["schema"] == "relusym.zoo/1"

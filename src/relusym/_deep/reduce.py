@@ -132,8 +132,12 @@ def _add_exact(target: np.ndarray, addend: np.ndarray, t: Fraction) -> None:
     if nz.size == 0:
         return
     old = target[nz].copy()
+    try:
+        tf = float(t)
+    except OverflowError:  # a factor beyond float64: the float path cannot hold the result, the exact one takes over
+        raise _Inexact from None
     with np.errstate(all="ignore"):
-        target[nz] = old + float(t) * addend[nz]
+        target[nz] = old + tf * addend[nz]
     for o, a, new in zip(old.tolist(), addend[nz].tolist(), target[nz].tolist(), strict=True):
         if not np.isfinite(new) or Fraction(new) != Fraction(o) + t * Fraction(a):
             raise _Inexact
