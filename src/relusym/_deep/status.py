@@ -408,6 +408,35 @@ def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) ->
     return None
 
 
+def _cover_stage(
+    layers: ExactLayers,
+    root: Region,
+    wit: Witnesses,
+    certs: list[list[UnitCertificate]],
+    pending: list[tuple[int, int]],
+    deadline: float,
+    leaves: int,
+) -> list[tuple[int, int]]:
+    """The witness hunt and the covers of :mod:`relusym._deep.box_cover` for the pending units (with 70% of the
+    time left); returns the units still pending."""
+    from relusym._deep.box_cover import cover_units, hunt
+    from relusym._deep.witness import FloatNet
+
+    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, deadline)
+    todo = [(ell, j) for ell, j in pending if not wit.crossing(ell, j)]
+    until = time.monotonic() + 0.7 * max(0.0, deadline - time.monotonic())
+    for p in cover_units(layers, root, wit, todo, until, leaves):
+        status = DEAD if p.sign < 0 else ACTIVE
+        certs[p.ell][p.j] = UnitCertificate(p.ell + 1, p.j, status, p.bound, "branch-and-bound", p.regions)
+    left = []
+    for ell, j in pending:
+        if wit.crossing(ell, j):
+            certs[ell][j] = _crossing_cert(wit, ell, j)
+        elif certs[ell][j].status == UNDECIDED:
+            left.append((ell, j))
+    return left
+
+
 def unit_status(
     net: Any,
     domain: Any,
@@ -418,6 +447,7 @@ def unit_status(
     max_leaves: int = 4096,
     search: str = "box",
     tighten_bounds: bool = False,
+    cover_leaves: int = 256,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
 
@@ -428,7 +458,10 @@ def unit_status(
     also a witness) or ``"box+phases"`` (the box first, then the phases with 30% of the unit's time); on ACAS Xu
     the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
-    certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
+    certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
+    search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
+    ``cover_leaves`` leaves a unit, each leaf's bound exact; 0 turns the stage off).  Units left unproved are
+    "undecided" with the reason."""
     start = time.monotonic()
     deadline = start + check_budget(budget)
     if search not in _SEARCHES:
@@ -459,6 +492,8 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
+    if isinstance(dom, Box) and pending and cover_leaves > 0 and search != "phases":
+        pending = _cover_stage(layers, root, wit, certs, pending, deadline, cover_leaves)
     use_box, use_phases = search in ("box", "box+phases"), search in ("phases", "box+phases")
     phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):
