@@ -1,7 +1,7 @@
 """Unit statuses of the 45 ACAS Xu networks on the input box each NNet file records (issue 22).
 
     python benchmarks/bench_deep_box.py [--budget SECONDS] [--samples N] [--first F] [--files K] [--check]
-                                        [--search box|phases|box+phases] [--tighten]
+                                        [--search box|phases|box+phases] [--tighten] [--cover-leaves N]
 
 Reads /work/shared/data/acasxu/*.nnet with ``relusym.load`` (the input normalisation folded into the first layer
 exactly, so the network takes raw inputs) on the box ``relusym.io.input_box(path)`` (raw units: the min/max the
@@ -12,7 +12,8 @@ Per network: dead / active / crossing / undecided from relusym's exact statuses 
 dead/active, and what 200,000 uniform samples suggest (a unit seen with both signs is "crossing"; one seen only
 ≤ 0 "dead"; only ≥ 0 "active").  ``--search box`` (default) runs the input-box branch and bound alone,
 ``phases`` the phase branch and bound alone, ``box+phases`` both; ``--tighten`` the phase search on
-LP-tightened bounds of the earlier layers.
+LP-tightened bounds of the earlier layers; ``--cover-leaves 0`` turns off the witness hunt and the covers by input
+splitting (:mod:`relusym._deep.box_cover`), the baseline of this turn.
 ``--check`` re-checks every certificate with ``check_certificates`` (timed separately).  The totals
 give wall and CPU time and the load average.
 """
@@ -87,6 +88,7 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0, help="skip the first FIRST files")
     ap.add_argument("--search", default="box", choices=["box", "phases", "box+phases"])
     ap.add_argument("--tighten", action="store_true", help="phase search on LP-tightened bounds")
+    ap.add_argument("--cover-leaves", type=int, default=256, help="leaves a unit's cover may use (0: no covers)")
     args = ap.parse_args()
     tot = {"dead": 0, "active": 0, "crossing": 0, "undecided": 0}
     itot = [0, 0]
@@ -105,6 +107,7 @@ def main() -> None:
             samples=args.samples,
             search=args.search,
             tighten_bounds=args.tighten,
+            cover_leaves=args.cover_leaves,
         )
         dt = time.perf_counter() - t0
         t_all += dt
