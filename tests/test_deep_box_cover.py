@@ -51,7 +51,7 @@ def _open_units(layers: ExactLayers, box: Box) -> list[tuple[int, int]]:
 
 
 def _cert(p: Proved) -> UnitCertificate:
-    return UnitCertificate(p.ell + 1, p.j, DEAD if p.sign < 0 else ACTIVE, p.bound, "branch-and-bound", p.regions)
+    return UnitCertificate(p.ell + 1, p.j, DEAD if p.sign < 0 else ACTIVE, p.bound, "cover", p.regions)
 
 
 @pytest.mark.parametrize("seed", [3, 10, 32])
@@ -141,7 +141,7 @@ def test_unit_status_uses_covers_and_every_certificate_rechecks() -> None:
     res = unit_status(net, BOX, budget=60)
     certs = [c for lay in res.certificates for c in lay]
     assert res.complete
-    assert any(c.method == "branch-and-bound" and len(c.regions) > 1 for c in certs)
+    assert any(c.method == "cover" and len(c.regions) > 1 for c in certs)
     assert all(check_certificates(net, BOX, certs))
     off = unit_status(net, BOX, budget=60, cover_leaves=0)
     assert off.statuses == res.statuses  # the other searches agree where both decide

@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds
+from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
 from relusym._deep.witness import FloatNet, exact_point
@@ -92,6 +92,15 @@ class _Tables:
             self.cache[r] = t
         return t
 
+    def unit(self, r: Region, ell: int, j: int, sign: int) -> Fraction:
+        """The unit's exact bound on the region (upper for sign −1, lower for +1): the first layer's from the
+        table, a later layer's by :func:`unit_bound` from the table of the layers before it (shared)."""
+        if ell == 0:
+            t = self.get(r, 0)
+            return t.raw_upper[0][j] if sign < 0 else t.raw_lower[0][j]
+        t = self.get(r, ell - 1)
+        return unit_bound(self.layers, r[0], r[1], t.lower, t.upper, ell, j, sign)
+
 
 def cover_units(
     layers: ExactLayers,
@@ -145,8 +154,7 @@ def _prove(
         if time.monotonic() > deadline:
             return None
         r = _region(root, sp.L[i], sp.U[i])
-        t = tables.get(r, ell)
-        v = t.raw_upper[ell][j] if sign < 0 else t.raw_lower[ell][j]
+        v = tables.unit(r, ell, j, sign)
         if (v > 0) if sign < 0 else (v < 0):
             return None
         worst = v if worst is None else (max(worst, v) if sign < 0 else min(worst, v))

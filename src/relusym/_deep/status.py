@@ -77,7 +77,9 @@ class UnitCertificate:
 
     dead/active: ``bound`` is the exact max (dead) or min (active) of the bounds proved over ``regions``, boxes
     that cover the domain (one region: the domain's box), ``method`` is ``"interval"``, ``"relaxation"``,
-    ``"exact-lp"`` (first layer on a polytope) or ``"branch-and-bound"``.  crossing: ``negative``/``positive`` are
+    ``"exact-lp"`` (first layer on a polytope), ``"branch-and-bound"`` or ``"cover"`` (the leaves of an input
+    splitting, :mod:`relusym._deep.box_cover`: each region's bound is :func:`relusym._deep.bounds.unit_bound` from
+    the region's exact table of the earlier layers).  crossing: ``negative``/``positive`` are
     exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
@@ -427,7 +429,8 @@ def _cover_stage(
     until = time.monotonic() + 0.7 * max(0.0, deadline - time.monotonic())
     for p in cover_units(layers, root, wit, todo, until, leaves):
         status = DEAD if p.sign < 0 else ACTIVE
-        certs[p.ell][p.j] = UnitCertificate(p.ell + 1, p.j, status, p.bound, "branch-and-bound", p.regions)
+        how = "cover" if p.ell > 0 else "branch-and-bound"
+        certs[p.ell][p.j] = UnitCertificate(p.ell + 1, p.j, status, p.bound, how, p.regions)
     left = []
     for ell, j in pending:
         if wit.crossing(ell, j):
