@@ -44,8 +44,8 @@ def hunt(
     root: Region,
     units: Sequence[tuple[int, int]],
     deadline: float,
-    starts: int = 48,
-    steps: int = 250,
+    starts: int = 32,
+    steps: int = 150,
     seed: int = 1,
 ) -> None:
     """For each unit seen with one sign only, projected sign-gradient search for the other sign from ``starts``
