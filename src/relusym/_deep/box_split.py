@@ -21,7 +21,7 @@ import numpy as np
 
 from relusym._deep.witness import FloatNet
 
-__all__ = ["FloatBounds", "Cover", "split_cover"]
+__all__ = ["FloatBounds", "Cover", "Splitter", "split_cover"]
 
 _CHUNK = 512  # boxes per vectorised pass (memory: chunk × 2·width × width floats per layer)
 _TOL = 1e-9  # relative margin a float bound must clear before a leaf is kept (the exact proof decides anyway)
