@@ -133,7 +133,7 @@ def cover_units(
         sp, covers = split_cover(
             net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves, offer, sp
         )
-        for cv in covers:
+        for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
             if time.monotonic() > deadline:
                 break
             if cv.open or wit.crossing(ell, cv.j) or (cv.dead and cv.active) or not (cv.dead or cv.active):
