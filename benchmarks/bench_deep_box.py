@@ -95,6 +95,7 @@ def main() -> None:
     stot = [0, 0, 0]
     t_all = t_check = t_cpu = 0.0
     bad = 0
+    by_layer: dict[int, int] = {}
     print("network   dead active crossing undecided  time_s | ibp_dead ibp_active | samp_dead samp_active samp_cross")
     for path in sorted(glob.glob(f"{DATA}/*.nnet"))[args.first : args.first + args.files]:
         net, box = read(path)
@@ -118,6 +119,8 @@ def main() -> None:
             bad += sum(not ok for ok in check_certificates(net, box, certs))
             t_check += time.perf_counter() - t1
         c = st.counts()
+        for ell, _ in st.units("undecided"):
+            by_layer[ell] = by_layer.get(ell, 0) + 1
         for key in tot:
             tot[key] += c[key]
         idead, iact = ibp_counts(net, box)
@@ -137,6 +140,7 @@ def main() -> None:
         f"total    {tot['dead']:5d} {tot['active']:6d} {tot['crossing']:8d} {tot['undecided']:9d} {t_all:7.1f} | "
         f"{itot[0]:8d} {itot[1]:10d} | {stot[0]:9d} {stot[1]:11d} {stot[2]:10d}"
     )
+    print("undecided by hidden layer: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_layer.items())))
     print(f"wall {t_all:.1f} s, CPU {t_cpu:.1f} s, load average {os.getloadavg()[0]:.2f}")
     if args.check:
         print(f"certificates re-checked in {t_check:.1f} s: {bad} rejected")
