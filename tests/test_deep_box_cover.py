@@ -172,3 +172,33 @@ def test_acas_network_on_a_small_sub_box() -> None:
             assert max(vals) <= 0
         elif c.status == ACTIVE:
             assert min(vals) >= 0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_batched_second_layer_bounds_are_the_checkers_values() -> None:
+    import random
+
+    from relusym._deep.bounds import unit_bound
+    from relusym._deep.box_leaves import second_layer_bounds
+
+    cases: list[tuple[MLP, Box]] = [(_net(s), BOX) for s in (3, 10)]
+    acas = relusym.load(DATA / "ACASXU_run2a_2_3_batch_2000.nnet")
+    acas_box = relusym.io.input_box(DATA / "ACASXU_run2a_2_3_batch_2000.nnet")
+    assert isinstance(acas, MLP) and isinstance(acas_box, Box)
+    cases.append((acas, acas_box))
+    rng = random.Random(0)
+    for net, box in cases:
+        layers = ExactLayers.of(net)
+        regions = []
+        for _ in range(12):
+            d = rng.randint(0, 5)
+            ks = [rng.randint(0, 2**d - 1) for _ in box.lo]
+            lo = tuple(a + (b - a) * Fraction(k, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
+            hi = tuple(a + (b - a) * Fraction(k + 1, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
+            regions.append((lo, hi))
+        for j in range(0, layers.widths[2], max(1, layers.widths[2] // 5)):
+            for sign in (-1, 1):
+                fast = second_layer_bounds(layers, regions, j, sign)
+                for r, v in zip(regions, fast, strict=True):
+                    t = certified_bounds(layers, r[0], r[1], 0)
+                    assert v == unit_bound(layers, r[0], r[1], t.lower, t.upper, 1, j, sign)

@@ -41,6 +41,8 @@ __all__ = [
     "certified_bounds",
     "dual_bounds",
     "unit_bound",
+    "ROUND_BITS",
+    "MU_BITS",
     "exact_preactivations",
     "float_preactivations",
     "interval_bounds",
@@ -53,6 +55,7 @@ Region = tuple[Point, Point]  # a box (lo, hi)
 
 _BITS = 40  # significant bits kept when a bound is rounded outward
 _MU_BITS = 30  # significant bits of the multipliers (any multipliers give a valid bound)
+ROUND_BITS, MU_BITS = _BITS, _MU_BITS  # for the batched twin of unit_bound (box_leaves)
 
 
 class ExactLayers:

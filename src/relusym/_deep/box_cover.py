@@ -20,6 +20,7 @@ from fractions import Fraction
 import numpy as np
 
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
+from relusym._deep.box_leaves import second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
 from relusym._deep.witness import FloatNet, exact_point
@@ -148,16 +149,16 @@ def _prove(
     tables: _Tables, sp: Splitter, root: Region, ell: int, j: int, sign: int, leaves: Sequence[int], deadline: float
 ) -> Proved | None:
     """Each leaf's exact bound of the unit; None when one of them fails (the floats were wrong there)."""
-    regions = []
-    worst: Fraction | None = None
-    for i in leaves:
-        if time.monotonic() > deadline:
-            return None
-        r = _region(root, sp.L[i], sp.U[i])
-        v = tables.unit(r, ell, j, sign)
-        if (v > 0) if sign < 0 else (v < 0):
-            return None
-        worst = v if worst is None else (max(worst, v) if sign < 0 else min(worst, v))
-        regions.append(r)
-    assert worst is not None
+    regions = [_region(root, sp.L[i], sp.U[i]) for i in leaves]
+    if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
+        vals = second_layer_bounds(tables.layers, regions, j, sign)
+    else:
+        vals = []
+        for r in regions:
+            if time.monotonic() > deadline:
+                return None
+            vals.append(tables.unit(r, ell, j, sign))
+    if any((v > 0) if sign < 0 else (v < 0) for v in vals):
+        return None
+    worst = max(vals) if sign < 0 else min(vals)
     return Proved(ell, j, sign, worst, tuple(regions))
