@@ -103,6 +103,12 @@ class _Tables:
         return unit_bound(self.layers, r[0], r[1], t.lower, t.upper, ell, j, sign)
 
 
+def _wider(ell: int) -> int:
+    """How many times ``max_leaves`` a unit of layer ``ell`` may use: second-layer leaves are cheap to prove
+    (:mod:`relusym._deep.box_leaves`), and on ACAS Xu their covers need 100 to 900 leaves."""
+    return 8 if ell == 1 else 1
+
+
 def cover_units(
     layers: ExactLayers,
     root: Region,
@@ -112,7 +118,8 @@ def cover_units(
     max_leaves: int = 256,
 ) -> list[Proved]:
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
-    allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact."""
+    allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
+    may use ``max_leaves`` leaves, 8 times as many in the second layer (its leaves are proved in one batch)."""
     net = FloatNet(layers, root[0], root[1])
     tables = _Tables(layers)
     out: list[Proved] = []
@@ -132,7 +139,7 @@ def cover_units(
         # the layer's units share one splitter, so leaves opened for one unit serve the others
         sp = Splitter(net, ell)
         sp, covers = split_cover(
-            net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves, offer, sp
+            net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves * _wider(ell), offer, sp
         )
         for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
             if time.monotonic() > deadline:
