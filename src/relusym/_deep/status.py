@@ -463,7 +463,8 @@ def unit_status(
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
     certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
     search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
-    ``cover_leaves`` leaves a unit, each leaf's bound exact; 0 turns the stage off).  Units left unproved are
+    ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
+    off).  Units left unproved are
     "undecided" with the reason."""
     start = time.monotonic()
     deadline = start + check_budget(budget)
