@@ -1,7 +1,7 @@
 """Unit statuses of the 45 ACAS Xu networks on the input box each NNet file records (issue 22).
 
     python benchmarks/bench_deep_box.py [--budget SECONDS] [--samples N] [--first F] [--files K] [--check]
-                                        [--search box|phases|box+phases] [--tighten]
+                                        [--search box|phases|box+phases] [--tighten] [--cover-leaves N]
 
 Reads /work/shared/data/acasxu/*.nnet with ``relusym.load`` (the input normalisation folded into the first layer
 exactly, so the network takes raw inputs) on the box ``relusym.io.input_box(path)`` (raw units: the min/max the
@@ -12,7 +12,8 @@ Per network: dead / active / crossing / undecided from relusym's exact statuses 
 dead/active, and what 200,000 uniform samples suggest (a unit seen with both signs is "crossing"; one seen only
 ≤ 0 "dead"; only ≥ 0 "active").  ``--search box`` (default) runs the input-box branch and bound alone,
 ``phases`` the phase branch and bound alone, ``box+phases`` both; ``--tighten`` the phase search on
-LP-tightened bounds of the earlier layers.
+LP-tightened bounds of the earlier layers; ``--cover-leaves 0`` turns off the witness hunt and the covers by input
+splitting (:mod:`relusym._deep.box_cover`), the baseline of this turn.
 ``--check`` re-checks every certificate with ``check_certificates`` (timed separately).  The totals
 give wall and CPU time and the load average.
 """
@@ -87,12 +88,14 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0, help="skip the first FIRST files")
     ap.add_argument("--search", default="box", choices=["box", "phases", "box+phases"])
     ap.add_argument("--tighten", action="store_true", help="phase search on LP-tightened bounds")
+    ap.add_argument("--cover-leaves", type=int, default=256, help="leaves a unit's cover may use (0: no covers)")
     args = ap.parse_args()
     tot = {"dead": 0, "active": 0, "crossing": 0, "undecided": 0}
     itot = [0, 0]
     stot = [0, 0, 0]
     t_all = t_check = t_cpu = 0.0
     bad = 0
+    by_layer: dict[int, int] = {}
     print("network   dead active crossing undecided  time_s | ibp_dead ibp_active | samp_dead samp_active samp_cross")
     for path in sorted(glob.glob(f"{DATA}/*.nnet"))[args.first : args.first + args.files]:
         net, box = read(path)
@@ -105,6 +108,7 @@ def main() -> None:
             samples=args.samples,
             search=args.search,
             tighten_bounds=args.tighten,
+            cover_leaves=args.cover_leaves,
         )
         dt = time.perf_counter() - t0
         t_all += dt
@@ -115,6 +119,8 @@ def main() -> None:
             bad += sum(not ok for ok in check_certificates(net, box, certs))
             t_check += time.perf_counter() - t1
         c = st.counts()
+        for ell, _ in st.units("undecided"):
+            by_layer[ell] = by_layer.get(ell, 0) + 1
         for key in tot:
             tot[key] += c[key]
         idead, iact = ibp_counts(net, box)
@@ -134,6 +140,7 @@ def main() -> None:
         f"total    {tot['dead']:5d} {tot['active']:6d} {tot['crossing']:8d} {tot['undecided']:9d} {t_all:7.1f} | "
         f"{itot[0]:8d} {itot[1]:10d} | {stot[0]:9d} {stot[1]:11d} {stot[2]:10d}"
     )
+    print("undecided by hidden layer: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_layer.items())))
     print(f"wall {t_all:.1f} s, CPU {t_cpu:.1f} s, load average {os.getloadavg()[0]:.2f}")
     if args.check:
         print(f"certificates re-checked in {t_check:.1f} s: {bad} rejected")

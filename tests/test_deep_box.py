@@ -181,7 +181,7 @@ def _dual_value(net: MLP, cert: Any, region: tuple[tuple[Fraction, ...], tuple[F
 def test_lp_proofs_are_exact_dual_bounds() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10, search="box")
+    res = unit_status(net, box, budget=10, search="box", cover_leaves=0)  # the LP path
     assert res.statuses[1][:2] == ("dead", "active")
     layers = ExactLayers.of(net)
     grid = [exact_preactivations(layers, x) for x in _grid(box, 16)]
@@ -204,7 +204,7 @@ def test_lp_proofs_are_exact_dual_bounds() -> None:
 def test_tampered_certificates_are_rejected() -> None:
     net = _lp_net()
     box = Box([0, 0], [1, 1])
-    res = unit_status(net, box, budget=10, search="box")
+    res = unit_status(net, box, budget=10, search="box", cover_leaves=0)  # the LP path
     c = res.certificates[1][0]
     i = next(k for k, p in enumerate(c.proofs) if p is not None)
     p = c.proofs[i]

@@ -40,6 +40,9 @@ __all__ = [
     "BoundTable",
     "certified_bounds",
     "dual_bounds",
+    "unit_bound",
+    "ROUND_BITS",
+    "MU_BITS",
     "exact_preactivations",
     "float_preactivations",
     "interval_bounds",
@@ -52,6 +55,7 @@ Region = tuple[Point, Point]  # a box (lo, hi)
 
 _BITS = 40  # significant bits kept when a bound is rounded outward
 _MU_BITS = 30  # significant bits of the multipliers (any multipliers give a valid bound)
+ROUND_BITS, MU_BITS = _BITS, _MU_BITS  # for the batched twin of unit_bound (box_leaves)
 
 
 class ExactLayers:
@@ -140,14 +144,19 @@ class BoundTable:
 
 
 def round_out(vals: list[Fraction], up: bool) -> list[Fraction]:
+    """Each value rounded outward (up or down) to a multiple of 2^−e, e chosen so the largest keeps _BITS bits
+    (integer arithmetic on numerators and denominators)."""
     big = max((abs(v) for v in vals), default=Fraction(0))
     e = _BITS - (math.ceil(big).bit_length() if big else 0)
-    s = Fraction(2) ** e
     out = []
     for v in vals:
-        t = v * s
-        q = math.ceil(t) if up else math.floor(t)
-        out.append(Fraction(q) / s)
+        n, d = v.numerator, v.denominator
+        if e >= 0:
+            n <<= e
+        else:
+            d <<= -e
+        q = -(-n // d) if up else n // d
+        out.append(Fraction(q, 1 << e) if e >= 0 else Fraction(q << -e))
     return out
 
 
@@ -356,3 +365,27 @@ def certified_bounds(
         tuple(how_l),
         tuple(how_u),
     )
+
+
+def unit_bound(
+    layers: ExactLayers,
+    lo: Sequence[Fraction],
+    hi: Sequence[Fraction],
+    lower: Sequence[Sequence[Fraction]],
+    upper: Sequence[Sequence[Fraction]],
+    ell: int,
+    j: int,
+    sign: int,
+) -> Fraction:
+    """An exact bound of the one unit z[ell][j] (ell ≥ 1) over the box from exact bounds of the layers before it
+    (e.g. a :class:`BoundTable`'s rounded ones): its upper bound for sign −1, its lower bound for sign +1, the
+    tighter of interval arithmetic and the Lagrangian certificate with CROWN's multipliers for that unit alone
+    (quantized on their own, so the value depends only on the unit and the bounds given)."""
+    zero = Fraction(0)
+    one = ExactLayers([layers.rows[ell][j : j + 1]], layers.widths[ell])
+    il, iu = interval_bounds(one, 0, [max(v, zero) for v in lower[ell - 1]], [max(v, zero) for v in upper[ell - 1]])
+    if iu[0] <= 0:
+        return iu[0] if sign < 0 else il[0]
+    sg = -sign  # the target is sg·z ≤ …: the upper bound for sign −1, minus the lower bound for sign +1
+    (v,) = _relaxation(layers, ell, [sg], [j], lo, hi, [list(r) for r in lower[:ell]], [list(r) for r in upper[:ell]])
+    return min(iu[0], v) if sign < 0 else max(il[0], -v)

@@ -12,7 +12,7 @@ from typing import Any
 
 from relusym._bounded.domain import Polytope, as_domain
 from relusym._deep.bab_phase import Leaf, TightBounds, check_leaf, covers, tight_bounds
-from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, exact_preactivations
+from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, exact_preactivations, unit_bound
 from relusym._deep.lp import DualProof, check_proof
 from relusym._deep.mlp import MLP, as_mlp
 from relusym._deep.status import (
@@ -136,6 +136,11 @@ class _Checker:
         layers = self.layers
         ell, j = cert.layer - 1, cert.unit
         dead = cert.status == DEAD
+        if cert.method == "cover":
+            if ell == 0:
+                return None
+            t = self.table(r, ell - 1)
+            return unit_bound(layers, r[0], r[1], t.lower, t.upper, ell, j, -1 if dead else 1)
         t = self.table(r, ell - 1 if lp else ell)
         if lp:
             il, iu = interval_unit(layers, t, ell, j)

@@ -284,7 +284,8 @@ def distance_on_deep(
     a: Any, b: Any, domain: Any, *, norm: str = "max", budget: float = 5.0, seed: int = 0, max_regions: int = 4000
 ) -> DomainDistance:
     """max over the box of ‖ρ(a)(x) − ρ(b)(x)‖_∞: ``lower`` attained at ``point`` (exact), ``upper`` sound,
-    ``kind`` "exact" when they meet (else "bounds")."""
+    ``kind`` "exact" when they meet (else "bounds").  The lower bound's candidates: samples, the float-screened
+    grid points and the float gradient maximisers of :mod:`relusym._deep.box_gap`, each evaluated exactly."""
     if norm not in ("max", "inf", "linf"):
         raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
     deadline = time.monotonic() + check_budget(budget)
@@ -297,7 +298,9 @@ def distance_on_deep(
             best, best_x = v, x
     L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
     diff = _Diff(L1, L2) if _Diff.same_shape(L1, L2) else None
-    for x in _float_argmax(L1, L2, box, 4096, seed, 8):
+    from relusym._deep.box_gap import gap_maximisers
+
+    for x in _float_argmax(L1, L2, box, 4096, seed, 8) + gap_maximisers(L1, L2, box.lo, box.hi, seed=seed):
         v = _gap(*_values(n1, n2, x))
         if v > best:
             best, best_x = v, x

@@ -77,7 +77,9 @@ class UnitCertificate:
 
     dead/active: ``bound`` is the exact max (dead) or min (active) of the bounds proved over ``regions``, boxes
     that cover the domain (one region: the domain's box), ``method`` is ``"interval"``, ``"relaxation"``,
-    ``"exact-lp"`` (first layer on a polytope) or ``"branch-and-bound"``.  crossing: ``negative``/``positive`` are
+    ``"exact-lp"`` (first layer on a polytope), ``"branch-and-bound"`` or ``"cover"`` (the leaves of an input
+    splitting, :mod:`relusym._deep.box_cover`: each region's bound is :func:`relusym._deep.bounds.unit_bound` from
+    the region's exact table of the earlier layers).  crossing: ``negative``/``positive`` are
     exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
@@ -408,6 +410,36 @@ def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) ->
     return None
 
 
+def _cover_stage(
+    layers: ExactLayers,
+    root: Region,
+    wit: Witnesses,
+    certs: list[list[UnitCertificate]],
+    pending: list[tuple[int, int]],
+    deadline: float,
+    leaves: int,
+) -> list[tuple[int, int]]:
+    """The witness hunt and the covers of :mod:`relusym._deep.box_cover` for the pending units (with 70% of the
+    time left); returns the units still pending."""
+    from relusym._deep.box_cover import cover_units, hunt
+    from relusym._deep.witness import FloatNet
+
+    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, deadline)
+    todo = [(ell, j) for ell, j in pending if not wit.crossing(ell, j)]
+    until = time.monotonic() + 0.7 * max(0.0, deadline - time.monotonic())
+    for p in cover_units(layers, root, wit, todo, until, leaves):
+        status = DEAD if p.sign < 0 else ACTIVE
+        how = "cover" if p.ell > 0 else "branch-and-bound"
+        certs[p.ell][p.j] = UnitCertificate(p.ell + 1, p.j, status, p.bound, how, p.regions)
+    left = []
+    for ell, j in pending:
+        if wit.crossing(ell, j):
+            certs[ell][j] = _crossing_cert(wit, ell, j)
+        elif certs[ell][j].status == UNDECIDED:
+            left.append((ell, j))
+    return left
+
+
 def unit_status(
     net: Any,
     domain: Any,
@@ -418,6 +450,7 @@ def unit_status(
     max_leaves: int = 4096,
     search: str = "box",
     tighten_bounds: bool = False,
+    cover_leaves: int = 256,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
 
@@ -428,7 +461,11 @@ def unit_status(
     also a witness) or ``"box+phases"`` (the box first, then the phases with 30% of the unit's time); on ACAS Xu
     the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
-    certificates; costly on deep networks).  Units left unproved are "undecided" with the reason."""
+    certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
+    search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
+    ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
+    off).  Units left unproved are
+    "undecided" with the reason."""
     start = time.monotonic()
     deadline = start + check_budget(budget)
     if search not in _SEARCHES:
@@ -459,6 +496,8 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
+    if isinstance(dom, Box) and pending and cover_leaves > 0 and search != "phases":
+        pending = _cover_stage(layers, root, wit, certs, pending, deadline, cover_leaves)
     use_box, use_phases = search in ("box", "box+phases"), search in ("phases", "box+phases")
     phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):

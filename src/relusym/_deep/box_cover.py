@@ -1,0 +1,171 @@
+"""Proofs of "dead" and "active" on a box by covers of leaves, without per-unit linear programs (issue 22).
+
+For the units still pending after the root's bound table and the witnesses: a long float search for the missing
+sign (projected gradient from many starts, batched over units and starts), then input splitting in floats
+(:func:`relusym._deep.box_split.split_cover`, many units and sub-boxes at once) to find, for each unit, a cover of
+the box by leaves on which its bound has one sign; then every leaf's bound is proved EXACTLY, one exact bound
+table per leaf (:func:`relusym._deep.bounds.certified_bounds`, shared by every unit the leaf serves).  A unit is
+proved when each leaf of its cover is proved; the certificate is the list of leaves (regions covering the box)
+with the worst exact bound, re-checked by :func:`relusym._deep.box_check.check_certificates`.  Floats only choose
+the leaves and the points.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
+from relusym._deep.box_leaves import second_layer_bounds
+from relusym._deep.box_split import Splitter, split_cover
+from relusym._deep.box_witnesses import Witnesses
+from relusym._deep.witness import FloatNet, exact_point
+
+__all__ = ["Proved", "cover_units", "hunt"]
+
+
+@dataclass(frozen=True)
+class Proved:
+    """A unit proved dead (``sign`` −1: z ≤ ``bound`` ≤ 0) or active (+1: z ≥ ``bound`` ≥ 0) on every region."""
+
+    ell: int
+    j: int
+    sign: int
+    bound: Fraction
+    regions: tuple[Region, ...]
+
+
+def hunt(
+    wit: Witnesses,
+    net: FloatNet,
+    root: Region,
+    units: Sequence[tuple[int, int]],
+    deadline: float,
+    starts: int = 32,
+    steps: int = 150,
+    seed: int = 1,
+) -> None:
+    """For each unit seen with one sign only, projected sign-gradient search for the other sign from ``starts``
+    random points of the box (batched by layer); the best point of each unit is confirmed exactly."""
+    rng = np.random.default_rng(seed)
+    by_layer: dict[int, list[int]] = {}
+    for ell, j in units:
+        if not wit.crossing(ell, j):
+            by_layer.setdefault(ell, []).append(j)
+    for ell, js in sorted(by_layer.items()):
+        if time.monotonic() > deadline:
+            return
+        signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
+        U0 = rng.random((len(js) * starts, net.m))
+        tu = np.repeat(np.array(js), starts)
+        ts = np.repeat(signs, starts)
+        V = net.ascend(U0, ell, tu, ts, steps=steps)
+        val = ts * net.preactivations(V, ell)[ell][np.arange(len(tu)), tu]
+        for q, j in enumerate(js):
+            block = val[q * starts : (q + 1) * starts]
+            best = int(np.argmax(block))
+            if block[best] > 0 and not wit.crossing(ell, j):
+                wit.record(exact_point(root[0], root[1], V[q * starts + best]))
+
+
+def _region(root: Region, lo: np.ndarray, hi: np.ndarray) -> Region:
+    """The exact sub-box of ``root`` with unit coordinates [lo, hi] (dyadic floats, read exactly)."""
+    a = tuple(r0 + (r1 - r0) * Fraction(float(u)) for r0, r1, u in zip(root[0], root[1], lo, strict=True))
+    b = tuple(r0 + (r1 - r0) * Fraction(float(u)) for r0, r1, u in zip(root[0], root[1], hi, strict=True))
+    return a, b
+
+
+class _Tables:
+    """Exact bound tables of the leaves, computed once per leaf (for the deepest layer asked so far)."""
+
+    def __init__(self, layers: ExactLayers) -> None:
+        self.layers = layers
+        self.cache: dict[Region, BoundTable] = {}
+
+    def get(self, r: Region, upto: int) -> BoundTable:
+        t = self.cache.get(r)
+        if t is None or len(t.lower) <= upto:
+            t = certified_bounds(self.layers, r[0], r[1], upto)
+            self.cache[r] = t
+        return t
+
+    def unit(self, r: Region, ell: int, j: int, sign: int) -> Fraction:
+        """The unit's exact bound on the region (upper for sign −1, lower for +1): the first layer's from the
+        table, a later layer's by :func:`unit_bound` from the table of the layers before it (shared)."""
+        if ell == 0:
+            t = self.get(r, 0)
+            return t.raw_upper[0][j] if sign < 0 else t.raw_lower[0][j]
+        t = self.get(r, ell - 1)
+        return unit_bound(self.layers, r[0], r[1], t.lower, t.upper, ell, j, sign)
+
+
+def _wider(ell: int) -> int:
+    """How many times ``max_leaves`` a unit of layer ``ell`` may use: second-layer leaves are cheap to prove
+    (:mod:`relusym._deep.box_leaves`), and on ACAS Xu their covers need 100 to 900 leaves."""
+    return 8 if ell == 1 else 1
+
+
+def cover_units(
+    layers: ExactLayers,
+    root: Region,
+    wit: Witnesses,
+    units: Sequence[tuple[int, int]],
+    deadline: float,
+    max_leaves: int = 256,
+) -> list[Proved]:
+    """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
+    allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
+    may use ``max_leaves`` leaves, 8 times as many in the second layer (its leaves are proved in one batch)."""
+    net = FloatNet(layers, root[0], root[1])
+    tables = _Tables(layers)
+    out: list[Proved] = []
+    by_layer: dict[int, list[int]] = {}
+    for ell, j in units:
+        by_layer.setdefault(ell, []).append(j)
+    for ell, js in sorted(by_layer.items()):
+        if time.monotonic() > deadline:
+            break
+        todo = [j for j in js if not wit.crossing(ell, j)]
+        want = [1 if wit.pos[ell][j] is not None else -1 if wit.neg[ell][j] is not None else 0 for j in todo]
+
+        def offer(u: np.ndarray, e: int, j: int, sign: int) -> bool:
+            wit.record(exact_point(root[0], root[1], u))
+            return wit.crossing(e, j)
+
+        # the layer's units share one splitter, so leaves opened for one unit serve the others
+        sp = Splitter(net, ell)
+        sp, covers = split_cover(
+            net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves * _wider(ell), offer, sp
+        )
+        for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
+            if time.monotonic() > deadline:
+                break
+            if cv.open or wit.crossing(ell, cv.j) or (cv.dead and cv.active) or not (cv.dead or cv.active):
+                continue
+            p = _prove(tables, sp, root, ell, cv.j, -1 if cv.dead else 1, cv.dead or cv.active, deadline)
+            if p is not None:
+                out.append(p)
+    return out
+
+
+def _prove(
+    tables: _Tables, sp: Splitter, root: Region, ell: int, j: int, sign: int, leaves: Sequence[int], deadline: float
+) -> Proved | None:
+    """Each leaf's exact bound of the unit; None when one of them fails (the floats were wrong there)."""
+    regions = [_region(root, sp.L[i], sp.U[i]) for i in leaves]
+    if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
+        vals = second_layer_bounds(tables.layers, regions, j, sign)
+    else:
+        vals = []
+        for r in regions:
+            if time.monotonic() > deadline:
+                return None
+            vals.append(tables.unit(r, ell, j, sign))
+    if any((v > 0) if sign < 0 else (v < 0) for v in vals):
+        return None
+    worst = max(vals) if sign < 0 else min(vals)
+    return Proved(ell, j, sign, worst, tuple(regions))
