@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 import relusym
+from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers, certified_bounds, exact_preactivations
 from relusym._deep.box_check import check_certificate, check_certificates
@@ -59,7 +59,7 @@ def test_cover_proofs_agree_with_the_grid(seed: int) -> None:
     net = _net(seed)
     layers = ExactLayers.of(net)
     todo = _open_units(layers, BOX)
-    proved = cover_units(layers, (BOX.lo, BOX.hi), Witnesses(layers), todo, time.monotonic() + 120)
+    proved = cover_units(layers, (BOX.lo, BOX.hi), Witnesses(layers), todo, Deadline(120))
     # these networks have units the root's bounds leave open and that are dead or active on the box
     assert proved and all(len(p.regions) > 1 for p in proved)
     zs = [exact_preactivations(layers, x) for x in _grid(BOX, 24)]  # the grid holds the box's vertices
@@ -77,9 +77,7 @@ def test_units_crossing_on_the_grid_are_never_proved() -> None:
         net = _net(seed)
         layers = ExactLayers.of(net)
         zs = [exact_preactivations(layers, x) for x in _grid(BOX, 16)]
-        proved = cover_units(
-            layers, (BOX.lo, BOX.hi), Witnesses(layers), _open_units(layers, BOX), time.monotonic() + 60
-        )
+        proved = cover_units(layers, (BOX.lo, BOX.hi), Witnesses(layers), _open_units(layers, BOX), Deadline(60))
         for p in proved:
             vals = [z[p.ell][p.j] for z in zs]
             assert not (min(vals) < 0 < max(vals))
@@ -88,7 +86,7 @@ def test_units_crossing_on_the_grid_are_never_proved() -> None:
 def test_tampered_cover_certificates_are_rejected() -> None:
     net = _net(10)
     layers = ExactLayers.of(net)
-    proved = cover_units(layers, (BOX.lo, BOX.hi), Witnesses(layers), _open_units(layers, BOX), time.monotonic() + 60)
+    proved = cover_units(layers, (BOX.lo, BOX.hi), Witnesses(layers), _open_units(layers, BOX), Deadline(60))
     p = max(proved, key=lambda q: len(q.regions))
     c = _cert(p)
     assert check_certificate(net, BOX, c)
@@ -130,7 +128,7 @@ def test_hunt_finds_a_thin_slab() -> None:
     wit = Witnesses(layers)
     wit.record((Fraction(0), Fraction(0)))  # negative there
     assert not wit.crossing(1, 0)
-    hunt(wit, FloatNet(layers, box.lo, box.hi), (box.lo, box.hi), [(1, 0)], time.monotonic() + 60)
+    hunt(wit, FloatNet(layers, box.lo, box.hi), (box.lo, box.hi), [(1, 0)], Deadline(60))
     assert wit.crossing(1, 0)
     pos = wit.pos[1][0]
     assert pos is not None and box.contains(pos[0]) and exact_preactivations(layers, pos[0])[1][0] > 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from fractions import Fraction
 
@@ -11,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
 from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, apply_fixes, check_leaf, covers, tight_bounds, tighten
 from relusym._deep.bounds import ExactLayers, certified_bounds, exact_preactivations
@@ -145,7 +145,7 @@ def test_tightened_bounds_are_valid_and_rechecked() -> None:
     layers = ExactLayers.of(net)
     box = (BOX.lo, BOX.hi)
     t = certified_bounds(layers, BOX.lo, BOX.hi)
-    tb = tighten(layers, box, (t.raw_lower[0], t.raw_upper[0]), 2, time.monotonic() + 60)
+    tb = tighten(layers, box, (t.raw_lower[0], t.raw_upper[0]), 2, Deadline(60))
     lu = tight_bounds(layers, tb)
     assert lu is not None and lu == ([list(r) for r in tb.lower], [list(r) for r in tb.upper])
     for k in range(3):  # never looser than the table, and valid at every grid point

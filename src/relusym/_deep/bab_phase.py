@@ -19,13 +19,13 @@ multipliers: min(max(−μ l, 0), max((λ − μ) u, 0)), λ the unit's outgoing
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._deep.bounds import ExactLayers, Region, dual_bounds, interval_bounds, round_out
 from relusym._deep.lp import DualProof, FloatLP, check_proof, prove
 
@@ -140,7 +140,7 @@ def tighten(
     box: Region,
     first: tuple[Sequence[Fraction], Sequence[Fraction]],
     upto: int,
-    deadline: float,
+    deadline: Deadline,
     base: TightBounds | None = None,
 ) -> TightBounds:
     """Bounds of the layers 0 … upto with the triangle LP of every unit that interval arithmetic leaves unstable
@@ -160,7 +160,7 @@ def tighten(
         todo = [(j, sg) for j in range(len(il)) if il[j] < 0 < iu[j] for sg in (1, -1)]
         fl = [np.array([float(v) for v in r]) for r in lower]
         fu = [np.array([float(v) for v in r]) for r in upper]
-        res = lp.solve_many(k, todo, fl, fu) if todo and time.monotonic() < deadline else []
+        res = lp.solve_many(k, todo, fl, fu) if todo and not deadline.expired() else []
         keep = [(t, r) for t, r in zip(todo, res, strict=False) if r is not None]
         if keep:
             mus_rows = [np.stack([r[1][q] for _, r in keep]) for q in range(k)]
@@ -292,7 +292,7 @@ class PhaseSearch:
         T: int,
         unit: int,
         sign: int,
-        deadline: float,
+        deadline: Deadline,
         max_leaves: int,
         witness: Callable[[np.ndarray], bool],
     ) -> tuple[Leaf, ...] | None:
@@ -302,7 +302,7 @@ class PhaseSearch:
         stack: list[tuple[Fix, ...]] = [()]
         done: list[Leaf] = []
         while stack:
-            if time.monotonic() > deadline or len(done) + len(stack) > max_leaves:
+            if deadline.expired() or len(done) + len(stack) > max_leaves:
                 return None
             fixes = stack.pop()
             fl = [a.copy() for a in self.fl[:T]]

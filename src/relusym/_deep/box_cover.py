@@ -12,13 +12,13 @@ the leaves and the points.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
 from relusym._deep.box_leaves import second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
@@ -44,7 +44,7 @@ def hunt(
     net: FloatNet,
     root: Region,
     units: Sequence[tuple[int, int]],
-    deadline: float,
+    deadline: Deadline,
     starts: int = 32,
     steps: int = 150,
     seed: int = 1,
@@ -57,7 +57,7 @@ def hunt(
         if not wit.crossing(ell, j):
             by_layer.setdefault(ell, []).append(j)
     for ell, js in sorted(by_layer.items()):
-        if time.monotonic() > deadline:
+        if deadline.expired():
             return
         signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
         U0 = rng.random((len(js) * starts, net.m))
@@ -114,7 +114,7 @@ def cover_units(
     root: Region,
     wit: Witnesses,
     units: Sequence[tuple[int, int]],
-    deadline: float,
+    deadline: Deadline,
     max_leaves: int = 256,
 ) -> list[Proved]:
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
@@ -127,7 +127,7 @@ def cover_units(
     for ell, j in units:
         by_layer.setdefault(ell, []).append(j)
     for ell, js in sorted(by_layer.items()):
-        if time.monotonic() > deadline:
+        if deadline.expired():
             break
         todo = [j for j in js if not wit.crossing(ell, j)]
         want = [1 if wit.pos[ell][j] is not None else -1 if wit.neg[ell][j] is not None else 0 for j in todo]
@@ -142,7 +142,7 @@ def cover_units(
             net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves * _wider(ell), offer, sp
         )
         for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 break
             if cv.open or wit.crossing(ell, cv.j) or (cv.dead and cv.active) or not (cv.dead or cv.active):
                 continue
@@ -153,7 +153,7 @@ def cover_units(
 
 
 def _prove(
-    tables: _Tables, sp: Splitter, root: Region, ell: int, j: int, sign: int, leaves: Sequence[int], deadline: float
+    tables: _Tables, sp: Splitter, root: Region, ell: int, j: int, sign: int, leaves: Sequence[int], deadline: Deadline
 ) -> Proved | None:
     """Each leaf's exact bound of the unit; None when one of them fails (the floats were wrong there)."""
     regions = [_region(root, sp.L[i], sp.U[i]) for i in leaves]
@@ -162,7 +162,7 @@ def _prove(
     else:
         vals = []
         for r in regions:
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 return None
             vals.append(tables.unit(r, ell, j, sign))
     if any((v > 0) if sign < 0 else (v < 0) for v in vals):

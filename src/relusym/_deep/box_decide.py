@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import heapq
 import random as _random
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._bounded.distance import DomainDistance
 from relusym._bounded.domain import Box, as_domain
 from relusym._core.equivalence import Counterexample
@@ -32,7 +32,6 @@ from relusym._deep.decide import DeepCertificate, DeepVerdict, equivalent_deep
 from relusym._deep.mlp import MLP, as_mlp
 from relusym._deep.reduce import rows_to_mlp
 from relusym._deep.rows import rational_rows
-from relusym._deep.status import check_budget
 from relusym._deep.witness import FloatNet, exact_point
 from relusym._exact.numbers import fraction_str, to_fraction
 from relusym.errors import InvalidNetworkError
@@ -158,7 +157,7 @@ def equivalent_on_deep(a: Any, b: Any, domain: Any, *, budget: float = 5.0, seed
 
     First: with the units dead on the box (exact interval arithmetic) removed from both, equality on ℝ^m by the
     per-layer group (a permutation, positive scales and flips, checked exactly) proves "equal" on the box."""
-    deadline = time.monotonic() + check_budget(budget)
+    deadline = Deadline(budget)
     n1, n2, box = _pair(a, b, domain)
     quick = _by_symmetry(n1, n2, box, budget)
     if quick is not None:
@@ -174,7 +173,7 @@ def equivalent_on_deep(a: Any, b: Any, domain: Any, *, budget: float = 5.0, seed
     stack = [(box.lo, box.hi)]
     leaves = 0
     while stack:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             return DeepVerdict(
                 "undecided",
                 f"no input where they differ was found and {leaves} boxes were proved equal within budget = {budget} s",
@@ -288,7 +287,7 @@ def distance_on_deep(
     grid points and the float gradient maximisers of :mod:`relusym._deep.box_gap`, each evaluated exactly."""
     if norm not in ("max", "inf", "linf"):
         raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
-    deadline = time.monotonic() + check_budget(budget)
+    deadline = Deadline(budget)
     n1, n2, box = _pair(a, b, domain)
     best_x = box.interior_point()
     best = _gap(*_values(n1, n2, best_x))
@@ -319,7 +318,7 @@ def distance_on_deep(
         heapq.heappush(heap, (-float(u), count, u, exact, lo, hi))
 
     push(box.lo, box.hi)
-    while heap and time.monotonic() < deadline and count < max_regions:
+    while heap and not deadline.expired() and count < max_regions:
         _, _, ub, exact, lo, hi = heap[0]
         if ub <= best or exact:
             break

@@ -13,12 +13,12 @@ Boxes are in the root box's unit coordinates [0, 1]^m; every side is a dyadic in
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._deep.witness import FloatNet
 
 __all__ = ["FloatBounds", "Cover", "Splitter", "split_cover"]
@@ -176,7 +176,7 @@ class Splitter:
 def split_cover(
     net: FloatNet,
     units: Sequence[tuple[int, int, int]],
-    deadline: float,
+    deadline: Deadline,
     max_leaves: int,
     witness: Callable[[np.ndarray, int, int, int], bool],
     splitter: Splitter | None = None,
@@ -195,7 +195,7 @@ def split_cover(
     covers = [Cover(ell, j, open=[root]) for ell, j, _ in units]
     wants = [w for _, _, w in units]
     live = list(range(len(covers)))
-    while live and time.monotonic() < deadline:
+    while live and not deadline.expired():
         sp.evaluate()
         nxt = []
         for c in live:

@@ -5,12 +5,12 @@ sign-gradient ascent, :mod:`relusym._deep.witness`); a point is kept only after 
 from __future__ import annotations
 
 import random as _random
-import time
 from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
 
+from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box, Polytope
 from relusym._deep.bounds import ExactLayers, Point, Region, exact_preactivations, float_preactivations
 from relusym._deep.witness import FloatNet, exact_point
@@ -94,7 +94,7 @@ class Witnesses:
                         chosen.add(int(amax[j]))
         return chosen
 
-    def search_box(self, box: Region, count: int, seed: int, deadline: float) -> None:
+    def search_box(self, box: Region, count: int, seed: int, deadline: Deadline) -> None:
         """Many uniform grid points of the box (and its corners) in one float pass, then sign-gradient ascent of
         each unit not yet seen with both signs from its best points; every kept point is confirmed exactly."""
         net = FloatNet(self.layers, box[0], box[1])
@@ -103,7 +103,7 @@ class Witnesses:
         for i in sorted(self._choose(Z)):
             self.record(exact_point(box[0], box[1], U[i]))
         for ell, Zl in enumerate(Z):
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 return
             starts, units, signs = [], [], []
             for j in range(Zl.shape[1]):

@@ -17,9 +17,7 @@ a bound over D); the witnesses are points of the polytope.  Floats only propose 
 
 from __future__ import annotations
 
-import math
 import random as _random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -27,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.deadline import Deadline, Stopwatch
 from relusym._bounded.domain import Box, Polytope, as_domain
 from relusym._deep.bab_phase import Fix, Leaf, PhaseSearch, TightBounds, tighten
 from relusym._deep.bounds import (
@@ -54,7 +53,6 @@ __all__ = [
     "unit_status",
     "first_layer_exact",
     "interval_unit",
-    "check_budget",
     "bounding_box",
     "statuses_of",
 ]
@@ -62,13 +60,6 @@ __all__ = [
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
 _SEARCHES = ("box", "phases", "box+phases")
-
-
-def check_budget(budget: Any) -> float:
-    """A budget in seconds: a finite non-negative number (NaN, negative, bool and non-numbers are refused)."""
-    if isinstance(budget, bool) or not isinstance(budget, int | float) or not math.isfinite(budget) or budget < 0:
-        raise InvalidNetworkError(f"budget must be a finite non-negative number of seconds, got {budget!r}")
-    return float(budget)
 
 
 @dataclass(frozen=True)
@@ -242,7 +233,7 @@ class _Search:
     the relaxation, then the triangle LP with an exact dual proof) or a witness shows the other sign; leaf tables
     are cached and shared between units."""
 
-    def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: Witnesses, deadline: float):
+    def __init__(self, layers: ExactLayers, dom: Box | Polytope, root: Region, wit: Witnesses, deadline: Deadline):
         self.layers, self.dom, self.root, self.wit, self.deadline = layers, dom, root, wit, deadline
         self.cache: dict[Region, BoundTable] = {}
         self.first = first_layer_exact(dom, layers) if isinstance(dom, Polytope) else None
@@ -274,15 +265,15 @@ class _Search:
             return None, axis
         return prove(self.layers, ell, j, sign, mus, box, t.lower, t.upper), axis
 
-    def run(self, ell: int, j: int, max_leaves: int = 4096, deadline: float | None = None) -> UnitCertificate | None:
-        end = self.deadline if deadline is None else min(deadline, self.deadline)
+    def run(self, ell: int, j: int, max_leaves: int = 4096, deadline: Deadline | None = None) -> UnitCertificate | None:
+        end = self.deadline if deadline is None else Deadline.at(min(deadline.end, self.deadline.end))
         stack = [self.root]
         dead: list[tuple[Region, Fraction, DualProof | None]] = []
         active: list[tuple[Region, Fraction, DualProof | None]] = []
         # the sign to prove: a point where the unit is < 0 rules out "active", one where it is > 0 "dead"
         sign = -1 if self.wit.pos[ell][j] is not None else 1
         while stack:
-            if time.monotonic() > end or len(dead) + len(active) + len(stack) > max_leaves:
+            if end.expired() or len(dead) + len(active) + len(stack) > max_leaves:
                 return None
             box = stack.pop()
             axis = None
@@ -338,7 +329,7 @@ class _Phases:
         self.lo = np.array([float(v) for v in root[0]])
         self.width = np.array([float(b - a) for a, b in zip(root[0], root[1], strict=True)])
 
-    def _searcher(self, ell: int, deadline: float) -> PhaseSearch:
+    def _searcher(self, ell: int, deadline: Deadline) -> PhaseSearch:
         if self.want_tight and (self.tight is None or len(self.tight.lower) < ell):
             first = (self.table.raw_lower[0], self.table.raw_upper[0])
             self.tight = tighten(self.layers, self.root, first, ell - 1, deadline, self.tight)
@@ -356,7 +347,7 @@ class _Phases:
         if self.dom.contains(pt):
             self.wit.record(pt)
 
-    def run(self, ell: int, j: int, max_leaves: int, deadline: float) -> UnitCertificate | None:
+    def run(self, ell: int, j: int, max_leaves: int, deadline: Deadline) -> UnitCertificate | None:
         ps = self._searcher(ell, deadline)
         for _ in range(2):
             if self.wit.crossing(ell, j):
@@ -371,7 +362,7 @@ class _Phases:
             leaves = ps.run(ell, j, sign, deadline, max_leaves, seen)
             if leaves is not None:
                 return _phase_cert(ell, j, sign, leaves, self.root, self.tight)
-            if side[ell][j] is None or time.monotonic() > deadline:
+            if side[ell][j] is None or deadline.expired():
                 break
         return _crossing_cert(self.wit, ell, j) if self.wit.crossing(ell, j) else None
 
@@ -416,7 +407,7 @@ def _cover_stage(
     wit: Witnesses,
     certs: list[list[UnitCertificate]],
     pending: list[tuple[int, int]],
-    deadline: float,
+    deadline: Deadline,
     leaves: int,
 ) -> list[tuple[int, int]]:
     """The witness hunt and the covers of :mod:`relusym._deep.box_cover` for the pending units (with 70% of the
@@ -426,7 +417,7 @@ def _cover_stage(
 
     hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, deadline)
     todo = [(ell, j) for ell, j in pending if not wit.crossing(ell, j)]
-    until = time.monotonic() + 0.7 * max(0.0, deadline - time.monotonic())
+    until = deadline.sub(0.7)
     for p in cover_units(layers, root, wit, todo, until, leaves):
         status = DEAD if p.sign < 0 else ACTIVE
         how = "cover" if p.ell > 0 else "branch-and-bound"
@@ -466,8 +457,8 @@ def unit_status(
     ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
     off).  Units left unproved are
     "undecided" with the reason."""
-    start = time.monotonic()
-    deadline = start + check_budget(budget)
+    clock = Stopwatch()
+    deadline = Deadline(budget)
     if search not in _SEARCHES:
         raise InvalidNetworkError(f"search must be one of {', '.join(_SEARCHES)}, got {search!r}")
     mlp = as_mlp(net)
@@ -502,14 +493,10 @@ def unit_status(
     phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):
         left = len(pending) - i
-        share = time.monotonic() + 2 * max(0.0, deadline - time.monotonic()) / left
+        share = deadline.sub(2 / left)
         c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else None
         if c2 is None and use_box:
-            first_part = (
-                share
-                if phase is None or ell == 0
-                else time.monotonic() + (share - time.monotonic()) * (1 - _PHASE_SHARE)
-            )
+            first_part = share if phase is None or ell == 0 else share.sub(1 - _PHASE_SHARE)
             c2 = search_.run(ell, j, max_leaves, first_part)
         if c2 is None and phase is not None and ell > 0:
             c2 = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else phase.run(ell, j, max_leaves, share)
@@ -526,7 +513,7 @@ def unit_status(
         dom,
         tuple(tuple(c.status for c in row) for row in certs),
         tuple(tuple(row) for row in certs),
-        time.monotonic() - start,
+        clock.elapsed(),
     )
 
 
