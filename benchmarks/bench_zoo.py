@@ -123,6 +123,15 @@ def shard(path: Path, m: int, n: int, k: int, B: int) -> Path:
     return path
 
 
+def files_folder(folder: Path, files: int) -> Path:
+    """A folder of ``files`` model files (16-64-4, one .npz each), as a user's zoo folder."""
+    folder.mkdir(exist_ok=True)
+    V, A, b, c = stack(16, 64, 4, files, seed=3)
+    for i in range(files):
+        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    return folder
+
+
 def job_rows(tmp: Path, m: int, n: int, k: int, B: int, search: int) -> list[str]:
     src = shard(tmp / f"shard_{m}_{n}_{k}.npz", m, n, k, B)
     out = []
@@ -168,11 +177,7 @@ def parallel_rows(tmp: Path, B: int, files: int) -> list[str]:
     out: list[str] = []
     cpu: list[str] = []
     src = shard(tmp / "par.npz", 8, 64, 1, B)
-    folder = tmp / "files"
-    folder.mkdir(exist_ok=True)
-    V, A, b, c = stack(16, 64, 4, files, seed=3)
-    for i in range(files):
-        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    folder = files_folder(tmp / "files", files)
     for name, source, kw in (
         (f"stacked shard, {B:,} × 8-64-1", src, {"chunk_size": max(1, B // 16)}),
         (f"folder, {files:,} files 16-64-4", folder, {"files_per_chunk": max(1, files // 16)}),
@@ -225,11 +230,7 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     import subprocess
 
     src = shard(tmp / "cli.npz", 8, 64, 1, B)
-    folder = tmp / "cli_files"
-    folder.mkdir(exist_ok=True)
-    V, A, b, c = stack(16, 64, 4, files, seed=3)
-    for i in range(files):
-        np.savez(folder / f"net{i:05d}.npz", V=V[i], A=A[i], b=b[i], c=c[i])
+    folder = files_folder(tmp / "cli_files", files)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
     out = []
     for name, source in ((f"stacked shard, {B:,} × 8-64-1", src), (f"folder, {files:,} files 16-64-4", folder)):
