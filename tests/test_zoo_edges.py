@@ -246,3 +246,29 @@ def test_stored_members_are_read_from_their_offset(tmp_path_factory, rows, start
         got = _npz_rows(zf, "A", start, start + length)
     want = np.load(path)["A"][start : start + length]
     assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_reading_them(tmp_path):
+    """A shard's task reads a stored .npy member from its offset; a header claiming 10^9 rows of a member that
+    holds 4 is refused in one sentence (no read past the member, no allocation of the claimed size), while the
+    rows it holds read exactly as numpy's own reader gives them."""
+    import io
+    import zipfile
+
+    from relusym._zoo._sources import _npz_rows
+    from relusym.errors import InvalidNetworkError
+
+    A = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)
+    path = tmp_path / "claims.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, shape in (("A", A.shape), ("B", (10**9, 3, 2))):
+            buf = io.BytesIO()
+            np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": shape})
+            zf.writestr(name + ".npy", buf.getvalue() + A.tobytes())
+        zf.writestr("tail.bin", b"x" * 4096)  # bytes after the member that a careless reader would take as rows
+    with zipfile.ZipFile(path) as zf:
+        assert np.array_equal(_npz_rows(zf, "A", 1, 3), A[1:3])
+        with pytest.raises(InvalidNetworkError, match="claims more rows"):
+            _npz_rows(zf, "B", 0, 10**6)
+        with pytest.raises(InvalidNetworkError, match="claims more rows"):
+            _npz_rows(zf, "B", 4, 6)

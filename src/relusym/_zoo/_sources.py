@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -360,7 +361,8 @@ def _stored_rows(fp: Any, info: Any, start: int, stop: int) -> np.ndarray | None
     if len(local) != 30 or local[:4] != b"PK\x03\x04":
         return None
     n_name, n_extra = struct.unpack("<HH", local[26:30])
-    fp.seek(info.header_offset + 30 + n_name + n_extra)
+    data = info.header_offset + 30 + n_name + n_extra
+    fp.seek(data)
     version = np.lib.format.read_magic(fp)
     read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran, dtype = read(fp)
@@ -368,8 +370,11 @@ def _stored_rows(fp: Any, info: Any, start: int, stop: int) -> np.ndarray | None
         return None
     stop = min(stop, shape[0])
     start = min(start, stop)
-    row = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-    fp.seek(fp.tell() + start * row)
+    row = dtype.itemsize * math.prod(int(x) for x in shape[1:])
+    first = fp.tell()
+    if first + stop * row > data + info.compress_size:  # a header that claims more than its member holds
+        raise InvalidNetworkError(f"{info.filename}: the member ends before row {stop} (its header claims more rows)")
+    fp.seek(first + start * row)
     buf = fp.read((stop - start) * row)
     if len(buf) != (stop - start) * row:
         raise InvalidNetworkError(f"{info.filename}: the member ends before row {stop} (a truncated archive)")
