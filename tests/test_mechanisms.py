@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from relusym._base.fileio import TMP_MARK, atomic_write, sweep_stale
-from relusym._base.progress import Progress, progress, progress_bar, silence, ticking
+from relusym._base.progress import Progress, progress_bar, silence, ticking
 from relusym._base.rng import as_generator, as_random
 from relusym.errors import OutputError
 
@@ -96,18 +96,17 @@ def test_progress_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     assert tty.getvalue() == ""
 
 
-def test_the_older_progress_keyword_warns_and_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One keyword, ``progress=``: the helpers' older ``enabled=`` is a deprecated alias with the same meaning."""
+def test_one_progress_keyword(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One keyword, ``progress=``, in the helpers as in the public functions: False draws nothing, True draws on
+    whatever stderr is, and the older ``enabled=`` is gone (a TypeError, not a silent second spelling)."""
     pytest.importorskip("tqdm")
     tty = _Terminal()
     monkeypatch.setattr("sys.stderr", tty)
-    with pytest.warns(DeprecationWarning, match=r"progress_bar\(enabled=...\) is deprecated; use progress="):
-        bar = progress_bar(total=3, desc="quiet", enabled=False)
-    assert isinstance(bar, Progress)
-    with pytest.warns(DeprecationWarning, match=r"progress\(enabled=...\) is deprecated"):
-        with progress(total=3, desc="drawn", enabled=True) as drawn:
-            drawn.update(1)
+    assert isinstance(progress_bar(total=3, desc="quiet", progress=False), Progress)
+    with progress_bar(total=3, desc="drawn", progress=True) as drawn:
+        drawn.update(1)
     assert "drawn" in tty.getvalue() and "quiet" not in tty.getvalue()
-    with pytest.warns(DeprecationWarning, match=r"ticking\(enabled=...\) is deprecated"):
-        with ticking(0.1, desc="budget", enabled=False) as tick:
-            assert isinstance(tick, Progress)
+    with ticking(0.1, desc="budget", progress=False) as tick:
+        assert isinstance(tick, Progress)
+    with pytest.raises(TypeError, match="enabled"):
+        progress_bar(total=3, enabled=True)  # type: ignore[call-arg]

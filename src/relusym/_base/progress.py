@@ -3,23 +3,20 @@
 One keyword, ``progress=``, everywhere (the public functions and the helpers here alike): ``progress=None`` (the
 default) means "show a bar if stderr is a TTY and tqdm is installed"; ``progress=False`` never shows one (the
 CLI's ``--quiet``); ``progress=True`` shows one whenever tqdm is installed.  Without a bar the returned object
-accepts the same calls and does nothing.  The helpers' older keyword ``enabled=`` still works and warns
-(:class:`DeprecationWarning`); :func:`progress`, the older name of :func:`progress_bar`, stays for the callers
-not yet moved.
+accepts the same calls and does nothing.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from relusym._base.deadline import Stopwatch
 
-__all__ = ["Progress", "progress_bar", "progress", "silence", "ticking"]
+__all__ = ["Progress", "progress_bar", "silence", "ticking"]
 
 _silenced = False  # set by the CLI's --quiet: no bar even when progress=None or True
 
@@ -68,17 +65,6 @@ def _enabled(flag: bool | None) -> bool:
     return True
 
 
-_UNSET: Any = object()
-
-
-def _keyword(progress: bool | None, enabled: Any, where: str) -> bool | None:
-    """``progress=``, or the deprecated ``enabled=`` (with a DeprecationWarning)."""
-    if enabled is _UNSET:
-        return progress
-    warnings.warn(f"{where}(enabled=...) is deprecated; use progress=...", DeprecationWarning, stacklevel=3)
-    return enabled  # type: ignore[no-any-return]
-
-
 def progress_bar(
     total: float | None = None,
     desc: str = "",
@@ -86,10 +72,9 @@ def progress_bar(
     *,
     progress: bool | None = None,
     bar_format: str | None = None,
-    enabled: Any = _UNSET,
 ) -> Any:
     """A progress bar (``tqdm.tqdm`` on stderr) or a :class:`Progress` that does nothing."""
-    if not _enabled(_keyword(progress, enabled, "progress_bar")):
+    if not _enabled(progress):
         return Progress()
     from tqdm import tqdm
 
@@ -98,29 +83,14 @@ def progress_bar(
     )
 
 
-def progress(
-    total: float | None = None,
-    desc: str = "",
-    unit: str = "it",
-    *,
-    enabled: Any = _UNSET,
-    bar_format: str | None = None,
-) -> Any:
-    """The older name of :func:`progress_bar`, whose ``enabled=`` is now ``progress=`` (kept for the callers not
-    yet moved; ``enabled=`` warns)."""
-    flag = _keyword(None, enabled, "progress")
-    return progress_bar(total, desc, unit, progress=flag, bar_format=bar_format)
-
-
 @contextmanager
-def ticking(seconds: float, desc: str = "", *, progress: bool | None = None, enabled: Any = _UNSET) -> Iterator[Any]:
+def ticking(seconds: float, desc: str = "", *, progress: bool | None = None) -> Iterator[Any]:
     """A bar over a time budget, for searches that run until they finish or their budget ends (flip sets, the
     width search): it shows the seconds spent of ``seconds``, refreshed twice a second by a daemon thread, and
     the caller may change its description as the search moves from stage to stage.  Same ``progress`` rule as
     :func:`progress_bar`; without a bar nothing is started."""
     fmt = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f} of {total:.1f} s budget"
-    flag = _keyword(progress, enabled, "ticking")
-    bar = progress_bar(total=round(float(seconds), 1), desc=desc, unit="s", progress=flag, bar_format=fmt)
+    bar = progress_bar(total=round(float(seconds), 1), desc=desc, unit="s", progress=progress, bar_format=fmt)
     if isinstance(bar, Progress):
         yield bar
         return
