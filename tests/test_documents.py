@@ -42,6 +42,7 @@ def test_every_result_type_names_its_schema_first() -> None:
         "relusym.alignment/1": relusym.align(E2, E2),
         "relusym.verdict/1": relusym.equivalent(E2, E2),
         "relusym.stabilizer/1": relusym.stabilizer(E2),
+        "relusym.mlp-symmetry/1": relusym.find_symmetry(DEEP, DEEP),
     }
     for schema, obj in results.items():
         d = obj.to_dict()

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from relusym._base.document import tagged
 from relusym._deep.dyadic import Dyadic, equal_rows, row_hashes, scale_columns
 from relusym._deep.mlp import MLP
 from relusym._deep.reduce import rows_to_mlp
@@ -91,7 +92,7 @@ class DeepSymmetry:
         return DeepSymmetry(tuple(mv.inverse() for mv in self.layers))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": "relusym.mlp-symmetry/1", "layers": [mv.to_dict() for mv in self.layers]}
+        return tagged("relusym.mlp-symmetry/1", {"layers": [mv.to_dict() for mv in self.layers]})
 
 
 class _FlipInvalid(Exception):
