@@ -517,7 +517,7 @@ def test_dask_worker_killed_job_completes(tmp_path):
             scheduler=cluster.scheduler_address,
             chunk_size=50,
             on_part=on_part,
-            show_progress=False,
+            progress=False,
         )
     assert killed
     assert res.table.equals(ref.table)
