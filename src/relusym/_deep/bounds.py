@@ -47,6 +47,7 @@ __all__ = [
     "float_preactivations",
     "interval_bounds",
     "quantize",
+    "crown_multipliers",
     "round_out",
 ]
 
@@ -180,6 +181,20 @@ def interval_bounds(
     )
 
 
+def crown_multipliers(Lam: np.ndarray, l: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """CROWN's multipliers μ for the coefficients λ (``Lam``) of a layer whose pre-activations lie in [l, u]
+    (arrays broadcasting against ``Lam``): λ·(slope of the chosen linear bound of σ), the upper chord
+    u/(u − l) for λ > 0 and the lower line of slope 0 or 1 (whichever is closer) for λ < 0 on a crossing unit,
+    1 on an active one, 0 on a dead one.  Floats only: any multipliers give a valid certificate."""
+    cross = (l < 0) & (u > 0)
+    act = l >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        su = np.where(cross, u / np.where(cross, u - l, 1.0), 0.0)
+    slow = np.where(cross, (u > -l).astype(np.float64), 0.0)
+    pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
+    return np.asarray(pos * np.where(act, 1.0, su) + neg * np.where(act, 1.0, slow))
+
+
 def _multipliers(
     layers: ExactLayers, T: int, C: np.ndarray, fl: list[np.ndarray], fu: list[np.ndarray]
 ) -> list[np.ndarray]:
@@ -187,15 +202,7 @@ def _multipliers(
     mus: list[np.ndarray] = [np.zeros((C.shape[0], 0))] * T
     Lam = C @ layers.Wf[T]
     for k in range(T - 1, -1, -1):
-        l, u = fl[k][None, :], fu[k][None, :]
-        cross = (l < 0) & (u > 0)
-        act = l >= 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            su = np.where(cross, u / np.where(cross, u - l, 1.0), 0.0)
-        slow = np.where(cross, (u > -l).astype(np.float64), 0.0)
-        pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
-        mu = pos * np.where(act, 1.0, su) + neg * np.where(act, 1.0, slow)
-        mu = np.nan_to_num(mu, nan=0.0, posinf=0.0, neginf=0.0)
+        mu = np.nan_to_num(crown_multipliers(Lam, fl[k][None, :], fu[k][None, :]), nan=0.0, posinf=0.0, neginf=0.0)
         mus[k] = mu
         Lam = mu @ layers.Wf[k]
     return mus

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._deep.bounds import MU_BITS, ROUND_BITS, ExactLayers, Region
+from relusym._deep.bounds import MU_BITS, ROUND_BITS, ExactLayers, Region, crown_multipliers
 from relusym._exact.numbers import common_denominator
 
 __all__ = ["second_layer_bounds"]
@@ -91,14 +91,7 @@ def _mu(
     lam = sg * layers.Wf[1][j]
     lf = np.ldexp(np.array([float(v) for v in Lq.tolist()]), -el)
     uf = np.ldexp(np.array([float(v) for v in Uq.tolist()]), -eu)
-    cross = (lf < 0) & (uf > 0)
-    act = lf >= 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        su = np.where(cross, uf / np.where(cross, uf - lf, 1.0), 0.0)
-    slow = np.where(cross, (uf > -lf).astype(np.float64), 0.0)
-    pos, neg = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
-    mu = pos * np.where(act, 1.0, su) + neg * np.where(act, 1.0, slow)
-    mu = np.nan_to_num(mu, nan=0.0, posinf=0.0, neginf=0.0)
+    mu = np.nan_to_num(crown_multipliers(lam, lf, uf), nan=0.0, posinf=0.0, neginf=0.0)
     big = float(np.max(np.abs(mu))) if mu.size else 0.0
     if not big or not math.isfinite(big):
         return np.zeros(mu.shape, dtype=object), 0

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from relusym._base.deadline import Deadline
+from relusym._deep.bounds import crown_multipliers
 from relusym._deep.witness import FloatNet
 
 __all__ = ["FloatBounds", "Cover", "Splitter", "split_cover"]
@@ -79,12 +80,7 @@ def _bounds(
         for k in range(T - 1, -1, -1):
             lk, uk = lower[k][:, None, :], upper[k][:, None, :]
             cross = (lk < 0) & (uk > 0)
-            act = lk >= 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                su = np.where(cross, uk / np.where(cross, uk - lk, 1.0), 0.0)
-            slow = np.where(cross, (uk > -lk).astype(np.float64), 0.0)
-            pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
-            mu = pos * np.where(act, 1.0, su) + neg * np.where(act, 1.0, slow)
+            mu = crown_multipliers(Lam, lk, uk)
             # Σ_j max over z ∈ [l, u] of λσ(z) − μz (at l, u, and 0 when l < 0 < u)
             best = np.maximum(
                 Lam * np.maximum(lk, 0.0) - mu * lk,
