@@ -35,6 +35,7 @@ __all__ = [
     "primitive_neuron",
     "float64_or_fractions",
     "assemble_exact",
+    "BlockStore",
 ]
 
 
@@ -83,7 +84,7 @@ def pivots(P: np.ndarray, m: int) -> np.ndarray:
 
 
 def divide_by_pivots(kappa: np.ndarray, piv: np.ndarray) -> np.ndarray:
-    """κ[r, :] / |piv[r]| exactly, as float64 when every quotient is a float64 value, else as Fractions.
+    """κ[r, :] / |piv[r]| exactly: float64 when float64 holds every quotient, else Fractions.
 
     ``kappa`` holds exact float64 values (or Fractions) and ``piv`` nonzero integers (float64 or Python ints).
     For float κ the quotients are dyadic when |piv| divides κ: the odd part of |piv| is divided out of κ's odd
@@ -104,7 +105,7 @@ def divide_by_pivots(kappa: np.ndarray, piv: np.ndarray) -> np.ndarray:
     for r in range(kappa.shape[0]):
         d = abs(int(piv[r]))
         out_o[r] = [Fraction(x) / d for x in kappa[r].tolist()]
-    return out_o
+    return float64_or_fractions(out_o)
 
 
 def primitive_neuron(
@@ -153,3 +154,37 @@ def assemble_exact(V: Any, A: Any, b: Any, c: Any, m: int, like: Network) -> Net
         if all(f is not None for f in fits):
             arrays = [f for f in fits if f is not None]
     return Network(*arrays, m=m)
+
+
+class BlockStore:
+    """An exact array filled block of rows by block, held in the narrowest storage that holds every value so far:
+    the network's float ``dtype``, then float64, then Python objects (ints, floats and Fractions, made Fractions
+    at the end).  Each block is checked as it comes, so no temporary is larger than a block."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+        self.arr = np.empty(shape, dtype=dtype)
+        self.dtype = np.dtype(dtype)
+        self.tier = 0  # 0: dtype, 1: float64, 2: objects
+
+    def put(self, s0: int, x: np.ndarray) -> None:
+        """Rows s0… of the array: ``x`` float64 (exact values) or an object array of exact numbers."""
+        y: np.ndarray = x
+        if x.dtype == object:
+            if self.tier < 2:
+                self.arr, self.tier = self.arr.astype(np.float64).astype(object), 2
+        elif self.tier == 0:
+            with np.errstate(over="ignore", under="ignore"):
+                y = x.astype(self.dtype)
+            if not bool((y.astype(np.float64) == x).all()):  # inf or a rounded value: not this dtype
+                self.arr, self.tier, y = self.arr.astype(np.float64), 1, x
+        self.arr[s0 : s0 + x.shape[0]] = y
+
+    def final(self, narrow: bool) -> np.ndarray:
+        """The array: in ``dtype`` when every entry fits it and ``narrow``, else float64 when that holds every
+        entry, else Fractions."""
+        if self.tier == 0:
+            return self.arr if narrow else self.arr.astype(np.float64)
+        if self.tier == 1:
+            return self.arr
+        flat = [v if type(v) is Fraction else Fraction(v) for v in self.arr.ravel().tolist()]
+        return np.fromiter(flat, dtype=object, count=len(flat)).reshape(self.arr.shape)

@@ -31,7 +31,15 @@ from relusym._base.deadline import Deadline
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
-from relusym._core.canon_rows import assemble_exact, divide_by_pivots, pivots, primitive_neuron, primitive_rows
+from relusym._core.canon_rows import (
+    BlockStore,
+    assemble_exact,
+    divide_by_pivots,
+    float64_or_fractions,
+    pivots,
+    primitive_neuron,
+    primitive_rows,
+)
 from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import normal_form
@@ -456,23 +464,25 @@ def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
     if N == 0 or not net.is_float or hc.A.dtype == object:
         return _fraction_direct(an, order)
     reps = hc.rep[order]
-    blocks = []
+    dtype = np.result_type(net.V, net.A, net.b, net.c)
+    A_st, b_st = BlockStore((N, m), dtype), BlockStore((N,), dtype)
+    pivs = []
     for s0 in range(0, N, _ROWS):  # a block of rows at a time: the temporaries stay small beside the result
         r = reps[s0 : s0 + _ROWS]
-        blocks.append(
-            primitive_rows(np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1))
-        )
-    P = (
-        np.concatenate(blocks)
-        if all(x.dtype != object for x in blocks)
-        else np.concatenate([x.astype(object) for x in blocks])
-    )
-    del blocks
-    V = divide_by_pivots(hc.kappa[order], pivots(P, m)).T
-    return assemble_exact(V, P[:, :m], P[:, m], list(hc.const), m, net)
+        P = primitive_rows(np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1))
+        A_st.put(s0, P[:, :m])
+        b_st.put(s0, P[:, m])
+        pivs.append(pivots(P, m))
+    piv = np.concatenate(pivs if all(p.dtype != object for p in pivs) else [p.astype(object) for p in pivs])
+    V_st, c_st = BlockStore((net.k, N), dtype), BlockStore((net.k,), dtype)
+    V_st.put(0, divide_by_pivots(hc.kappa[order], piv).T)
+    c_st.put(0, float64_or_fractions(list(hc.const)))
+    stores = (V_st, A_st, b_st, c_st)
+    narrow = all(st.tier == 0 for st in stores)
+    return Network(*(st.final(narrow) for st in stores), m=m)
 
 
-_ROWS = 256  # rows per block of _canonical_direct
+_ROWS = 64  # rows per block of _canonical_direct
 
 
 def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
