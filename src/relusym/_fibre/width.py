@@ -567,8 +567,9 @@ def prune(
     By default a float network keeps its own float weights wherever they survive (each emitted neuron has the
     scale of the network's own neuron on that hyperplane), so pruning a float model and writing it back in its
     own format is exact; this is the network ``relusym prune`` writes.  ``canonical=True`` gives instead the
-    canonical minimal network (see docs/math/fibres.md), a function of ρ(θ) alone whose entries are exact
-    rationals (``Fraction`` where the float dtype cannot hold them).  ``keep_scales`` overrides the choice for
+    canonical minimal network (docs/math/width.md), a function of ρ(θ) alone whose hidden rows are primitive
+    integer vectors, exact: in the network's float dtype when it holds every entry (the rule for float32), else
+    float64 or ``Fraction`` array by array.  ``keep_scales`` overrides the choice for
     callers of the older keyword.  See :func:`minimal_network` for the (rare, large) cases where the result is
     minimal but not certified canonical.
 
