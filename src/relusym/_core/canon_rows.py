@@ -66,7 +66,7 @@ def primitive_rows(W: np.ndarray) -> np.ndarray:
 
 
 def _row_gcd(M: np.ndarray) -> np.ndarray:
-    """gcd of each row of an int64 matrix without zero rows, column by column on the rows whose gcd is not yet
+    """gcd of each row of an int64 matrix (1 for a zero row), column by column on the rows whose gcd is not yet
     1 (a row of real data reaches 1 within a few columns)."""
     g = np.abs(M[:, 0])
     for j in range(1, M.shape[1]):
@@ -74,7 +74,7 @@ def _row_gcd(M: np.ndarray) -> np.ndarray:
         if act.size == 0:
             break
         g[act] = np.gcd(g[act], M[act, j])
-    return np.asarray(g)
+    return np.where(g == 0, 1, g)
 
 
 def pivots(P: np.ndarray, m: int) -> np.ndarray:

@@ -458,7 +458,8 @@ def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
     For a float network no Fraction is built where float64 holds the values: P from the rows' integer mantissas
     over their shared power of two, divided by the row's gcd (:func:`relusym._core.canon_rows.primitive_rows`),
     and κ / |P_piv| from κ's exact float64 mantissas (dyadic); rational networks go through
-    :func:`_fraction_direct`.  Stored by :func:`relusym._core.canon_rows.assemble_exact`."""
+    :func:`_fraction_direct`.  Stored block by block (:class:`relusym._core.canon_rows.BlockStore`) by the
+    rule of :func:`relusym._core.canon_rows.assemble_exact`, so no temporary is larger than a block."""
     net, hc = an.net, an.classes
     N, m = int(order.shape[0]), net.m
     if N == 0 or not net.is_float or hc.A.dtype == object:
