@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -273,6 +274,32 @@ def test_canonical_prune_is_the_fraction_definition(net: Network) -> None:
     same_function_exactly(net, out)
 
 
+@settings(max_examples=80)
+@given(float_networks(max_n=30), st.sampled_from([1, 2, 3, 5]))
+def test_block_storage_moves_to_wider_storage_between_blocks(net: Network, rows: int) -> None:
+    """Blocks of 1–5 rows: storage widens (θ's dtype → float64 → Fractions) at any block, earlier blocks kept."""
+    if Analysis(net).mixed:
+        return
+    with patch.object(width_mod, "_ROWS", rows):
+        out = prune(net, canonical=True)
+    check_or_configuration(net, out)
+
+
+def test_block_storage_of_mixed_rows() -> None:
+    """Ordinary rows, then a row needing float64, then one needing Python ints, then ordinary ones, in blocks of
+    two: every value exact, A in Fractions."""
+    rng = np.random.default_rng(2)
+    n, m = 20, 3
+    A = (rng.standard_normal((n, m)) / 4).astype(np.float32).astype(np.float64)
+    A[6] = [2.0**-60, 1.0, 2.0**60]  # beyond float32 after the shift
+    A[11] = [1e-300, 1.0, 1e300]  # beyond float64 after the shift
+    net = Network(rng.standard_normal((2, n)), A, rng.standard_normal(n), [0.5, -0.25])
+    with patch.object(width_mod, "_ROWS", 2):
+        out = prune(net, canonical=True)
+    check_against_oracle(net, out)
+    assert out.A.dtype == object  # (the storage of each array: check_against_oracle)
+
+
 @settings(max_examples=60)
 @given(rational_networks())
 def test_canonical_prune_of_rational_networks(net: Network) -> None:
@@ -421,7 +448,7 @@ def _realize_again(net: Network, rng: np.random.Generator) -> Network | None:
     return Network(V2, A2, b2, net.c, m=m)
 
 
-@settings(max_examples=150)
+@settings(max_examples=80)
 @given(float_networks(max_n=20), st.integers(0, 2**32 - 1))
 def test_equal_functions_prune_to_identical_canonical_networks(net: Network, seed: int) -> None:
     if Analysis(net).mixed:

@@ -168,6 +168,8 @@ class BlockStore:
 
     def put(self, s0: int, x: np.ndarray) -> None:
         """Rows s0… of the array: ``x`` float64 (exact values) or an object array of exact numbers."""
+        if x.dtype == object:  # (a block with a wide row: its other columns may still be float64 values)
+            x = float64_or_fractions(x)
         y: np.ndarray = x
         if x.dtype == object:
             if self.tier < 2:
