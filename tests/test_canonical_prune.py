@@ -465,6 +465,21 @@ def test_equal_functions_prune_to_identical_canonical_networks(net: Network, see
     assert prune(wide, canonical=True).same_parameters(one)
 
 
+@settings(max_examples=40)
+@given(float_networks(mixed=True, max_n=8), st.integers(0, 2**32 - 1))
+def test_equal_mixed_functions_prune_to_identical_canonical_networks(net: Network, seed: int) -> None:
+    """Through the configuration search (opposite pairs): the same parameters from any realization."""
+    other = _realize_again(net, np.random.default_rng(seed))
+    if other is None:
+        return
+    one = prune(net, canonical=True, budget=30.0)
+    assert prune(other, canonical=True, budget=30.0).same_parameters(one)
+    assert normal_form(one) == normal_form(net)
+    for row in [[*a, bb] for a, bb in zip(one.A.tolist(), one.b.tolist(), strict=True)]:
+        ints = [_fr(x) for x in row]
+        assert all(x.denominator == 1 for x in ints) and math.gcd(*(int(x) for x in ints)) == 1
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_full_mantissa_float_networks_keep_their_dtype(dtype: type) -> None:
     """The design's point: a primitive row is the float row over a power of two (divided by an odd gcd), so a
