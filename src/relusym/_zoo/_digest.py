@@ -40,6 +40,7 @@ from relusym._core.digest import byte_widths
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._zoo._bytes import Ragged, headers
+from relusym._zoo._digest_dense import dense_digests, float_limbs
 from relusym._zoo._ints import (
     BIG,
     DIGIT,
@@ -290,19 +291,6 @@ def _fast_batch(
     return out.digests(), width, class_a
 
 
-def _float_limbs(S: np.ndarray, L: int, bits: int) -> np.ndarray:
-    """Integer-valued float64 S = Σ_l limbs[l] · 2^(bits·l) exactly, stacked on a new axis 1: limbs in
-    [0, 2^bits) but the last, which is signed (a power-of-two scaling, a floor and a difference, each exact)."""
-    out = np.empty(S.shape[:1] + (L,) + S.shape[1:])
-    lo, hi = 2.0**-bits, 2.0**bits
-    for limb in range(L - 1):
-        Q = np.floor(S * lo)
-        np.subtract(S, Q * hi, out=out[:, limb])
-        S = Q
-    out[:, L - 1] = S
-    return out
-
-
 def _scaled(x: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
     """out = x · 2^(−e) in float64, one exponent per network (axis 0), exactly (integers below 2^320 here)."""
     shape = (-1,) + (1,) * (x.ndim - 1)
@@ -347,8 +335,8 @@ def _affine(
     xb = 52 - yb - h
     Ly = max(1, -(-int(np.frexp(np.abs(Y).max(initial=0.0))[1]) // yb))
     Lx = max(1, -(-int(np.frexp(np.abs(X).max(initial=0.0))[1]) // xb))
-    XL = _float_limbs(X, Lx, xb).reshape(B, Lx * k, S + 1)
-    YL = _float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * (m + 1), S + 1).transpose(0, 2, 1)
+    XL = float_limbs(X, Lx, xb).reshape(B, Lx * k, S + 1)
+    YL = float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * (m + 1), S + 1).transpose(0, 2, 1)
     prod = np.matmul(XL, YL).reshape(B, Lx, k, Ly, m + 1)
     J = (xb * (Lx - 1) + yb * (Ly - 1)) // DIGIT + 5  # the last limb product's top digit, one free above
     D = np.zeros((J, B, k, m + 1), dtype=np.int64)
@@ -415,6 +403,42 @@ def _floats(x: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(x.shape, dtype=dtype), np.zeros(B, dtype=bool)
 
 
+def _general(
+    Vb: np.ndarray,
+    Ab: np.ndarray,
+    bb: np.ndarray,
+    cb: np.ndarray,
+    nets: np.ndarray,
+    digest: list[str | None],
+    width: np.ndarray,
+    class_a: np.ndarray,
+    fast: np.ndarray,
+) -> None:
+    """The general vectorized path on a batch of finite float networks (ids ``nets`` in the stack): digests,
+    widths and class A written at those ids for the networks whose digit counts it takes."""
+    pt, ok = _parts(Vb, Ab, bb, cb)
+    sub = np.nonzero(ok)[0]
+    if not sub.size:
+        return
+    # networks of ordinary spreads (ŵ in one limb, at most 4 digits) in one batch at the largest digit
+    # counts among them; the others by their own counts, so that one extreme exponent costs only its own
+    common = (pt.Lw[sub] <= 1) & (pt.PV[sub] <= 4) & (pt.PW[sub] <= 4)
+    prof = np.stack([pt.Lw[sub], pt.PV[sub], pt.PW[sub]], axis=1) * ~common[:, None]
+    kinds, inv = np.unique(prof, axis=0, return_inverse=True)
+    for j, (lw, pv, pw) in enumerate(kinds.tolist()):
+        part = sub[inv.reshape(-1) == j]
+        if pv == 0:
+            lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
+        if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
+            d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
+        else:
+            d, w, ca = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
+        ids = nets[part]
+        for t, i in enumerate(ids.tolist()):
+            digest[i] = d[t]
+        width[ids], class_a[ids], fast[ids] = w, ca, True
+
+
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     """Digests of the networks θ_i = (V[i], A[i], b[i], c[i]) of a stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k).
 
@@ -453,29 +477,18 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                     b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
                 if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
                     Vb, Ab, bb, cb = b32
-            pt, ok = _parts(Vb, Ab, bb, cb)
-            sub = np.nonzero(ok)[0]
-            if not sub.size:
-                continue
-            # networks of ordinary spreads (ŵ in one limb, at most 4 digits) in one batch at the largest digit
-            # counts among them; the others by their own counts, so that one extreme exponent costs only its own
-            common = (pt.Lw[sub] <= 1) & (pt.PV[sub] <= 4) & (pt.PW[sub] <= 4)
-            prof = np.stack([pt.Lw[sub], pt.PV[sub], pt.PW[sub]], axis=1) * ~common[:, None]
-            kinds, inv = np.unique(prof, axis=0, return_inverse=True)
-            for j, (lw, pv, pw) in enumerate(kinds.tolist()):
-                part = sub[inv.reshape(-1) == j]
-                if pv == 0:
-                    lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
-                if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
-                    d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
-                else:
-                    d, w, ca = _fast_batch(
-                        Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw)
-                    )
-                ids = nets[part]
+            if Vb.dtype == np.float32 and n:  # the dense networks first, the others by the general path
+                dense, dd = dense_digests(Vb, Ab, bb, cb)
+                ids = nets[dense]
                 for t, i in enumerate(ids.tolist()):
-                    digest[i] = d[t]
-                width[ids], class_a[ids], fast[ids] = w, ca, True
+                    digest[i] = dd[t]
+                width[ids], class_a[ids], fast[ids] = n, True, True
+                if dense.all():
+                    continue
+                if dense.any():
+                    keep = np.nonzero(~dense)[0]
+                    Vb, Ab, bb, cb, nets = Vb[keep], Ab[keep], bb[keep], cb[keep], nets[keep]
+            _general(Vb, Ab, bb, cb, nets, digest, width, class_a, fast)
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])
