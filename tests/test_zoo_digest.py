@@ -452,3 +452,35 @@ def test_dense_blocks_of_any_size_give_the_same_digests(monkeypatch):
         part = stack_digests(V, A, b, c)
         assert part.digest == whole.digest and (part.width == whole.width).all()
         assert (part.class_a == whole.class_a).all() and part.fast.all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(-(2**52) + 1, 2**52 - 1) | st.sampled_from([0, 1, -1, 2**51]), min_size=5, max_size=5),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(-300, 300),
+    st.sampled_from([2, 4096]),
+)
+def test_exact_sums_in_words_equal_python_integers(terms, base, columns):
+    """split_words against Python integers: t, the bytes and width of the odd part, the sign; a few columns at a
+    time or all at once."""
+    from relusym._zoo import _ints
+
+    arr = [(np.array(a, dtype=np.int64), s) for a, s in terms]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_ints, "_COLUMNS", columns)
+        t, pb, neg, width = _ints.split_words(arr, np.full(5, base, dtype=np.int64))
+    for x in range(5):
+        total = sum(a[x] << s for a, s in terms)
+        tz = (total & -total).bit_length() - 1 if total else 0
+        p = abs(total) >> tz
+        assert t[x] == (base + tz if total else 0)
+        assert bool(neg[x]) == (total < 0)
+        assert width[x] == (p.bit_length() + 7) // 8
+        assert int.from_bytes(pb[x].tobytes(), "little") == p

@@ -40,7 +40,7 @@ from relusym._core.digest import byte_widths
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._zoo._bytes import Ragged, headers
-from relusym._zoo._digest_dense import dense_digests, float_limbs
+from relusym._zoo._digest_dense import dense_digests, float_limbs, workspace
 from relusym._zoo._ints import (
     BIG,
     DIGIT,
@@ -468,27 +468,28 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         idx = np.nonzero(good)[0]
         per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
         every = bool(good.all())
-        for s0 in range(0, idx.shape[0], per):
-            nets = idx[s0 : s0 + per]
-            at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
-            Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
-            if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
-                with np.errstate(over="ignore"):
-                    b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
-                if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
-                    Vb, Ab, bb, cb = b32
-            if Vb.dtype == np.float32 and n:  # the dense networks first, the others by the general path
-                dense, dd = dense_digests(Vb, Ab, bb, cb)
-                ids = nets[dense]
-                for t, i in enumerate(ids.tolist()):
-                    digest[i] = dd[t]
-                width[ids], class_a[ids], fast[ids] = n, True, True
-                if dense.all():
-                    continue
-                if dense.any():
-                    keep = np.nonzero(~dense)[0]
-                    Vb, Ab, bb, cb, nets = Vb[keep], Ab[keep], bb[keep], cb[keep], nets[keep]
-            _general(Vb, Ab, bb, cb, nets, digest, width, class_a, fast)
+        with workspace():  # the dense path's temporaries reused from block to block
+            for s0 in range(0, idx.shape[0], per):
+                nets = idx[s0 : s0 + per]
+                at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
+                Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
+                if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
+                    with np.errstate(over="ignore"):
+                        b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
+                    if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
+                        Vb, Ab, bb, cb = b32
+                if Vb.dtype == np.float32 and n:  # the dense networks first, the others by the general path
+                    dense, dd = dense_digests(Vb, Ab, bb, cb)
+                    ids = nets[dense]
+                    for t, i in enumerate(ids.tolist()):
+                        digest[i] = dd[t]
+                    width[ids], class_a[ids], fast[ids] = n, True, True
+                    if dense.all():
+                        continue
+                    if dense.any():
+                        keep = np.nonzero(~dense)[0]
+                        Vb, Ab, bb, cb, nets = Vb[keep], Ab[keep], bb[keep], cb[keep], nets[keep]
+                _general(Vb, Ab, bb, cb, nets, digest, width, class_a, fast)
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])

@@ -27,14 +27,49 @@ Per block of networks, each pass reads the block once:
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import numpy as np
 
-from relusym._zoo._bytes import Ragged, headers
-from relusym._zoo._ints import DIGIT, MASK, odd_parts, split_digits, u64_bytes
+from relusym._zoo._bytes import Ragged, headers, le_into
+from relusym._zoo._ints import odd_parts, split_words, u64_bytes
 
-__all__ = ["dense_digests", "float_limbs", "DENSE_BITS"]
+__all__ = ["dense_digests", "float_limbs", "DENSE_BITS", "workspace"]
 
 DENSE_BITS = 96  # bits of V (and c·2^(−t_W)) and of W on their grids beyond which the general path is used
+
+
+_LOCAL = threading.local()
+
+
+@contextmanager
+def workspace() -> Iterator[None]:
+    """Reuse the large temporaries of :func:`dense_digests` from block to block while the context lasts (one
+    pool per thread, released at the end): fresh pages cost the kernel's zeroing at every block otherwise."""
+    old = getattr(_LOCAL, "pool", None)
+    _LOCAL.pool = {}
+    try:
+        yield
+    finally:
+        _LOCAL.pool = old
+
+
+def _work(name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialized array for the temporary ``name``: a view of this thread's pooled buffer when a
+    :func:`workspace` is open (grown as needed), else a new array."""
+    pool = getattr(_LOCAL, "pool", None)
+    if pool is None:
+        return np.empty(shape, dtype=dtype)
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = pool.get(name)
+    if buf is None or buf.size < size:
+        buf = pool[name] = np.empty(max(size, 64), dtype=np.uint8)
+    out: np.ndarray = buf[:size].view(dtype).reshape(shape)
+    return out
 
 
 def float_limbs(S: np.ndarray, L: int, bits: int) -> np.ndarray:
@@ -54,6 +89,12 @@ def _frexp_exp(x: np.ndarray) -> np.ndarray:
     """The exponent e of frexp (x = f·2^e, f in [0.5, 1)) of positive float32 values, from their bits (normal
     values; the caller sends subnormals elsewhere)."""
     return ((x.view(np.int32) >> 23) & 0xFF).astype(np.int64) - 126
+
+
+def _odd(x: np.ndarray) -> np.ndarray:
+    """The odd parts of nonnegative int64 integers below 2^63 (0 stays 0)."""
+    low = x & -x
+    return np.asarray(x >> np.maximum(np.frexp(low.astype(np.float64))[1] - 1, 0))
 
 
 def _rows(ufunc: np.ufunc, X: np.ndarray) -> np.ndarray:
@@ -83,60 +124,81 @@ def _row_integers(W: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     ok = ((e_hi - e_lo <= 62) & (e_lo >= -127)).all(axis=1)  # 2^(−e_lo) a float32; no subnormal in the row
     e_lo = np.clip(e_lo, -127, 126)
     np.multiply(F, np.ldexp(np.float32(1), -e_lo).astype(np.float32)[:, :, None], out=F)
+    Xi = _work("X", F.shape, np.int64)
     with np.errstate(invalid="ignore"):
-        Xi = F.astype(np.int64)
+        np.copyto(Xi, F, casting="unsafe")
     orv = _rows(np.bitwise_or, Xi)
     orv &= -orv
     sh = np.frexp(orv.astype(np.float64))[1].astype(np.int64) - 1
     sh = np.maximum(sh, 0)
     Xi >>= sh[:, :, None]
     flat = Xi.reshape(B * n, C)
-    g = flat[:, 0].copy()
+    g = _odd(flat[:, 0])  # the odd gcd: that of the entries' odd parts (some entry is odd now)
     rows = np.arange(B * n)
     for j in range(1, C):
         rows = rows[g[rows] != 1]
         if rows.size == 0:
             break
-        g[rows] = np.gcd(g[rows], flat[rows, j])
+        g[rows] = np.gcd(g[rows], _odd(flat[rows, j]))
     big = np.nonzero(g > 1)[0]
     if big.size:
         flat[big] //= g[big, None]
     return Xi, e_lo + sh, e_hi - 1, ok
 
 
+def _split(T: np.ndarray, L: int, bits: int, out: np.ndarray) -> None:
+    """out[l] = limb l of the integer S = T·2^bits (T float64, S integer-valued; out L × T.shape): limbs in
+    [0, 2^bits) but the last, which is signed.  Each step is exact: T − floor(T) is a multiple of 2^(−bits) in
+    [0, 1), scalings are by powers of two."""
+    if L == 1:
+        np.multiply(T, 2.0**bits, out=out[0])
+        return
+    Q = out[L - 1]  # the quotients, ending as the last limb: no temporaries
+    for limb in range(L - 1):
+        np.floor(T, out=Q)
+        np.subtract(T, Q, out=T)
+        np.multiply(T, 2.0**bits, out=out[limb])
+        if limb < L - 2:
+            np.multiply(Q, 2.0**-bits, out=T)
+
+
 def _affine(
-    V: np.ndarray, W: np.ndarray, c: np.ndarray, sel: np.ndarray, eW: np.ndarray, tW: np.ndarray, eV: np.ndarray
+    V: np.ndarray,
+    W: np.ndarray,
+    c: np.ndarray,
+    sel: np.ndarray,
+    grids: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bits: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The 2-adic splits (t, bytes of |p|, p < 0, bytes used) of M and e (B·k·(m+1) entries, row-major, e's last
-    in each row): Σ_i sel_i v_i (a_i, b_i) + (0, c) exactly, V and W on the grids 2^(eV), 2^(eW) (the constant
-    neuron (0, 2^(tW)) carries c·2^(−tW))."""
+    in each row): Σ_i sel_i v_i (a_i, b_i) + (0, c) exactly, V and W on the grids 2^(eV), 2^(eW) (``grids`` =
+    (eW, tW, eV); the constant neuron (0, 2^(tW)) carries c·2^(−tW)), below 2^bits (``bits`` = (V's, W's)).
+    Limbs: of 24 bits for (a, b), of 52 − 24 − bitlen(n+1) bits for v (limb axis first, each limb contiguous),
+    one batched BLAS product per pair of limbs, every dot product an exact float64 integer."""
+    eW, tW, eV = grids
     B, n, C = W.shape
     k = V.shape[1]
-    Y = np.empty((B, n + 1, C))
-    np.multiply(W, np.ldexp(1.0, -eW)[:, None, None], out=Y[:, :n])
-    Y[:, n] = 0.0
-    Y[:, n, C - 1] = np.ldexp(1.0, tW - eW)
-    X = np.empty((B, k, n + 1))
-    np.multiply(V, (sel * np.ldexp(1.0, -eV)[:, None])[:, None, :], out=X[:, :, :n])
-    X[:, :, n] = np.ldexp(c.astype(np.float64), -(tW + eV)[:, None])
     h = (n + 1).bit_length()
     yb = 24
     xb = 52 - yb - h
-    Ly = max(1, -(-int(np.frexp(np.abs(Y).max(initial=0.0))[1]) // yb))
-    Lx = max(1, -(-int(np.frexp(np.abs(X).max(initial=0.0))[1]) // xb))
-    XL = float_limbs(X, Lx, xb).reshape(B, Lx * k, n + 1)
-    YL = float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * C, n + 1).transpose(0, 2, 1)
-    prod = np.matmul(XL, YL).reshape(B, Lx, k, Ly, C)
-    J = (xb * (Lx - 1) + yb * (Ly - 1)) // DIGIT + 5  # the last limb product's top digit, one free above
-    D = np.zeros((J, B, k, C), dtype=np.int64)
-    for lx in range(Lx):
-        for ly in range(Ly):
-            a = prod[:, lx, :, ly, :].astype(np.int64)
-            q, r = divmod(xb * lx + yb * ly, DIGIT)
-            for j in range(3):
-                D[q + j] += ((a >> (DIGIT * j)) & MASK) << r
-            D[q + 3] += (a >> (3 * DIGIT)) << r
-    return split_digits(D.reshape(J, -1), np.repeat(eV + eW, k * C))
+    Ly = max(1, -(-bits[1] // yb))
+    Lx = max(1, -(-bits[0] // xb))
+    YL = _work("YL", (Ly, B, n + 1, C), np.float64)
+    T = np.multiply(W, np.ldexp(1.0, -eW - yb)[:, None, None], out=_work("T", W.shape, np.float64))
+    _split(T, Ly, yb, YL[:, :, :n])
+    YL[:, :, n] = 0.0
+    _split(np.ldexp(1.0, tW - eW - yb), Ly, yb, YL[:, :, n, C - 1])
+    X = np.empty((B, k, n + 1))
+    np.multiply(V, (sel * np.ldexp(1.0, -eV - xb)[:, None])[:, None, :], out=X[:, :, :n])
+    X[:, :, n] = np.ldexp(c.astype(np.float64), -(tW + eV + xb)[:, None])
+    XL = np.empty((Lx, B, k, n + 1))
+    _split(X, Lx, xb, XL)
+    XB = np.ascontiguousarray(XL.transpose(1, 0, 2, 3)).reshape(B, Lx * k, n + 1)  # the limbs of v as rows
+    terms = []
+    for ly in range(Ly):
+        prod = np.matmul(XB, YL[ly]).reshape(B, Lx, k, C)
+        terms += [(prod[:, lx].astype(np.int64), xb * lx + yb * ly) for lx in range(Lx)]
+    return split_words(terms, np.repeat(eV + eW, k * C))
 
 
 def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -145,10 +207,10 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
-    W = np.empty((B, n, C), dtype=np.float32)
+    W = _work("W", (B, n, C), np.float32)
     W[:, :, :m] = A
     W[:, :, m] = b
-    F = np.abs(W)
+    F = np.abs(W, out=_work("F", W.shape, np.float32))
     lam = W[:, :, 0]
     ok = (lam != 0).all(axis=1) & (V != 0).any(axis=1).all(axis=1)
     X, E, top, ok_rows = _row_integers(W, F)
@@ -180,35 +242,69 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
         return ok, []
     if sub.size < B:
         V, W, c, lam, X, order = V[sub], W[sub], c[sub], lam[sub], X[sub], order[sub]
-        oV, sV, tW, eW, eV = oV[sub], sV[sub], tW[sub], eW[sub], eV[sub]
+        oV, sV, tW, eW, eV, topV = oV[sub], sV[sub], tW[sub], eW[sub], eV[sub], topV[sub]
     Bo = sub.size
     neg_lam = lam < 0
-    # the hyperplane block: rows gathered in the classes' order (flat indices, whole rows at a time)
-    at = (order + (np.arange(Bo) * n)[:, None]).ravel()
-    sneg = ((W < 0) ^ neg_lam[:, :, None]) & (W != 0)
-    mag = X.reshape(Bo * n, C).take(at, axis=0).view("<u8").reshape(Bo, n * C)
-    sneg = sneg.reshape(Bo * n, C).take(at, axis=0).reshape(Bo, n * C)
-    wmag = u64_bytes(mag.max(axis=1))
+    # the networks by the width of their hyperplane block (equal layouts side by side), the rows of each in
+    # its classes' order: one gather of whole rows (flat indices)
+    wmag = u64_bytes(X.reshape(Bo, -1).max(axis=1).view(np.uint64))
+    perm = np.argsort(wmag, kind="stable")
+    wmag = wmag[perm]
+    at = (order[perm] + (perm * n)[:, None]).ravel()
+    mag = X.reshape(Bo * n, C).take(at, axis=0, out=_work("mag", (Bo * n, C), np.int64))
+    mag = mag.view(np.uint64).reshape(Bo, n * C)
+    Ws = W.reshape(Bo * n, C).take(at, axis=0, out=_work("Ws", (Bo * n, C), np.float32)).reshape(Bo, n, C)
+    sneg = np.less(Ws, 0, out=_work("sneg", Ws.shape, np.bool_))
+    np.not_equal(sneg, (Ws[:, :, :1] < 0), out=sneg)
+    np.logical_and(sneg, Ws != 0, out=sneg)
     # the kinks |λ_i| v_i, in the classes' order (B × n × k)
-    ol, sl = odd_parts(lam.ravel().take(at).reshape(Bo, n))
+    ol, sl = odd_parts(Ws[:, :, 0])
     Vt = np.empty((Bo, n, 2 * k), dtype=np.int32)
     Vt[:, :, :k] = oV.transpose(0, 2, 1)
     Vt[:, :, k:] = sV.transpose(0, 2, 1)
     Vt = Vt.reshape(Bo * n, 2 * k).take(at, axis=0).reshape(Bo, n, 2 * k)
     prod = np.abs(ol.astype(np.int64))[:, :, None] * Vt[:, :, :k]
-    nzk = prod != 0
-    tk = (sl.astype(np.int64)[:, :, None] + Vt[:, :, k:]) * nzk
+    tk = (sl.astype(np.int64)[:, :, None] + Vt[:, :, k:]) * (prod != 0)
     magk = np.abs(prod).astype("<u8")
-    wk = u64_bytes(magk)
     # M and e
-    ta, pa, na, wa = _affine(V, W, c, neg_lam, eW, tW, eV)
-    ta, pa, na, wa = ta.reshape(Bo, k, C), pa.reshape(Bo, k, C, -1), na.reshape(Bo, k, C), wa.reshape(Bo, k, C)
-    out = Ragged(Bo)
-    out.fixed(headers(m, k, np.full(Bo, n, dtype=np.int64)))
-    out.block(mag.view(np.uint8).reshape(Bo, n * C, 8), sneg, None, wmag)
-    out.dyadic(tk.reshape(Bo, n * k), magk.view(np.uint8).reshape(Bo, n * k, 8), (prod < 0).reshape(Bo, -1),
-               wk.reshape(Bo, n * k), None)  # fmt: skip
-    out.dyadic(ta[:, :, :m].reshape(Bo, k * m), pa[:, :, :m].reshape(Bo, k * m, pa.shape[3]),
-               na[:, :, :m].reshape(Bo, k * m), wa[:, :, :m].reshape(Bo, k * m), None)  # fmt: skip
-    out.dyadic(ta[:, :, m], pa[:, :, m], na[:, :, m], wa[:, :, m], None)
-    return ok, out.digests()
+    bits = (int((topV - eV).max()) + 1, int((tW - eW).max()) + 1)
+    ta, pa, na, wa = (x.reshape(Bo, k, C, -1)[perm] for x in _affine(V, W, c, neg_lam, (eW, tW, eV), bits))
+    tail = Ragged(Bo)
+    tail.dyadic(tk.reshape(Bo, n * k), magk.view(np.uint8).reshape(Bo, n * k, 8), (prod < 0).reshape(Bo, -1),
+                u64_bytes(magk).reshape(Bo, n * k), None)  # fmt: skip
+    tail.dyadic(ta[:, :, :m].reshape(Bo, k * m), pa[:, :, :m].reshape(Bo, k * m, pa.shape[3]),
+                na[:, :, :m].reshape(Bo, k * m), wa[:, :, :m].reshape(Bo, k * m), None)  # fmt: skip
+    tail.dyadic(ta[:, :, m, 0], pa[:, :, m], na[:, :, m, 0], wa[:, :, m, 0], None)
+    digests = _assemble(headers(m, k, np.full(1, n, dtype=np.int64))[0], mag, sneg.reshape(Bo, -1), wmag, tail)
+    out: list[str] = [""] * Bo
+    for t, i in enumerate(perm.tolist()):
+        out[i] = digests[t]
+    return ok, out
+
+
+def _assemble(head: np.ndarray, mag: np.ndarray, sneg: np.ndarray, wmag: np.ndarray, tail: Ragged) -> list[str]:
+    """The digests of networks sorted by the width of their hyperplane block: per width, one matrix of rows
+    head ‖ u32(w) ‖ hyperplane magnitudes in w bytes ‖ their signs ‖ the rest (left-aligned, ``tail``), each
+    row hashed up to its length."""
+    B, S = mag.shape
+    rest, rest_len = tail.padded()
+    signs = np.packbits(sneg, axis=1, bitorder="little")
+    ns, T = signs.shape[1], rest.shape[1]
+    cuts = np.flatnonzero(np.diff(wmag)) + 1
+    starts, ends = np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [B]]).tolist()
+    sha = hashlib.sha256
+    out: list[str] = []
+    for g0, g1 in zip(starts, ends, strict=True):
+        w = max(1, int(wmag[g0]))
+        h = 41 + S * w
+        P = _work("P", (g1 - g0, h + ns + T), np.uint8)
+        P[:, :37] = head
+        P[:, 37:41] = np.frombuffer(np.uint32(w).astype("<u4").tobytes(), dtype=np.uint8)
+        le_into(P[:, 41:h], mag[g0:g1], w)
+        P[:, h : h + ns] = signs[g0:g1]
+        P[:, h + ns :] = rest[g0:g1]
+        mv = memoryview(P.data).cast("B")
+        row = P.shape[1]
+        ln = (h + ns + rest_len[g0:g1]).tolist()
+        out.extend(sha(mv[r * row : r * row + ln[r]]).hexdigest() for r in range(g1 - g0))
+    return out
