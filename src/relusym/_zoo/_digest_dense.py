@@ -97,6 +97,26 @@ def _odd(x: np.ndarray) -> np.ndarray:
     return np.asarray(x >> np.maximum(np.frexp(low.astype(np.float64))[1] - 1, 0))
 
 
+def _coprime(a: np.ndarray, b: np.ndarray, steps: int = 12) -> np.ndarray:
+    """True where gcd(a, b) = 1 is shown by ``steps`` steps of Euclid's algorithm in float64 (nonnegative int64
+    below 2^52; False: not shown).  A step replaces (x, y) by (y, |x − q·y|) for an integer q (x/y rounded), which
+    keeps gcd(x, y) whatever the rounding (q·y and the difference are exact below 2^53); a remainder of 1 proves
+    the gcd is 1.  A zero remainder turns the pair into inf/nan, which never equals 1."""
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    q = np.empty_like(x)
+    one = (x == 1) | (y == 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(steps):
+            np.divide(x, y, out=q)
+            np.rint(q, out=q)
+            np.multiply(q, y, out=q)
+            np.subtract(x, q, out=q)
+            np.abs(q, out=q)
+            x, y, q = y, q, x
+            one |= y == 1
+    return one
+
+
 def _rows(ufunc: np.ufunc, X: np.ndarray) -> np.ndarray:
     """``ufunc`` reduced over the last axis: column by column when it is short (a reduction over a short
     contiguous axis pays the inner loop's start-up per row), else by ``ufunc.reduce``."""
@@ -135,7 +155,13 @@ def _row_integers(W: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     flat = Xi.reshape(B * n, C)
     g = _odd(flat[:, 0])  # the odd gcd: that of the entries' odd parts (some entry is odd now)
     rows = np.arange(B * n)
-    for j in range(1, C):
+    if C > 1:  # most rows: their first two odd parts are coprime, as a few float Euclid steps show
+        o1 = _odd(flat[:, 1])
+        shown = _coprime(g, o1)
+        rows = np.nonzero(~shown)[0]
+        g[rows] = np.gcd(g[rows], o1[rows])
+        g[shown] = 1
+    for j in range(2, C):
         rows = rows[g[rows] != 1]
         if rows.size == 0:
             break

@@ -205,17 +205,22 @@ def words_split(
         _carry(Wd)
     nzw = Wd != 0
     live = nzw.any(axis=0)
-    j0 = np.zeros(X, dtype=np.int64)  # the lowest nonzero word (an argmax over axis 0 would go column by column)
-    for j in range(NW - 1, 0, -1):
-        j0[nzw[j]] = j
-    j0[nzw[0]] = 0
-    cols = np.arange(X)
-    low = Wd[j0, cols] | ~live
+    if bool((nzw[0] | ~live).all()):  # the usual case: every lowest set bit in the lowest word
+        j0 = np.zeros(X, dtype=np.int64)
+        sh = Wd
+    else:
+        j0 = np.zeros(X, dtype=np.int64)  # the lowest nonzero word (an argmax over axis 0 goes column by column)
+        for j in range(NW - 1, 0, -1):
+            j0[nzw[j]] = j
+        j0[nzw[0]] = 0
+        Wx = np.concatenate([Wd, np.zeros((1, X), dtype=np.int64)])
+        idx = np.minimum(j0[None, :] + np.arange(NW)[:, None], NW)
+        sh = np.take_along_axis(Wx, idx, axis=0)  # the words moved down by j0 (zeros above)
+    low = sh[0] | ~live
     tz = (np.frexp((low & -low).astype(np.float64))[1] - 1).astype(np.int64)
-    Wx = np.concatenate([Wd, np.zeros((1, X), dtype=np.int64)])
-    idx = np.minimum(j0[None, :] + np.arange(NW + 1)[:, None], NW)
-    sh = np.take_along_axis(Wx, idx, axis=0)  # the words moved down by j0 (zeros above)
-    P = (sh[:-1] >> tz) | ((sh[1:] << (WORD - tz)) & WMASK)  # then by tz bits
+    P = sh >> tz  # then by tz bits
+    P[:-1] |= (sh[1:] << (WORD - tz)) & WMASK
+    cols = np.arange(X)
     top = np.zeros(X, dtype=np.int64)  # the highest nonzero word of p
     for j in range(1, NW):
         top[P[j] != 0] = j
