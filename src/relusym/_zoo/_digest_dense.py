@@ -114,7 +114,7 @@ def _coprime(a: np.ndarray, b: np.ndarray, steps: int = 12) -> np.ndarray:
             np.abs(q, out=q)
             x, y, q = y, q, x
             one |= y == 1
-    return one
+    return np.asarray(one)
 
 
 def _rows(ufunc: np.ufunc, X: np.ndarray) -> np.ndarray:
@@ -155,7 +155,8 @@ def _row_integers(W: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     flat = Xi.reshape(B * n, C)
     g = _odd(flat[:, 0])  # the odd gcd: that of the entries' odd parts (some entry is odd now)
     rows = np.arange(B * n)
-    if C > 1:  # most rows: their first two odd parts are coprime, as a few float Euclid steps show
+    if C > 1:  # most rows: their first two odd parts (float32 significands': below 2^24) are coprime, as a few
+        # float Euclid steps show
         o1 = _odd(flat[:, 1])
         shown = _coprime(g, o1)
         rows = np.nonzero(~shown)[0]
