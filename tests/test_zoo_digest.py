@@ -408,8 +408,8 @@ def test_dense_path_equals_the_definition(seed, m, n, k, spread):
 def test_dense_path_hands_over_what_it_cannot_take(monkeypatch):
     """A block of dense networks with one network of each kind the dense path refuses (two neurons on one
     hyperplane, an opposite pair, a dead neuron, a constant neuron, a zero first weight, two first entries that
-    agree on distinct rows, a subnormal, a spread beyond an int64, a float16 stack): the refused ones, and only
-    they, take the general path, and every digest is the definition's."""
+    agree on distinct rows, a subnormal, a spread beyond an int64 or beyond float32's scalings, a float16 stack):
+    the refused ones, and only they, take the general path, and every digest is the definition's."""
     taken = _dense_spy(monkeypatch)
     rng = np.random.default_rng(23)
     B, m, n, k = 12, 3, 6, 2
@@ -425,8 +425,9 @@ def test_dense_path_hands_over_what_it_cannot_take(monkeypatch):
     b[8, 1] = np.float32(2.0**60)  # 60 binades above the row's other entries: beyond an int64
     A[8, 1] = np.float32(2.0**-10)
     c[9] = 0.0
+    A[10, 2, 0], A[10, 2, 1] = np.float32(2.0**100), np.float32(2.0**-100)  # the float32 range in one row
     keep = np.ones(B, dtype=bool)
-    keep[[1, 2, 3, 4, 5, 6, 7, 8]] = False
+    keep[[1, 2, 3, 4, 5, 6, 7, 8, 10]] = False
     sd = stack_digests(V, A, b, c)
     assert sd.digest == stack_definition(V, A, b, c)
     assert sd.fast.all()

@@ -143,9 +143,9 @@ def _row_integers(W: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     e_hi = _frexp_exp(high)
     ok = ((e_hi - e_lo <= 62) & (e_lo >= -127)).all(axis=1)  # 2^(−e_lo) a float32; no subnormal in the row
     e_lo = np.clip(e_lo, -127, 126)
-    np.multiply(F, np.ldexp(np.float32(1), -e_lo).astype(np.float32)[:, :, None], out=F)
     Xi = _work("X", F.shape, np.int64)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # only in the rows refused above
+        np.multiply(F, np.ldexp(np.float32(1), -e_lo).astype(np.float32)[:, :, None], out=F)
         np.copyto(Xi, F, casting="unsafe")
     orv = _rows(np.bitwise_or, Xi)
     orv &= -orv
