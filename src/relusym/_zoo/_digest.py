@@ -60,6 +60,7 @@ __all__ = ["StackDigests", "stack_digests", "network_digest"]
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
+_DENSE_BLOCKS = 4  # batches per block of float32 networks (the dense path's unit of work)
 
 
 @dataclass(frozen=True)
@@ -468,9 +469,10 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         idx = np.nonzero(good)[0]
         per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
         every = bool(good.all())
+        blk = per * _DENSE_BLOCKS if small else per  # the dense path pools its temporaries: larger blocks pay
         with workspace():  # the dense path's temporaries reused from block to block
-            for s0 in range(0, idx.shape[0], per):
-                nets = idx[s0 : s0 + per]
+            for s0 in range(0, idx.shape[0], blk):
+                nets = idx[s0 : s0 + blk]
                 at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
                 Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
                 if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
@@ -489,7 +491,9 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                     if dense.any():
                         keep = np.nonzero(~dense)[0]
                         Vb, Ab, bb, cb, nets = Vb[keep], Ab[keep], bb[keep], cb[keep], nets[keep]
-                _general(Vb, Ab, bb, cb, nets, digest, width, class_a, fast)
+                for r0 in range(0, nets.shape[0], per):  # the general path in batches of its own size
+                    r: Any = slice(r0, r0 + per)
+                    _general(Vb[r], Ab[r], bb[r], cb[r], nets[r], digest, width, class_a, fast)
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])
