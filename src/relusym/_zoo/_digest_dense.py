@@ -40,6 +40,7 @@ from relusym._zoo._ints import odd_parts, split_words, u64_bytes
 
 __all__ = ["dense_digests", "float_limbs", "DENSE_BITS", "workspace"]
 
+_AFFINE_ENTRIES = 1 << 18  # weights per call of _affine (its limbs: 16 bytes a weight and limb pair)
 DENSE_BITS = 96  # bits of V (and c·2^(−t_W)) and of W on their grids beyond which the general path is used
 
 
@@ -211,7 +212,7 @@ def _affine(
     Ly = max(1, -(-bits[1] // yb))
     Lx = max(1, -(-bits[0] // xb))
     YL = _work("YL", (Ly, B, n + 1, C), np.float64)
-    T = np.multiply(W, np.ldexp(1.0, -eW - yb)[:, None, None], out=_work("T", W.shape, np.float64))
+    T = np.multiply(W, np.ldexp(1.0, -eW - yb)[:, None, None], out=_work("X", W.shape, np.float64))  # X is free
     _split(T, Ly, yb, YL[:, :, :n])
     YL[:, :, n] = 0.0
     _split(np.ldexp(1.0, tW - eW - yb), Ly, yb, YL[:, :, n, C - 1])
@@ -280,7 +281,7 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     at = (order[perm] + (perm * n)[:, None]).ravel()
     mag = X.reshape(Bo * n, C).take(at, axis=0, out=_work("mag", (Bo * n, C), np.int64))
     mag = mag.view(np.uint64).reshape(Bo, n * C)
-    Ws = W.reshape(Bo * n, C).take(at, axis=0, out=_work("Ws", (Bo * n, C), np.float32)).reshape(Bo, n, C)
+    Ws = W.reshape(Bo * n, C).take(at, axis=0, out=_work("F", (Bo * n, C), np.float32)).reshape(Bo, n, C)  # F is free
     sneg = np.less(Ws, 0, out=_work("sneg", Ws.shape, np.bool_))
     np.not_equal(sneg, (Ws[:, :, :1] < 0), out=sneg)
     np.logical_and(sneg, Ws != 0, out=sneg)
@@ -295,7 +296,13 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     magk = np.abs(prod).astype("<u8")
     # M and e
     bits = (int((topV - eV).max()) + 1, int((tW - eW).max()) + 1)
-    ta, pa, na, wa = (x.reshape(Bo, k, C, -1)[perm] for x in _affine(V, W, c, neg_lam, (eW, tW, eV), bits))
+    step = max(1, _AFFINE_ENTRIES // (n * C))  # networks per product: its limbs stay a fraction of the block
+    parts = [
+        _affine(V[s0 : s0 + step], W[s0 : s0 + step], c[s0 : s0 + step], neg_lam[s0 : s0 + step],
+                (eW[s0 : s0 + step], tW[s0 : s0 + step], eV[s0 : s0 + step]), bits)
+        for s0 in range(0, Bo, step)
+    ]  # fmt: skip
+    ta, pa, na, wa = (np.concatenate([p[i] for p in parts]).reshape(Bo, k, C, -1)[perm] for i in range(4))
     tail = Ragged(Bo)
     tail.dyadic(tk.reshape(Bo, n * k), magk.view(np.uint8).reshape(Bo, n * k, 8), (prod < 0).reshape(Bo, -1),
                 u64_bytes(magk).reshape(Bo, n * k), None)  # fmt: skip
