@@ -23,6 +23,10 @@ all of these are integers computed here exactly, for a whole stack of networks a
 * **bytes.**  Every block of the batch is one padded uint8 matrix whose rows begin with each network's bytes
   (:class:`relusym._zoo._bytes.Ragged`); one compress gives the byte strings end to end, one SHA-256 each.
 
+Float32 stacks (float16 and float64 ones holding float32 values too) go first, a block of several batches at a
+time, through the dense path (:mod:`relusym._zoo._digest_dense`: every neuron its own class, integer mantissas
+read once, one sort per network, exact sums in 32-bit words, the bytes of a block in few matrices); the networks
+it refuses (ties, dead or constant neurons, wide spreads, subnormals) go on to the path described here.
 Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
 its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
 320 bits, NaN or infinity) a network takes the single-network path :func:`network_digest`; the tests compare
