@@ -12,17 +12,26 @@ Per block of networks, each pass reads the block once:
 
 * **row integers.**  Every entry of row i is a multiple of 2^(e_i), e_i the exponent of the row's smallest
   nonzero magnitude less 24; |W|·2^(−e_i) (exact in float32) cast to int64, the row's common power of two
-  (the lowest set bit of the bitwise or) shifted out, then the odd gcd divided out (column by column, only the
-  rows not yet at 1): the magnitudes of ŵ_i.  Its signs are those of W flipped where λ_i < 0.
+  (the lowest set bit of the bitwise or) shifted out, then the odd gcd divided out: the gcd of the entries' odd
+  parts (float32 significands', below 2²⁴), proved 1 for most rows by a few Euclid steps in float64 on the
+  first two (:func:`_coprime`), by ``np.gcd`` column after column on the others.  These are the magnitudes of
+  ŵ_i; its signs are those of W flipped where λ_i < 0.
 * **order.**  One argsort per network of the first entries byte-swapped (comparing them as integers compares
   their little-endian bytes, whatever the block's width); equal neighbours send the network to the general path.
+  The networks of a block are then put in the order of their block widths w, and the rows of all of them
+  gathered in one ``take`` (whole rows, flat indices).
 * **kinks.**  κ_i = |λ_i| v_i: the product of two odd float32 mantissas times a power of two, already split.
 * **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), and c (a constant neuron (0, 2^(t_W)) with
   output weights c·2^(−t_W)): (a, b) on the network's grid 2^(e_W) cut into 24-bit limbs, v (masked by λ_i < 0)
-  on 2^(e_V) into limbs of 52 − 24 − bitlen(n+1) bits, one batched BLAS product of the limbs (every dot
-  product an exact float64 integer), the limb products carried into base-2¹⁶ digits
-  (:func:`relusym._zoo._ints.split_digits`).
-* **bytes.**  :class:`relusym._zoo._bytes.Ragged`, hashed one slice per network.
+  on 2^(e_V) into limbs of 52 − 24 − bitlen(n+1) bits, one batched BLAS product per limb of (a, b) (every dot
+  product an exact float64 integer), the limb products added into base-2³² words and split
+  (:func:`relusym._zoo._ints.split_words`).
+* **bytes.**  Per block width w, one matrix of rows header ‖ u32(w) ‖ magnitudes in w bytes (a record view, no
+  byte loop) ‖ signs ‖ the kinks, M and e (:class:`relusym._zoo._bytes.Ragged`, left-aligned), each row hashed
+  up to its own length: the only Python work per network is that SHA-256 call.
+
+The large temporaries come from a per-thread pool while :func:`workspace` is open (``stack_digests`` opens it
+for a whole stack), so that a block does not pay the kernel for fresh pages.
 """
 
 from __future__ import annotations
