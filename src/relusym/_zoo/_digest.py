@@ -64,7 +64,7 @@ __all__ = ["StackDigests", "stack_digests", "network_digest"]
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
-_DENSE_BLOCKS = 4  # batches per block of float32 networks (the dense path's unit of work)
+_DENSE_BLOCKS = 2  # batches per block of float32 networks (the dense path's unit of work)
 
 
 @dataclass(frozen=True)
