@@ -242,6 +242,15 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     """The digests of the dense networks of a block of float32 networks (V: B×k×n, A: B×n×m, b: B×n, c: B×k;
     n ≥ 1, m ≥ 1): (which networks are dense, their digests in order); the others are left to the caller."""
     B, n, m = A.shape
+    pre = (A[:, :, 0] != 0).all(axis=1) & (V != 0).any(axis=1).all(axis=1)  # the cheap conditions first
+    if not pre.all():  # only the networks that meet them go further: the others cost the general path nothing
+        ok = np.zeros(B, dtype=bool)
+        sub = np.nonzero(pre)[0]
+        if not sub.size:
+            return ok, []
+        ok_sub, digests = dense_digests(V[sub], A[sub], b[sub], c[sub])
+        ok[sub[ok_sub]] = True
+        return ok, digests
     k = V.shape[1]
     C = m + 1
     W = _work("W", (B, n, C), np.float32)
@@ -249,9 +258,7 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     W[:, :, m] = b
     F = np.abs(W, out=_work("F", W.shape, np.float32))
     lam = W[:, :, 0]
-    ok = (lam != 0).all(axis=1) & (V != 0).any(axis=1).all(axis=1)
-    X, E, top, ok_rows = _row_integers(W, F)
-    ok &= ok_rows
+    X, E, top, ok = _row_integers(W, F)
     # the order of the classes: their first entries' little-endian bytes
     key = X[:, :, 0].view(np.uint64).byteswap()
     order = np.argsort(key, axis=1)
