@@ -23,9 +23,12 @@ from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_boun
 from relusym._deep.box_leaves import second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
+from relusym._deep.units_leaves import LeafTables
 from relusym._deep.witness import FloatNet, exact_point
 
 __all__ = ["Proved", "cover_units", "hunt"]
+
+_CHUNK = 96  # leaves proved between two looks at the deadline
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class _Tables:
     def __init__(self, layers: ExactLayers) -> None:
         self.layers = layers
         self.cache: dict[Region, BoundTable] = {}
+        self.batched = LeafTables(layers)  # the leaves of later layers, in batches (relusym._deep.units_leaves)
 
     def get(self, r: Region, upto: int) -> BoundTable:
         t = self.cache.get(r)
@@ -159,12 +163,14 @@ def _prove(
     regions = [_region(root, sp.L[i], sp.U[i]) for i in leaves]
     if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
         vals = second_layer_bounds(tables.layers, regions, j, sign)
-    else:
+    elif ell > 1:  # later layers: the leaves' tables in batches, the same values (units_leaves)
         vals = []
-        for r in regions:
+        for c in range(0, len(regions), _CHUNK):
             if deadline.expired():
                 return None
-            vals.append(tables.unit(r, ell, j, sign))
+            vals += tables.batched.unit_bounds(regions[c : c + _CHUNK], ell, j, sign)
+    else:
+        vals = [tables.unit(r, ell, j, sign) for r in regions]
     if any((v > 0) if sign < 0 else (v < 0) for v in vals):
         return None
     worst = max(vals) if sign < 0 else min(vals)

@@ -459,6 +459,8 @@ def unit_status(
     "undecided" with the reason."""
     clock = Stopwatch()
     deadline = Deadline(budget)
+    if isinstance(cover_leaves, bool) or not isinstance(cover_leaves, int) or cover_leaves < 0:
+        raise InvalidNetworkError(f"cover_leaves must be a non-negative integer, got {cover_leaves!r}")
     if search not in _SEARCHES:
         raise InvalidNetworkError(f"search must be one of {', '.join(_SEARCHES)}, got {search!r}")
     mlp = as_mlp(net)
