@@ -303,3 +303,28 @@ def test_planted_dead_unit_with_a_tiny_margin_in_the_third_layer() -> None:
     top = max(z[2][0] for z in zs)
     assert top == -eps  # dead, with the margin ε exactly
     assert c.bound is not None and top <= c.bound <= 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float_bounds_with_a_parents_hint_are_sound_and_no_looser(seed: int) -> None:
+    # the splitter's bounds: each child box's relaxation on the units its parent's bounds leave unstable,
+    # intersected with the parent's bounds; they must still contain every value on the child, and be at least as
+    # tight as the parent's
+    net = _net(seed)
+    layers = ExactLayers.of(net)
+    fnet = FloatNet(layers, BOX.lo, BOX.hi)
+    rng = np.random.default_rng(seed)
+    a = rng.random((8, 2)) / 2
+    PL, PU = a, a + rng.random((8, 2)) / 2
+    parent = FloatBounds.of(fnet, PL, PU, layers.hidden - 1)
+    CL, CU = PL, (PL + PU) / 2  # the lower-left quarter of each parent
+    last = np.zeros(layers.widths[-2], dtype=bool)
+    last[0] = True
+    child = FloatBounds.of(fnet, CL, CU, layers.hidden - 1, hint=(parent.lower, parent.upper), last=last)
+    for i in range(8):
+        P = CL[i] + (CU[i] - CL[i]) * rng.random((64, 2))
+        Z = fnet.preactivations(P)
+        for ell in range(layers.hidden):
+            assert (Z[ell] >= child.lower[ell][i] - 1e-9).all() and (Z[ell] <= child.upper[ell][i] + 1e-9).all()
+            assert (child.lower[ell][i] >= parent.lower[ell][i]).all()
+            assert (child.upper[ell][i] <= parent.upper[ell][i]).all()
