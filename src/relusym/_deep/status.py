@@ -59,10 +59,11 @@ __all__ = [
 
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
-# the cover stage's share of the time left, and within it the second layer's covers' and the witness hunt's
-# shares of what is left when each starts (on ACAS Xu the second layer's covers prove the most units per second;
-# the hunt finds a crossing in about one network of two; the per-unit LP search after the covers rarely proves)
-_COVER_SHARE, _SECOND_SHARE, _HUNT_SHARE = 0.85, 0.5, 0.3
+# the cover stage's share of the time left, and within it the second layer's covers' (their part of the pending
+# units, clipped to the range given) and the witness hunt's shares of what is left when each starts (on ACAS Xu
+# the second layer's covers prove the most units per second; the hunt finds a crossing in about one network of
+# two; the per-unit LP search after the covers rarely proves)
+_COVER_SHARE, _SECOND_SHARE, _HUNT_SHARE = 0.85, (0.3, 0.8), 0.3
 _SEARCHES = ("box", "phases", "box+phases")
 
 
@@ -423,7 +424,9 @@ def _cover_stage(
     # the second layer's covers first (their leaves are proved in one batch, the cheapest proofs), then the
     # witness hunt for the units left, then the later layers' covers
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
-    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE), leaves) if second else []
+    # the second layer's share: in proportion to its part of the pending units, within the bounds of _SECOND_SHARE
+    share = min(max(len(second) / max(1, len(pending)), _SECOND_SHARE[0]), _SECOND_SHARE[1])
+    proved = cover_units(layers, root, wit, second, until.sub(share), leaves) if second else []
     done = {(p.ell, p.j) for p in proved}
     rest = [(ell, j) for ell, j in pending if (ell, j) not in done]
     hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until.sub(_HUNT_SHARE))
