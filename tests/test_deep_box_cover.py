@@ -328,3 +328,16 @@ def test_float_bounds_with_a_parents_hint_are_sound_and_no_looser(seed: int) -> 
             assert (Z[ell] >= child.lower[ell][i] - 1e-9).all() and (Z[ell] <= child.upper[ell][i] + 1e-9).all()
             assert (child.lower[ell][i] >= parent.lower[ell][i]).all()
             assert (child.upper[ell][i] <= parent.upper[ell][i]).all()
+
+
+def test_public_unit_status_passes_cover_leaves() -> None:
+    from relusym.errors import InvalidNetworkError
+
+    net = _net(10)
+    on = relusym.unit_status(net, BOX, budget=60)
+    off = relusym.unit_status(net, BOX, budget=60, cover_leaves=0)
+    assert any(c.method == "cover" for lay in on.certificates for c in lay)
+    assert not any(c.method == "cover" for lay in off.certificates for c in lay)
+    for bad in (-1, 1.5, True, "8"):
+        with pytest.raises(InvalidNetworkError, match="cover_leaves"):
+            relusym.unit_status(net, BOX, cover_leaves=bad)
