@@ -13,7 +13,7 @@ import pytest
 import relusym
 from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
-from relusym._deep.bounds import ExactLayers, certified_bounds, exact_preactivations
+from relusym._deep.bounds import ExactLayers, Region, certified_bounds, exact_preactivations
 from relusym._deep.box_check import check_certificate, check_certificates
 from relusym._deep.box_cover import Proved, cover_units, hunt
 from relusym._deep.box_split import FloatBounds
@@ -200,3 +200,144 @@ def test_batched_second_layer_bounds_are_the_checkers_values() -> None:
                 for r, v in zip(regions, fast, strict=True):
                     t = certified_bounds(layers, r[0], r[1], 0)
                     assert v == unit_bound(layers, r[0], r[1], t.lower, t.upper, 1, j, sign)
+
+
+def _acas_regions(box: Box, count: int, seed: int) -> list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]:
+    import random
+
+    rng = random.Random(seed)
+    regions = []
+    for _ in range(count):
+        d = rng.randint(1, 6)
+        ks = [rng.randint(0, 2**d - 1) for _ in box.lo]
+        lo = tuple(a + (b - a) * Fraction(k, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
+        hi = tuple(a + (b - a) * Fraction(k + 1, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
+        regions.append((lo, hi))
+    return regions
+
+
+def _leaf_by_leaf(layers: ExactLayers, regions: list[Region], ell: int, j: int, sign: int) -> list[Fraction]:
+    from relusym._deep.bounds import unit_bound
+
+    out = []
+    for r in regions:
+        t = certified_bounds(layers, r[0], r[1], ell - 1)
+        out.append(unit_bound(layers, r[0], r[1], t.lower, t.upper, ell, j, sign))
+    return out
+
+
+@pytest.mark.parametrize("seed", [3, 10, 32])
+def test_batched_deep_leaf_bounds_are_the_per_leaf_values_random_nets(seed: int) -> None:
+    from relusym._deep.units_leaves import LeafTables, leaf_unit_bounds
+
+    net = _net(seed)
+    layers = ExactLayers.of(net)
+    regions = _acas_regions(BOX, 10, seed) + [(tuple(BOX.lo), tuple(BOX.hi))]
+    shared = LeafTables(layers)  # one cache across units and layers: the same values as a fresh one
+    for ell in (1, 2, 3):
+        for j in range(layers.widths[ell + 1]):
+            for sign in (-1, 1):
+                want = _leaf_by_leaf(layers, regions, ell, j, sign)
+                assert leaf_unit_bounds(layers, regions, ell, j, sign) == want
+                assert shared.unit_bounds(regions[::-1], ell, j, sign) == want[::-1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_batched_deep_leaf_bounds_are_the_per_leaf_values_acas() -> None:
+    from relusym._deep.units_leaves import LeafTables
+
+    path = DATA / "ACASXU_run2a_2_3_batch_2000.nnet"
+    net, box = relusym.load(path), relusym.io.input_box(path)
+    assert isinstance(net, MLP) and isinstance(box, Box)
+    layers = ExactLayers.of(net)
+    regions = _acas_regions(box, 5, 7)
+    tables = LeafTables(layers)
+    for ell, j in ((2, 7), (5, 40)):
+        for sign in (-1, 1):
+            assert tables.unit_bounds(regions, ell, j, sign) == _leaf_by_leaf(layers, regions, ell, j, sign)
+
+
+def _vertices(net: MLP, box: Box) -> list[tuple[Fraction, ...]]:
+    """Every vertex of the arrangement of the first layer's lines and the box's sides inside the box (m = 2)."""
+    lines = [(Fraction(w[0]), Fraction(w[1]), Fraction(b)) for w, b in zip(net.weights[0], net.biases[0], strict=True)]
+    for t in range(2):
+        for v in (box.lo[t], box.hi[t]):
+            lines.append((Fraction(int(t == 0)), Fraction(int(t == 1)), -v))
+    out = []
+    for i, (a1, b1, c1) in enumerate(lines):
+        for a2, b2, c2 in lines[i + 1 :]:
+            det = a1 * b2 - a2 * b1
+            if det:
+                x = ((-c1) * b2 - (-c2) * b1) / det
+                y = (a1 * (-c2) - a2 * (-c1)) / det
+                if box.contains((x, y)):
+                    out.append((x, y))
+    return out
+
+
+def test_planted_dead_unit_with_a_tiny_margin_in_the_third_layer() -> None:
+    # layer 1: p = x0 + x1/2 twice (units 0, 1), q = x1 − x0/3, and a crossing unit r; layer 2: σ(p) + 2 by each
+    # copy and σ(q) (all three ≥ 0 everywhere, so σ is the identity on them), and a crossing unit; layer 3, unit 0:
+    # (σ(p) + 2) − (σ(p) + 2) − σ(q)/2 − ε ≤ −ε, equal to −ε wherever q ≤ 0.  Neither interval arithmetic nor
+    # the triangle relaxation sees it (the two copies of σ(p) are relaxed independently): only a cover of thin
+    # leaves along p = 0 proves it
+    eps = Fraction(1, 64)
+    W1 = [[1, Fraction(1, 2)], [1, Fraction(1, 2)], [Fraction(-1, 3), 1], [1, -1]]
+    b1 = [0, 0, 0, Fraction(1, 5)]
+    W2 = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 1, 0]]
+    b2 = [2, 2, Fraction(-1, 10), 0]
+    W3 = [[1, -1, 0, Fraction(-1, 2)], [0, 0, 1, 0]]
+    net = MLP([W1, W2, W3, [[1, 1]]], [b1, b2, [-eps, Fraction(-1, 20)], [0]])
+    box = Box([-1, -1], [1, 1])
+    layers = ExactLayers.of(net)
+    assert certified_bounds(layers, box.lo, box.hi).raw_upper[2][0] > 0  # the root's exact bounds leave it open
+    res = unit_status(net, box, budget=120, cover_leaves=2048)
+    c = res.certificates[2][0]
+    assert c.status == DEAD and c.method == "cover" and len(c.regions) > 8
+    assert check_certificate(net, box, c)
+    # the oracle: layer 3's unit 0 reads layer-2 units that never change sign, so it is affine on each cell of the
+    # first layer's arrangement and its max over the box is at a vertex of that arrangement
+    pts = _vertices(net, box) + _grid(box, 16)
+    zs = [exact_preactivations(layers, x) for x in pts]
+    assert all(z[1][u] >= 0 for z in zs for u in (0, 1, 3))
+    top = max(z[2][0] for z in zs)
+    assert top == -eps  # dead, with the margin ε exactly
+    assert c.bound is not None and top <= c.bound <= 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float_bounds_with_a_parents_hint_are_sound_and_no_looser(seed: int) -> None:
+    # the splitter's bounds: each child box's relaxation on the units its parent's bounds leave unstable,
+    # intersected with the parent's bounds; they must still contain every value on the child, and be at least as
+    # tight as the parent's
+    net = _net(seed)
+    layers = ExactLayers.of(net)
+    fnet = FloatNet(layers, BOX.lo, BOX.hi)
+    rng = np.random.default_rng(seed)
+    a = rng.random((8, 2)) / 2
+    PL, PU = a, a + rng.random((8, 2)) / 2
+    parent = FloatBounds.of(fnet, PL, PU, layers.hidden - 1)
+    CL, CU = PL, (PL + PU) / 2  # the lower-left quarter of each parent
+    last = np.zeros(layers.widths[-2], dtype=bool)
+    last[0] = True
+    child = FloatBounds.of(fnet, CL, CU, layers.hidden - 1, hint=(parent.lower, parent.upper), last=last)
+    for i in range(8):
+        P = CL[i] + (CU[i] - CL[i]) * rng.random((64, 2))
+        Z = fnet.preactivations(P)
+        for ell in range(layers.hidden):
+            assert (Z[ell] >= child.lower[ell][i] - 1e-9).all() and (Z[ell] <= child.upper[ell][i] + 1e-9).all()
+            assert (child.lower[ell][i] >= parent.lower[ell][i]).all()
+            assert (child.upper[ell][i] <= parent.upper[ell][i]).all()
+
+
+def test_public_unit_status_passes_cover_leaves() -> None:
+    from relusym.errors import InvalidNetworkError
+
+    net = _net(10)
+    on = relusym.unit_status(net, BOX, budget=60)
+    off = relusym.unit_status(net, BOX, budget=60, cover_leaves=0)
+    assert any(c.method == "cover" for lay in on.certificates for c in lay)
+    assert not any(c.method == "cover" for lay in off.certificates for c in lay)
+    for bad in (-1, 1.5, True, "8"):
+        with pytest.raises(InvalidNetworkError, match="cover_leaves"):
+            relusym.unit_status(net, BOX, cover_leaves=bad)

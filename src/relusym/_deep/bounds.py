@@ -49,6 +49,8 @@ __all__ = [
     "quantize",
     "crown_multipliers",
     "round_out",
+    "exact_matmul",
+    "crown_back_substitution",
 ]
 
 Point = tuple[Fraction, ...]  # an exact input
@@ -230,6 +232,10 @@ def _matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     out = np.empty((A.shape[0], B.shape[1]), dtype=object)
     out.ravel()[:] = [int(v) for v in P.entries()]
     return out
+
+
+exact_matmul = _matmul  # for the batched leaves (units_leaves): the same product
+crown_back_substitution = _multipliers  # the float multipliers certified_bounds proposes, for the batched leaves
 
 
 def _relaxation(

@@ -6,6 +6,7 @@ proof exact (docs/math/deep-box.md)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -24,27 +25,38 @@ from relusym._deep.status import (
     first_layer_exact,
     interval_unit,
 )
+from relusym._deep.units_leaves import LeafTables
+from relusym._exact.numbers import common_denominator
 
 __all__ = ["check_certificate", "check_certificates"]
 
 
 def _covers(regions: Sequence[Region], root: Region) -> bool:
-    """The boxes lie in ``root``, have pairwise disjoint interiors and fill its volume: they cover it."""
+    """The boxes lie in ``root``, have pairwise disjoint interiors and fill its volume: they cover it.
 
-    def vol(r: Region) -> Fraction:
-        v = Fraction(1)
-        for a, b in zip(r[0], r[1], strict=True):
-            v *= b - a
-        return v
+    The coordinates are read as integers over one denominator per axis; disjointness by a sweep along the first
+    axis (each box compared with the boxes whose first side overlaps its own)."""
+    m = len(root[0])
+    dens = [common_denominator([v for r in list(regions) + [root] for v in (r[0][t], r[1][t])]) for t in range(m)]
 
-    for r in regions:
-        if any(a < la or b > hb or a >= b for a, b, la, hb in zip(r[0], r[1], root[0], root[1], strict=True)):
+    def ints(p: Sequence[Fraction]) -> tuple[int, ...]:
+        return tuple(v.numerator * (d // v.denominator) for v, d in zip(p, dens, strict=True))
+
+    lo0, hi0 = ints(root[0]), ints(root[1])
+    boxes = sorted((ints(r[0]), ints(r[1])) for r in regions)
+    vol = 0
+    for a, b in boxes:
+        if any(x < la or y > hb or x >= y for x, y, la, hb in zip(a, b, lo0, hi0, strict=True)):
             return False
-    for i, r in enumerate(regions):
-        for s in regions[i + 1 :]:
-            if all(max(a, c) < min(b, d) for a, b, c, d in zip(r[0], r[1], s[0], s[1], strict=True)):
+        vol += math.prod(y - x for x, y in zip(a, b, strict=True))
+    active: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for a, b in boxes:
+        active = [s for s in active if s[1][0] > a[0]]
+        for c, d in active:
+            if all(max(x, z) < min(y, w) for x, y, z, w in zip(a, b, c, d, strict=True)):
                 return False
-    return sum((vol(r) for r in regions), Fraction(0)) == vol(root)
+        active.append((a, b))
+    return vol == math.prod(y - x for x, y in zip(lo0, hi0, strict=True))
 
 
 class _Checker:
@@ -59,6 +71,7 @@ class _Checker:
         self._first: tuple[list[Fraction], list[Fraction]] | None = None
         self._tables: dict[Region, BoundTable] = {}
         self._tight: dict[int, tuple[TightBounds, tuple[list[list[Fraction]], list[list[Fraction]]] | None]] = {}
+        self._leaves = LeafTables(self.layers)
 
     @property
     def root(self) -> Region:
@@ -121,6 +134,12 @@ class _Checker:
             return False
         dead = cert.status == DEAD
         worst: Fraction | None = None
+        if cert.method == "cover" and ell > 0 and not cert.proofs:
+            # every leaf's unit_bound from its certified_bounds table, the tables in batches (units_leaves: the
+            # same rationals as leaf by leaf)
+            vals = self._leaves.unit_bounds(list(cert.regions), ell, cert.unit, -1 if dead else 1)
+            worst = max(vals) if dead else min(vals)
+            return worst == cert.bound and (worst <= 0 if dead else worst >= 0)
         for i, r in enumerate(cert.regions):
             v = self._region_bound(cert, r, cert.proofs[i] if cert.proofs else None, lp)
             if v is None:

@@ -23,9 +23,15 @@ from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_boun
 from relusym._deep.box_leaves import second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
+from relusym._deep.units_leaves import LeafTables
 from relusym._deep.witness import FloatNet, exact_point
 
 __all__ = ["Proved", "cover_units", "hunt"]
+
+_CHUNK = 96  # leaves proved between two looks at the deadline
+_HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline
+_SPLIT_SHARE = 0.7  # of a layer's time, the float splitting's share (the exact proofs of its covers after)
+_REPAIRS, _REPAIR_LEAVES = 4, 64  # rounds of bisecting the leaves an exact bound refutes, and at most so many
 
 
 @dataclass(frozen=True)
@@ -50,26 +56,33 @@ def hunt(
     seed: int = 1,
 ) -> None:
     """For each unit seen with one sign only, projected sign-gradient search for the other sign from ``starts``
-    random points of the box (batched by layer); the best point of each unit is confirmed exactly."""
+    random points of the box (batched by layer, ``_HUNT_BATCH`` starts a unit at a time); the best point of each
+    unit is confirmed exactly."""
     rng = np.random.default_rng(seed)
     by_layer: dict[int, list[int]] = {}
     for ell, j in units:
         if not wit.crossing(ell, j):
             by_layer.setdefault(ell, []).append(j)
-    for ell, js in sorted(by_layer.items()):
-        if deadline.expired():
-            return
-        signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
-        U0 = rng.random((len(js) * starts, net.m))
-        tu = np.repeat(np.array(js), starts)
-        ts = np.repeat(signs, starts)
-        V = net.ascend(U0, ell, tu, ts, steps=steps)
-        val = ts * net.preactivations(V, ell)[ell][np.arange(len(tu)), tu]
-        for q, j in enumerate(js):
-            block = val[q * starts : (q + 1) * starts]
-            best = int(np.argmax(block))
-            if block[best] > 0 and not wit.crossing(ell, j):
-                wit.record(exact_point(root[0], root[1], V[q * starts + best]))
+    # a few starts per unit at a time, every layer in turn, the deadline looked at in between
+    for first in range(0, starts, _HUNT_BATCH):
+        for ell in sorted(by_layer):
+            if deadline.expired():
+                return
+            js = by_layer[ell] = [j for j in by_layer[ell] if not wit.crossing(ell, j)]
+            if not js:
+                continue
+            signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
+            k = min(_HUNT_BATCH, starts - first)
+            U0 = rng.random((len(js) * k, net.m))
+            tu = np.repeat(np.array(js), k)
+            ts = np.repeat(signs, k)
+            V = net.ascend(U0, ell, tu, ts, steps=steps)
+            val = ts * net.preactivations(V, ell)[ell][np.arange(len(tu)), tu]
+            for q, j in enumerate(js):
+                block = val[q * k : (q + 1) * k]
+                best = int(np.argmax(block))
+                if block[best] > 0 and not wit.crossing(ell, j):
+                    wit.record(exact_point(root[0], root[1], V[q * k + best]))
 
 
 def _region(root: Region, lo: np.ndarray, hi: np.ndarray) -> Region:
@@ -85,6 +98,7 @@ class _Tables:
     def __init__(self, layers: ExactLayers) -> None:
         self.layers = layers
         self.cache: dict[Region, BoundTable] = {}
+        self.batched = LeafTables(layers)  # the leaves of later layers, in batches (relusym._deep.units_leaves)
 
     def get(self, r: Region, upto: int) -> BoundTable:
         t = self.cache.get(r)
@@ -137,9 +151,15 @@ def cover_units(
             return wit.crossing(e, j)
 
         # the layer's units share one splitter, so leaves opened for one unit serve the others
-        sp = Splitter(net, ell)
+        sp = Splitter(net, ell, todo)
+        # the splitting stops with time left to prove the covers it found
         sp, covers = split_cover(
-            net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline, max_leaves * _wider(ell), offer, sp
+            net,
+            [(ell, j, w) for j, w in zip(todo, want, strict=True)],
+            deadline.sub(_SPLIT_SHARE),
+            max_leaves * _wider(ell),
+            offer,
+            sp,
         )
         for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
             if deadline.expired():
@@ -152,20 +172,51 @@ def cover_units(
     return out
 
 
+def _bounds(
+    tables: _Tables, regions: Sequence[Region], ell: int, j: int, sign: int, deadline: Deadline
+) -> list[Fraction] | None:
+    """Each region's exact bound of the unit (None when the deadline passes)."""
+    if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
+        return second_layer_bounds(tables.layers, regions, j, sign)
+    if ell > 1:  # later layers: the leaves' tables in batches, the same values (units_leaves)
+        vals: list[Fraction] = []
+        for c in range(0, len(regions), _CHUNK):
+            if deadline.expired():
+                return None
+            vals += tables.batched.unit_bounds(regions[c : c + _CHUNK], ell, j, sign)
+        return vals
+    return [tables.unit(r, ell, j, sign) for r in regions]
+
+
+def _bisect(r: Region, root: Region) -> tuple[Region, Region]:
+    """The two halves of a region across its widest side relative to the root's (dyadic sub-boxes stay dyadic)."""
+    lo, hi = r
+    t = max(range(len(lo)), key=lambda q: (hi[q] - lo[q]) / (root[1][q] - root[0][q]))
+    mid = (lo[t] + hi[t]) / 2
+    return (lo, hi[:t] + (mid,) + hi[t + 1 :]), (lo[:t] + (mid,) + lo[t + 1 :], hi)
+
+
 def _prove(
     tables: _Tables, sp: Splitter, root: Region, ell: int, j: int, sign: int, leaves: Sequence[int], deadline: Deadline
 ) -> Proved | None:
-    """Each leaf's exact bound of the unit; None when one of them fails (the floats were wrong there)."""
+    """Each leaf's exact bound of the unit; a leaf whose exact bound has the wrong sign (the floats were a hair
+    too optimistic there) is bisected and its halves proved instead, for a few rounds; None when some still
+    fail."""
     regions = [_region(root, sp.L[i], sp.U[i]) for i in leaves]
-    if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
-        vals = second_layer_bounds(tables.layers, regions, j, sign)
-    else:
-        vals = []
-        for r in regions:
-            if deadline.expired():
-                return None
-            vals.append(tables.unit(r, ell, j, sign))
-    if any((v > 0) if sign < 0 else (v < 0) for v in vals):
-        return None
-    worst = max(vals) if sign < 0 else min(vals)
-    return Proved(ell, j, sign, worst, tuple(regions))
+    vals = _bounds(tables, regions, ell, j, sign, deadline)
+    for _ in range(_REPAIRS + 1):
+        if vals is None:
+            return None
+        bad = {i for i, v in enumerate(vals) if (v > 0 if sign < 0 else v < 0)}
+        if not bad:
+            worst = max(vals) if sign < 0 else min(vals)
+            return Proved(ell, j, sign, worst, tuple(regions))
+        if len(bad) > _REPAIR_LEAVES or deadline.expired():
+            return None
+        halves = [h for i in sorted(bad) for h in _bisect(regions[i], root)]
+        more = _bounds(tables, halves, ell, j, sign, deadline)
+        if more is None:
+            return None
+        regions = [r for i, r in enumerate(regions) if i not in bad] + halves
+        vals = [v for i, v in enumerate(vals) if i not in bad] + more
+    return None

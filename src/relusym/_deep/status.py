@@ -59,6 +59,11 @@ __all__ = [
 
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
+# the cover stage's share of the time left, and within it the second layer's covers' (their part of the pending
+# units, clipped to the range given) and the witness hunt's shares of what is left when each starts (on ACAS Xu
+# the second layer's covers prove the most units per second; the hunt finds a crossing in about one network of
+# two; the per-unit LP search after the covers rarely proves)
+_COVER_SHARE, _SECOND_SHARE, _HUNT_SHARE = 0.85, (0.3, 0.8), 0.3
 _SEARCHES = ("box", "phases", "box+phases")
 
 
@@ -410,15 +415,24 @@ def _cover_stage(
     deadline: Deadline,
     leaves: int,
 ) -> list[tuple[int, int]]:
-    """The witness hunt and the covers of :mod:`relusym._deep.box_cover` for the pending units (with 70% of the
-    time left); returns the units still pending."""
+    """The covers of :mod:`relusym._deep.box_cover` and the witness hunt for the pending units (with
+    ``_COVER_SHARE`` of the time left); returns the units still pending."""
     from relusym._deep.box_cover import cover_units, hunt
     from relusym._deep.witness import FloatNet
 
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, deadline)
-    todo = [(ell, j) for ell, j in pending if not wit.crossing(ell, j)]
-    until = deadline.sub(0.7)
-    for p in cover_units(layers, root, wit, todo, until, leaves):
+    until = deadline.sub(_COVER_SHARE)
+    # the second layer's covers first (their leaves are proved in one batch, the cheapest proofs), then the
+    # witness hunt for the units left, then the later layers' covers
+    second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
+    # the second layer's share: in proportion to its part of the pending units, within the bounds of _SECOND_SHARE
+    share = min(max(len(second) / max(1, len(pending)), _SECOND_SHARE[0]), _SECOND_SHARE[1])
+    proved = cover_units(layers, root, wit, second, until.sub(share), leaves) if second else []
+    done = {(p.ell, p.j) for p in proved}
+    rest = [(ell, j) for ell, j in pending if (ell, j) not in done]
+    hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until.sub(_HUNT_SHARE))
+    later = [(ell, j) for ell, j in rest if ell > 1 and not wit.crossing(ell, j)]
+    proved += cover_units(layers, root, wit, later, until, leaves)
+    for p in proved:
         status = DEAD if p.sign < 0 else ACTIVE
         how = "cover" if p.ell > 0 else "branch-and-bound"
         certs[p.ell][p.j] = UnitCertificate(p.ell + 1, p.j, status, p.bound, how, p.regions)
@@ -459,6 +473,8 @@ def unit_status(
     "undecided" with the reason."""
     clock = Stopwatch()
     deadline = Deadline(budget)
+    if isinstance(cover_leaves, bool) or not isinstance(cover_leaves, int) or cover_leaves < 0:
+        raise InvalidNetworkError(f"cover_leaves must be a non-negative integer, got {cover_leaves!r}")
     if search not in _SEARCHES:
         raise InvalidNetworkError(f"search must be one of {', '.join(_SEARCHES)}, got {search!r}")
     mlp = as_mlp(net)
