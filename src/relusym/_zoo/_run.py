@@ -365,8 +365,7 @@ def run_job(
                 chunk = todo[t]
                 if parts is not None:
                     parts.write(chunk.index, table)
-                else:
-                    tables[chunk.index] = table
+                tables[chunk.index] = table  # kept: reading the parts back would cost the client as much again
                 bar.update(chunk.size)
                 if on_part is not None:
                     on_part(chunk.index)
@@ -375,7 +374,9 @@ def run_job(
         if parts is not None and not parts.done([c.index for c in chunks]):
             parts.remove()
         raise
-    done_tables = [parts.read(c.index) for c in chunks] if parts is not None else [tables[c.index] for c in chunks]
+    if parts is not None:  # the parts of an earlier run, when resumed
+        tables.update({c.index: parts.read(c.index) for c in chunks if c.index not in tables})
+    done_tables = [tables[c.index] for c in chunks]
     schema = table_schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = finish_job(raw, chunks, options)
