@@ -14,8 +14,8 @@ passes of 1024 inputs (X @ Aᵀ + b, ReLU, @ Vᵀ + c) measured in the same proc
   file with numpy and runs one 1024-input forward pass (after one warm-up run, with bytecode caching on, as a
   user's Python has it);
 * ``prune(θ)`` (a float network keeps its float scales: what ``relusym prune`` writes) and ``prune(θ,
-  canonical=True)`` (the canonical minimal network, exact rationals) on θ (nothing prunes), and on θ with planted
-  duplicates (a neuron split in two) and dead neurons;
+  canonical=True)`` (the canonical minimal network: primitive integer rows, exact) on θ (nothing prunes), and on
+  θ with planted duplicates (a neuron split in two) and dead neurons;
 * ``memory``: the peak memory that ``prune(θ)``, ``prune(θ, canonical=True)``, ``equivalent(θ, h·θ)`` (with its
   witness), ``equivalent`` against h·θ with one weight one ulp off (“no” and its counterexample), ``equivalent``
   without a certificate and the digest allocate (tracemalloc, numpy's allocations included), beside the size
@@ -29,8 +29,8 @@ Ratios are given in wall-clock time and in CPU time (this process and its childr
 forward pass uses every BLAS thread too): on a shared, oversubscribed machine the CPU-time ratio is the stable one.
 
 Every answer is checked: verdicts against the construction, counterexamples by exact evaluation, pruned networks
-by ``equivalent`` (the canonical ones, whose entries are millions of Fractions, neuron by neuron against
-``prune(θ)`` on a random sample), flip sets by Fractions.
+by ``equivalent`` (the canonical ones also neuron by neuron against ``prune(θ)`` on a random sample, in
+Fractions), flip sets by Fractions.
 
 Run:  python benchmarks/bench_speed.py                       (the whole table, Markdown)
       python benchmarks/bench_speed.py --shape 784-1000-10 --rows noisy,digest
@@ -39,6 +39,7 @@ Run:  python benchmarks/bench_speed.py                       (the whole table, M
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import subprocess
@@ -110,19 +111,25 @@ def noisy(net: Network, rng: np.random.Generator) -> Network:
 
 
 def same_as_scaled(net: Network, small: Network, rng: np.random.Generator) -> bool:
-    """The canonical network against ``prune(θ)`` (θ's own scales), neuron by neuron on 64 random neurons: both
-    list the kink classes in the same order, the canonical neuron being (κ, w/|λ|) and the other (κ/|λ|, w), λ
-    the first nonzero entry of w.  (Deciding equivalence or evaluating exactly against millions of Fractions
-    with distinct denominators takes minutes and gigabytes; the tests check every value.)"""
+    """The canonical network checked: ``equivalent(θ, small)`` (exact), and against ``prune(θ)`` (θ's own scales)
+    neuron by neuron on 64 random neurons in Fractions: both list the kink classes in the same order, the
+    canonical row is a primitive integer vector P (integers, gcd 1) and θ's own neuron is (v/s, s·P) for the
+    canonical (v, P) and some s > 0.  (The tests check every value against a Fraction oracle.)"""
     own = prune(net)
-    if own.n != small.n or [Fraction(x) for x in own.c.tolist()] != list(small.c.tolist()):
+    if own.n != small.n or [Fraction(x) for x in own.c.tolist()] != [Fraction(x) for x in small.c.tolist()]:
+        return False
+    if not equivalent(net, small, certificate=False):
         return False
     for t in rng.choice(small.n, size=min(64, small.n), replace=False).tolist():
-        row = [Fraction(float(x)) for x in own.A[t].tolist()]
-        lam = abs(next(x for x in row if x))
-        if [x * lam for x in small.A[t].tolist()] != row or small.b[t] * lam != Fraction(float(own.b[t])):
+        P = [Fraction(x) for x in [*small.A[t].tolist(), *small.b[t : t + 1].tolist()]]
+        if any(x.denominator != 1 for x in P) or math.gcd(*(int(x) for x in P)) != 1:
             return False
-        if list(small.V[:, t].tolist()) != [Fraction(float(x)) * lam for x in own.V[:, t].tolist()]:
+        w = [Fraction(x) for x in [*own.A[t].tolist(), *own.b[t : t + 1].tolist()]]
+        p = next(i for i, x in enumerate(P) if x)
+        s = w[p] / P[p]
+        if s <= 0 or [s * x for x in P] != w:
+            return False
+        if [Fraction(x) for x in small.V[:, t].tolist()] != [s * Fraction(x) for x in own.V[:, t].tolist()]:
             return False
     return True
 
@@ -296,7 +303,7 @@ def main() -> None:
         add("`prune(θ)` (float scales kept: what `relusym prune` writes for float models), generic", t,
             small.n == net.n and bool(equivalent(net, small, certificate=False)))  # fmt: skip
         t, small = best(lambda: prune(net, canonical=True), args.repeat)
-        add("`prune(θ, canonical=True)` (the canonical minimal network, exact rationals), generic", t,
+        add("`prune(θ, canonical=True)` (the canonical minimal network: primitive integer rows), generic", t,
             small.n == net.n and same_as_scaled(net, small, rng))  # fmt: skip
     if "prune_planted" in rows:
         pl = planted(net, rng, dup=n // 16, dead=n // 16)

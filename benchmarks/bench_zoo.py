@@ -102,6 +102,27 @@ def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     )
 
 
+def digest_memory_row(m: int, n: int, k: int, B: int) -> str:
+    """Peak temporary memory of the stack digests (tracemalloc: numpy's buffers included), against the stack's
+    own weights."""
+    import tracemalloc
+
+    V, A, b, c = stack(m, n, k, B, seed=m * 1000 + n)
+    weights = sum(x.nbytes for x in (V, A, b, c))
+    stack_digests(V[:2], A[:2], b[:2], c[:2])
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        stack_digests(V, A, b, c)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return (
+        f"| {m}-{n}-{k} | {B:,} | {weights / 1e6:,.1f} MB | {peak / 1e6:,.1f} MB | {peak / weights:.2f}× | "
+        f"{peak / B / 1e3:,.1f} kB | {load()} |"
+    )
+
+
 def growth(total: int, chunk: int = 4096) -> str:
     wall = cpu = 0.0
     done = seed = 0
@@ -293,6 +314,13 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         print(digest_row(*shape, *sizes[shape]), flush=True)
+    print(
+        "\n| shape m-n-k | networks | the stack's weights | peak temporaries of the digests | ratio | per network "
+        "| load |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for shape in SHAPES:
+        print(digest_memory_row(*shape, sizes[shape][0]), flush=True)
     sizes_g = args.growth if args.growth is not None else ([10_000] if q else [10_000, 100_000])
     if sizes_g:
         print("\n| networks (8-64-1) | digest CPU | wall | CPU µs per network | networks/s (CPU) | load |")

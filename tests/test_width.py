@@ -219,14 +219,24 @@ def test_prune_keeps_float_dtype_when_representable():
     assert normal_form(small) == normal_form(net)
 
 
-def test_prune_falls_back_to_fractions_when_not_representable():
+def test_prune_widens_storage_only_where_the_dtype_cannot_hold_the_canonical_values():
     net = Network(
         np.array([[1.0]], dtype=np.float32),
         np.array([[3.0]], dtype=np.float32),
         np.array([1.0], dtype=np.float32),
     )
-    small = prune(net, canonical=True)  # CMN neuron (3, 1, 1/3): 1/3 is not a float
-    assert small.b.dtype == object and small.b[0] == F(1, 3)
+    small = prune(net, canonical=True)  # the row (3, 1) is already primitive: the same network, in float32
+    assert small.A.dtype == np.float32 and small.same_parameters(net)
+    # the row (2^-70, 2^70 | 0) becomes the primitive (1, 2^140 | 0), beyond float32's range: A widens to float64
+    wide = Network(
+        np.array([[1.0]], dtype=np.float32),
+        np.array([[2.0**-70, 2.0**70]], dtype=np.float32),
+        np.array([0.0], dtype=np.float32),
+    )
+    cw = prune(wide, canonical=True)
+    assert cw.A.dtype == np.float64 and [F(x) for x in cw.A[0].tolist()] == [1, F(2) ** 140]
+    for x in ((F(1), F(-1, 3)), (F(-5), F(2, 7)), (F(2) ** 100, F(-1, 2) ** 90)):
+        assert cw.evaluate_exact(x) == wide.evaluate_exact(x)
     kept = prune(net)  # the default keeps the float weights: what `relusym prune` writes
     assert kept.is_float and kept.same_parameters(net)
     assert prune(net, keep_scales=True).same_parameters(kept)

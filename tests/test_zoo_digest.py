@@ -338,3 +338,150 @@ def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
     pq.write_table(res.table.replace_schema_metadata({b"schema": b"relusym.zoo/1"}), old)
     with pytest.raises(relusym.InvalidNetworkError, match=r"old\.parquet is not a relusym\.zoo/2 table"):
         read_zoo_table(old)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the dense float32 path (relusym/_zoo/_digest_dense.py) and its hand-over to the general path
+
+
+def _dense_spy(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    """Record which networks of every block the dense path took."""
+    from relusym._zoo import _digest as zd
+
+    taken: list[np.ndarray] = []
+    real = zd.dense_digests
+
+    def spy(*args: Any) -> Any:
+        ok, digests = real(*args)
+        taken.append(ok.copy())
+        return ok, digests
+
+    monkeypatch.setattr(zd, "dense_digests", spy)
+    return taken
+
+
+def dense_stack(
+    rng: np.random.Generator, B: int, m: int, n: int, k: int, spread: int, ints: bool = True
+) -> tuple[np.ndarray, ...]:
+    """B random float32 networks whose entries have exponents spread over ±spread, every tenth network's entries
+    small integers times one power of two (row gcds above 1, common powers of two), zeros in b and in a beyond its
+    first entry and in V (no neuron dead)."""
+    A = rng.standard_normal((B, n, m)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n, m))
+    b = rng.standard_normal((B, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n))
+    V = rng.standard_normal((B, k, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, k, n))
+    c = rng.standard_normal((B, k))
+    for t in range(0, B if ints else 0, 10):
+        g = 2.0 ** int(rng.integers(-20, 20))
+        A[t] = rng.choice([3, 9, 15, -6, 12, 45, -30, 27], size=(n, m)) * g
+        b[t] = rng.choice([0, 3, -9, 6], size=n) * g
+    if m > 1:
+        A[:, :, 1:][rng.random((B, n, m - 1)) < 0.1] = 0.0
+    b[rng.random((B, n)) < 0.1] = 0.0
+    V[rng.random((B, k, n)) < 0.1] = 0.0
+    V[:, 0, :][(V == 0).all(axis=1)] = 1.5
+    return tuple(x.astype(np.float32) for x in (V, A, b, c))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 5),
+    n=st.integers(1, 12),
+    k=st.integers(1, 3),
+    spread=st.sampled_from([0, 4, 12, 30]),
+)
+def test_dense_path_equals_the_definition(seed, m, n, k, spread):
+    rng = np.random.default_rng(seed)
+    V, A, b, c = dense_stack(rng, 12, m, n, k, spread)
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == stack_definition(V, A, b, c)
+    assert sd.fast.all()
+    from relusym._zoo import _digest as zd
+
+    with pytest.MonkeyPatch.context() as mp:  # the general path alone: the same widths and class A
+        mp.setattr(zd, "dense_digests", lambda V, *_: (np.zeros(V.shape[0], dtype=bool), []))
+        general = stack_digests(V, A, b, c)
+    assert general.digest == sd.digest and (general.width == sd.width).all()
+    assert general.class_a is not None and sd.class_a is not None and (general.class_a == sd.class_a).all()
+
+
+def test_dense_path_hands_over_what_it_cannot_take(monkeypatch):
+    """A block of dense networks with one network of each kind the dense path refuses (two neurons on one
+    hyperplane, an opposite pair, a dead neuron, a constant neuron, a zero first weight, two first entries that
+    agree on distinct rows, a subnormal, a spread beyond an int64 or beyond float32's scalings, a float16 stack):
+    the refused ones, and only they, take the general path, and every digest is the definition's."""
+    taken = _dense_spy(monkeypatch)
+    rng = np.random.default_rng(23)
+    B, m, n, k = 12, 3, 6, 2
+    V, A, b, c = dense_stack(rng, B, m, n, k, 3, ints=False)
+    A[1, 4], b[1, 4] = 2 * A[1, 1], 2 * b[1, 1]  # a tie: one class of two neurons
+    A[2, 5], b[2, 5] = -0.5 * A[2, 0], -0.5 * b[2, 0]  # an opposite pair
+    V[3, :, 2] = 0.0  # a dead neuron
+    A[4, 3] = 0.0  # a constant neuron
+    A[5, 2, 0], A[5, 2, 1] = 0.0, 1.25  # λ is not the first weight
+    A[6, 1, 0], A[6, 3, 0] = 0.75, 0.75  # equal first entries, different rows (1.5 vs 0.75 scaled: keys tie)
+    A[6, 1, 1:], A[6, 3, 1:], b[6, 1], b[6, 3] = 1.0, 2.0, 0.5, 0.25
+    A[7, 0, 1] = np.float32(2.0**-140)  # a subnormal
+    b[8, 1] = np.float32(2.0**60)  # 60 binades above the row's other entries: beyond an int64
+    A[8, 1] = np.float32(2.0**-10)
+    c[9] = 0.0
+    A[10, 2, 0], A[10, 2, 1] = np.float32(2.0**100), np.float32(2.0**-100)  # the float32 range in one row
+    keep = np.ones(B, dtype=bool)
+    keep[[1, 2, 3, 4, 5, 6, 7, 8, 10]] = False
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == stack_definition(V, A, b, c)
+    assert sd.fast.all()
+    assert len(taken) == 1 and taken[0].tolist() == keep.tolist()
+    V16, A16, b16, c16 = (x.astype(np.float16) for x in dense_stack(rng, 6, 2, 5, 1, 2, ints=False))
+    assert stack_digests(V16, A16, b16, c16).digest == stack_definition(V16, A16, b16, c16)
+
+
+def test_dense_blocks_of_any_size_give_the_same_digests(monkeypatch):
+    """Blocks split a stack between networks: a mixed stack (dense networks, and networks with ties, duplicate
+    and opposite neurons) cut into blocks of 1, 7 and all networks gives one list of digests, the definition's."""
+    from relusym._zoo import _digest as zd
+
+    rng = np.random.default_rng(31)
+    V, A, b, c = dense_stack(rng, 40, 4, 9, 2, 8)
+    Vs, As, bs, cs = structured_stack(rng, 40, 4, 9, 2, np.float32, 8)
+    mix = rng.random(40) < 0.3
+    V[mix], A[mix], b[mix], c[mix] = Vs[mix], As[mix], bs[mix], cs[mix]
+    whole = stack_digests(V, A, b, c)
+    assert whole.digest == stack_definition(V, A, b, c)
+    for entries in (1, 7 * 10 * 7 * 8):
+        monkeypatch.setattr(zd, "_MAX_ENTRIES", entries)
+        part = stack_digests(V, A, b, c)
+        assert part.digest == whole.digest and (part.width == whole.width).all()
+        assert (part.class_a == whole.class_a).all() and part.fast.all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(-(2**52) + 1, 2**52 - 1) | st.sampled_from([0, 1, -1, 2**51]), min_size=5, max_size=5),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(-300, 300),
+    st.sampled_from([2, 4096]),
+)
+def test_exact_sums_in_words_equal_python_integers(terms, base, columns):
+    """split_words against Python integers: t, the bytes and width of the odd part, the sign; a few columns at a
+    time or all at once."""
+    from relusym._zoo import _ints
+
+    arr = [(np.array(a, dtype=np.int64), s) for a, s in terms]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_ints, "_COLUMNS", columns)
+        t, pb, neg, width = _ints.split_words(arr, np.full(5, base, dtype=np.int64))
+    for x in range(5):
+        total = sum(a[x] << s for a, s in terms)
+        tz = (total & -total).bit_length() - 1 if total else 0
+        p = abs(total) >> tz
+        assert t[x] == (base + tz if total else 0)
+        assert bool(neg[x]) == (total < 0)
+        assert width[x] == (p.bit_length() + 7) // 8
+        assert int.from_bytes(pb[x].tobytes(), "little") == p

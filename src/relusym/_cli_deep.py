@@ -100,9 +100,9 @@ def equiv(args: argparse.Namespace, net1: Any, net2: Any, box: Any = None) -> Re
 
 
 def _equiv_on_box(args: argparse.Namespace, net1: Any, net2: Any, box: Any) -> Result:
-    from relusym._deep import box_decide
+    from relusym._deep.box_equal import equivalent_on_box
 
-    v = box_decide.equivalent_on_deep(net1, net2, box, budget=args.budget)
+    v = equivalent_on_box(net1, net2, box, budget=args.budget)
     d = v.to_dict()
     d["mode"] = "box"
     heads = {"equal": "EQUIVALENT on the box", "different": "NOT equivalent on the box", "undecided": "UNDECIDED"}

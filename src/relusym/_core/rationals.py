@@ -1,13 +1,13 @@
 """Many exact rationals from float data at once: integer mantissas over shared powers of two, reduced in numpy,
 then one ``Fraction`` per entry built from a coprime pair without another gcd.
 
-The hyperplane vectors û = w / λ of a float network, and the rows w / |λ| of its canonical minimal network, are
-quotients of float mantissas: (mx · 2^ex) / (ml · 2^el).  :func:`relusym._exact.decimal.quotient_parts` reduces
-them to canonical triples (num, den, d) — num and den odd and coprime, the value num / den · 2^d — on whole
-arrays; the power of two then goes into the numerator or the denominator (an int64 shift where it fits, a Python
-int shift where it does not), and the pair (p, q), coprime with q > 0, is the Fraction in lowest terms.  Every
-value is the one ``Fraction(x) / Fraction(λ)`` gives; only the per-entry gcd and the float → Fraction
-conversions are gone.
+The hyperplane vectors û = w / λ of a float network are quotients of float mantissas: (mx · 2^ex) / (ml · 2^el).
+:func:`relusym._exact.decimal.quotient_parts` reduces them to canonical triples (num, den, d) — num and den odd
+and coprime, the value num / den · 2^d — on whole arrays; the power of two then goes into the numerator or the
+denominator (an int64 shift where it fits, a Python int shift where it does not), and the pair (p, q), coprime
+with q > 0, is the Fraction in lowest terms.  Every value is the one ``Fraction(x) / Fraction(λ)`` gives; only
+the per-entry gcd and the float → Fraction conversions are gone.  (The canonical minimal network needs none of
+these: its rows are primitive integer vectors, :mod:`relusym._core.canon_rows`.)
 """
 
 from __future__ import annotations

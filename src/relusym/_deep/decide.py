@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -61,6 +61,12 @@ class DeepCertificate:
     steps2: tuple[Reduction, ...] = ()
     symmetry: DeepSymmetry | None = None
     points: tuple[Fraction, ...] = ()
+    box_statuses: tuple[Any, ...] = ()
+
+    def with_box_statuses(self, statuses: tuple[Any, ...]) -> DeepCertificate:
+        """The same certificate for the two networks pruned on a box: ``statuses`` (two
+        :class:`relusym._deep.status.UnitStatus`) prove the removed units dead or active there."""
+        return replace(self, box_statuses=statuses)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -68,6 +74,8 @@ class DeepCertificate:
             "reduced_widths": [list(self.reduced1.widths), list(self.reduced2.widths)],
             "reductions": [[s.to_dict() for s in self.steps1], [s.to_dict() for s in self.steps2]],
         }
+        if self.box_statuses:
+            d["box_statuses"] = [st.counts() for st in self.box_statuses]
         if self.symmetry is not None:
             d["symmetry"] = self.symmetry.to_dict()
         if self.points:

@@ -31,14 +31,20 @@ from relusym._base.deadline import Deadline
 from relusym._base.limits import check_budget
 from relusym._base.progress import ticking
 from relusym._core.analysis import Analysis, KinkData, Vec
+from relusym._core.canon_rows import (
+    BlockStore,
+    assemble_exact,
+    divide_by_pivots,
+    float64_or_fractions,
+    pivots,
+    primitive_neuron,
+    primitive_rows,
+)
 from relusym._core.classes import HyperplaneClasses
 from relusym._core.network import Network, NeuronType
 from relusym._core.normal_form import normal_form
-from relusym._core.rationals import exact_quotients, float_fractions
 from relusym._exact import linalg as linalg
-from relusym._exact.decimal import quotient_parts
 from relusym._exact.dtypes import exactly_in_dtype
-from relusym._exact.mantissas import float_parts
 from relusym._exact.numbers import common_denominator, to_fraction
 from relusym._fibre.configurations import Configuration, configurations, kink_neurons, own_configuration
 from relusym.errors import BudgetExceededError, InvalidNetworkError
@@ -223,8 +229,8 @@ def minimal_width(net: Network, *, budget: float = 10.0, progress: bool | None =
 
 
 def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list[tuple[Vec, Vec, Fraction]], Vec]:
-    """The network of docs/math/width.md (steps 2–5) for the configuration (S, P): neurons (v, a, b) and the output
-    bias.
+    """The network of docs/math/width.md (steps 2–6) for the configuration (S, P): neurons (v, a, b), each row
+    (a, b) the primitive integer vector of its ray, and the output bias.
 
     For a minimizer of the key of docs/math/width.md step 1 this is CMN(f).  Any configuration with independent
     normals on P
@@ -268,7 +274,7 @@ def canonical_minimal_network(kd: KinkData, config: Configuration) -> tuple[list
         neurons.append((tuple(-x for x in sj), al, bj))
         neurons.append((sj, tuple(-x for x in al), -bj))
         c_out = [c + bj * x for c, x in zip(c_out, sj, strict=True)]
-    return neurons, tuple(c_out)
+    return [primitive_neuron(v, a, b) for v, a, b in neurons], tuple(c_out)
 
 
 def _assemble(
@@ -278,31 +284,25 @@ def _assemble(
     k: int,
     like: Network | None = None,
 ) -> Network:
-    """A Network from exact neurons; float arrays of ``like``'s dtype when every entry is representable."""
+    """A Network from exact neurons, stored as :func:`relusym._core.canon_rows.assemble_exact` stores it when
+    ``like`` is a float network (its dtype when every entry fits, else float64 or Fractions array by array), in
+    Fractions otherwise."""
     V = [[v[r] for v, _, _ in neurons] for r in range(k)]
     A = [list(a) for _, a, _ in neurons]
     b = [bb for _, _, bb in neurons]
     if like is not None and like.is_float:
-        dtype = np.result_type(like.V, like.A, like.b, like.c)
-        arrays = []
-        ok = True
-        for x, shape in (
-            (V, (k, len(neurons))),
-            (A, (len(neurons), m)),
-            (b, (len(neurons),)),
-            (list(c), (k,)),
-        ):
-            flat = np.asarray(x, dtype=object).ravel().tolist() if np.size(np.asarray(x, dtype=object)) else []
-            fit = exactly_in_dtype(flat, dtype)
-            if fit is None:
-                ok = False
-                break
-            arrays.append(fit.reshape(shape))
-        if ok:
-            return Network(arrays[0], arrays[1], arrays[2], arrays[3], m=m)
+        n = len(neurons)
+        return assemble_exact(_objects(V, (k, n)), _objects(A, (n, m)), _objects(b, (n,)), _objects(c, (k,)), m, like)
     if not neurons:
         return Network(np.zeros((k, 0)), np.zeros((0, m)), np.zeros(0), list(c), m=m)
     return Network(V, A, b, list(c), m=m)
+
+
+def _objects(x: Any, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, dtype=object)
+    if out.size:
+        out[...] = x
+    return out
 
 
 @dataclass(frozen=True)
@@ -451,47 +451,43 @@ def _direct_minimal(an: Analysis, keep_scales: bool, *, certify: bool = True, un
 
 
 def _canonical_direct(an: Analysis, order: np.ndarray) -> Network:
-    """CMN(f) for θ without mixed classes: the neuron (κ_û, w_rep / |λ_rep|) for each kink class in NF order (that
-    is (κ_û, ±α̂, ±β̂), the sign the class's orientation) and the output bias c + Σ_const b_i v_i.
+    """CMN(f) for θ without mixed classes: for each kink class in NF order the neuron (κ_û / |P_piv|, P), P the
+    primitive integer vector on the ray of θ's rows w = (a, b) in that class (its pivot P_piv, the first nonzero
+    of its a-part), and the output bias c + Σ_const b_i v_i (docs/math/width.md, step 6).
 
-    For a float network the rows are exact quotients of integer mantissas reduced in numpy
-    (:func:`relusym._core.rationals.exact_quotients`), κ comes from its exact float64 values, and float arrays
-    of θ's dtype are returned only when every entry fits (as :func:`_assemble` decides); otherwise the
-    neurons are built from Fractions (:func:`_fraction_direct`)."""
+    For a float network no Fraction is built where float64 holds the values: P from the rows' integer mantissas
+    over their shared power of two, divided by the row's gcd (:func:`relusym._core.canon_rows.primitive_rows`),
+    and κ / |P_piv| from κ's exact float64 mantissas (dyadic); rational networks go through
+    :func:`_fraction_direct`.  Stored block by block (:class:`relusym._core.canon_rows.BlockStore`) by the
+    rule of :func:`relusym._core.canon_rows.assemble_exact`, so no temporary is larger than a block."""
     net, hc = an.net, an.classes
-    N = int(order.shape[0])
-    if N == 0 or not net.is_float or hc.A.dtype == object or hc.kappa.dtype == object:
+    N, m = int(order.shape[0]), net.m
+    if N == 0 or not net.is_float or hc.A.dtype == object:
         return _fraction_direct(an, order)
-    dtype = np.result_type(net.V, net.A, net.b, net.c)
     reps = hc.rep[order]
-    kap = hc.kappa[order]
-    with np.errstate(over="ignore"):
-        v_fits = bool((kap.astype(dtype).astype(np.float64) == kap).all())
-    if v_fits and _integral_rows(hc, reps):  # every entry may fit θ's dtype: the reference assembly decides
-        return _fraction_direct(an, order)
-    Q = np.empty((N, net.m + 1), dtype=object)
+    dtype = np.result_type(net.V, net.A, net.b, net.c)
+    A_st, b_st = BlockStore((N, m), dtype), BlockStore((N,), dtype)
+    pivs = []
     for s0 in range(0, N, _ROWS):  # a block of rows at a time: the temporaries stay small beside the result
         r = reps[s0 : s0 + _ROWS]
-        W = np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1)
-        Q[s0 : s0 + _ROWS] = exact_quotients(W, np.abs(hc.lam[r]))
-    c = np.empty(net.k, dtype=object)
-    c[:] = list(hc.const)
-    return Network(float_fractions(np.ascontiguousarray(kap.T)), Q[:, : net.m], Q[:, net.m], c, m=net.m)
+        P = primitive_rows(np.concatenate([hc.A[r].astype(np.float64), hc.b[r].astype(np.float64)[:, None]], axis=1))
+        A_st.put(s0, P[:, :m])
+        b_st.put(s0, P[:, m])
+        pivs.append(pivots(P, m))
+    piv = np.concatenate(pivs if all(p.dtype != object for p in pivs) else [p.astype(object) for p in pivs])
+    V_st, c_st = BlockStore((net.k, N), dtype), BlockStore((net.k,), dtype)
+    V_st.put(0, divide_by_pivots(hc.kappa[order], piv).T)
+    c_st.put(0, float64_or_fractions(list(hc.const)))
+    stores = (V_st, A_st, b_st, c_st)
+    narrow = all(st.tier == 0 for st in stores)
+    return Network(*(st.final(narrow) for st in stores), m=m)
 
 
-_ROWS = 256  # rows per block of _canonical_direct
-
-
-def _integral_rows(hc: HyperplaneClasses, reps: np.ndarray) -> bool:
-    """Whether every entry of the rows w_rep / |λ_rep| is a dyadic number (a denominator that is a power of two)."""
-    W = np.concatenate([hc.A[reps].astype(np.float64), hc.b[reps].astype(np.float64)[:, None]], axis=1)
-    mx, ex = float_parts(W)
-    ml, el = float_parts(np.abs(hc.lam[reps]))
-    return bool((quotient_parts(mx, ex, ml[:, None], el[:, None])[1] == 1).all())
+_ROWS = 64  # rows per block of _canonical_direct
 
 
 def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
-    """:func:`_canonical_direct` from exact Fractions (rational networks, the rare float cases)."""
+    """:func:`_canonical_direct` from exact Fractions (rational networks, no kink class)."""
     net, hc = an.net, an.classes
     neg = np.asarray(hc.lam[hc.rep[order]] < 0, dtype=bool)
     us = hc.u_exact_many(order.tolist())
@@ -500,19 +496,16 @@ def _fraction_direct(an: Analysis, order: np.ndarray) -> Network:
     for u, kap, ng in zip(us, kaps, neg.tolist(), strict=True):
         if ng:
             u = tuple(-x for x in u)
-        neurons.append((kap, u[: net.m], u[net.m]))
+        neurons.append(primitive_neuron(kap, u[: net.m], u[net.m]))
     return _assemble(neurons, list(hc.const), net.m, net.k, like=net)
 
 
 def _as_assembled(out: Network, like: Network) -> Network:
-    """``out`` stored as :func:`_assemble` stores its networks: float arrays of ``like``'s dtype when ``like`` is
-    a float network and every entry fits, else Fractions throughout."""
+    """``out`` stored as :func:`_assemble` stores its networks (for a float ``like``: its dtype when every entry
+    fits, else float64 or Fractions array by array; Fractions throughout otherwise)."""
     arrays = (out.V, out.A, out.b, out.c)
     if like.is_float:
-        dtype = np.result_type(like.V, like.A, like.b, like.c)
-        fits = [exactly_in_dtype(x, dtype) for x in arrays]
-        if all(f is not None for f in fits):
-            return Network(*fits, m=out.m)
+        return assemble_exact(*arrays, out.m, like)
     if all(x.dtype == object for x in arrays):
         return out
     return out.to_fractions()
@@ -575,8 +568,9 @@ def prune(
     By default a float network keeps its own float weights wherever they survive (each emitted neuron has the
     scale of the network's own neuron on that hyperplane), so pruning a float model and writing it back in its
     own format is exact; this is the network ``relusym prune`` writes.  ``canonical=True`` gives instead the
-    canonical minimal network (see docs/math/fibres.md), a function of ρ(θ) alone whose entries are exact
-    rationals (``Fraction`` where the float dtype cannot hold them).  ``keep_scales`` overrides the choice for
+    canonical minimal network (docs/math/width.md), a function of ρ(θ) alone whose hidden rows are primitive
+    integer vectors, exact: in the network's float dtype when it holds every entry (the rule for float32), else
+    float64 or ``Fraction`` array by array.  ``keep_scales`` overrides the choice for
     callers of the older keyword.  See :func:`minimal_network` for the (rare, large) cases where the result is
     minimal but not certified canonical.
 

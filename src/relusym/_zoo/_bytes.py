@@ -11,7 +11,7 @@ import numpy as np
 from relusym._core.digest import digest_header
 from relusym._zoo._ints import bit_length
 
-__all__ = ["Ragged", "headers", "bytes_of"]
+__all__ = ["Ragged", "headers", "bytes_of", "le_into"]
 
 _SMALL_BLOCK = 32  # integer blocks of at most this many entries are packed by masks, larger ones width by width
 
@@ -103,6 +103,27 @@ class Ragged:
         ones[:, :, 0] = 1
         self.block(ones, np.zeros((B, S), dtype=bool), cnt, np.ones(B, dtype=np.int64))
 
+    def padded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The byte strings as rows of one (B, width) uint8 matrix, each left-aligned (zeros after it), and their
+        lengths."""
+        B = self.B
+        data = np.concatenate(self.data, axis=1)
+        if all(ln is None for ln in self.lens):
+            return data, np.full(B, data.shape[1], dtype=np.int64)
+        mask = np.concatenate(
+            [
+                np.ones(d.shape, dtype=bool) if ln is None else np.arange(d.shape[1]) < ln[:, None]
+                for d, ln in zip(self.data, self.lens, strict=True)
+            ],
+            axis=1,
+        )
+        size = np.zeros(B, dtype=np.int64)
+        for d, ln in zip(self.data, self.lens, strict=True):
+            size += d.shape[1] if ln is None else ln
+        out = np.zeros_like(data)
+        out[np.arange(data.shape[1]) < size[:, None]] = data[mask]
+        return out, size
+
     def digests(self) -> list[str]:
         B = self.B
         data = np.concatenate(self.data, axis=1)
@@ -125,3 +146,22 @@ class Ragged:
         sha = hashlib.sha256
         o = offs.tolist()
         return [sha(mv[o[i] : o[i + 1]]).hexdigest() for i in range(B)]
+
+
+def le_into(dst: np.ndarray, vals: np.ndarray, w: int) -> None:
+    """Write uint64 values (G, S), each below 2^(8w), as their w low bytes little-endian into ``dst`` (G, S·w)
+    uint8 with a contiguous last axis (rows may be strided): a record of fields of 4, 2 and 1 bytes at offsets
+    0, 4, 6 (those that w needs) viewed onto ``dst``, each assigned the values shifted down by its offset."""
+    if w == 8:
+        dst.view("<u8")[...] = vals
+        return
+    fields, off = [], 0
+    for size in (4, 2, 1):
+        if w - off >= size:
+            fields.append((f"f{off}", f"<u{size}", off))
+            off += size
+    rec = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields],
+                    "offsets": [f[2] for f in fields], "itemsize": w})  # fmt: skip
+    out = dst.view(rec)
+    for name, _, o in fields:
+        out[name] = vals >> np.uint64(8 * o) if o else vals

@@ -23,6 +23,10 @@ all of these are integers computed here exactly, for a whole stack of networks a
 * **bytes.**  Every block of the batch is one padded uint8 matrix whose rows begin with each network's bytes
   (:class:`relusym._zoo._bytes.Ragged`); one compress gives the byte strings end to end, one SHA-256 each.
 
+Float32 stacks (float16 and float64 ones holding float32 values too) go first, a block of several batches at a
+time, through the dense path (:mod:`relusym._zoo._digest_dense`: every neuron its own class, integer mantissas
+read once, one sort per network, exact sums in 32-bit words, the bytes of a block in few matrices); the networks
+it refuses (ties, dead or constant neurons, wide spreads, subnormals) go on to the path described here.
 Networks are grouped by the number of digits their entries need, so a single extreme exponent does not slow
 its neighbours down.  Outside the vectorized path (exact rationals, integers beyond 2⁵³, spreads of more than
 320 bits, NaN or infinity) a network takes the single-network path :func:`network_digest`; the tests compare
@@ -40,6 +44,7 @@ from relusym._core.digest import byte_widths
 from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._zoo._bytes import Ragged, headers
+from relusym._zoo._digest_dense import dense_digests, float_limbs, workspace
 from relusym._zoo._ints import (
     BIG,
     DIGIT,
@@ -59,6 +64,7 @@ __all__ = ["StackDigests", "stack_digests", "network_digest"]
 _MAX_DIGITS = 20  # digits per entry (320 bits: every float32 network fits); more: the single-network path
 _MAX_LIMBS = 5  # 64-bit limbs per entry of ŵ (320 bits)
 _MAX_ENTRIES = 1 << 20  # entries of the largest temporary of one batch
+_DENSE_BLOCKS = 2  # batches per block of float32 networks (the dense path's unit of work)
 
 
 @dataclass(frozen=True)
@@ -290,19 +296,6 @@ def _fast_batch(
     return out.digests(), width, class_a
 
 
-def _float_limbs(S: np.ndarray, L: int, bits: int) -> np.ndarray:
-    """Integer-valued float64 S = Σ_l limbs[l] · 2^(bits·l) exactly, stacked on a new axis 1: limbs in
-    [0, 2^bits) but the last, which is signed (a power-of-two scaling, a floor and a difference, each exact)."""
-    out = np.empty(S.shape[:1] + (L,) + S.shape[1:])
-    lo, hi = 2.0**-bits, 2.0**bits
-    for limb in range(L - 1):
-        Q = np.floor(S * lo)
-        np.subtract(S, Q * hi, out=out[:, limb])
-        S = Q
-    out[:, L - 1] = S
-    return out
-
-
 def _scaled(x: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
     """out = x · 2^(−e) in float64, one exponent per network (axis 0), exactly (integers below 2^320 here)."""
     shape = (-1,) + (1,) * (x.ndim - 1)
@@ -347,8 +340,8 @@ def _affine(
     xb = 52 - yb - h
     Ly = max(1, -(-int(np.frexp(np.abs(Y).max(initial=0.0))[1]) // yb))
     Lx = max(1, -(-int(np.frexp(np.abs(X).max(initial=0.0))[1]) // xb))
-    XL = _float_limbs(X, Lx, xb).reshape(B, Lx * k, S + 1)
-    YL = _float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * (m + 1), S + 1).transpose(0, 2, 1)
+    XL = float_limbs(X, Lx, xb).reshape(B, Lx * k, S + 1)
+    YL = float_limbs(Y.transpose(0, 2, 1), Ly, yb).reshape(B, Ly * (m + 1), S + 1).transpose(0, 2, 1)
     prod = np.matmul(XL, YL).reshape(B, Lx, k, Ly, m + 1)
     J = (xb * (Lx - 1) + yb * (Ly - 1)) // DIGIT + 5  # the last limb product's top digit, one free above
     D = np.zeros((J, B, k, m + 1), dtype=np.int64)
@@ -415,6 +408,42 @@ def _floats(x: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(x.shape, dtype=dtype), np.zeros(B, dtype=bool)
 
 
+def _general(
+    Vb: np.ndarray,
+    Ab: np.ndarray,
+    bb: np.ndarray,
+    cb: np.ndarray,
+    nets: np.ndarray,
+    digest: list[str | None],
+    width: np.ndarray,
+    class_a: np.ndarray,
+    fast: np.ndarray,
+) -> None:
+    """The general vectorized path on a batch of finite float networks (ids ``nets`` in the stack): digests,
+    widths and class A written at those ids for the networks whose digit counts it takes."""
+    pt, ok = _parts(Vb, Ab, bb, cb)
+    sub = np.nonzero(ok)[0]
+    if not sub.size:
+        return
+    # networks of ordinary spreads (ŵ in one limb, at most 4 digits) in one batch at the largest digit
+    # counts among them; the others by their own counts, so that one extreme exponent costs only its own
+    common = (pt.Lw[sub] <= 1) & (pt.PV[sub] <= 4) & (pt.PW[sub] <= 4)
+    prof = np.stack([pt.Lw[sub], pt.PV[sub], pt.PW[sub]], axis=1) * ~common[:, None]
+    kinds, inv = np.unique(prof, axis=0, return_inverse=True)
+    for j, (lw, pv, pw) in enumerate(kinds.tolist()):
+        part = sub[inv.reshape(-1) == j]
+        if pv == 0:
+            lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
+        if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
+            d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
+        else:
+            d, w, ca = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
+        ids = nets[part]
+        for t, i in enumerate(ids.tolist()):
+            digest[i] = d[t]
+        width[ids], class_a[ids], fast[ids] = w, ca, True
+
+
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     """Digests of the networks θ_i = (V[i], A[i], b[i], c[i]) of a stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k).
 
@@ -444,38 +473,31 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
         idx = np.nonzero(good)[0]
         per = min(1 << 16, max(1, _MAX_ENTRIES // ((n + 1) * (m + 1 + k) * 8)))  # network ids below 2¹⁶
         every = bool(good.all())
-        for s0 in range(0, idx.shape[0], per):
-            nets = idx[s0 : s0 + per]
-            at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
-            Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
-            if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
-                with np.errstate(over="ignore"):
-                    b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
-                if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
-                    Vb, Ab, bb, cb = b32
-            pt, ok = _parts(Vb, Ab, bb, cb)
-            sub = np.nonzero(ok)[0]
-            if not sub.size:
-                continue
-            # networks of ordinary spreads (ŵ in one limb, at most 4 digits) in one batch at the largest digit
-            # counts among them; the others by their own counts, so that one extreme exponent costs only its own
-            common = (pt.Lw[sub] <= 1) & (pt.PV[sub] <= 4) & (pt.PW[sub] <= 4)
-            prof = np.stack([pt.Lw[sub], pt.PV[sub], pt.PW[sub]], axis=1) * ~common[:, None]
-            kinds, inv = np.unique(prof, axis=0, return_inverse=True)
-            for j, (lw, pv, pw) in enumerate(kinds.tolist()):
-                part = sub[inv.reshape(-1) == j]
-                if pv == 0:
-                    lw, pv, pw = 1, int(pt.PV[part].max()), int(pt.PW[part].max())
-                if part.shape[0] == Vb.shape[0]:  # the whole batch: no copies
-                    d, w, ca = _fast_batch(Vb, Ab, bb, pt, max(int(lw), 1), int(pv), int(pw))
-                else:
-                    d, w, ca = _fast_batch(
-                        Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw)
-                    )
-                ids = nets[part]
-                for t, i in enumerate(ids.tolist()):
-                    digest[i] = d[t]
-                width[ids], class_a[ids], fast[ids] = w, ca, True
+        blk = per * _DENSE_BLOCKS if small else per  # the dense path pools its temporaries: larger blocks pay
+        with workspace():  # the dense path's temporaries reused from block to block
+            for s0 in range(0, idx.shape[0], blk):
+                nets = idx[s0 : s0 + blk]
+                at: Any = slice(s0, s0 + nets.shape[0]) if every else nets  # views when every network is finite
+                Vb, Ab, bb, cb = V64[at], A64[at], b64[at], c64[at]
+                if Vb.dtype == np.float64:  # float64 arrays holding float32 values take the 32-bit path
+                    with np.errstate(over="ignore"):
+                        b32 = [x.astype(np.float32) for x in (Vb, Ab, bb, cb)]
+                    if all(np.array_equal(x, y) for x, y in zip(b32, (Vb, Ab, bb, cb), strict=True)):
+                        Vb, Ab, bb, cb = b32
+                if Vb.dtype == np.float32 and n:  # the dense networks first, the others by the general path
+                    dense, dd = dense_digests(Vb, Ab, bb, cb)
+                    ids = nets[dense]
+                    for t, i in enumerate(ids.tolist()):
+                        digest[i] = dd[t]
+                    width[ids], class_a[ids], fast[ids] = n, True, True
+                    if dense.all():
+                        continue
+                    if dense.any():
+                        keep = np.nonzero(~dense)[0]
+                        Vb, Ab, bb, cb, nets = Vb[keep], Ab[keep], bb[keep], cb[keep], nets[keep]
+                for r0 in range(0, nets.shape[0], per):  # the general path in batches of its own size
+                    r: Any = slice(r0, r0 + per)
+                    _general(Vb[r], Ab[r], bb[r], cb[r], nets[r], digest, width, class_a, fast)
     for i in np.nonzero(~fast)[0].tolist():
         try:
             net = Network(V[i], A[i], b[i], c[i])

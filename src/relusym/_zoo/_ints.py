@@ -22,6 +22,7 @@ __all__ = [
     "digits",
     "normalize",
     "split_digits",
+    "split_words",
 ]
 
 DIGIT = 16  # bits per digit of the exact sums
@@ -151,3 +152,87 @@ def split_digits(S: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarra
     top = ((P != 0) * np.arange(J)[:, None]).max(axis=0)
     width = (2 * top + 1 + (P[top, np.arange(P.shape[1])] > 255)) * nz
     return t, np.ascontiguousarray(P.T).astype("<u2").view(np.uint8), neg & nz, width
+
+
+WORD = 32  # bits per word of split_words
+WMASK = (1 << WORD) - 1
+
+
+def split_words(
+    terms: list[tuple[np.ndarray, int]], base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`words_split` of every column, a slice of ``_COLUMNS`` columns at a time: the temporaries stay small
+    (in cache, and below the allocator's threshold for fresh pages from the kernel)."""
+    X = base.shape[0]
+    if X <= _COLUMNS:
+        return words_split([(a.reshape(-1), s) for a, s in terms], base)
+    parts = [
+        words_split([(a.reshape(-1)[x0 : x0 + _COLUMNS], s) for a, s in terms], base[x0 : x0 + _COLUMNS])
+        for x0 in range(0, X, _COLUMNS)
+    ]
+    nb = max(p[1].shape[1] for p in parts)
+    pb = np.zeros((X, nb), dtype=np.uint8)
+    for x0, p in zip(range(0, X, _COLUMNS), parts, strict=True):
+        pb[x0 : x0 + p[1].shape[0], : p[1].shape[1]] = p[1]
+    t, neg, width = (np.concatenate([p[i] for p in parts]) for i in (0, 2, 3))
+    return t, pb, neg, width
+
+
+_COLUMNS = 4096
+
+
+def words_split(
+    terms: list[tuple[np.ndarray, int]], base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 2-adic splits of the exact dyadic numbers 2^base · Σ_(a, s) a·2^s over ``terms`` (int64 arrays a of one
+    shape X, |a| < 2⁵³, offsets s ≥ 0, at most 64 terms): (t, bytes of |p| (X, 4·words) little-endian, p < 0,
+    bytes used by |p|).  The sum is held in base-2³² words (int64): a·2^s adds its low 32 bits shifted into
+    word s div 32 (below 2³²) and the rest into the next word (below 2⁵³), then one carry pass."""
+    X = base.shape[0]
+    hi = max(s for _, s in terms) + 53 + len(terms).bit_length()  # |sum| < 2^hi
+    NW = max(hi // WORD + 1, max(s // WORD for _, s in terms) + 2)  # the top word signed
+    Wd = np.zeros((NW, X), dtype=np.int64)
+    for a, s in terms:
+        a = a.reshape(-1)
+        q, r = divmod(s, WORD)
+        low = (a & WMASK) << r  # below 2^63
+        Wd[q] += low & WMASK
+        Wd[q + 1] += (low >> WORD) + ((a >> WORD) << r)
+    _carry(Wd)
+    neg = Wd[NW - 1] < 0
+    if neg.any():  # −S: negate the words and carry again
+        Wd *= 1 - 2 * neg.astype(np.int64)
+        _carry(Wd)
+    nzw = Wd != 0
+    live = nzw.any(axis=0)
+    if bool((nzw[0] | ~live).all()):  # the usual case: every lowest set bit in the lowest word
+        j0 = np.zeros(X, dtype=np.int64)
+        sh = Wd
+    else:
+        j0 = np.zeros(X, dtype=np.int64)  # the lowest nonzero word (an argmax over axis 0 goes column by column)
+        for j in range(NW - 1, 0, -1):
+            j0[nzw[j]] = j
+        j0[nzw[0]] = 0
+        Wx = np.concatenate([Wd, np.zeros((1, X), dtype=np.int64)])
+        idx = np.minimum(j0[None, :] + np.arange(NW)[:, None], NW)
+        sh = np.take_along_axis(Wx, idx, axis=0)  # the words moved down by j0 (zeros above)
+    low = sh[0] | ~live
+    tz = (np.frexp((low & -low).astype(np.float64))[1] - 1).astype(np.int64)
+    P = sh >> tz  # then by tz bits
+    P[:-1] |= (sh[1:] << (WORD - tz)) & WMASK
+    cols = np.arange(X)
+    top = np.zeros(X, dtype=np.int64)  # the highest nonzero word of p
+    for j in range(1, NW):
+        top[P[j] != 0] = j
+    ptop = P[top, cols]
+    width = (WORD // 8 * top + (bit_length(ptop) + 7) // 8) * live
+    pb = np.ascontiguousarray(P.astype("<u4").T).view(np.uint8)
+    t = np.where(live, base + WORD * j0 + tz, 0)
+    return t, pb, neg & live, width
+
+
+def _carry(Wd: np.ndarray) -> None:
+    """Carry base-2³² words in place: every word but the top in [0, 2³²), the top signed."""
+    for j in range(Wd.shape[0] - 1):
+        Wd[j + 1] += Wd[j] >> WORD
+        Wd[j] &= WMASK
