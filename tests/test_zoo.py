@@ -524,6 +524,35 @@ def test_dask_worker_killed_job_completes(tmp_path):
     assert (tmp_path / "z.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
 
 
+@pytest.mark.slow
+def test_dask_local_cluster_same_bytes_as_serial(tmp_path):
+    """``dask_local=2``: the job's own LocalCluster (its workers forked on Linux, see local_start_method) writes
+    the serial table byte for byte, on a stacked shard and on a folder of files; its workers are gone after."""
+    pytest.importorskip("distributed")
+    import psutil
+
+    src = tmp_path / "shard.npz"
+    _fault_zoo(src, 400)
+    folder = tmp_path / "files"
+    folder.mkdir()
+    rng = np.random.default_rng(3)
+    for i in range(24):
+        np.savez(
+            folder / f"n{i:02d}.npz",
+            V=rng.standard_normal((2, 5)),
+            A=rng.standard_normal((5, 3)),
+            b=rng.standard_normal(5),
+            c=rng.standard_normal(2),
+        )
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    for source, kw in ((src, {"chunk_size": 37}), (folder, {"files_per_chunk": 5})):
+        scan_zoo(source, tmp_path / "serial.parquet", progress=False, **kw)
+        scan_zoo(source, tmp_path / "dask.parquet", dask_local=2, progress=False, **kw)
+        assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "dask.parquet").read_bytes()
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()]
+    assert all(p.status() == psutil.STATUS_ZOMBIE for p in left)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the census on executors
 

@@ -272,3 +272,70 @@ def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_readin
             _npz_rows(zf, "B", 0, 10**6)
         with pytest.raises(InvalidNetworkError, match="claims more rows"):
             _npz_rows(zf, "B", 4, 6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 120),
+    dim=st.integers(2, 6),
+    radius=st.floats(1e-3, 3.0),
+    grid=st.sampled_from([0.0, 0.5, 0.1]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_close_pairs_are_all_pairs_within_the_radius(n: int, dim: int, radius: float, grid: float, seed: int) -> None:
+    """The near-duplicate search's candidate pairs (a grid over two coordinates, no k-d tree) are exactly the pairs
+    within the radius, against brute force over all pairs: points in clusters, on a lattice (ties at the radius and
+    at cell borders), repeated points."""
+    from relusym._zoo._summary import close_pairs
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, dim)) * rng.uniform(0.05, 4.0, size=dim)
+    if grid:
+        X = np.round(X / grid) * grid
+    X[: n // 4] = X[0] + rng.standard_normal((n // 4, dim)) * radius / 4  # a crowded cluster
+    got = close_pairs(X, radius)
+    i, j = np.triu_indices(n, 1)
+    d = np.linalg.norm(X[i] - X[j], axis=1)
+    want = np.stack([i[d <= radius], j[d <= radius]], axis=1)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", ["<f2", "<f4", ">f8", "<f8"])
+def test_npz_read_from_one_handle_equals_np_load(tmp_path: Path, order: str, dtype: str) -> None:
+    """An NPZ read from one handle (headers checked and data read in one pass) gives exactly np.load's arrays:
+    dtype, byte order, memory order and values; a member cut short is refused in one sentence."""
+    import zipfile
+
+    from relusym.errors import InvalidNetworkError
+    from relusym.io import load
+
+    rng = np.random.default_rng(5)
+    arrays = {
+        "V": np.asarray(rng.standard_normal((2, 3)), dtype=dtype, order=order),
+        "A": np.asarray(rng.standard_normal((3, 4)), dtype=dtype, order=order),
+        "b": rng.standard_normal(3).astype(dtype),
+        "c": rng.standard_normal(2).astype(dtype),
+    }
+    path = tmp_path / "net.npz"
+    np.savez(path, **arrays)
+    from relusym.io._npz_format import _read_arrays
+
+    got = _read_arrays(path, allow_unsafe_pickle=False)
+    with np.load(path) as ref:
+        assert sorted(got) == sorted(ref.files)
+        for key in ref.files:
+            assert got[key].dtype == ref[key].dtype and got[key].shape == ref[key].shape
+            assert got[key].flags.f_contiguous == ref[key].flags.f_contiguous and got[key].flags.writeable
+            assert np.array_equal(got[key], ref[key])
+    from relusym.io._npz_format import from_arrays
+
+    with np.load(path) as ref:
+        assert load(path) == from_arrays(dict(ref), source=path.name)
+    short = tmp_path / "short.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(short, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info.filename, data[:-2] if info.filename == "A.npy" else data)
+    with pytest.raises(InvalidNetworkError, match="array 'A' declares shape .* but holds"):
+        load(short)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from relusym._fibre.fiber import Fiber
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the fibre machinery is imported by whoever builds a Fiber, not by every zoo or census run
+    from relusym._fibre.fiber import Fiber
 
 __all__ = ["CATEGORIES", "fibre_category"]
 

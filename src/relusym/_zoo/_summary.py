@@ -12,7 +12,7 @@ from relusym._core.network import Network
 from relusym._zoo._sources import Chunk, read_chunk
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
 
-__all__ = ["finish_job"]
+__all__ = ["close_pairs", "finish_job"]
 
 
 def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Network]:
@@ -50,9 +50,7 @@ def _near_pairs(
     their tolerances τ_κ, τ_aff; each neuron's hyperplane lies within (n₁+n₂)·τ_w of its cluster's first one),
     so no accepted pair is further apart than that bound (times √P) in probe space; every candidate is then
     decided by ``equivalent_approx`` itself."""
-    from scipy.spatial import cKDTree
-
-    from relusym._tolerance.approx import equivalent_approx, project, projector
+    from relusym._tolerance.approx import equivalent_approx
 
     if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
         return []
@@ -65,12 +63,7 @@ def _near_pairs(
     P = probes.shape[1]
     slack = 1e-12 * (n + m + 2) * (cn + T + 1.0)
     radius = math.sqrt(P) * (bound + slack)
-    Q = projector(P)
-    tree = cKDTree(project(probes, Q))
-    cand = tree.query_pairs(radius, output_type="ndarray")
-    if len(cand):
-        d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
-        cand = cand[d <= radius]
+    cand = close_pairs(probes, radius)
     if not len(cand):
         return []
     need = {int(idx[i]): int(chunk_of[i]) for i in np.unique(cand).tolist()}
@@ -83,6 +76,69 @@ def _near_pairs(
     return sorted(pairs)
 
 
+_SWEEP_PAIRS = 1 << 22  # the grid's candidate pairs at most (beyond: a k-d tree finds the close pairs)
+
+
+def close_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
+    """The pairs (i < j, as rows of an int array, sorted) of rows of ``probes`` within Euclidean distance
+    ``radius``.
+
+    A grid over the two coordinates of largest spread, of cells no smaller than ``radius`` (widened by a relative
+    1e-5, so that rounding cannot move a pair's cells more than one apart): two rows within ``radius`` lie in the
+    same or neighbouring cells, so each row's partners are found by binary search among the rows sorted by cell;
+    those pairs are then kept by their full distance.  Near-duplicate radii are small beside the spread of a
+    zoo's probe values, so the neighbouring cells are nearly empty and this costs a sort (no k-d tree, whose
+    import and build cost the client seconds on large zoos).  Crowded cells (many networks at one point) fall
+    back to the k-d tree."""
+    N = len(probes)
+    if N < 2 or probes.shape[1] < 2 or not np.isfinite(probes).all():
+        return _tree_pairs(probes, radius)
+    lo, hi = probes.min(axis=0), probes.max(axis=0)
+    axes = np.argsort(hi - lo, kind="stable")[::-1][:2]
+    size = max(radius * (1 + 1e-5), float((hi - lo)[axes].max()) / 2**30, 1e-300)
+    cells = np.floor((probes[:, axes] - lo[axes]) / size).astype(np.int64)
+    n1 = int(cells[:, 1].max()) + 3  # two empty columns: the offset (+1, −1) of a cell in column 0 finds nothing
+    key = cells[:, 0] * n1 + cells[:, 1]
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    pos = np.arange(N)
+    found: list[np.ndarray] = []
+    total = 0
+    for off in (0, n1 - 1, n1, n1 + 1, 1):  # the cell itself (later rows), then the half of its neighbours
+        start = pos + 1 if off == 0 else np.searchsorted(ks, ks + off, side="left")
+        stop = np.searchsorted(ks, ks + off, side="right")
+        width = np.maximum(stop - start, 0)
+        total += int(width.sum())
+        if total > _SWEEP_PAIRS:
+            return _tree_pairs(probes, radius)
+        if not width.any():
+            continue
+        left = np.repeat(pos, width)
+        right = np.repeat(start - np.cumsum(width) + width, width) + np.arange(len(left))
+        a, b = order[left], order[right]
+        d = np.linalg.norm(probes[a] - probes[b], axis=1)
+        keep = d <= radius
+        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def _tree_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
+    """:func:`close_pairs` by a k-d tree over a random projection (distances shrink under it, so no pair is
+    lost; the pairs found are then kept by their full distance)."""
+    from scipy.spatial import cKDTree
+
+    from relusym._tolerance.approx import project, projector
+
+    Q = projector(probes.shape[1])
+    tree = cKDTree(project(probes, Q))
+    cand = tree.query_pairs(radius, output_type="ndarray")
+    if len(cand):
+        d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
+        cand = cand[d <= radius]
+    return np.asarray(cand, dtype=np.int64).reshape(-1, 2)
+
+
 def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
     """The table (public columns, with the exact groups and near clusters) and the summary, column by column:
     groups are the digests' codes in order of first appearance (rows by index), near clusters the connected
@@ -92,7 +148,7 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
 
     from relusym._zoo._categories import CATEGORIES
 
-    raw = raw.sort_by("index").combine_chunks()
+    raw = _by_index(raw)
     N = raw.num_rows
     ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
     okmask = pa.array(ok)
@@ -106,8 +162,7 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     okrows = np.nonzero(ok)[0]
     rep = np.zeros(G, dtype=np.int64)
     if G:
-        _, first_pos = np.unique(group[okrows], return_index=True)
-        rep = okrows[first_pos]
+        rep = _first_rows(group[okrows], okrows, G)
     index = raw["index"].to_numpy()
     # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
     parent = np.arange(G)
@@ -117,15 +172,16 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     chunk_col = raw["_chunk"].to_numpy()
     pairs: list[tuple[int, int]] = []
     if with_probe.size >= 2 and (options.atol != 0 or options.rtol != 0):
-        shapes = np.stack([ms[with_probe], ks[with_probe]], axis=1)
-        kinds, inv = np.unique(shapes, axis=0, return_inverse=True)
+        shapes = ms[with_probe].astype(np.int64) << 32 | ks[with_probe].astype(np.int64)
+        kinds, inv = np.unique(shapes, return_inverse=True)
         row_of_index = {}
-        for j, (m, _k) in enumerate(kinds.tolist()):
-            rows = with_probe[inv.reshape(-1) == j]
+        for j, mk in enumerate(kinds.tolist()):
+            m = mk >> 32
+            rows = with_probe if len(kinds) == 1 else with_probe[inv.reshape(-1) == j]
             if rows.size < 2:
                 continue
-            probes = np.stack(raw["_probe"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
-            nd = np.stack(raw["_nd"].take(pa.array(rows)).to_numpy(zero_copy_only=False))
+            probes = _list_rows(raw["_probe"], rows)
+            nd = _list_rows(raw["_nd"], rows)
             found = _near_pairs(index[rows], probes, nd, int(m), options, chunk_col[rows], chunks)
             if found:
                 row_of_index.update({int(index[r]): int(r) for r in rows})
@@ -226,6 +282,38 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
         "error_rows": [{"source": s_, "error": e_} for s_, e_ in zip(err_src, err_msg, strict=True)],
     }
     return table, summary
+
+
+def _by_index(raw: Any) -> Any:
+    """The rows sorted by index, in one buffer per column: the parts come in chunk order, each sorted, so the
+    rows are usually in order already (no sort)."""
+    raw = raw.combine_chunks()
+    if raw.num_rows > 1 and not bool(np.all(np.diff(raw["index"].to_numpy()) > 0)):
+        raw = raw.sort_by("index").combine_chunks()
+    return raw
+
+
+def _first_rows(codes: np.ndarray, rows: np.ndarray, G: int) -> np.ndarray:
+    """The first of ``rows`` holding each code 0..G−1: codes of a dictionary encoding are numbered in order of
+    first appearance, so a code's first row is where it exceeds every code before it (no sort)."""
+    if len(codes) and int(codes[0]) == 0:
+        prev = np.maximum.accumulate(codes)
+        new = np.concatenate([[True], codes[1:] > prev[:-1]])
+        if int(new.sum()) == G:
+            return np.asarray(rows[new])
+    _, first_pos = np.unique(codes, return_index=True)
+    return np.asarray(rows[first_pos])
+
+
+def _list_rows(col: Any, rows: np.ndarray) -> np.ndarray:
+    """The rows ``rows`` of a list<double> column as a 2-D array (the rows all of one length)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    taken = arr.take(pa.array(rows))
+    flat = pc.list_flatten(taken).to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(flat, dtype=np.float64).reshape(len(rows), -1)
 
 
 def _root(parent: np.ndarray, x: int) -> int:

@@ -148,8 +148,28 @@ def _module(name: str) -> Format | None:
         raise
 
 
+_MODULES: list[Format] = []
+
+
 def _modules() -> list[Format]:
-    return [mod for mod in (_module(n) for n in FORMATS) if mod is not None]
+    """The format modules shipped in this build, imported once (a zoo folder asks for them per file)."""
+    if not _MODULES:
+        _MODULES.extend(mod for mod in (_module(n) for n in FORMATS) if mod is not None)
+    return list(_MODULES)
+
+
+_CAPABLE: dict[tuple[str, type], bool] = {}
+
+
+def _capable(mod: Any, proto: type) -> bool:
+    """``isinstance(mod, proto)`` for a format module and a runtime-checkable protocol, remembered per module:
+    the protocol check inspects every member each time (half a millisecond per file of a zoo folder)."""
+    key = (getattr(mod, "__name__", ""), proto)
+    if not key[0].startswith(f"{__name__}."):
+        return isinstance(mod, proto)
+    if key not in _CAPABLE:
+        _CAPABLE[key] = isinstance(mod, proto)
+    return _CAPABLE[key]
 
 
 def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> Format:
@@ -284,12 +304,13 @@ def _spool_stdin(target: Path) -> None:
 
 
 def _read_path(mod: Format, p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
-    fn: Callable[..., Any] = mod.read if isinstance(mod, NotedReader) else mod.load
+    noted = _capable(mod, NotedReader)
+    fn: Callable[..., Any] = cast(NotedReader, mod).read if noted else mod.load
     if "allow_unsafe_pickle" in kwargs and "allow_unsafe_pickle" not in inspect.signature(fn).parameters:
         kwargs = {k: v for k, v in kwargs.items() if k != "allow_unsafe_pickle"}  # an opt-in, not an order
     recorded: bool | None = None
     notes: tuple[str, ...] = ()
-    if isinstance(mod, NotedReader):
+    if noted:
         net, notes, recorded = fn(p, **kwargs)
     else:
         net = fn(p, **kwargs)
