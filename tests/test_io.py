@@ -120,3 +120,27 @@ def test_every_format_module_follows_the_protocol() -> None:
         assert isinstance(mod, ObjectReader) == hasattr(mod, "from_object"), name
         assert isinstance(mod, ReadBack) == hasattr(mod, "read_back"), name
     assert not isinstance(importlib.import_module("relusym.io._folder_format"), Writer)
+
+
+@pytest.mark.parametrize("dt", [">f8", ">f4", ">f2", "<f8"])
+def test_big_endian_arrays_load_at_their_exact_values(tmp_path, dt):  # type: ignore[no-untyped-def]
+    # a ">f8" array's dtype name is "float64", which the float6 prefix of ml_dtypes' names once matched: it was
+    # read as float32, rounded
+    from fractions import Fraction as Fr
+
+    rng = np.random.default_rng(3)
+    shallow = {
+        k: rng.standard_normal(s).astype(dt) for k, s in {"V": (2, 3), "A": (3, 4), "b": (3,), "c": (2,)}.items()
+    }
+    np.savez(tmp_path / "shallow.npz", **shallow)
+    net = load(tmp_path / "shallow.npz")
+    for key in "VAbc":
+        assert [Fr(x) for x in np.ravel(getattr(net, key)).tolist()] == [Fr(x) for x in shallow[key].ravel().tolist()]
+    deep = {f"{i}.weight": rng.standard_normal((3, 4 if i == 0 else 3)).astype(dt) for i in range(3)}
+    deep |= {f"{i}.bias": rng.standard_normal(3).astype(dt) for i in range(3)}
+    np.savez(tmp_path / "deep.npz", **deep)
+    mlp = load(tmp_path / "deep.npz")
+    for i in range(3):
+        assert [Fr(x) for x in np.ravel(mlp.weights[i]).tolist()] == [
+            Fr(x) for x in deep[f"{i}.weight"].ravel().tolist()
+        ]

@@ -61,9 +61,11 @@ def exact_float_array(arr: Any, name: str) -> np.ndarray:
     that numpy lacks (bfloat16, float8 from ml_dtypes) widened to float32 (exact).  Rejects NaN/inf naming
     ``name`` and the index, and non-numeric dtypes."""
     a = np.asarray(arr)
+    if a.dtype.kind in "fiu" and not a.dtype.isnative:  # big-endian files: the same values in native byte order
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype in (np.float16, np.float32, np.float64) or a.dtype.kind in "iu":
         pass
-    elif a.dtype.name == "bfloat16" or a.dtype.name.startswith(("float8", "float6", "float4")):
+    elif a.dtype.name == "bfloat16" or a.dtype.name.startswith(("float8_", "float6_", "float4_")):
         a = a.astype(np.float32)  # exact: these formats are subsets of float32
     else:
         raise UnsupportedModelError(f"{name} has dtype {a.dtype}; relusym reads real float or integer weights")
