@@ -135,11 +135,17 @@ def test_symbolic_upper_in_the_distance_and_the_verifiers_question() -> None:
     la, lb, P = _pair(11, 2, [6, 4, 2], Fraction(1, 64))
     a, b = to_mlp(la), to_mlp(lb)
     box = Box([-1, -1], [1, 1])
+    root = exact_diff_bounds(P, [(box.lo, box.hi)])[0]
     u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(3.0))
-    assert boxes >= 1
+    assert boxes >= 1 and u <= root
+    grid = [(Fraction(i, 8) - 1, Fraction(j, 8) - 1) for i in range(17) for j in range(17)]
+    assert max(_gap(la, lb, x) for x in grid) <= u
     d = distance_on_deep(a, b, box, budget=3)
-    assert d.lower == _gap(la, lb, d.point) <= d.upper <= u
-    assert within_on_deep(a, b, box, d.upper, budget=3).answer == "yes"
+    assert d.lower == _gap(la, lb, d.point) <= d.upper <= root  # however much time each phase had
+    # the ε-question at ε = the whole box's symbolic bound: "yes" from the first exact bound, whatever the clock
+    v = within_on_deep(a, b, box, root, budget=3)
+    assert v.answer == "yes" and v.upper <= root
+    assert within_on_deep(a, b, box, d.lower / 2, budget=3).answer == "no"
 
 
 def test_the_bracket_closes_on_an_affine_piece() -> None:
