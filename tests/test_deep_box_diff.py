@@ -21,7 +21,7 @@ from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers
 from relusym._deep.box_decide import distance_on_deep, symbolic_upper, within_on_deep
 from relusym._deep.box_diff import FloatPair, float_diff_bounds, propose_partition
-from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound
+from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound, int_dot, limbs
 
 from deep_oracles import combine, forward, network_pwl, to_mlp
 from strategies import random_layers
@@ -162,4 +162,18 @@ def test_the_bracket_closes_on_an_affine_piece() -> None:
     assert d.kind == "exact" and d.lower == d.upper == true
     P = ExactPair(ExactLayers.of(a), ExactLayers.of(b))
     u = exact_diff_bounds(P, [(box.lo, box.hi)])[0]
-    assert true <= u <= true + Fraction(1, 10**12)  # the relaxation is exact on it, up to the outward rounding
+    assert true <= u <= true + Fraction(1, 10**9)  # the relaxation is exact on it, up to the outward rounding
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 7), st.integers(1, 5), st.integers(1, 130), st.integers(1, 130), st.data())
+def test_the_digit_products_are_the_exact_integer_products(
+    r: int, n: int, c: int, wbits: int, sbits: int, data: st.DataObject
+) -> None:
+    ints = st.integers(-(1 << wbits), 1 << wbits)
+    W = np.array(data.draw(st.lists(st.lists(ints, min_size=n, max_size=n), min_size=r, max_size=r)), dtype=object)
+    ints = st.integers(-(1 << sbits), 1 << sbits)
+    S = np.array(data.draw(st.lists(st.lists(ints, min_size=c, max_size=c), min_size=n, max_size=n)), dtype=object)
+    Wl = limbs(W)
+    assert all(abs(int(v)) < 1 << 24 for d in Wl for v in d.ravel())
+    assert (int_dot(Wl, S) == W.dot(S)).all()

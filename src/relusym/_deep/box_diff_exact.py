@@ -31,13 +31,50 @@ from typing import Any
 import numpy as np
 
 from relusym._deep.bounds import ExactLayers
+from relusym._exact.numbers import common_denominator
 
-__all__ = ["FRAC_BITS", "ExactPair", "exact_diff_bounds", "exact_partition_bound"]
+__all__ = ["FRAC_BITS", "ExactPair", "exact_diff_bounds", "exact_partition_bound", "int_dot", "limbs"]
 
-FRAC_BITS = 64
+FRAC_BITS = 48
 _ONE = 1 << FRAC_BITS
 
 Obj = Any  # a numpy object array of Python integers (numerators over 2^F)
+Layer = tuple[Obj, int, list[Fraction], list[np.ndarray], list[np.ndarray]]
+
+
+_LIMB = 24  # bits per limb of the integer products (below)
+
+
+def limbs(X: Obj) -> list[np.ndarray]:
+    """Signed int64 digits of an object array of integers: X = Σ_a D_a·2^(24a), |D_a| < 2^24 (all of sign X)."""
+    sign = np.where(X < 0, -1, 1)
+    A = np.abs(X)
+    mask = (1 << _LIMB) - 1
+    out = [(np.bitwise_and(A, mask) * sign).astype(np.int64)]
+    A = np.right_shift(A, _LIMB)
+    while A.size and A.any():
+        out.append((np.bitwise_and(A, mask) * sign).astype(np.int64))
+        A = np.right_shift(A, _LIMB)
+    return out
+
+
+def int_dot(Wl: list[np.ndarray], S: Obj) -> Obj:
+    """The exact product W·S of integer matrices (W given by its digits :func:`limbs`, S an object array), from
+    int64 products of digits: each digit product is < 2^48 in absolute value and each int64 sum below adds at
+    most n·(number of digit pairs) of them, kept < 2^62 (else the object product is used), so no int64 sum
+    overflows and the recombination (in Python integers) is exact."""
+    Sl = limbs(S)
+    n = S.shape[0]
+    if n * len(Wl) * len(Sl) >= 1 << (62 - 2 * _LIMB):
+        W = sum((d.astype(object) * (1 << (_LIMB * a)) for a, d in enumerate(Wl)), np.zeros(Wl[0].shape, dtype=object))
+        return np.asarray(W).dot(S)
+    out = np.zeros((Wl[0].shape[0], S.shape[1]), dtype=object)
+    for shift in range(len(Wl) + len(Sl) - 1):
+        T = np.zeros((Wl[0].shape[0], S.shape[1]), dtype=np.int64)
+        for a in range(max(0, shift - len(Sl) + 1), min(shift, len(Wl) - 1) + 1):
+            T += Wl[a] @ Sl[shift - a]
+        out = out + (T.astype(object) << (_LIMB * shift))
+    return out
 
 
 def _ceil_div(a: Obj, d: Obj) -> Obj:
@@ -76,19 +113,26 @@ class ExactPair:
             L1.m,
         )
         del zero
+        self._layers: dict[tuple[int, int], Layer] = {}
 
-    def layer(self, which: int, k: int) -> tuple[Obj, int, list[Fraction]]:
-        lay = (self.L1, self.L2, self.D)[which]
-        return lay.Wi[k], lay.D[k], lay.bias[k]
+    def layer(self, which: int, k: int) -> Layer:
+        """Layer k of the first network (0), the second (1) or the difference (2): Wi, D, bias, the digits of Wi
+        and of |Wi|."""
+        if (which, k) not in self._layers:
+            lay = (self.L1, self.L2, self.D)[which]
+            Wi = lay.Wi[k]
+            self._layers[which, k] = (Wi, lay.D[k], lay.bias[k], limbs(Wi), limbs(np.abs(Wi)))
+        return self._layers[which, k]
 
 
-def _mm(Wi: Obj, D: int, bias: Sequence[Fraction], L: Obj, U: Obj) -> tuple[Obj, Obj]:
+def _mm(W: Layer, L: Obj, U: Obj) -> tuple[Obj, Obj]:
     """Forms bounding (Wi/D)·v + bias for L ≤ v ≤ U (B × n × (m+1) object arrays), rounded outward."""
+    Wi, D, bias, Wl, Al = W
     B, n, c = L.shape
     S = (L + U).transpose(1, 0, 2).reshape(n, B * c)
     R = (U - L).transpose(1, 0, 2).reshape(n, B * c)
-    WS = Wi.dot(S)
-    WR = np.abs(Wi).dot(R)
+    WS = int_dot(Wl, S)
+    WR = int_dot(Al, R)
     rows = Wi.shape[0]
     lo = (WS - WR).reshape(rows, B, c).transpose(1, 0, 2)
     up = (WS + WR).reshape(rows, B, c).transpose(1, 0, 2)
@@ -104,25 +148,24 @@ def _mm(Wi: Obj, D: int, bias: Sequence[Fraction], L: Obj, U: Obj) -> tuple[Obj,
 def _first(
     Wi: Obj, D: int, bias: Sequence[Fraction], mid: list[list[Fraction]], r: list[list[Fraction]]
 ) -> tuple[Obj, Obj]:
-    """The first layer's forms (exact coefficients W_ij r_j and constants W·mid + b, rounded outward)."""
-    B, m = len(mid), len(mid[0])
-    n = Wi.shape[0]
-    W = [[Fraction(int(Wi[i, j]), D) for j in range(m)] for i in range(n)]
-    lo = np.empty((B, n, m + 1), dtype=object)
-    up = np.empty((B, n, m + 1), dtype=object)
-    for b in range(B):
-        for i in range(n):
-            vals = [W[i][j] * r[b][j] for j in range(m)]
-            vals.append(sum((W[i][j] * mid[b][j] for j in range(m)), bias[i]))
-            for j, v in enumerate(vals):
-                num = v * _ONE
-                lo[b, i, j] = num.numerator // num.denominator
-                up[b, i, j] = -((-num.numerator) // num.denominator)
-    # coefficients: one floor for both (the rounding error goes into the constants)
-    g = lo[..., :-1].copy()
-    up[..., :-1] = g
-    lo[..., -1] -= m
-    up[..., -1] += m
+    """The first layer's forms: coefficients W_ij r_j and constants W·mid + b, in integers over each box's
+    common denominators, floored (the constants then moved outward by m, see the module's note)."""
+    m = len(mid[0])
+    qm = np.array([common_denominator(row) for row in mid], dtype=object)
+    qr = np.array([common_denominator(row) for row in r], dtype=object)
+    MN = np.array(
+        [[v.numerator * (q // v.denominator) for v in row] for row, q in zip(mid, qm, strict=True)], dtype=object
+    )
+    RN = np.array(
+        [[v.numerator * (q // v.denominator) for v in row] for row, q in zip(r, qr, strict=True)], dtype=object
+    )
+    bd = common_denominator(bias)
+    BN = np.array([v.numerator * (bd // v.denominator) for v in bias], dtype=object)
+    G = (Wi[None, :, :] * RN[:, None, :] * _ONE) // (D * qr)[:, None, None]
+    num = (MN.dot(Wi.T) * bd + BN[None, :] * (D * qm)[:, None]) * _ONE
+    den = (D * bd * qm)[:, None]
+    lo = np.concatenate([G, (num // den - m)[..., None]], axis=-1)
+    up = np.concatenate([G, (-((-num) // den) + m)[..., None]], axis=-1)
     return lo, up
 
 
@@ -203,9 +246,9 @@ def exact_diff_bounds(P: ExactPair, boxes: Sequence[tuple[Sequence[Fraction], Se
     half = Fraction(1, 2)
     mid = [[(a + b) * half for a, b in zip(lo, hi, strict=True)] for lo, hi in boxes]
     rad = [[(b - a) * half for a, b in zip(lo, hi, strict=True)] for lo, hi in boxes]
-    L1, U1 = _first(*P.layer(0, 0), mid, rad)
-    L2, U2 = _first(*P.layer(1, 0), mid, rad)
-    Ld, Ud = _first(*P.layer(2, 0), mid, rad)
+    L1, U1 = _first(*P.layer(0, 0)[:3], mid, rad)
+    L2, U2 = _first(*P.layer(1, 0)[:3], mid, rad)
+    Ld, Ud = _first(*P.layer(2, 0)[:3], mid, rad)
     for k in range(1, len(P.L1.rows)):
         l1, u1 = _conc(L1, False), _conc(U1, True)
         l2, u2 = _conc(L2, False), _conc(U2, True)
@@ -214,12 +257,12 @@ def exact_diff_bounds(P: ExactPair, boxes: Sequence[tuple[Sequence[Fraction], Se
         H1l, H1u = _relu(L1, U1, l1, u1)
         H2l, H2u = _relu(L2, U2, l2, u2)
         El, Eu = _eta((H1l, H1u, H2l, H2u), (L1, U1, l1, u1), (L2, U2, l2, u2), (Ld, Ud, dl, du))
-        Wi, D, _ = P.layer(0, k)
-        a_l, a_u = _mm(Wi, D, [Fraction(0)] * Wi.shape[0], El, Eu)
-        c_l, c_u = _mm(*P.layer(2, k), H2l, H2u)
+        W1 = P.layer(0, k)
+        a_l, a_u = _mm((W1[0], W1[1], [Fraction(0)] * W1[0].shape[0], W1[3], W1[4]), El, Eu)
+        c_l, c_u = _mm(P.layer(2, k), H2l, H2u)
         Ld, Ud = a_l + c_l, a_u + c_u
-        L1, U1 = _mm(*P.layer(0, k), H1l, H1u)
-        L2, U2 = _mm(*P.layer(1, k), H2l, H2u)
+        L1, U1 = _mm(W1, H1l, H1u)
+        L2, U2 = _mm(P.layer(1, k), H2l, H2u)
     dl, du = _conc(Ld, False), _conc(Ud, True)
     worst = _maxw(du, -dl).max(axis=1)
     return [max(Fraction(int(v), _ONE), Fraction(0)) for v in worst]
