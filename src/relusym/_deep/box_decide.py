@@ -284,28 +284,37 @@ def symbolic_upper(
 ) -> tuple[Fraction, int]:
     """An exact upper bound of max_i |Δ_i| on the box by symbolic difference intervals (two networks of the same
     widths): a float best-first partition (:func:`relusym._deep.box_diff.propose_partition`, aiming at ``target``
-    or else at the lower bound, for about a third of the time left), every box of it then bounded exactly
-    (:mod:`relusym._deep.box_diff_exact`); returns the bound and the number of boxes bounded exactly."""
+    or else at the lower bound) into at most ``cap`` boxes, every box of it then bounded exactly
+    (:mod:`relusym._deep.box_diff_exact`); repeated with ``cap`` scaled to the time left (from 64 boxes, at least
+    doubling) while it lasts.  Returns the best bound and the number of boxes of the partition that gave it."""
     import time
 
     from relusym._deep.box_diff import FloatPair, propose_partition
     from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound
 
     EP = ExactPair(L1, L2)
-    t0 = time.monotonic()  # the budget's clock (a loaded machine stretches wall time, and the deadline is wall)
     root = exact_diff_bounds(EP, [(box.lo, box.hi)])[0]
-    per_box = max(time.monotonic() - t0, 1e-3)  # a batch costs less per box than a lone one: a safety margin
     goal = lower if target is None else max(lower, target)
     if root <= goal or deadline.expired() or (target is not None and lower > target):
         return root, 1
     P = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf)
     lo = np.array([float(v) for v in box.lo])
     hi = np.array([float(v) for v in box.hi])
-    float_phase = Deadline(deadline.left() / 3)
-    cap = max(1, int(deadline.left() / 2 / per_box))
-    ulo, uhi = propose_partition(P, lo, hi, float(goal) * (1 - 2.0**-20), cap, float_phase.expired)
-    bound, done = exact_partition_bound(EP, box.lo, box.hi, ulo, uhi, root, deadline.expired)
-    return min(bound, root), done + 1
+    best, boxes, cap = root, 1, 64
+    while not deadline.expired():
+        t0 = time.monotonic()  # the budget's clock (the deadline is wall time)
+        ulo, uhi = propose_partition(
+            P, lo, hi, float(goal) * (1 - 2.0**-20), cap, Deadline(deadline.left() / 3).expired
+        )
+        bound, done = exact_partition_bound(EP, box.lo, box.hi, ulo, uhi, root, deadline.expired)
+        if done < len(ulo):  # the time ran out: this partition proved nothing beyond the root's bound
+            break
+        best, boxes = min(best, bound), done
+        if best <= goal or len(ulo) < cap:  # nothing left to split below the goal, or the goal reached
+            break
+        per_box = max(time.monotonic() - t0, 1e-3) / done
+        cap = max(2 * cap, int(0.6 * deadline.left() / per_box))  # the next round: about what the time left allows
+    return best, boxes
 
 
 def _lower(n1: MLP, n2: MLP, L1: ExactLayers, L2: ExactLayers, box: Box, seed: int) -> tuple[Fraction, Point]:
