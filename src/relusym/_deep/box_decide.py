@@ -10,7 +10,9 @@ compared exactly.  All leaves equal ⇒ "equal" on the box; any exact input wher
 
 The max-norm distance uses the same boxes: on a settled box the maximum of |Δ_i| = |g·x + c| is exact
 (|g·mid + c| + Σ_j |g_j| r_j, attained at a vertex); on an unsettled box the output bounds give a sound
-upper bound max_i max(u1_i − l2_i, u2_i − l1_i).
+upper bound max_i max(u1_i − l2_i, u2_i − l1_i).  For two networks of the same widths, first (half the time):
+symbolic difference intervals (ReluDiff's), a float-proposed partition whose every box is bounded exactly
+(:func:`symbolic_upper`); the smaller of the two upper bounds is returned.
 """
 
 from __future__ import annotations
