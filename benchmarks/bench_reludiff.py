@@ -20,18 +20,30 @@ of ACAS Xu property 1 (ReluDiff's ``load_inputs``: 55947.691 ≤ ρ ≤ 60760, �
 
 Printed per network: each tool's answer and CPU and wall time (ReluDiff's CPU from ``resource`` of the child), and
 relusym's bracket [lower, upper] on max |f − f16| (raw units); then the load average.
+
+    python benchmarks/bench_reludiff.py --bracket [--acas-dir DIR] [--nets …] [--budget SECONDS]
+
+prints instead (no ReluDiff needed) the distance bracket of ``relusym.distance`` for each network against its copy
+rounded to float16 after loading (the NNet normalisation folded in, as ``bench_deep_box_equiv.py``'s f16 pairs),
+on the box the file records and on property 1's box: lower (exact input), upper (proved), their ratio (the goal of
+issue 22 is ≤ 2 in under a minute) and the CPU time.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread: threads only contend on a loaded machine
+
+import argparse
 import resource
 import subprocess
 import sys
 import time
 import warnings
 from fractions import Fraction
+
+import numpy as np
 
 import relusym
 
@@ -79,15 +91,58 @@ def run_relusym(original: str, rounded: str, eps: float, budget: float) -> tuple
     return str(v.answer), cpu, wall, float(v.lower), float(v.upper)
 
 
+def f16_loaded(net: relusym.MLP) -> relusym.MLP:
+    """Every weight and bias of the loaded network (normalisation folded in) rounded to float16."""
+
+    def r(v: object) -> Fraction:
+        return Fraction(float(np.float16(float(v))))  # type: ignore[arg-type]
+
+    return relusym.MLP(
+        [[[r(v) for v in row] for row in w.tolist()] for w in net.weights],
+        [[r(v) for v in b.tolist()] for b in net.biases],
+    )
+
+
+def brackets(acas: str, nets: list[str], budget: float) -> None:
+    print(f"load at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())}; budget {budget} s per pair\n")
+    print("| network | box | lower (exact input) | upper (proved) | upper/lower | boxes | CPU | wall |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in nets:
+        path = os.path.join(acas, f"ACASXU_run2a_{name}_batch_2000.nnet")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = relusym.load(path)
+            file_box = relusym.io.input_box(path)
+        g = f16_loaded(f)
+        prop1 = relusym.Box(*[[Fraction(v) for v in side] for side in PROPERTY_1])
+        for label, box in (("file", file_box), ("property 1", prop1)):
+            c0, t0 = time.process_time(), time.perf_counter()
+            d = relusym.distance(f, g, domain=box, budget=budget)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            ratio = float(d.upper / d.lower) if d.lower else float("inf")
+            print(
+                f"| {name} | {label} | {float(d.lower):.4g} | {float(d.upper):.4g} | {ratio:.3g} | {d.regions} "
+                f"| {cpu:.1f} s | {wall:.1f} s |",
+                flush=True,
+            )
+    print(f"\nload at the end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reludiff", required=True, help="ReluDiff's built DiffNN-Code folder")
+    ap.add_argument("--reludiff", help="ReluDiff's built DiffNN-Code folder (required unless --bracket)")
+    ap.add_argument("--bracket", action="store_true", help="only relusym's distance brackets (see above)")
     ap.add_argument("--acas-dir", default=None, help="the ACAS Xu NNet files (default: ReluDiff's own nnet/)")
     ap.add_argument("--nets", default="1_1,1_2,2_1")
     ap.add_argument("--eps", type=float, default=0.05)
     ap.add_argument("--budget", type=float, default=60.0, help="relusym's budget per pair (s)")
     ap.add_argument("--timeout", type=float, default=600.0, help="ReluDiff's time per pair (s)")
     args = ap.parse_args()
+    if args.bracket:
+        brackets(args.acas_dir or "/work/shared/data/acasxu", args.nets.split(","), args.budget)
+        return
+    if not args.reludiff:
+        ap.error("--reludiff DIR is required unless --bracket")
     tool = os.path.abspath(args.reludiff)
     acas = os.path.abspath(args.acas_dir or os.path.join(tool, "nnet"))
     out = os.path.join(tool, "compressed_nnets")

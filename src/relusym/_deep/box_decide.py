@@ -10,7 +10,9 @@ compared exactly.  All leaves equal ⇒ "equal" on the box; any exact input wher
 
 The max-norm distance uses the same boxes: on a settled box the maximum of |Δ_i| = |g·x + c| is exact
 (|g·mid + c| + Σ_j |g_j| r_j, attained at a vertex); on an unsettled box the output bounds give a sound
-upper bound max_i max(u1_i − l2_i, u2_i − l1_i).
+upper bound max_i max(u1_i − l2_i, u2_i − l1_i).  For two networks of the same widths, first (half the time):
+symbolic difference intervals (ReluDiff's), a float-proposed partition whose every box is bounded exactly
+(:func:`symbolic_upper`); the smaller of the two upper bounds is returned.
 """
 
 from __future__ import annotations
@@ -279,30 +281,90 @@ class _Diff:
         return max(max(-a, c) for a, c in zip(dl, du, strict=True))
 
 
+def symbolic_upper(
+    L1: ExactLayers, L2: ExactLayers, box: Box, lower: Fraction, deadline: Deadline, target: Fraction | None = None
+) -> tuple[Fraction, int]:
+    """An exact upper bound of max_i |Δ_i| on the box by symbolic difference intervals (two networks of the same
+    widths): a float best-first partition (:func:`relusym._deep.box_diff.propose_partition`, aiming at ``target``
+    or else at the lower bound) into at most ``cap`` boxes, every box of it then bounded exactly
+    (:mod:`relusym._deep.box_diff_exact`); repeated with ``cap`` scaled to the time left (from 64 boxes, at least
+    doubling) while it lasts.  Returns the best bound and the number of boxes of the partition that gave it."""
+    import time
+
+    from relusym._deep.box_diff import FloatPair, propose_partition
+    from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound
+
+    EP = ExactPair(L1, L2)
+    root = exact_diff_bounds(EP, [(box.lo, box.hi)])[0]
+    goal = lower if target is None else max(lower, target)
+    if root <= goal or deadline.expired() or (target is not None and lower > target):
+        return root, 1
+    P = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf)
+    lo = np.array([float(v) for v in box.lo])
+    hi = np.array([float(v) for v in box.hi])
+    best, boxes, cap = root, 1, 64
+    while not deadline.expired():
+        t0 = time.monotonic()  # the budget's clock (the deadline is wall time)
+        ulo, uhi = propose_partition(
+            P, lo, hi, float(goal) * (1 - 2.0**-20), cap, Deadline(deadline.left() / 3).expired
+        )
+        bound, done = exact_partition_bound(EP, box.lo, box.hi, ulo, uhi, root, deadline.expired)
+        if done < len(ulo):  # the time ran out: this partition proved nothing beyond the root's bound
+            break
+        best, boxes = min(best, bound), done
+        if best <= goal or len(ulo) < cap:  # nothing left to split below the goal, or the goal reached
+            break
+        per_box = max(time.monotonic() - t0, 1e-3) / done
+        cap = max(2 * cap, int(0.6 * deadline.left() / per_box))  # the next round: about what the time left allows
+    return best, boxes
+
+
+def _lower(n1: MLP, n2: MLP, L1: ExactLayers, L2: ExactLayers, box: Box, seed: int) -> tuple[Fraction, Point]:
+    """The largest exact gap among the samples, the float-screened grid points and the gradient maximisers."""
+    from relusym._deep.box_gap import gap_maximisers
+
+    best_x = box.interior_point()
+    best = _gap(*_values(n1, n2, best_x))
+    cands = _samples(box, 32, seed) + _float_argmax(L1, L2, box, 4096, seed, 8)
+    for x in cands + gap_maximisers(L1, L2, box.lo, box.hi, seed=seed):
+        v = _gap(*_values(n1, n2, x))
+        if v > best:
+            best, best_x = v, x
+    return best, best_x
+
+
 def distance_on_deep(
-    a: Any, b: Any, domain: Any, *, norm: str = "max", budget: float = 5.0, seed: int = 0, max_regions: int = 4000
+    a: Any,
+    b: Any,
+    domain: Any,
+    *,
+    norm: str = "max",
+    budget: float = 5.0,
+    seed: int = 0,
+    max_regions: int = 4000,
+    target: Fraction | None = None,
 ) -> DomainDistance:
     """max over the box of ‖ρ(a)(x) − ρ(b)(x)‖_∞: ``lower`` attained at ``point`` (exact), ``upper`` sound,
     ``kind`` "exact" when they meet (else "bounds").  The lower bound's candidates: samples, the float-screened
-    grid points and the float gradient maximisers of :mod:`relusym._deep.box_gap`, each evaluated exactly."""
+    grid points and the float gradient maximisers of :mod:`relusym._deep.box_gap`, each evaluated exactly.  The
+    upper bound, for networks of the same widths: symbolic difference intervals (:func:`symbolic_upper`), then the
+    boxes' interval bounds and exact affine pieces in the time left.  With ``target`` (the ε-question) the search
+    stops once the upper bound is ≤ ``target`` or the lower bound exceeds it."""
     if norm not in ("max", "inf", "linf"):
         raise InvalidNetworkError(f"norm must be 'max' (the sup over the box of the max over outputs), got {norm!r}")
     deadline = Deadline(budget)
     n1, n2, box = _pair(a, b, domain)
-    best_x = box.interior_point()
-    best = _gap(*_values(n1, n2, best_x))
-    for x in _samples(box, 32, seed):
-        v = _gap(*_values(n1, n2, x))
-        if v > best:
-            best, best_x = v, x
     L1, L2 = ExactLayers.of(n1), ExactLayers.of(n2)
+    best, best_x = _lower(n1, n2, L1, L2, box, seed)
     diff = _Diff(L1, L2) if _Diff.same_shape(L1, L2) else None
-    from relusym._deep.box_gap import gap_maximisers
-
-    for x in _float_argmax(L1, L2, box, 4096, seed, 8) + gap_maximisers(L1, L2, box.lo, box.hi, seed=seed):
-        v = _gap(*_values(n1, n2, x))
-        if v > best:
-            best, best_x = v, x
+    sym_upper, sym_boxes = None, 0
+    if diff is not None:
+        # half the time left: the boxes' CROWN-based interval bounds below are tighter on some pairs (ACAS 1_2)
+        sym_upper, sym_boxes = symbolic_upper(L1, L2, box, best, Deadline(deadline.left() / 2), target)
+        if sym_upper <= best:
+            return DomainDistance(best, best_x, best, "exact", box, None, sym_boxes)
+        if target is not None and (sym_upper <= target or best > target):
+            return DomainDistance(best, best_x, sym_upper, "bounds", box, None, sym_boxes)
     heap: list[tuple[float, int, Fraction, bool, Point, Point]] = []
     count = 0
 
@@ -320,13 +382,15 @@ def distance_on_deep(
     push(box.lo, box.hi)
     while heap and not deadline.expired() and count < max_regions:
         _, _, ub, exact, lo, hi = heap[0]
-        if ub <= best or exact:
+        if ub <= best or exact or (target is not None and (ub <= target or best > target)):
             break
         heapq.heappop(heap)
         for nlo, nhi in _split(lo, hi, box):
             push(nlo, nhi)
     upper = max(max((item[2] for item in heap), default=best), best)
-    return DomainDistance(best, best_x, upper, "exact" if upper == best else "bounds", box, None, count)
+    if sym_upper is not None:
+        upper = max(min(upper, sym_upper), best)
+    return DomainDistance(best, best_x, upper, "exact" if upper == best else "bounds", box, None, count + sym_boxes)
 
 
 @dataclass(frozen=True)
@@ -355,6 +419,6 @@ def within_on_deep(a: Any, b: Any, domain: Any, atol: Any, *, budget: float = 5.
     eps = to_fraction(atol, "atol")
     if eps < 0:
         raise InvalidNetworkError(f"atol must be non-negative, got {atol!r}")
-    d = distance_on_deep(a, b, domain, budget=budget, seed=seed)
+    d = distance_on_deep(a, b, domain, budget=budget, seed=seed, target=eps)
     answer = "yes" if d.upper <= eps else ("no" if d.lower > eps else "undecided")
     return WithinVerdict(answer, eps, d.lower, d.upper, d.point)
