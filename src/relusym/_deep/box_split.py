@@ -77,6 +77,12 @@ class FloatBounds:
         )
 
 
+def _interval(W: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval bounds of W·h + b over the boxes lo ≤ h ≤ hi (one box a row)."""
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    return lo @ Wp.T + hi @ Wn.T + b, hi @ Wp.T + lo @ Wn.T + b
+
+
 def _bounds(
     net: FloatNet, L: np.ndarray, U: np.ndarray, upto: int
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
@@ -91,9 +97,7 @@ def _bounds(
             lo_h, hi_h = L, U
         else:
             lo_h, hi_h = np.maximum(lower[-1], 0.0), np.maximum(upper[-1], 0.0)
-        Wp, Wn = np.maximum(W[T], 0.0), np.minimum(W[T], 0.0)
-        il = lo_h @ Wp.T + hi_h @ Wn.T + b[T]
-        iu = hi_h @ Wp.T + lo_h @ Wn.T + b[T]
+        il, iu = _interval(W[T], b[T], lo_h, hi_h)
         n = W[T].shape[0]
         if T == 0:
             lower.append(il)
@@ -145,9 +149,7 @@ def _sparse_bounds(
     N = len(L)
     for T in range(upto + 1):
         lo_h, hi_h = (L, U) if T == 0 else (np.maximum(lower[-1], 0.0), np.maximum(upper[-1], 0.0))
-        Wp, Wn = np.maximum(W[T], 0.0), np.minimum(W[T], 0.0)
-        il0 = lo_h @ Wp.T + hi_h @ Wn.T + b[T]
-        iu0 = hi_h @ Wp.T + lo_h @ Wn.T + b[T]
+        il0, iu0 = _interval(W[T], b[T], lo_h, hi_h)
         il, iu = np.maximum(il0, hint[0][T]), np.minimum(iu0, hint[1][T])
         n = W[T].shape[0]
         cu_T = np.zeros((N, n, net.m))
