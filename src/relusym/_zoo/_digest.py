@@ -439,9 +439,17 @@ def _general(
         else:
             d, w, ca = _fast_batch(Vb[part], Ab[part], bb[part], pt.take(part), max(int(lw), 1), int(pv), int(pw))
         ids = nets[part]
-        for t, i in enumerate(ids.tolist()):
-            digest[i] = d[t]
+        _put(digest, ids, d)
         width[ids], class_a[ids], fast[ids] = w, ca, True
+
+
+def _put(digest: list[str | None], ids: np.ndarray, values: list[str]) -> None:
+    """digest[ids[t]] = values[t] for every t: one slice assignment when the ids are consecutive."""
+    if ids.size and int(ids[-1]) - int(ids[0]) == ids.size - 1 and bool((np.diff(ids) == 1).all()):
+        digest[int(ids[0]) : int(ids[-1]) + 1] = values
+        return
+    for t, i in enumerate(ids.tolist()):
+        digest[i] = values[t]
 
 
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
@@ -487,8 +495,7 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
                 if Vb.dtype == np.float32 and n:  # the dense networks first, the others by the general path
                     dense, dd = dense_digests(Vb, Ab, bb, cb)
                     ids = nets[dense]
-                    for t, i in enumerate(ids.tolist()):
-                        digest[i] = dd[t]
+                    _put(digest, ids, dd)
                     width[ids], class_a[ids], fast[ids] = n, True, True
                     if dense.all():
                         continue
