@@ -485,3 +485,42 @@ def test_exact_sums_in_words_equal_python_integers(terms, base, columns):
         assert bool(neg[x]) == (total < 0)
         assert width[x] == (p.bit_length() + 7) // 8
         assert int.from_bytes(pb[x].tobytes(), "little") == p
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.integers(-(2**52) + 1, 2**52 - 1) | st.sampled_from([0, 1, -1, 2**51, -(2**51), 2**52 - 1]),
+                min_size=7,
+                max_size=7,
+            ),
+            st.integers(0, 72) | st.sampled_from([0, 13, 63, 64]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(-300, 300),
+)
+def test_exact_sums_in_128_bits_equal_python_integers(terms, base):
+    """The 128-bit path of split_words (sums below 2^126: offsets up to 72, words that wrap around, a low word
+    of zero, offsets of 64 and more) against Python integers, and against the word path it replaces."""
+    from relusym._zoo import _ints
+
+    arr = [(np.array(a, dtype=np.int64), s) for a, s in terms]
+    bases = np.full(7, base, dtype=np.int64)
+    t, pb, neg, width = _ints._split128(arr, bases)
+    for x in range(7):
+        total = sum(a[x] << s for a, s in terms)
+        tz = (total & -total).bit_length() - 1 if total else 0
+        p = abs(total) >> tz
+        assert t[x] == (base + tz if total else 0)
+        assert bool(neg[x]) == (total < 0)
+        assert width[x] == (p.bit_length() + 7) // 8
+        assert int.from_bytes(pb[x].tobytes(), "little") == p
+    wide = arr + [(np.zeros(7, dtype=np.int64), 200)]  # a zero term far up: the word path, the same sums
+    t2, pb2, neg2, width2 = _ints.words_split(wide, bases)
+    assert (t2 == t).all() and (neg2 == neg).all() and (width2 == width).all()
+    for x in range(7):
+        assert pb2[x, : width[x]].tobytes() == pb[x, : width[x]].tobytes()

@@ -190,6 +190,8 @@ def words_split(
     word s div 32 (below 2³²) and the rest into the next word (below 2⁵³), then one carry pass."""
     X = base.shape[0]
     hi = max(s for _, s in terms) + 53 + len(terms).bit_length()  # |sum| < 2^hi
+    if hi <= 126:
+        return _split128(terms, base)
     NW = max(hi // WORD + 1, max(s // WORD for _, s in terms) + 2)  # the top word signed
     Wd = np.zeros((NW, X), dtype=np.int64)
     for a, s in terms:
@@ -236,3 +238,50 @@ def _carry(Wd: np.ndarray) -> None:
     for j in range(Wd.shape[0] - 1):
         Wd[j + 1] += Wd[j] >> WORD
         Wd[j] &= WMASK
+
+
+_U64 = np.uint64
+
+
+def _ctz64(x: np.ndarray) -> np.ndarray:
+    """Trailing zeros of nonzero uint64 entries (64 for 0): the exponent of the lowest set bit, a power of two
+    that float64 holds exactly, read from its bits."""
+    low = (x & (_U64(0) - x)).astype(np.float64)
+    return np.where(x != 0, (low.view(np.int64) >> 52) - 1023, 64)
+
+
+def _split128(terms: list[tuple[np.ndarray, int]], base: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`words_split` for sums below 2^126 in magnitude: the sum held as a 128-bit two's complement pair
+    (hi int64, lo uint64); a·2^s adds a's bits shifted into lo (mod 2^64, the carry from the wrap-around) and
+    the rest, sign-extended, into hi.  Then the magnitude, its trailing zeros and the odd part as two uint64
+    words (X × 16 bytes, little-endian)."""
+    X = base.shape[0]
+    lo = np.zeros(X, dtype=np.uint64)
+    hi = np.zeros(X, dtype=np.int64)
+    for a, s in terms:
+        a = a.reshape(-1)
+        if s >= 64:  # |a|·2^(s−64) < 2^62: all of it in hi
+            hi += a << (s - 64)
+            continue
+        add = a.view(np.uint64) << _U64(s)
+        lo += add
+        hi += (a >> (64 - s) if s else a >> 63) + (lo < add)  # lo < add: the sum wrapped around
+    neg = hi < 0
+    if neg.any():  # −(hi·2^64 + lo) = (−hi − 1)·2^64 + (2^64 − lo), or −hi·2^64 when lo = 0
+        np.negative(hi, out=hi, where=neg)
+        hi -= neg & (lo != 0)
+        np.subtract(_U64(0), lo, out=lo, where=neg)
+    hu = hi.view(np.uint64)
+    live = (lo != 0) | (hu != 0)
+    nz = lo != 0
+    tz = np.where(nz, _ctz64(lo), 64 + _ctz64(hu))  # 128 for 0
+    r = np.minimum(np.where(nz, tz, tz - 64), 63).astype(np.uint64)  # the shift within the word
+    low_words = np.where(nz, lo, hu)  # lo = 0: the words moved down by one first
+    high_words = np.where(nz, hu, _U64(0))
+    p0 = (low_words >> r) | np.where(r > 0, high_words << (_U64(64) - r), _U64(0))
+    p1 = high_words >> r
+    pb = np.empty((X, 2), dtype="<u8")
+    pb[:, 0], pb[:, 1] = p0, p1
+    width = np.where(p1 != 0, 8 + u64_bytes(p1), u64_bytes(p0)) * live
+    t = np.where(live, base + tz, 0)
+    return t, pb.view(np.uint8), neg & live, width
