@@ -291,6 +291,7 @@ def main() -> None:
         "--cli", type=int, default=0, help="networks of the CLI rows (relusym zoo, serial/pool/Dask; 0: skip)"
     )
     p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
+    p.add_argument("--only-digests", action="store_true", help="only the digest, memory and growth rows")
     args = p.parse_args()
     q = args.quick
     sizes = {(8, 64, 1): (4096, 100), (64, 256, 10): (64, 8), (784, 128, 10): (24, 4)}
@@ -327,6 +328,8 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for total in sizes_g:
             print(growth(total), flush=True)
+    if args.only_digests:
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         jb = args.job if args.job is not None else (2000 if q else 20000)

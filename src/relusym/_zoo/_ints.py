@@ -272,16 +272,18 @@ def _split128(terms: list[tuple[np.ndarray, int]], base: np.ndarray) -> tuple[np
         hi -= neg & (lo != 0)
         np.subtract(_U64(0), lo, out=lo, where=neg)
     hu = hi.view(np.uint64)
-    live = (lo != 0) | (hu != 0)
     nz = lo != 0
-    tz = np.where(nz, _ctz64(lo), 64 + _ctz64(hu))  # 128 for 0
-    r = np.minimum(np.where(nz, tz, tz - 64), 63).astype(np.uint64)  # the shift within the word
+    live = nz | (hu != 0)
     low_words = np.where(nz, lo, hu)  # lo = 0: the words moved down by one first
     high_words = np.where(nz, hu, _U64(0))
+    c = _ctz64(low_words)
+    tz = c + 64 * ~nz  # 128 for 0
+    r = np.minimum(c, 63).astype(np.uint64)  # the shift within the words
     p0 = (low_words >> r) | np.where(r > 0, high_words << (_U64(64) - r), _U64(0))
     p1 = high_words >> r
     pb = np.empty((X, 2), dtype="<u8")
     pb[:, 0], pb[:, 1] = p0, p1
-    width = np.where(p1 != 0, 8 + u64_bytes(p1), u64_bytes(p0)) * live
+    up = p1 != 0
+    width = u64_bytes(np.where(up, p1, p0)) + 8 * up
     t = np.where(live, base + tz, 0)
     return t, pb.view(np.uint8), neg & live, width
