@@ -299,9 +299,8 @@ def dense_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     mag = X.reshape(Bo * n, C).take(at, axis=0, out=_work("mag", (Bo * n, C), np.int64))
     mag = mag.view(np.uint64).reshape(Bo, n * C)
     Ws = W.reshape(Bo * n, C).take(at, axis=0, out=_work("F", (Bo * n, C), np.float32)).reshape(Bo, n, C)  # F is free
-    sneg = np.less(Ws, 0, out=_work("sneg", Ws.shape, np.bool_))
-    np.not_equal(sneg, (Ws[:, :, :1] < 0), out=sneg)
-    np.logical_and(sneg, Ws != 0, out=sneg)
+    np.multiply(Ws, np.where(Ws[:, :, :1] < 0, np.float32(-1), np.float32(1)), out=Ws)  # the rows of ŵ (exact)
+    sneg = np.less(Ws, 0, out=_work("sneg", Ws.shape, np.bool_))  # −0.0 is not negative
     # the kinks |λ_i| v_i, in the classes' order (B × n × k)
     ol, sl = odd_parts(Ws[:, :, 0])
     Vt = np.empty((Bo, n, 2 * k), dtype=np.int32)
