@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from relusym._zoo._bytes import Ragged, headers, le_into
-from relusym._zoo._ints import odd_parts, split_words, u64_bytes
+from relusym._zoo._ints import log2_pow2, odd_parts, split_words, u64_bytes
 
 __all__ = ["dense_digests", "float_limbs", "DENSE_BITS", "workspace"]
 
@@ -105,7 +105,7 @@ def _frexp_exp(x: np.ndarray) -> np.ndarray:
 def _odd(x: np.ndarray) -> np.ndarray:
     """The odd parts of nonnegative int64 integers below 2^63 (0 stays 0)."""
     low = x & -x
-    return np.asarray(x >> np.maximum(np.frexp(low.astype(np.float64))[1] - 1, 0))
+    return np.asarray(x >> np.maximum(log2_pow2(low), 0))
 
 
 def _coprime(a: np.ndarray, b: np.ndarray, steps: int = 12) -> np.ndarray:
@@ -156,12 +156,12 @@ def _row_integers(W: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     e_lo = np.clip(e_lo, -127, 126)
     Xi = _work("X", F.shape, np.int64)
     with np.errstate(over="ignore", invalid="ignore"):  # only in the rows refused above
-        np.multiply(F, np.ldexp(np.float32(1), -e_lo).astype(np.float32)[:, :, None], out=F)
+        scale = ((127 - e_lo) << 23).astype(np.int32).view(np.float32)  # 2^(−e_lo), a normal float32
+        np.multiply(F, scale[:, :, None], out=F)
         np.copyto(Xi, F, casting="unsafe")
     orv = _rows(np.bitwise_or, Xi)
     orv &= -orv
-    sh = np.frexp(orv.astype(np.float64))[1].astype(np.int64) - 1
-    sh = np.maximum(sh, 0)
+    sh = np.maximum(log2_pow2(orv), 0)
     Xi >>= sh[:, :, None]
     flat = Xi.reshape(B * n, C)
     g = _odd(flat[:, 0])  # the odd gcd: that of the entries' odd parts (some entry is odd now)

@@ -16,6 +16,8 @@ __all__ = [
     "odd_parts",
     "top_bit",
     "bit_length",
+    "exponent_field",
+    "log2_pow2",
     "u64_bytes",
     "row_gcd",
     "shift_limbs",
@@ -55,15 +57,29 @@ def odd_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (o ^ sm) - sm, np.maximum(ef, 1) - 1075 + tz + zero * (BIG + 1074)
 
 
+def exponent_field(f: np.ndarray) -> np.ndarray:
+    """The biased exponent field of float64 values (0 for 0), read from their bits: for a normal f ≠ 0,
+    2^(field − 1023) ≤ |f| < 2^(field − 1022) (np.frexp's exponent is field − 1022; np.frexp goes through a
+    scalar libm call per entry)."""
+    return np.asarray((f.view(np.int64) >> 52) & 0x7FF)
+
+
 def top_bit(x: np.ndarray) -> np.ndarray:
     """Exponent of the leading bit of each x (−BIG for 0)."""
-    ex = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
+    ex = exponent_field(x.astype(np.float64)) - 1023
     return np.where(x != 0, ex, -BIG)
 
 
 def bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0)."""
-    return (np.frexp(x.astype(np.float64))[1]).astype(np.int64)
+    """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0): exact in float64, the bit length is the
+    exponent field less 1022."""
+    return np.maximum(exponent_field(x.astype(np.float64)) - 1022, 0)
+
+
+def log2_pow2(x: np.ndarray) -> np.ndarray:
+    """log2 of integer powers of two below 2^64 (any integer dtype; −1023 for 0), exactly: a power of two is a
+    float64."""
+    return exponent_field(x.astype(np.float64)) - 1023
 
 
 def u64_bytes(x: np.ndarray) -> np.ndarray:
@@ -219,7 +235,7 @@ def words_split(
         idx = np.minimum(j0[None, :] + np.arange(NW)[:, None], NW)
         sh = np.take_along_axis(Wx, idx, axis=0)  # the words moved down by j0 (zeros above)
     low = sh[0] | ~live
-    tz = (np.frexp((low & -low).astype(np.float64))[1] - 1).astype(np.int64)
+    tz = log2_pow2(low & -low)
     P = sh >> tz  # then by tz bits
     P[:-1] |= (sh[1:] << (WORD - tz)) & WMASK
     cols = np.arange(X)
