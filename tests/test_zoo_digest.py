@@ -524,3 +524,20 @@ def test_exact_sums_in_128_bits_equal_python_integers(terms, base):
     assert (t2 == t).all() and (neg2 == neg).all() and (width2 == width).all()
     for x in range(7):
         assert pb2[x, : width[x]].tobytes() == pb[x, : width[x]].tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**53 - 1) | st.sampled_from([0, 1, 2**52, 2**53 - 1, 255, 256]), min_size=1))
+def test_bit_lengths_from_float_bits_equal_python_integers(xs):
+    """bit_length (from the float64 exponent field, not np.frexp) and the power-of-two logarithm against
+    int.bit_length, for int64 below 2^53; u64_bytes against the bytes of uint64 values of every size."""
+    from relusym._zoo import _ints
+
+    x = np.array(xs, dtype=np.int64)
+    assert _ints.bit_length(x).tolist() == [v.bit_length() for v in xs]
+    low = x & -x
+    assert _ints.log2_pow2(low[x != 0]).tolist() == [(v & -v).bit_length() - 1 for v in xs if v]
+    big = [(v << (v % 12)) % 2**64 for v in xs] + [2**64 - 1, 2**56 - 1, 2**56, 2**32]
+    u = np.array(big, dtype=np.uint64)
+    assert _ints.u64_bytes(u).tolist() == [(v.bit_length() + 7) // 8 for v in big]
+    assert _ints.log2_pow2(np.array([1 << s for s in range(64)], dtype=np.uint64)).tolist() == list(range(64))

@@ -73,7 +73,7 @@ def top_bit(x: np.ndarray) -> np.ndarray:
 def bit_length(x: np.ndarray) -> np.ndarray:
     """Bit lengths of nonnegative int64 entries below 2⁵³ (0 for 0): exact in float64, the bit length is the
     exponent field less 1022."""
-    return np.maximum(exponent_field(x.astype(np.float64)) - 1022, 0)
+    return np.asarray(np.maximum(exponent_field(x.astype(np.float64)) - 1022, 0))
 
 
 def log2_pow2(x: np.ndarray) -> np.ndarray:
@@ -266,7 +266,9 @@ def _ctz64(x: np.ndarray) -> np.ndarray:
     return np.where(x != 0, (low.view(np.int64) >> 52) - 1023, 64)
 
 
-def _split128(terms: list[tuple[np.ndarray, int]], base: np.ndarray) -> tuple[np.ndarray, ...]:
+def _split128(
+    terms: list[tuple[np.ndarray, int]], base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`words_split` for sums below 2^126 in magnitude: the sum held as a 128-bit two's complement pair
     (hi int64, lo uint64); a·2^s adds a's bits shifted into lo (mod 2^64, the carry from the wrap-around) and
     the rest, sign-extended, into hi.  Then the magnitude, its trailing zeros and the odd part as two uint64
