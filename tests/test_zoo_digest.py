@@ -455,6 +455,20 @@ def test_dense_blocks_of_any_size_give_the_same_digests(monkeypatch):
         assert (part.class_a == whole.class_a).all() and part.fast.all()
 
 
+def _assert_splits(terms: list[tuple[list[int], int]], base: int, out: tuple[np.ndarray, ...]) -> None:
+    """The 2-adic splits (t, bytes of |p|, p < 0, bytes used) of the sums Σ a·2^s column by column, against
+    Python integers."""
+    t, pb, neg, width = out
+    for x in range(len(terms[0][0])):
+        total = sum(a[x] << s for a, s in terms)
+        tz = (total & -total).bit_length() - 1 if total else 0
+        p = abs(total) >> tz
+        assert t[x] == (base + tz if total else 0)
+        assert bool(neg[x]) == (total < 0)
+        assert width[x] == (p.bit_length() + 7) // 8
+        assert int.from_bytes(pb[x].tobytes(), "little") == p
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
@@ -477,14 +491,7 @@ def test_exact_sums_in_words_equal_python_integers(terms, base, columns):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_ints, "_COLUMNS", columns)
         t, pb, neg, width = _ints.split_words(arr, np.full(5, base, dtype=np.int64))
-    for x in range(5):
-        total = sum(a[x] << s for a, s in terms)
-        tz = (total & -total).bit_length() - 1 if total else 0
-        p = abs(total) >> tz
-        assert t[x] == (base + tz if total else 0)
-        assert bool(neg[x]) == (total < 0)
-        assert width[x] == (p.bit_length() + 7) // 8
-        assert int.from_bytes(pb[x].tobytes(), "little") == p
+    _assert_splits(terms, base, (t, pb, neg, width))
 
 
 @settings(max_examples=150, deadline=None)
@@ -511,14 +518,7 @@ def test_exact_sums_in_128_bits_equal_python_integers(terms, base):
     arr = [(np.array(a, dtype=np.int64), s) for a, s in terms]
     bases = np.full(7, base, dtype=np.int64)
     t, pb, neg, width = _ints._split128(arr, bases)
-    for x in range(7):
-        total = sum(a[x] << s for a, s in terms)
-        tz = (total & -total).bit_length() - 1 if total else 0
-        p = abs(total) >> tz
-        assert t[x] == (base + tz if total else 0)
-        assert bool(neg[x]) == (total < 0)
-        assert width[x] == (p.bit_length() + 7) // 8
-        assert int.from_bytes(pb[x].tobytes(), "little") == p
+    _assert_splits(terms, base, (t, pb, neg, width))
     wide = arr + [(np.zeros(7, dtype=np.int64), 200)]  # a zero term far up: the word path, the same sums
     t2, pb2, neg2, width2 = _ints.words_split(wide, bases)
     assert (t2 == t).all() and (neg2 == neg).all() and (width2 == width).all()
