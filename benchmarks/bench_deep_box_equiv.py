@@ -3,15 +3,18 @@
     python benchmarks/bench_deep_box_equiv.py [--files K] [--budget SECONDS] [--milp SECONDS] [--dist SECONDS]
 
 For each of the first K networks of /work/shared/data/acasxu (loaded with ``relusym.load``, the box the file
-records), three pairs:
+records), four pairs:
 
 * ``f16``: every weight and bias rounded to float16 (different on the box; the verifiers' question is how far);
 * ``drop1``: first-layer unit 0 removed (different unless that unit is dead on the box);
 * ``sym``: a structurally equal copy: each hidden layer permuted, each unit scaled by a power of two (its row and
   bias by 2^s, its outgoing column by 2^−s), plus one first-layer unit dead on the box (active outside it) feeding
-  every second-layer unit.
+  every second-layer unit;
+* ``pruned``: the network's own box-pruned copy (``prune_on`` with 30 s, timed apart: what
+  ``relusym prune NET --box-from NET -o small.nnet`` writes), the first check a user makes after pruning.
 
-relusym: ``equivalent_on_deep`` (exact: "equal" with a certificate, "different" with an exact input strictly inside
+relusym: ``equivalent_on_box``, what ``relusym.equivalent(a, b, domain=box)`` and ``relusym equiv --box-from`` run
+(exact: "equal" with a certificate, "different" with an exact input strictly inside
 the box, or "undecided"), and for ``f16`` ``distance_on_deep`` (an exact lower bound at an exact input, a sound
 upper bound).  MILP: for each output i and sign, max ±(f1_i − f2_i) over the box with both networks encoded by
 big-M (bounds by float interval arithmetic, as a user would), scipy.optimize.milp (HiGHS), the pair's time split
@@ -34,8 +37,10 @@ import numpy as np
 
 import relusym
 from relusym._bounded.domain import Box
-from relusym._deep.box_decide import distance_on_deep, equivalent_on_deep
+from relusym._deep.box_decide import distance_on_deep
+from relusym._deep.box_equal import equivalent_on_box
 from relusym._deep.box_milp import milp_max
+from relusym._deep.box_prune import prune_on
 from relusym._deep.mlp import MLP
 
 DATA = "/work/shared/data/acasxu"
@@ -170,10 +175,14 @@ def main() -> None:
     for idx, path in enumerate(sorted(glob.glob(f"{DATA}/*.nnet"))[: args.files]):
         net, box = read(path)
         name = path.split("run2a_")[1].split("_batch")[0]
+        c0 = time.process_time()
+        pruned = prune_on(net, box, budget=30)
+        print(f"{name:7s} pruned on the box to {pruned.network.widths} in {time.process_time() - c0:.1f} s CPU")
         pairs = [("f16", f16_copy(net)), ("drop1", drop1_copy(net)), ("sym", sym_copy(net, box, idx))]
+        pairs.append(("pruned", pruned.network))
         for label, other in pairs:
             t0, c0 = time.perf_counter(), time.process_time()
-            v = equivalent_on_deep(net, other, box, budget=args.budget)
+            v = equivalent_on_box(net, other, box, budget=args.budget)
             rt, rc = time.perf_counter() - t0, time.process_time() - c0
             if v.counterexample is not None:
                 assert box.contains(v.counterexample.x, strict=True)

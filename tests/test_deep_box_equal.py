@@ -51,27 +51,69 @@ def test_the_planted_unit_is_dead_on_the_box_only_by_a_proof_beyond_intervals() 
     ).evaluate_exact((Fraction(4), Fraction(0)))
 
 
-def test_a_network_equals_its_box_pruned_copy(monkeypatch: pytest.MonkeyPatch) -> None:
-    net = _net()
-    pruned = prune_on(net, BOX, budget=10)
-    assert (2, 0) in pruned.dead
-    for x in _grid(16):  # the oracle: exact values on a grid of the box (the pruned network is equal there)
-        assert pruned.network.evaluate_exact(x) == net.evaluate_exact(x)
-    _undecided_first(monkeypatch)
-    v = box_equal.equivalent_on_box(net, pruned.network, BOX, budget=20)
+def _check_equal(v: DeepVerdict, nets: tuple[MLP, MLP]) -> None:
+    """The certificate applies: every proof the removals rest on re-checks exactly, each network's removed units
+    are proved dead, and the symmetry maps one reduction onto the other."""
     assert v.status == "equal", v.reason
     cert = v.certificate
     assert cert is not None and cert.box_statuses
-    # the certificate applies: every removed unit's proof re-checks, and the symmetry maps one reduction onto the other
-    for st, which in zip(cert.box_statuses, (net, pruned.network), strict=False):  # statuses of the first, second
-        assert st.statuses[1][0] == "dead" or which is pruned.network
+    for st, which in zip(cert.box_statuses, nets, strict=False):
+        if st is None:
+            continue
         for lay in st.certificates:
             for c in lay:
                 if c.status != "undecided":
                     assert check_certificate(which, BOX, c)
     if cert.symmetry is not None:
         assert cert.symmetry.apply(cert.reduced1).same_parameters(cert.reduced2)
+
+
+@pytest.mark.parametrize("route", ["partnered", "full"])
+def test_a_network_equals_its_box_pruned_copy(monkeypatch: pytest.MonkeyPatch, route: str) -> None:
+    net = _net()
+    pruned = prune_on(net, BOX, budget=10)
+    assert (2, 0) in pruned.dead
+    for x in _grid(16):  # the oracle: exact values on a grid of the box (the pruned network is equal there)
+        assert pruned.network.evaluate_exact(x) == net.evaluate_exact(x)
+    _undecided_first(monkeypatch)
+    if route == "full":
+        monkeypatch.setattr(box_equal, "_partnered", lambda *args: None)
+    v = box_equal.equivalent_on_box(net, pruned.network, BOX, budget=20)
+    _check_equal(v, (net, pruned.network))
+    st = v.certificate.box_statuses[0] if v.certificate else None
+    assert st is not None and st.statuses[1][0] == "dead"
     assert "dead" in v.to_dict()["certificate"]["box_statuses"][0]
+    if route == "partnered":
+        assert "without a partner" in v.reason
+
+
+def test_a_planted_unit_dead_only_on_the_box_in_a_permuted_scaled_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second network: the first's units permuted and rescaled by positive factors, plus a unit planted in the
+    second layer that is dead on the box by a proof beyond intervals (2u, with another output weight) and fires
+    outside it.  Its direction is u's, held twice by the second network and once by the first, so u and both
+    copies are left unpartnered; the partnered route proves the three dead and certifies "equal"."""
+    net = _net()
+    W1, b1 = [[Fraction(w) for w in r] for r in net.weights[0]], [Fraction(v) for v in net.biases[0]]
+    W2, b2 = [[Fraction(w) for w in r] for r in net.weights[1]], [Fraction(v) for v in net.biases[1]]
+    Wo = [[Fraction(w) for w in net.weights[2][0]]]
+    perm, scale = [2, 0, 1], [Fraction(3), Fraction(1, 2), Fraction(5, 4)]
+    nW1 = [[w * scale[i] for w in W1[p]] for i, p in enumerate(perm)]
+    nb1 = [b1[p] * scale[i] for i, p in enumerate(perm)]
+    nW2 = [[r[p] / scale[i] for i, p in enumerate(perm)] for r in W2]
+    planted = [w * 2 for w in nW2[0]]  # 2·u: dead on the box exactly where u is
+    nW2, nb2 = [nW2[1], planted, nW2[0], nW2[2]], [b2[1], b2[0] * 2, b2[0], b2[2]]
+    nWo = [[Wo[0][1], Fraction(7), Wo[0][0], Wo[0][2]]]
+    other = MLP([nW1, nW2, nWo], [nb1, nb2, net.biases[2]])
+    assert other.evaluate_exact((Fraction(4), Fraction(0))) != net.evaluate_exact((Fraction(4), Fraction(0)))
+    for x in _grid(16):
+        assert other.evaluate_exact(x) == net.evaluate_exact(x)
+    _undecided_first(monkeypatch)
+    monkeypatch.setattr(box_equal, "prune_on", lambda *a, **k: pytest.fail("the full route was taken"))
+    v = box_equal.equivalent_on_box(net, other, BOX, budget=20)
+    _check_equal(v, (net, other))
+    assert v.certificate is not None
+    first, second = v.certificate.box_statuses
+    assert first.statuses[1][0] == "dead" and second.statuses[1][1] == second.statuses[1][2] == "dead"
 
 
 def test_removing_a_crossing_unit_is_never_equal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,5 +148,6 @@ def test_acas_network_equals_its_box_pruned_copy() -> None:
     box = input_box(path)
     pruned = prune_on(net, box, budget=30)
     assert pruned.dead
-    v = box_equal.equivalent_on_box(net, pruned.network, box, budget=120)
+    v = box_equal.equivalent_on_box(net, pruned.network, box, budget=60)
     assert v.status == "equal", v.reason
+    assert "without a partner" in v.reason  # the partnered route: the 7 removed units' proofs only

@@ -392,12 +392,16 @@ def align(net1: Any, net2: Any, **kwargs: Any) -> Any:
     return _align_shallow(a, b, **kwargs)
 
 
-def unit_status(net: Any, domain: Any, *, budget: float = 10.0, cover_leaves: int = 256) -> Any:
+def unit_status(
+    net: Any, domain: Any, *, budget: float = 10.0, cover_leaves: int = 256, only: Any = None
+) -> Any:
     """Every hidden unit's status on a domain (a Box, a Polytope or a pair (lo, hi)), exactly: ``"dead"`` (its
     pre-activation is ≤ 0 on the whole domain), ``"active"`` (≥ 0 there: it acts linearly), ``"crossing"`` (two
     exact inputs of the domain where it is < 0 and > 0) or ``"undecided"`` within ``budget`` seconds.  Each
     dead/active proof is an exact bound with its certificate; see docs/math/deep.md.  ``cover_leaves``: the
-    leaves a unit's cover by input splitting may use on a box (0 turns the covers off).
+    leaves a unit's cover by input splitting may use on a box (0 turns the covers off).  ``only``: an iterable of
+    (layer, unit) pairs (hidden layers numbered from 1, as the certificates number them) to classify; the others
+    get only the cheap statuses and are otherwise "undecided" with reason "not requested".
 
     >>> from relusym import MLP
     >>> net = MLP([[[1], [-1]], [[1, 1]], [[1]]], [[0, 0], [-3], [0]])   # σ(|x| − 3) on [−1, 1] is dead
@@ -407,4 +411,4 @@ def unit_status(net: Any, domain: Any, *, budget: float = 10.0, cover_leaves: in
     from relusym._deep.mlp import as_mlp
     from relusym._deep.status import unit_status as _unit_status
 
-    return _unit_status(as_mlp(net), domain, budget=budget, cover_leaves=cover_leaves)
+    return _unit_status(as_mlp(net), domain, budget=budget, cover_leaves=cover_leaves, only=only)

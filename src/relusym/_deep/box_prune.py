@@ -20,6 +20,7 @@ valid while the layers are processed one after another.  Then the four reduction
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -30,7 +31,7 @@ from relusym._deep.reduce import Reduction, reduce_layers, rows_to_mlp
 from relusym._deep.rows import Row, rational_rows
 from relusym._deep.status import ACTIVE, DEAD, UnitStatus, unit_status
 
-__all__ = ["BoxPruned", "prune_on"]
+__all__ = ["BoxPruned", "prune_on", "prune_with"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,17 @@ def prune_on(net: Any, domain: Any, *, budget: float = 10.0, seed: int = 0) -> B
     reduced by the rules that hold on all of ℝ^m.  Undecided or crossing units are kept."""
     mlp = as_mlp(net)
     dom = as_domain(domain, mlp.m)
-    st = unit_status(mlp, dom, budget=budget, seed=seed)
+    return prune_with(mlp, unit_status(mlp, dom, budget=budget, seed=seed))
+
+
+def prune_with(mlp: MLP, st: UnitStatus, units: Collection[tuple[int, int]] | None = None) -> BoxPruned:
+    """:func:`prune_on` with the statuses already proved (``st``, of ``mlp`` on ``st.domain``): only the units
+    they prove dead or active are touched, and of those only ``units`` ((layer, unit) pairs, layers from 1) when
+    given."""
+
+    def proved(ell: int, j: int, status: str) -> bool:
+        return st.statuses[ell][j] == status and (units is None or (ell + 1, j) in units)
+
     layers = [rational_rows(W, b) for W, b in zip(mlp.weights, mlp.biases, strict=True)]
     dead: list[tuple[int, int]] = []
     folded: list[tuple[int, int]] = []
@@ -103,7 +114,7 @@ def prune_on(net: Any, domain: Any, *, budget: float = 10.0, seed: int = 0) -> B
         ids = list(range(len(layers[ell])))
         # dead units: output 0 on the domain
         for pos in range(len(ids) - 1, -1, -1):
-            if st.statuses[ell][ids[pos]] == DEAD:
+            if proved(ell, ids[pos], DEAD):
                 dead.append((ell + 1, ids[pos]))
                 _drop(layers, ell, pos)
                 del ids[pos]
@@ -111,7 +122,7 @@ def prune_on(net: Any, domain: Any, *, budget: float = 10.0, seed: int = 0) -> B
         span = _Span(len(layers[ell][0]) - 1 if layers[ell] else 0)
         pos = 0
         while pos < len(ids):
-            if st.statuses[ell][ids[pos]] != ACTIVE:
+            if not proved(ell, ids[pos], ACTIVE):
                 pos += 1
                 continue
             row = layers[ell][pos]

@@ -64,8 +64,9 @@ class DeepCertificate:
     box_statuses: tuple[Any, ...] = ()
 
     def with_box_statuses(self, statuses: tuple[Any, ...]) -> DeepCertificate:
-        """The same certificate for the two networks pruned on a box: ``statuses`` (two
-        :class:`relusym._deep.status.UnitStatus`) prove the removed units dead or active there."""
+        """The same certificate for the two networks pruned on a box: ``statuses`` (one
+        :class:`relusym._deep.status.UnitStatus` per network, in order; None or missing for a network used as it
+        is) prove the removed units dead or active there."""
         return replace(self, box_statuses=statuses)
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,7 +76,7 @@ class DeepCertificate:
             "reductions": [[s.to_dict() for s in self.steps1], [s.to_dict() for s in self.steps2]],
         }
         if self.box_statuses:
-            d["box_statuses"] = [st.counts() for st in self.box_statuses]
+            d["box_statuses"] = [None if st is None else st.counts() for st in self.box_statuses]
         if self.symmetry is not None:
             d["symmetry"] = self.symmetry.to_dict()
         if self.points:

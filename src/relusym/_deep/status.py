@@ -18,7 +18,7 @@ a bound over D); the witnesses are points of the polytope.  Floats only propose 
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -48,6 +48,7 @@ __all__ = [
     "ACTIVE",
     "CROSSING",
     "UNDECIDED",
+    "NOT_REQUESTED",
     "UnitCertificate",
     "UnitStatus",
     "unit_status",
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
+NOT_REQUESTED = "not requested"  # the reason of a unit left out by unit_status(..., only=...)
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
 # the cover stage's share of the time left, and within it the second layer's covers' (their part of the pending
 # units, clipped to the range given) and the witness hunt's shares of what is left when each starts (on ACAS Xu
@@ -456,6 +458,7 @@ def unit_status(
     search: str = "box",
     tighten_bounds: bool = False,
     cover_leaves: int = 256,
+    only: Iterable[tuple[int, int]] | None = None,
 ) -> UnitStatus:
     """The status of every hidden unit of ``net`` on ``domain`` (a Box, a Polytope or a pair (lo, hi)), exact.
 
@@ -470,7 +473,9 @@ def unit_status(
     search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
     ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
     off).  Units left unproved are
-    "undecided" with the reason."""
+    "undecided" with the reason.  ``only``: the (layer, unit) pairs to classify (layers 1-based, as the
+    certificates number them); the other units keep the cheap statuses (witnesses, the root's bound table) and are
+    otherwise "undecided" with reason "not requested"."""
     clock = Stopwatch()
     deadline = Deadline(budget)
     if isinstance(cover_leaves, bool) or not isinstance(cover_leaves, int) or cover_leaves < 0:
@@ -480,6 +485,7 @@ def unit_status(
     mlp = as_mlp(net)
     dom = as_domain(domain, mlp.m)
     layers = ExactLayers.of(mlp)
+    wanted = _requested(layers, only)
     root = bounding_box(dom)
     rng = _random.Random(seed)
     wit = Witnesses(layers)
@@ -498,6 +504,8 @@ def unit_status(
             c = _crossing_cert(wit, ell, j) if wit.crossing(ell, j) else None
             if c is None and table is not None:
                 c = _root_cert(table, ell, j, root, isinstance(dom, Polytope))
+            if c is None and wanted is not None and (ell, j) not in wanted:
+                c = UnitCertificate(ell + 1, j, UNDECIDED, reason=NOT_REQUESTED)
             if c is None:
                 pending.append((ell, j))
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
@@ -531,6 +539,24 @@ def unit_status(
         tuple(tuple(row) for row in certs),
         clock.elapsed(),
     )
+
+
+def _requested(layers: ExactLayers, only: Iterable[tuple[int, int]] | None) -> set[tuple[int, int]] | None:
+    """``only``'s (layer, unit) pairs (1-based layers) as 0-based (layer, unit) pairs; refused when out of range."""
+    if only is None:
+        return None
+    out = set()
+    for pair in only:
+        try:
+            ell, j = (int(v) for v in pair)
+        except (TypeError, ValueError):
+            raise InvalidNetworkError(f"only: expected (layer, unit) pairs, got {pair!r}") from None
+        if not (1 <= ell <= layers.hidden and 0 <= j < layers.widths[ell]):
+            raise InvalidNetworkError(
+                f"only: no hidden unit ({ell}, {j}) (layers 1..{layers.hidden}, numbered as the certificates)"
+            )
+        out.add((ell - 1, j))
+    return out
 
 
 def statuses_of(result: UnitStatus) -> list[list[str]]:
