@@ -81,8 +81,11 @@ def execute(
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         return
-    for t, args in enumerate(tasks):
-        yield t, fn(*args)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):  # as in the workers: see one_blas_thread
+        for t, args in enumerate(tasks):
+            yield t, fn(*args)
 
 
 def pool_worker(parent: int) -> None:
@@ -138,16 +141,26 @@ def reuse_memory() -> None:
 
 
 def run_tuned(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` after :func:`reuse_memory`: how a Dask worker runs a task (module-level, so that Dask
-    pickles it by reference)."""
+    """``fn(*args)`` after :func:`reuse_memory` and :func:`one_blas_thread` (once per process: a worker forked
+    from the client inherits its BLAS threads, started before the nanny's one-thread variables could act): how a
+    Dask worker runs a task (module-level, so that Dask pickles it by reference)."""
+    global _ONE_BLAS
     reuse_memory()
+    if not _ONE_BLAS:
+        _ONE_BLAS = True
+        one_blas_thread()
     return fn(*args)
+
+
+_ONE_BLAS = False
 
 
 def one_blas_thread() -> None:
     """Hold BLAS to one thread for the life of this process: the initializer of the zoo's and the census's process
     pools, whose workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's
-    nanny sets the same limit for its workers)."""
+    nanny sets the same limit for its workers).  A serial job holds it too, while it runs: the zoo's matrix
+    products are small (a block of networks), and OpenBLAS's threads spin between them, which cost the serial
+    job more CPU time than the products themselves."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")

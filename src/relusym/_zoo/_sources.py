@@ -23,10 +23,10 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -34,7 +34,17 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["Chunk", "Item", "model_suffixes", "plan_chunks", "read_chunk", "skipped_files"]
+__all__ = [
+    "Chunk",
+    "Item",
+    "StackRows",
+    "item_indices",
+    "item_sources",
+    "model_suffixes",
+    "plan_chunks",
+    "read_chunk",
+    "skipped_files",
+]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
 
@@ -115,6 +125,50 @@ class Item:
     index: int
     net: Network | MLP | None = None
     error: str | None = None
+
+
+class StackRows(Sequence[Item]):
+    """The items of rows ``start``..``stop`` of a stacked shard named ``name`` (row r is network ``first + r −
+    start``, source ``name#r``), made only when asked for: a chunk of a shard holds thousands of rows, and one
+    ``Item`` object per row cost the job more than reading its weights.  :func:`item_indices` and
+    :func:`item_sources` give the columns of all of them at once."""
+
+    __slots__ = ("name", "first", "start", "stop")
+
+    def __init__(self, name: str, first: int, start: int, stop: int) -> None:
+        self.name, self.first, self.start, self.stop = name, first, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    @overload
+    def __getitem__(self, t: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, t: slice) -> list[Item]: ...
+
+    def __getitem__(self, t: int | slice) -> Item | list[Item]:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(len(self)))]
+        if not -len(self) <= t < len(self):
+            raise IndexError(t)
+        t %= len(self)
+        return Item(f"{self.name}#{self.start + t}", self.first + t)
+
+
+def item_indices(items: Sequence[Item]) -> np.ndarray:
+    """The zoo positions of ``items`` (int64)."""
+    if isinstance(items, StackRows):
+        return np.arange(items.first, items.first + len(items), dtype=np.int64)
+    return np.array([it.index for it in items], dtype=np.int64)
+
+
+def item_sources(items: Sequence[Item]) -> list[str]:
+    """The source names of ``items``."""
+    if isinstance(items, StackRows):
+        prefix = items.name + "#"
+        return [prefix + str(r) for r in range(items.start, items.stop)]
+    return [it.source for it in items]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -311,7 +365,7 @@ class ChunkData:
     """What a chunk holds once read: stacks of equal-shape float arrays with their row items, and single
     networks (or errors)."""
 
-    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    stacks: list[tuple[Sequence[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     singles: list[Item]
 
 
@@ -497,14 +551,13 @@ def _dtype(table: Any) -> Any:
 def read_chunk(chunk: Chunk) -> ChunkData:
     """Read the networks of a chunk (in the process that runs it).  Nothing raises: unreadable networks become
     items with an error."""
-    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    stacks: list[tuple[Sequence[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     singles: list[Item] = []
     if chunk.kind == "shard":
         name = chunk.names[0]
         try:
             V, A, b, c = _read_stack(chunk.paths[0], chunk.start, chunk.stop)
-            items = [Item(f"{name}#{r}", chunk.first + i) for i, r in enumerate(range(chunk.start, chunk.stop))]
-            stacks.append((items, V, A, b, c))
+            stacks.append((StackRows(name, chunk.first, chunk.start, chunk.stop), V, A, b, c))
         except Exception as exc:  # noqa: BLE001 - the whole shard is unreadable: one error row per network
             msg = _message(exc)
             singles += [
