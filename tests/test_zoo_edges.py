@@ -339,3 +339,85 @@ def test_npz_read_from_one_handle_equals_np_load(tmp_path: Path, order: str, dty
             dst.writestr(info.filename, data[:-2] if info.filename == "A.npy" else data)
     with pytest.raises(InvalidNetworkError, match="array 'A' declares shape .* but holds"):
         load(short)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(
+            [
+                "0" * 64,
+                "0" * 63 + "1",  # the same first 16 characters: one key, two digests (a key collision)
+                "0" * 16 + "f" * 48,
+                "ab" * 32,
+                "ab" * 31 + "ba",
+                "c" * 64,
+                "short",  # another length: not a fixed-width matrix
+                "",
+            ]
+        ),
+        min_size=0,
+        max_size=40,
+    ),
+    fixed=st.booleans(),
+    cut=st.integers(0, 3),
+)
+def test_group_codes_number_by_first_appearance(words: list[str], fixed: bool, cut: int) -> None:
+    """The exact groups' codes (integer keys of fixed-width digests, checked byte for byte, else a hash table) are
+    the strings' ranks in order of first appearance, against a dict built row by row: equal strings share a
+    code, distinct strings with equal keys do not; also on a slice of an array (an offset into its buffers)."""
+    from relusym._zoo._summary import group_codes
+
+    if fixed:
+        words = [w for w in words if len(w) == 64]
+    arr = pa.array(["x" * 64] * cut + words, type=pa.string()).slice(cut)
+    codes, first = group_codes(arr)
+    seen: dict[str, int] = {}
+    want = [seen.setdefault(w, len(seen)) for w in words]
+    assert codes.tolist() == want
+    assert first.tolist() == [words.index(w) for w in seen]
+
+
+def test_probe_values_and_scales_against_exact_evaluation() -> None:
+    """The near-duplicate filter's probe values (a block of networks per BLAS product, blocks of several sizes)
+    against each network evaluated exactly at the probe points in rationals, and its scale quantities against
+    their per-network definitions: float64 rounding only (relative 1e-12 of the terms)."""
+    from fractions import Fraction
+
+    import relusym._zoo._run as run
+
+    rng = np.random.default_rng(11)
+    B, n, m, k, P = 7, 5, 3, 2, 4
+    V = rng.standard_normal((B, k, n)).astype(np.float32)
+    A = rng.standard_normal((B, n, m)).astype(np.float32)
+    b = rng.standard_normal((B, n)).astype(np.float32)
+    c = rng.standard_normal((B, k)).astype(np.float32)
+    A[2, 1] = 0.0  # a null row: its ratio ‖(a, b)‖/‖a‖ is left out
+    X = run._probe_points(m, P)
+    old = run._PROBE_BLOCK
+    try:
+        for block in (1, 3, 128):
+            run._PROBE_BLOCK = block
+            vals, nd = run._probe_stack(V, A, b, c, P)
+            assert vals.shape == (B, P * k) and nd.shape == (B, 5)
+            for t in range(B):
+                for p in range(P):
+                    x = [Fraction(float(v)) for v in X[p]]
+                    pre = [
+                        sum(Fraction(float(A[t, i, j])) * x[j] for j in range(m)) + Fraction(float(b[t, i]))
+                        for i in range(n)
+                    ]
+                    h = [max(Fraction(0), z) for z in pre]
+                    for o in range(k):
+                        exact = sum(Fraction(float(V[t, o, i])) * h[i] for i in range(n)) + Fraction(float(c[t, o]))
+                        scale = sum(abs(float(V[t, o, i])) * (float(h[i]) + 1) for i in range(n)) + abs(float(c[t, o]))
+                        assert abs(Fraction(float(vals[t, p * k + o])) - exact) <= Fraction(scale) * Fraction(1, 10**12)
+                a64, b64, v64 = A[t].astype(float), b[t].astype(float), V[t].astype(float)
+                an = np.sqrt((a64 * a64).sum(axis=1))
+                hn = np.sqrt((a64 * a64).sum(axis=1) + b64 * b64)
+                terms = np.sqrt((v64 * v64).sum(axis=0)) * hn
+                ratio = np.where(an > 0, hn / np.where(an > 0, an, 1.0), 0.0)
+                want = [terms.sum(), terms.max(), np.sqrt((c[t].astype(float) ** 2).sum()), n, ratio.max()]
+                assert np.allclose(nd[t], want, rtol=1e-12, atol=0)
+    finally:
+        run._PROBE_BLOCK = old

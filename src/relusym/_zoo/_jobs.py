@@ -304,10 +304,22 @@ def owns_folder(folder: Path, fingerprint: str) -> bool:
     return isinstance(d, dict) and d.get("fingerprint") == fingerprint
 
 
-def write_outputs(table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None) -> Path:
+def write_outputs(
+    table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None, distinct: Sequence[str] = ()
+) -> Path:
     """The end of a job: the table written atomically to ``out``, its summary as ``OUT.summary.json`` beside it
-    (atomically too), then the parts folder removed.  Returns the summary's path."""
-    write_parquet(table, out)
+    (atomically too), then the parts folder removed.  Returns the summary's path.
+
+    ``distinct`` names columns whose values are mostly distinct (digests, sources): they are written without a
+    dictionary (Parquet's writer would build one per page and then drop it), and random hex digests without
+    compression (Snappy finds nothing in them); together a third of the table's writing time."""
+    names = set(table.column_names)
+    plain = [x for x in distinct if x in names]
+    options: dict[str, Any] = {}
+    if plain:
+        options["use_dictionary"] = [x for x in table.column_names if x not in plain]
+        options["compression"] = {x: "none" if x == "digest" else "snappy" for x in table.column_names}
+    write_parquet(table, out, **options)
     summary_path = out.with_name(out.stem + ".summary.json")
     text = (json.dumps(summary, indent=1) + "\n").encode()
     atomic_write(summary_path, lambda fh: fh.write(text))

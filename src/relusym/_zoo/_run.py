@@ -65,23 +65,24 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     temporaries of a block stay in cache; the norms come from the same float64 block."""
     B, n, m = A.shape
     k = V.shape[1]
-    XT = np.ascontiguousarray(_probe_points(m, P).T)
-    out = np.empty((B, P, k))
+    X = _probe_points(m, P)
+    out = np.empty((B, k, P))
     an2 = np.empty((B, n))
-    buf = np.empty((min(B, _PROBE_BLOCK) * n, P))
+    buf = np.empty((P, min(B, _PROBE_BLOCK) * n))
     for s in range(0, B, _PROBE_BLOCK):
         e = min(B, s + _PROBE_BLOCK)
         a = A[s:e].astype(np.float64)
-        H = np.matmul(a.reshape(-1, m), XT, out=buf[: (e - s) * n]).reshape(e - s, n, P)
-        np.add(H, b[s:e, :, None], out=H)
+        # the block's hidden values, probe-major (P × rows): adding b and the ReLU then run along long rows
+        H = np.matmul(X, a.reshape(-1, m).T, out=buf[:, : (e - s) * n])
+        H += b[s:e].reshape(-1)
         np.maximum(H, 0.0, out=H)
-        np.matmul(V[s:e].astype(np.float64), H, out=out[s:e].transpose(0, 2, 1))
+        np.matmul(V[s:e].astype(np.float64), H.reshape(P, e - s, n).transpose(1, 2, 0), out=out[s:e])
         np.einsum("bnm,bnm->bn", a, a, out=an2[s:e])
     c64 = c.astype(np.float64)
-    out += c64[:, None, :]
+    vals = out.transpose(0, 2, 1) + c64[:, None, :]  # (B, P, k), the layout of the probe column
     V64 = V.astype(np.float64)
+    h = np.sqrt(an2 + np.square(b, dtype=np.float64))  # ‖(a_i, b_i)‖
     an = np.sqrt(an2, out=an2)
-    h = np.hypot(an, b)
     terms = np.sqrt(np.einsum("bkn,bkn->bn", V64, V64)) * h
     wn = np.divide(h, an, out=np.zeros_like(h), where=an > 0)
     nd = np.empty((B, 5))
@@ -90,7 +91,7 @@ def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: 
     nd[:, 2] = np.sqrt(np.einsum("bk,bk->b", c64, c64))
     nd[:, 3] = float(n)
     nd[:, 4] = wn.max(axis=1, initial=0.0)
-    return out.reshape(B, -1), nd
+    return vals.reshape(B, -1), nd
 
 
 _CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
@@ -432,5 +433,5 @@ def run_job(
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = finish_job(raw, chunks, options)
     summary["skipped_files"] = skipped_files(source)
-    summary_path = write_outputs(table, summary, out, parts) if out is not None else None
+    summary_path = write_outputs(table, summary, out, parts, ("digest", "source")) if out is not None else None
     return ZooResult(table, summary, out, summary_path)
