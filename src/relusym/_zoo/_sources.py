@@ -30,6 +30,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from relusym._base.limits import npy_header
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
+_NPY_HEADER_CAP = 10000  # numpy's own default bound on an .npy header
 
 
 def model_suffixes() -> frozenset[str]:
@@ -196,23 +198,71 @@ def auto_rows(shape: tuple[int, ...]) -> int:
     return max(16, min(65536, per))
 
 
+_UNKNOWN = (-1,)
+
+
+def _stored_shape(path: Path, member: bytes) -> tuple[int, ...] | None:
+    """The shape in the header of the stored (uncompressed) ``.npy`` member ``member`` of a zip archive, found
+    from the archive's central directory by hand (three small reads; ``zipfile.ZipFile`` parses every entry into
+    objects, which made planning a folder of small model files a fifth of the whole job, in the client alone);
+    None when the archive has no such member; :data:`_UNKNOWN` when the archive is not of the plain kind numpy
+    writes (a comment, zip64 offsets, a compressed or encrypted member: then ``zipfile`` reads it)."""
+    import struct
+
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        if size < 22:
+            return _UNKNOWN
+        fh.seek(size - 22)
+        end = fh.read(22)
+        if end[:4] != b"PK\x05\x06" or end[20:22] != b"\x00\x00":
+            return _UNKNOWN
+        cd_size, cd_offset = struct.unpack("<II", end[12:20])
+        if cd_offset == 0xFFFFFFFF or cd_offset + cd_size > size - 22:
+            return _UNKNOWN
+        fh.seek(cd_offset)
+        cd = fh.read(cd_size)
+        pos, local = 0, None
+        while pos + 46 <= len(cd):
+            if cd[pos : pos + 4] != b"PK\x01\x02":
+                return _UNKNOWN
+            flags, method = struct.unpack("<HH", cd[pos + 8 : pos + 12])
+            n_name, n_extra, n_comment = struct.unpack("<HHH", cd[pos + 28 : pos + 34])
+            if cd[pos + 46 : pos + 46 + n_name] == member:
+                offset = struct.unpack("<I", cd[pos + 42 : pos + 46])[0]
+                if flags & 0x1 or method != 0 or offset == 0xFFFFFFFF:
+                    return _UNKNOWN
+                local = offset  # the last entry of that name, as zipfile's getinfo
+            pos += 46 + n_name + n_extra + n_comment
+        if pos != len(cd):
+            return _UNKNOWN
+        if local is None:
+            return None
+        fh.seek(local)
+        head = fh.read(30)
+        if len(head) != 30 or head[:4] != b"PK\x03\x04":
+            return _UNKNOWN
+        n_name, n_extra = struct.unpack("<HH", head[26:30])
+        fh.seek(local + 30 + n_name + n_extra)
+        version = np.lib.format.read_magic(fh)
+        return tuple(int(x) for x in npy_header(fh, version, _NPY_HEADER_CAP)[0])
+
+
 def _stack_shape(path: Path) -> tuple[int, ...] | None:
     """The shape of ``A`` when ``path`` is a stacked shard (three dimensions), else None."""
     try:
         if path.suffix.lower() == ".npz":
             import zipfile
 
+            fast = _stored_shape(path, b"A.npy")
+            if fast != _UNKNOWN:
+                return fast if fast is not None and len(fast) == 3 else None
             with zipfile.ZipFile(path) as zf:
                 if "A.npy" not in zf.namelist():
                     return None
                 with zf.open("A.npy") as fh:
                     version = np.lib.format.read_magic(fh)
-                    read = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0
-                    )
-                    shape = read(fh)[0]
+                    shape = npy_header(fh, version, _NPY_HEADER_CAP)[0]
             return tuple(int(x) for x in shape) if len(shape) == 3 else None
         from safetensors import safe_open
 
@@ -389,8 +439,7 @@ def _npz_rows(zf: Any, name: str, start: int, stop: int) -> np.ndarray:
             return got
     with zf.open(info) as fh:
         version = np.lib.format.read_magic(fh)
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read(fh)
+        shape, fortran, dtype = npy_header(fh, version, _NPY_HEADER_CAP)
         if fortran or dtype.hasobject or not shape:
             fh.seek(0)
             return np.asarray(np.lib.format.read_array(fh, allow_pickle=False))[start:stop]
@@ -418,8 +467,7 @@ def _stored_rows(fp: Any, info: Any, start: int, stop: int) -> np.ndarray | None
     data = info.header_offset + 30 + n_name + n_extra
     fp.seek(data)
     version = np.lib.format.read_magic(fp)
-    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran, dtype = read(fp)
+    shape, fortran, dtype = npy_header(fp, version, _NPY_HEADER_CAP)
     if fortran or dtype.hasobject or not shape:
         return None
     stop = min(stop, shape[0])
