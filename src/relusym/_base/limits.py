@@ -412,7 +412,7 @@ def npy_header(fh: Any, version: tuple[int, int], max_header_size: int) -> tuple
     from numpy.lib import format as npformat
 
     if version not in ((1, 0), (2, 0)):
-        return npformat.read_array_header_2_0(fh, max_header_size=max_header_size)  # type: ignore[no-any-return]
+        return npformat.read_array_header_2_0(fh, max_header_size=max_header_size)
     width = 2 if version == (1, 0) else 4
     raw = fh.read(width)
     header = b""
@@ -430,7 +430,7 @@ def npy_header(fh: Any, version: tuple[int, int], max_header_size: int) -> tuple
                     shape = tuple(int(x) for x in found.group(3).replace(",", " ").split())
                     return shape, found.group(2) == "True", dtype
     reader = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
-    return reader(io.BytesIO(raw + header), max_header_size=max_header_size)  # type: ignore[no-any-return]
+    return reader(io.BytesIO(raw + header), max_header_size=max_header_size)
 
 
 def check_npy_members(path: Any, *, allow_objects: bool = False) -> None:

@@ -280,8 +280,10 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
     good = np.nonzero(ok)[0]
     P = options.probes
     if good.size:
-        sub = (V, A, b, c) if good.size == B else tuple(x[good] for x in (V, A, b, c))
-        probes, nd = _probe_stack(*sub, P)
+        if good.size == B:
+            probes, nd = _probe_stack(V, A, b, c, P)
+        else:
+            probes, nd = _probe_stack(V[good], A[good], b[good], c[good], P)
     else:
         probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
     status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
