@@ -165,7 +165,7 @@ def test_npz_rows_read_only_the_rows_asked(tmp_path, compressed):
     array, at the edges too; a Fortran-ordered member falls back to the whole array."""
     import zipfile
 
-    from relusym._zoo._sources import _npz_rows
+    from relusym._zoo._shards import npz_rows as _npz_rows
 
     rng = np.random.default_rng(3)
     arrays = {"A": rng.standard_normal((37, 5, 3)).astype(np.float32), "b": rng.standard_normal((37, 5))}
@@ -231,7 +231,7 @@ def test_stored_members_are_read_from_their_offset(tmp_path_factory, rows, start
     import io
     import zipfile
 
-    from relusym._zoo._sources import _npz_rows
+    from relusym._zoo._shards import npz_rows as _npz_rows
 
     rng = np.random.default_rng(rows * 1000 + start)
     x = (rng.standard_normal((rows, 3, 2)) * 100).astype(dtype)
@@ -256,7 +256,7 @@ def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_readin
     import io
     import zipfile
 
-    from relusym._zoo._sources import _npz_rows
+    from relusym._zoo._shards import npz_rows as _npz_rows
     from relusym.errors import InvalidNetworkError
 
     A = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)
@@ -488,7 +488,8 @@ def test_stack_shape_from_the_central_directory_equals_zipfile(tmp_path: Path, k
     reading the archive by ``zipfile`` (and defers to it for a compressed member or an archive comment)."""
     import zipfile
 
-    from relusym._zoo._sources import _stack_shape, _stored_shape
+    from relusym._zoo._shards import stack_shape as _stack_shape
+    from relusym._zoo._shards import stored_shape as _stored_shape
 
     rng = np.random.default_rng(4)
     path = tmp_path / "s.npz"
