@@ -393,8 +393,8 @@ def check_budget(budget: Any, what: str = "budget", *, positive: bool = False) -
 
 
 # the header dict numpy writes (``{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`` padded with
-# spaces): read by this pattern; anything else by numpy's own parser (an ``ast.literal_eval``, which compiled
-# the header: a fifth of the reading of a small model file)
+# spaces): read by this pattern; anything else by numpy's own parser (an ``ast.literal_eval``, which compiles
+# the header, most of the cost of reading one)
 _NPY_DICT = re.compile(
     r"\{'descr': '([<>|=]?[a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
     r"'shape': \(((?:(?:0|[1-9][0-9]*), )*(?:0|[1-9][0-9]*)?,?)\), \} *\n?\Z"

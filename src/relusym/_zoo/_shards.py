@@ -22,8 +22,8 @@ UNKNOWN = (-1,)
 
 def stored_shape(path: Path, member: bytes) -> tuple[int, ...] | None:
     """The shape in the header of the stored (uncompressed) ``.npy`` member ``member`` of a zip archive, found
-    from the archive's central directory by hand (three small reads; ``zipfile.ZipFile`` parses every entry into
-    objects, which made planning a folder of small model files a fifth of the whole job, in the client alone);
+    from the archive's central directory by hand (three small reads, where ``zipfile.ZipFile`` parses every entry
+    into objects; planning a folder reads one header per file, in the client, before any worker starts);
     None when the archive has no such member; :data:`UNKNOWN` when the archive is not of the plain kind numpy
     writes (a comment, zip64 offsets, a compressed or encrypted member: then ``zipfile`` reads it)."""
     import struct
