@@ -49,6 +49,7 @@ __all__ = [
     "parse_json",
     "file_limit",
     "check_zip",
+    "npy_header",
     "check_npy_members",
     "check_shape",
     "check_ratio",
@@ -391,6 +392,47 @@ def check_budget(budget: Any, what: str = "budget", *, positive: bool = False) -
     return seconds
 
 
+# the header dict numpy writes (``{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`` padded with
+# spaces): read by this pattern; anything else by numpy's own parser (an ``ast.literal_eval``, which compiles
+# the header, most of the cost of reading one)
+_NPY_DICT = re.compile(
+    r"\{'descr': '([<>|=]?[a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
+    r"'shape': \(((?:(?:0|[1-9][0-9]*), )*(?:0|[1-9][0-9]*)?,?)\), \} *\n?\Z"
+)
+
+
+def npy_header(fh: Any, version: tuple[int, int], max_header_size: int) -> tuple[tuple[int, ...], bool, Any]:
+    """``(shape, fortran_order, dtype)`` of an ``.npy`` header, ``fh`` just after its magic and ``version`` (as
+    ``numpy.lib.format.read_magic`` leaves it), and ``fh`` left at the data: what ``read_array_header_1_0`` or
+    ``_2_0`` returns, with the same errors (numpy's own parser reads every header but the plain ones numpy
+    writes)."""
+    import io
+
+    import numpy as np
+    from numpy.lib import format as npformat
+
+    if version not in ((1, 0), (2, 0)):
+        return npformat.read_array_header_2_0(fh, max_header_size=max_header_size)
+    width = 2 if version == (1, 0) else 4
+    raw = fh.read(width)
+    header = b""
+    if len(raw) == width:
+        length = int.from_bytes(raw, "little")
+        if length <= max_header_size:
+            header = fh.read(length)
+            found = _NPY_DICT.match(header.decode("latin1")) if len(header) == length else None
+            if found is not None and found.group(1)[-1:] not in ("O", "V"):
+                try:
+                    dtype = np.dtype(found.group(1))
+                except TypeError:
+                    dtype = None
+                if dtype is not None and dtype.str.lstrip("<>|=") == found.group(1).lstrip("<>|="):
+                    shape = tuple(int(x) for x in found.group(3).replace(",", " ").split())
+                    return shape, found.group(2) == "True", dtype
+    reader = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
+    return reader(io.BytesIO(raw + header), max_header_size=max_header_size)
+
+
 def check_npy_members(path: Any, *, allow_objects: bool = False) -> None:
     """Every ``.npy`` member of an NPZ: a header within the limits whose shape and dtype need exactly the bytes
     the member holds (so a declared 2^32 × 2^32 array with no data is refused before it is allocated)."""
@@ -408,13 +450,9 @@ def check_npy_members(path: Any, *, allow_objects: bool = False) -> None:
             try:
                 with zf.open(info) as fh:
                     version = npformat.read_magic(fh)
-                    reader = {
-                        (1, 0): npformat.read_array_header_1_0,
-                        (2, 0): npformat.read_array_header_2_0,
-                    }.get(version)
-                    if reader is None:
+                    if version not in ((1, 0), (2, 0)):
                         raise InvalidNetworkError(f"{where} has the unknown .npy version {version}")
-                    shape, _fortran, dtype = reader(fh, max_header_size=min(lim.header_bytes, 1 << 20))
+                    shape, _fortran, dtype = npy_header(fh, version, min(lim.header_bytes, 1 << 20))
                     header_len = fh.tell()
             except InvalidNetworkError:
                 raise

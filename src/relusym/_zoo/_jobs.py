@@ -72,17 +72,20 @@ def execute(
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        spawn = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context(_pool_start_method())
         init = partial(pool_worker, os.getpid())
-        with ProcessPoolExecutor(workers, mp_context=spawn, initializer=init) as pool:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=init) as pool:
             try:
                 yield from _execute_futures(pool, fn, tasks)
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         return
-    for t, args in enumerate(tasks):
-        yield t, fn(*args)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):  # as in the workers: see one_blas_thread
+        for t, args in enumerate(tasks):
+            yield t, fn(*args)
 
 
 def pool_worker(parent: int) -> None:
@@ -138,16 +141,26 @@ def reuse_memory() -> None:
 
 
 def run_tuned(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` after :func:`reuse_memory`: how a Dask worker runs a task (module-level, so that Dask
-    pickles it by reference)."""
+    """``fn(*args)`` after :func:`reuse_memory` and :func:`one_blas_thread` (once per process: a worker forked
+    from the client inherits its BLAS threads, started before the nanny's one-thread variables could act): how a
+    Dask worker runs a task (module-level, so that Dask pickles it by reference)."""
+    global _ONE_BLAS
     reuse_memory()
+    if not _ONE_BLAS:
+        _ONE_BLAS = True
+        one_blas_thread()
     return fn(*args)
+
+
+_ONE_BLAS = False
 
 
 def one_blas_thread() -> None:
     """Hold BLAS to one thread for the life of this process: the initializer of the zoo's and the census's process
     pools, whose workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's
-    nanny sets the same limit for its workers)."""
+    nanny sets the same limit for its workers).  A serial job holds it too, while it runs: the zoo's matrix
+    products are small (a block of networks), and OpenBLAS's threads spin between them, which cost the serial
+    job more CPU time than the products themselves."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
@@ -165,6 +178,16 @@ def local_start_method() -> str:
         import dask
 
         return str(dask.config.get("distributed.worker.multiprocessing-method"))
+    return _pool_start_method()
+
+
+def _pool_start_method() -> str:
+    """How the process pool starts its workers: as a local Dask cluster does (:func:`local_start_method`), forked
+    on Linux under Python 3.11 (a spawned worker imported numpy, pyarrow and relusym again: about a second of
+    CPU time each, and as much wall time before its first task), from a fork server from 3.12; spawned
+    elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return "spawn"
     return "fork" if sys.version_info < (3, 12) else "forkserver"
 
 
@@ -188,57 +211,36 @@ def _execute_dask(
     key: str,
     labels: list[int],
 ) -> Iterator[tuple[int, Any]]:
+    """Run the tasks on Dask.  A local cluster takes a second or two of wall time to start (its scheduler, the
+    nannies, their workers), which was the whole serial share of a job of seconds: while it starts (in a thread),
+    this process runs the first tasks itself, in order, as a serial run would, and hands the rest to the cluster
+    once it is up."""
     try:
-        from distributed import Client, LocalCluster
         from distributed import as_completed as dask_completed
     except ModuleNotFoundError:
         raise InvalidNetworkError(
             "running on Dask needs the packages dask and distributed: pip install 'relusym[zoo]'"
         ) from None
-    cluster = None
-    if dask_local is not None:
-        if dask_local < 1:
-            raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
-        import logging
+    if dask_local is not None and dask_local < 1:
+        raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
+    from concurrent.futures import ThreadPoolExecutor
 
-        import dask
-
-        for name in ("distributed", "tornado", "bokeh"):  # the cluster's own log lines are not relusym's output
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-        # the workers' statistical profiler samples their stacks every 10 ms (several % of a busy worker's CPU
-        # time); malloc: see reuse_memory, which each task also applies; the cluster's own polling (the event
-        # loops' 20 ms tick, the system monitors' 0.5 s, the nannies' 0.1 s memory checks, work stealing's
-        # 0.1 s) cost the client 5% of a core and each worker 2% while it runs (measured idle: 0.54 s and
-        # 0.41 s per 10 s; 0.09 s and 0.07 s with these intervals), which tasks of seconds of equal work do not need
-        with dask.config.set(
-            {
-                "distributed.admin.tick.interval": "1s",
-                "distributed.admin.system-monitor.interval": "5s",
-                "distributed.scheduler.work-stealing": False,
-                "distributed.worker.memory.monitor-interval": "1s",
-                "distributed.worker.profile.enabled": False,
-                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
-                "distributed.worker.multiprocessing-method": local_start_method(),
-            }
-        ):
-            cluster = LocalCluster(
-                n_workers=dask_local,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                silence_logs=logging.CRITICAL,
-            )
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(scheduler, timeout=30)
-        except OSError as exc:
-            raise InvalidNetworkError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+    starter = ThreadPoolExecutor(1, thread_name_prefix="relusym-dask-start")
+    started = starter.submit(_dask_client, scheduler, dask_local)
+    starter.shutdown(wait=False)
+    todo = list(range(len(tasks)))
     try:
+        if dask_local is not None:
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1, user_api="blas"):
+                while todo and not started.done() and len(todo) > 1:
+                    t = todo.pop(0)
+                    yield t, fn(*tasks[t])
+        client, _ = started.result()
         futures = {
-            client.submit(run_tuned, fn, *args, key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
-            for t, args in enumerate(tasks)
+            client.submit(run_tuned, fn, *tasks[t], key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
+            for t in todo
         }
         try:
             for f in dask_completed(futures):
@@ -247,9 +249,61 @@ def _execute_dask(
             for f in futures:
                 f.cancel()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            client, cluster = started.result()
+        except Exception:  # noqa: BLE001 - a cluster that did not start has nothing to close (its error is raised above)
+            pass
+        else:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, Any]:
+    """A Dask client of the scheduler at ``scheduler``, or of a new local cluster of ``dask_local`` workers (and
+    that cluster)."""
+    from distributed import Client, LocalCluster
+
+    if dask_local is None:
+        try:
+            return Client(scheduler, timeout=30), None
+        except OSError as exc:
+            raise InvalidNetworkError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+    import logging
+
+    import dask
+
+    for name in ("distributed", "tornado", "bokeh"):  # the cluster's own log lines are not relusym's output
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    # the workers' statistical profiler samples their stacks every 10 ms (several % of a busy worker's CPU
+    # time); malloc: see reuse_memory, which each task also applies; the cluster's own polling (the event
+    # loops' 20 ms tick, the system monitors' 0.5 s, the nannies' 0.1 s memory checks, work stealing's
+    # 0.1 s) cost the client 5% of a core and each worker 2% while it runs (measured idle: 0.54 s and
+    # 0.41 s per 10 s; 0.09 s and 0.07 s with these intervals), which tasks of seconds of equal work do not need
+    with dask.config.set(
+        {
+            "distributed.admin.tick.interval": "1s",
+            "distributed.admin.system-monitor.interval": "5s",
+            "distributed.scheduler.work-stealing": False,
+            "distributed.worker.memory.monitor-interval": "1s",
+            "distributed.worker.profile.enabled": False,
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
+            "distributed.worker.multiprocessing-method": local_start_method(),
+        }
+    ):
+        cluster = LocalCluster(
+            n_workers=dask_local,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
+    try:
+        return Client(cluster), cluster
+    except BaseException:
+        cluster.close()
+        raise
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -291,10 +345,22 @@ def owns_folder(folder: Path, fingerprint: str) -> bool:
     return isinstance(d, dict) and d.get("fingerprint") == fingerprint
 
 
-def write_outputs(table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None) -> Path:
+def write_outputs(
+    table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None, distinct: Sequence[str] = ()
+) -> Path:
     """The end of a job: the table written atomically to ``out``, its summary as ``OUT.summary.json`` beside it
-    (atomically too), then the parts folder removed.  Returns the summary's path."""
-    write_parquet(table, out)
+    (atomically too), then the parts folder removed.  Returns the summary's path.
+
+    ``distinct`` names columns whose values are mostly distinct (digests, sources): they are written without a
+    dictionary (Parquet's writer would build one per page and then drop it), and random hex digests without
+    compression (Snappy finds nothing in them); together a third of the table's writing time."""
+    names = set(table.column_names)
+    plain = [x for x in distinct if x in names]
+    options: dict[str, Any] = {}
+    if plain:
+        options["use_dictionary"] = [x for x in table.column_names if x not in plain]
+        options["compression"] = {x: "none" if x == "digest" else "snappy" for x in table.column_names}
+    write_parquet(table, out, **options)
     summary_path = out.with_name(out.stem + ".summary.json")
     text = (json.dumps(summary, indent=1) + "\n").encode()
     atomic_write(summary_path, lambda fh: fh.write(text))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
-from relusym._zoo._sources import Chunk, Item, plan_chunks, read_chunk, skipped_files
+from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_chunks, read_chunk, skipped_files
 from relusym._zoo._summary import finish_job
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
@@ -52,30 +52,46 @@ def _probe_points(m: int, count: int) -> np.ndarray:
     return X
 
 
+_PROBE_BLOCK = 128  # networks per block of the probe values: their float64 temporaries stay in cache
+
+
 def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each network of a float64 stack: its values at the probe points (flattened P·k) and the scale
-    quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖) of the near-duplicate filter."""
+    """For each network of a stack (any float dtype, computed in float64): its values at the probe points
+    (flattened P·k) and the scale quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖)
+    of the near-duplicate filter.
+
+    The hidden layer's values come a block of networks at a time from one matrix product of all their rows
+    (``A``'s rows against the probe points: one BLAS call per block, not one per network), so that the float64
+    temporaries of a block stay in cache; the norms come from the same float64 block."""
     B, n, m = A.shape
+    k = V.shape[1]
     X = _probe_points(m, P)
-    H = A @ X.T  # batched BLAS products (einsum's own loops took twice as long)
-    H += b[:, :, None]
-    np.maximum(H, 0.0, out=H)
-    out = (V @ H).transpose(0, 2, 1) + c[:, None, :]
-    vn = np.linalg.norm(V, axis=1)
-    an = np.linalg.norm(A, axis=2)
-    terms = vn * np.hypot(an, b)
-    wn = np.where(an > 0, np.hypot(an, b) / np.where(an > 0, an, 1.0), 0.0)
-    nd = np.stack(
-        [
-            terms.sum(axis=1),
-            terms.max(axis=1, initial=0.0),
-            np.linalg.norm(c, axis=1),
-            np.full(B, float(n)),
-            wn.max(axis=1, initial=0.0),
-        ],
-        axis=1,
-    )
-    return out.reshape(B, -1), nd
+    out = np.empty((B, k, P))
+    an2 = np.empty((B, n))
+    buf = np.empty((P, min(B, _PROBE_BLOCK) * n))
+    for s in range(0, B, _PROBE_BLOCK):
+        e = min(B, s + _PROBE_BLOCK)
+        a = A[s:e].astype(np.float64)
+        # the block's hidden values, probe-major (P × rows): adding b and the ReLU then run along long rows
+        H = np.matmul(X, a.reshape(-1, m).T, out=buf[:, : (e - s) * n])
+        H += b[s:e].reshape(-1)
+        np.maximum(H, 0.0, out=H)
+        np.matmul(V[s:e].astype(np.float64), H.reshape(P, e - s, n).transpose(1, 2, 0), out=out[s:e])
+        np.einsum("bnm,bnm->bn", a, a, out=an2[s:e])
+    c64 = c.astype(np.float64)
+    vals = out.transpose(0, 2, 1) + c64[:, None, :]  # (B, P, k), the layout of the probe column
+    V64 = V.astype(np.float64)
+    h = np.sqrt(an2 + np.square(b, dtype=np.float64))  # ‖(a_i, b_i)‖
+    an = np.sqrt(an2, out=an2)
+    terms = np.sqrt(np.einsum("bkn,bkn->bn", V64, V64)) * h
+    wn = np.divide(h, an, out=np.zeros_like(h), where=an > 0)
+    nd = np.empty((B, 5))
+    nd[:, 0] = terms.sum(axis=1)
+    nd[:, 1] = terms.max(axis=1, initial=0.0)
+    nd[:, 2] = np.sqrt(np.einsum("bk,bk->b", c64, c64))
+    nd[:, 3] = float(n)
+    nd[:, 4] = wn.max(axis=1, initial=0.0)
+    return vals.reshape(B, -1), nd
 
 
 _CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
@@ -250,7 +266,7 @@ def run_chunk_part(chunk: Chunk, options: Options, part: str | None, fingerprint
     return table
 
 
-def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarray, ...], options: Options) -> Any:
+def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarray, ...], options: Options) -> Any:
     """The part table of the networks of one stack, column by column: digests, widths and (by default) the
     fibre columns come vectorized from :func:`stack_digests`; only the networks that need more (a width search
     for a mixed class, the certificate of no hidden flips in class A when n ≤ km, the fibre searches on
@@ -264,8 +280,10 @@ def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarr
     good = np.nonzero(ok)[0]
     P = options.probes
     if good.size:
-        f64 = [x[good].astype(np.float64) for x in (V, A, b, c)]
-        probes, nd = _probe_stack(f64[0], f64[1], f64[2], f64[3], P)
+        if good.size == B:
+            probes, nd = _probe_stack(V, A, b, c, P)
+        else:
+            probes, nd = _probe_stack(V[good], A[good], b[good], c[good], P)
     else:
         probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
     status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
@@ -308,8 +326,8 @@ def _stack_part(items: list[Item], chunk: Chunk, sd: Any, arrays: tuple[np.ndarr
     null = pa.array(~ok)
     schema = table_schema(private=True)
     cols = {
-        "index": pa.array([it.index for it in items], type=pa.int64()),
-        "source": pa.array([it.source for it in items], type=pa.string()),
+        "index": pa.array(item_indices(items), type=pa.int64()),
+        "source": pa.array(item_sources(items), type=pa.string()),
         "status": pa.array(status, type=pa.string()),
         "error": pa.array(error, type=pa.string()),
         "m": pa.array(np.full(B, m, dtype=np.int32)),
@@ -417,5 +435,5 @@ def run_job(
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = finish_job(raw, chunks, options)
     summary["skipped_files"] = skipped_files(source)
-    summary_path = write_outputs(table, summary, out, parts) if out is not None else None
+    summary_path = write_outputs(table, summary, out, parts, ("digest", "source")) if out is not None else None
     return ZooResult(table, summary, out, summary_path)

@@ -21,20 +21,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
+from relusym._zoo._shards import read_stack, stack_shape
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
 
-__all__ = ["Chunk", "Item", "model_suffixes", "plan_chunks", "read_chunk", "skipped_files"]
+__all__ = [
+    "Chunk",
+    "Item",
+    "StackRows",
+    "item_indices",
+    "item_sources",
+    "model_suffixes",
+    "plan_chunks",
+    "read_chunk",
+    "skipped_files",
+]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
 
@@ -117,13 +127,57 @@ class Item:
     error: str | None = None
 
 
+class StackRows(Sequence[Item]):
+    """The items of rows ``start``..``stop`` of a stacked shard named ``name`` (row r is network ``first + r −
+    start``, source ``name#r``), made only when asked for: a chunk of a shard holds thousands of rows, and one
+    ``Item`` object per row cost the job more than reading its weights.  :func:`item_indices` and
+    :func:`item_sources` give the columns of all of them at once."""
+
+    __slots__ = ("name", "first", "start", "stop")
+
+    def __init__(self, name: str, first: int, start: int, stop: int) -> None:
+        self.name, self.first, self.start, self.stop = name, first, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    @overload
+    def __getitem__(self, t: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, t: slice) -> list[Item]: ...
+
+    def __getitem__(self, t: int | slice) -> Item | list[Item]:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(len(self)))]
+        if not -len(self) <= t < len(self):
+            raise IndexError(t)
+        t %= len(self)
+        return Item(f"{self.name}#{self.start + t}", self.first + t)
+
+
+def item_indices(items: Sequence[Item]) -> np.ndarray:
+    """The zoo positions of ``items`` (int64)."""
+    if isinstance(items, StackRows):
+        return np.arange(items.first, items.first + len(items), dtype=np.int64)
+    return np.array([it.index for it in items], dtype=np.int64)
+
+
+def item_sources(items: Sequence[Item]) -> list[str]:
+    """The source names of ``items``."""
+    if isinstance(items, StackRows):
+        prefix = items.name + "#"
+        return [prefix + str(r) for r in range(items.start, items.stop)]
+    return [it.source for it in items]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # discovering a store
 
 
 def _stack_rows(path: Path) -> int | None:
     """The batch size when ``path`` is a stacked shard, else None (a single-network file or not readable)."""
-    shape = _stack_shape(path)
+    shape = stack_shape(path)
     return None if shape is None else shape[0]
 
 
@@ -140,35 +194,6 @@ def auto_rows(shape: tuple[int, ...]) -> int:
     B, n, m = (int(x) for x in shape[:3])
     per = min(_TASK_WEIGHTS // max(1, n * (m + 1)), -(-B // _MIN_TASKS))
     return max(16, min(65536, per))
-
-
-def _stack_shape(path: Path) -> tuple[int, ...] | None:
-    """The shape of ``A`` when ``path`` is a stacked shard (three dimensions), else None."""
-    try:
-        if path.suffix.lower() == ".npz":
-            import zipfile
-
-            with zipfile.ZipFile(path) as zf:
-                if "A.npy" not in zf.namelist():
-                    return None
-                with zf.open("A.npy") as fh:
-                    version = np.lib.format.read_magic(fh)
-                    read = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0
-                    )
-                    shape = read(fh)[0]
-            return tuple(int(x) for x in shape) if len(shape) == 3 else None
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="numpy") as f:
-            if "A" not in f.keys():
-                return None
-            shape = f.get_slice("A").get_shape()
-        return tuple(int(x) for x in shape) if len(shape) == 3 else None
-    except Exception:  # noqa: BLE001 - unreadable: it becomes a model file, whose loader reports the error
-        return None
 
 
 def _parquet_rows(path: Path) -> int:
@@ -229,7 +254,7 @@ def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: 
                     entries.append(("file", f, 1, _name(f, root), 1))  # one error row, read again by its worker
                     continue
                 entries.append(("table", f, table_rows, _name(f, root), table_rows_per_task))
-            elif suffix in _STACK_SUFFIXES and (shape := _stack_shape(f)) is not None:
+            elif suffix in _STACK_SUFFIXES and (shape := stack_shape(f)) is not None:
                 per = chunk_size if chunk_size is not None else auto_rows(shape)
                 entries.append(("shard", f, shape[0], _name(f, root), per))
             else:
@@ -311,7 +336,7 @@ class ChunkData:
     """What a chunk holds once read: stacks of equal-shape float arrays with their row items, and single
     networks (or errors)."""
 
-    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    stacks: list[tuple[Sequence[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     singles: list[Item]
 
 
@@ -319,98 +344,6 @@ def _message(exc: BaseException) -> str:
     if isinstance(exc, InvalidNetworkError | UnsupportedModelError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
-
-
-def _npz_rows(zf: Any, name: str, start: int, stop: int) -> np.ndarray:
-    """Rows start..stop of the array ``name`` of an open .npz (a ``zipfile.ZipFile``), reading only those rows
-    when the member is a C-ordered array of a plain dtype (a stored member straight from its offset in the
-    archive, see :func:`_stored_rows`; a deflated one decompressed up to it), else the whole array and then the
-    rows."""
-    import zipfile
-
-    info = zf.getinfo(name + ".npy")
-    if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1 and hasattr(zf.fp, "seek"):
-        got = _stored_rows(zf.fp, info, start, stop)
-        if got is not None:
-            return got
-    with zf.open(info) as fh:
-        version = np.lib.format.read_magic(fh)
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read(fh)
-        if fortran or dtype.hasobject or not shape:
-            fh.seek(0)
-            return np.asarray(np.lib.format.read_array(fh, allow_pickle=False))[start:stop]
-        stop = min(stop, shape[0])
-        start = min(start, stop)
-        row = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-        fh.seek(fh.tell() + start * row)  # a deflated member: decompressed up to the rows
-        buf = fh.read((stop - start) * row)
-        return np.frombuffer(buf, dtype=dtype).reshape((stop - start,) + tuple(shape[1:]))
-
-
-def _stored_rows(fp: Any, info: Any, start: int, stop: int) -> np.ndarray | None:
-    """Rows start..stop of a stored (uncompressed) .npy member, read from the archive's file at the member's
-    offset (its local header's fixed 30 bytes, then its name and extra field, then the .npy header): Python's
-    ``ZipExtFile.seek`` before 3.12 reads and checksums every byte up to the target, which made a task of a
-    large shard read all the rows before its own.  None when the member is not a C-ordered plain array (the
-    caller then reads it whole)."""
-    import struct
-
-    fp.seek(info.header_offset)
-    local = fp.read(30)
-    if len(local) != 30 or local[:4] != b"PK\x03\x04":
-        return None
-    n_name, n_extra = struct.unpack("<HH", local[26:30])
-    data = info.header_offset + 30 + n_name + n_extra
-    fp.seek(data)
-    version = np.lib.format.read_magic(fp)
-    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran, dtype = read(fp)
-    if fortran or dtype.hasobject or not shape:
-        return None
-    stop = min(stop, shape[0])
-    start = min(start, stop)
-    row = dtype.itemsize * math.prod(int(x) for x in shape[1:])
-    first = fp.tell()
-    if first + stop * row > data + info.compress_size:  # a header that claims more than its member holds
-        raise InvalidNetworkError(f"{info.filename}: the member ends before row {stop} (its header claims more rows)")
-    fp.seek(first + start * row)
-    buf = fp.read((stop - start) * row)
-    if len(buf) != (stop - start) * row:
-        raise InvalidNetworkError(f"{info.filename}: the member ends before row {stop} (a truncated archive)")
-    return np.frombuffer(buf, dtype=dtype).reshape((stop - start,) + tuple(shape[1:]))
-
-
-def _read_stack(path: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    if path.lower().endswith(".npz"):
-        import zipfile
-
-        with zipfile.ZipFile(path) as zf:
-            keys = {x[:-4] for x in zf.namelist() if x.endswith(".npy")}
-            missing = [x for x in ("V", "A", "b") if x not in keys]
-            if missing:
-                raise InvalidNetworkError(f"{path}: the stacked shard has no array {', '.join(missing)}")
-            V, A, b = (_npz_rows(zf, x, start, stop) for x in ("V", "A", "b"))
-            c = _npz_rows(zf, "c", start, stop) if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
-    else:
-        from safetensors import safe_open
-
-        with safe_open(path, framework="numpy") as f:
-            keys = set(f.keys())
-            missing = [x for x in ("V", "A", "b") if x not in keys]
-            if missing:
-                raise InvalidNetworkError(f"{path}: the stacked shard has no array {', '.join(missing)}")
-            V = f.get_slice("V")[start:stop]
-            A = f.get_slice("A")[start:stop]
-            b = f.get_slice("b")[start:stop]
-            c = f.get_slice("c")[start:stop] if "c" in keys else np.zeros((stop - start, V.shape[1]), dtype=V.dtype)
-    B = stop - start
-    if A.ndim != 3 or V.ndim != 3 or b.ndim != 2 or c.ndim != 2 or A.shape[0] != B or V.shape[0] != B:
-        raise InvalidNetworkError(
-            f"{path}: a stacked shard needs V (B×k×n), A (B×n×m), b (B×n), c (B×k); got V {V.shape}, A {A.shape}, "
-            f"b {b.shape}, c {c.shape}"
-        )
-    return V, A, b, c
 
 
 def _table_rows(path: str, start: int, stop: int) -> Iterator[tuple[int, Any]]:
@@ -497,14 +430,13 @@ def _dtype(table: Any) -> Any:
 def read_chunk(chunk: Chunk) -> ChunkData:
     """Read the networks of a chunk (in the process that runs it).  Nothing raises: unreadable networks become
     items with an error."""
-    stacks: list[tuple[list[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    stacks: list[tuple[Sequence[Item], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     singles: list[Item] = []
     if chunk.kind == "shard":
         name = chunk.names[0]
         try:
-            V, A, b, c = _read_stack(chunk.paths[0], chunk.start, chunk.stop)
-            items = [Item(f"{name}#{r}", chunk.first + i) for i, r in enumerate(range(chunk.start, chunk.stop))]
-            stacks.append((items, V, A, b, c))
+            V, A, b, c = read_stack(chunk.paths[0], chunk.start, chunk.stop)
+            stacks.append((StackRows(name, chunk.first, chunk.start, chunk.stop), V, A, b, c))
         except Exception as exc:  # noqa: BLE001 - the whole shard is unreadable: one error row per network
             msg = _message(exc)
             singles += [

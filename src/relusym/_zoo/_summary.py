@@ -12,7 +12,7 @@ from relusym._core.network import Network
 from relusym._zoo._sources import Chunk, read_chunk
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
 
-__all__ = ["close_pairs", "finish_job"]
+__all__ = ["close_pairs", "finish_job", "group_codes"]
 
 
 def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Network]:
@@ -104,9 +104,11 @@ def close_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
     pos = np.arange(N)
     found: list[np.ndarray] = []
     total = 0
-    for off in (0, n1 - 1, n1, n1 + 1, 1):  # the cell itself (later rows), then the half of its neighbours
-        start = pos + 1 if off == 0 else np.searchsorted(ks, ks + off, side="left")
-        stop = np.searchsorted(ks, ks + off, side="right")
+    # the half of each row's neighbourhood, as two runs of the sorted rows: its own cell (the later rows) with the
+    # cell after it, and the three cells of the next column (cells are consecutive keys)
+    for lo_off, hi_off in ((0, 1), (n1 - 1, n1 + 1)):
+        start = pos + 1 if lo_off == 0 else np.searchsorted(ks, ks + lo_off, side="left")
+        stop = np.searchsorted(ks, ks + hi_off, side="right")
         width = np.maximum(stop - start, 0)
         total += int(width.sum())
         if total > _SWEEP_PAIRS:
@@ -152,17 +154,15 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     N = raw.num_rows
     ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
     okmask = pa.array(ok)
-    digests = pc.if_else(okmask, raw["digest"], pa.scalar(None, pa.string())).combine_chunks()
-    enc = pc.dictionary_encode(digests)
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    group = np.where(ok, np.nan_to_num(codes, nan=-1), -1).astype(np.int64)
-    G = len(enc.dictionary)
-    counts = np.bincount(group[ok], minlength=G)
-    size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
     okrows = np.nonzero(ok)[0]
-    rep = np.zeros(G, dtype=np.int64)
-    if G:
-        rep = _first_rows(group[okrows], okrows, G)
+    ok_digests = (raw["digest"] if ok.all() else raw["digest"].take(pa.array(okrows))).combine_chunks()
+    codes, first = group_codes(ok_digests)
+    G = len(first)
+    group = np.full(N, -1, dtype=np.int64)
+    group[okrows] = codes
+    rep = okrows[first]
+    counts = np.bincount(codes, minlength=G)
+    size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
     index = raw["index"].to_numpy()
     # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
     parent = np.arange(G)
@@ -217,13 +217,13 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     if multi.size:
         by_group = okrows[np.argsort(group[okrows], kind="stable")]
         starts = np.concatenate([[0], np.cumsum(counts)])
-        dict_py = enc.dictionary
+        digest_of = dict(zip(multi.tolist(), raw["digest"].take(pa.array(rep[multi])).to_pylist(), strict=True))
         for g in multi.tolist():
             rows = by_group[starts[g] : starts[g + 1]]
             exact.append(
                 {
                     "group": g,
-                    "digest": dict_py[g].as_py(),
+                    "digest": digest_of[g],
                     "size": int(counts[g]),
                     "sources": source.take(pa.array(rows)).to_pylist(),
                 }
@@ -241,7 +241,8 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
                     "sources": source.take(pa.array(rows)).to_pylist(),
                 }
             )
-    okt = raw.filter(okmask)
+    okt = raw.select(["fibre_type", "generic", "width"])  # not the probe lists: a filter would copy them too
+    okt = okt if ok.all() else okt.filter(okmask)
 
     def counted(col: str) -> dict[str, int]:
         vc = pc.value_counts(okt[col].combine_chunks().drop_null()).to_pylist() if okt.num_rows else []
@@ -285,24 +286,50 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
 
 
 def _by_index(raw: Any) -> Any:
-    """The rows sorted by index, in one buffer per column: the parts come in chunk order, each sorted, so the
-    rows are usually in order already (no sort)."""
-    raw = raw.combine_chunks()
+    """The rows sorted by index: the parts come in chunk order, each sorted, so the rows are usually in order
+    already (no sort).  The columns stay in their parts' chunks (the table written is the same; copying the
+    probe lists into one buffer cost more than the groups)."""
     if raw.num_rows > 1 and not bool(np.all(np.diff(raw["index"].to_numpy()) > 0)):
-        raw = raw.sort_by("index").combine_chunks()
+        raw = raw.sort_by("index")
     return raw
 
 
-def _first_rows(codes: np.ndarray, rows: np.ndarray, G: int) -> np.ndarray:
-    """The first of ``rows`` holding each code 0..G−1: codes of a dictionary encoding are numbered in order of
-    first appearance, so a code's first row is where it exceeds every code before it (no sort)."""
-    if len(codes) and int(codes[0]) == 0:
-        prev = np.maximum.accumulate(codes)
-        new = np.concatenate([[True], codes[1:] > prev[:-1]])
-        if int(new.sum()) == G:
-            return np.asarray(rows[new])
-    _, first_pos = np.unique(codes, return_index=True)
-    return np.asarray(rows[first_pos])
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def group_codes(digests: Any) -> tuple[np.ndarray, np.ndarray]:
+    """For a pyarrow string array without nulls: each row's code (equal codes iff equal strings, numbered
+    0, 1, … in order of first appearance) and the first row of each code.
+
+    The digests of a zoo have one length (64 hex digits): their bytes are then a fixed-width matrix, keyed by
+    64 bits of their first 16 characters and grouped by one integer sort; every row is then compared with its
+    key's first row byte for byte, so a collision of keys (distinct digests, equal keys) is detected and the
+    strings are grouped by a hash table instead (``pyarrow.compute.dictionary_encode``, which numbers the same
+    way and cost the client five times as much)."""
+    import pyarrow.compute as pc
+
+    N = len(digests)
+    if N == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if digests.null_count == 0:
+        buffers = digests.buffers()
+        offsets = np.frombuffer(buffers[1], dtype=np.int32, count=N + 1, offset=4 * digests.offset)
+        width = int(offsets[1] - offsets[0])
+        if width >= 16 and bool(np.all(np.diff(offsets) == width)):
+            data = np.frombuffer(buffers[2], dtype=np.uint8, count=N * width, offset=int(offsets[0]))
+            data = data.reshape(N, width)
+            words = np.ascontiguousarray(data[:, :16]).view(np.uint64)
+            key = words[:, 0] * _MIX ^ words[:, 1]
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            if np.array_equal(data, data[first[inverse.reshape(-1)]]):
+                order = np.argsort(first, kind="stable")
+                rank = np.empty(len(first), dtype=np.int64)
+                rank[order] = np.arange(len(first))
+                return rank[inverse.reshape(-1)], first[order].astype(np.int64)
+    enc = pc.dictionary_encode(pc.fill_null(digests, ""))
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    _, first = np.unique(codes, return_index=True)
+    return codes, first.astype(np.int64)
 
 
 def _list_rows(col: Any, rows: np.ndarray) -> np.ndarray:
@@ -311,7 +338,8 @@ def _list_rows(col: Any, rows: np.ndarray) -> np.ndarray:
     import pyarrow.compute as pc
 
     arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
-    taken = arr.take(pa.array(rows))
+    every = len(rows) == len(arr) and bool(np.all(rows == np.arange(len(arr))))
+    taken = arr if every else arr.take(pa.array(rows))
     flat = pc.list_flatten(taken).to_numpy(zero_copy_only=False)
     return np.ascontiguousarray(flat, dtype=np.float64).reshape(len(rows), -1)
 

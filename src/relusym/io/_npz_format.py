@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip
+from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, npy_header
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -107,12 +107,9 @@ def _read_npz(path: Path, fh: Any) -> dict[str, np.ndarray] | None:
             with zf.open(info) as member:
                 try:
                     version = npformat.read_magic(member)
-                    reader = {(1, 0): npformat.read_array_header_1_0, (2, 0): npformat.read_array_header_2_0}.get(
-                        version
-                    )
-                    if reader is None:
+                    if version not in ((1, 0), (2, 0)):
                         raise InvalidNetworkError(f"{where} has the unknown .npy version {version}")
-                    shape, fortran, dtype = reader(member, max_header_size=header_cap)
+                    shape, fortran, dtype = npy_header(member, version, header_cap)
                     header_len = member.tell()
                 except InvalidNetworkError:
                     raise
