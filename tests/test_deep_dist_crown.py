@@ -1,0 +1,158 @@
+"""Symbolic difference bounds cut by CROWN's bounds of each network (issue 22, the distance bracket).
+
+Oracles independent of relusym: for m = 1 the exact maximum of |Δ_i| over an interval from the outputs as
+piecewise-linear functions (tests/deep_oracles.py); for m = 2 exact evaluation on a rational grid (a necessary
+condition); exact evaluation at random rational points of random sub-boxes (hypothesis).  Float checks only for
+the float proposer (it proves nothing).
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relusym._base.deadline import Deadline
+from relusym._bounded.domain import Box
+from relusym._deep.bounds import ExactLayers, certified_bounds
+from relusym._deep.box_decide import symbolic_upper
+from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, propose_partition
+from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
+from relusym._deep.witness import FloatNet
+
+from deep_oracles import combine, forward, network_pwl, to_mlp
+from strategies import random_layers
+
+
+def _pair(seed: int, m: int, widths: list[int], scale: Fraction):
+    rng = random.Random(seed)
+    la = random_layers(rng, [m, *widths], den=4)
+    lb = [
+        ([[w + scale * rng.randint(-3, 3) for w in row] for row in W], [v + scale * rng.randint(-3, 3) for v in b])
+        for W, b in la
+    ]
+    return la, lb, ExactPair(ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb)))
+
+
+def _gap(la, lb, x) -> Fraction:
+    return max(abs(p - q) for p, q in zip(forward(la, x), forward(lb, x), strict=True))
+
+
+def _true_max_1d(la, lb, lo: Fraction, hi: Fraction) -> Fraction:
+    best = Fraction(0)
+    for f, g in zip(network_pwl(la), network_pwl(lb), strict=True):
+        d = combine([(Fraction(1), f), (Fraction(-1), g)], Fraction(0))
+        for x in [lo, hi, *(t for t in d.xs if lo <= t <= hi)]:
+            best = max(best, abs(d(x)))
+    return best
+
+
+def _tables(P: ExactPair, lo, hi):
+    return certified_bounds(P.L1, lo, hi, P.L1.hidden), certified_bounds(P.L2, lo, hi, P.L2.hidden)
+
+
+def test_the_cut_bound_is_above_the_true_maximum_and_sometimes_tighter() -> None:
+    tighter = 0
+    for seed in range(10):
+        la, lb, P = _pair(seed, 1, [5, 4, 3, 2], Fraction(1, 16))
+        for lo, hi in [(Fraction(-3), Fraction(3)), (Fraction(-1, 3), Fraction(1, 5)), (Fraction(1), Fraction(9, 4))]:
+            plain = exact_diff_bounds(P, [([lo], [hi])])[0]
+            cut = exact_diff_bounds(P, [([lo], [hi])], [_tables(P, [lo], [hi])])[0]
+            assert _true_max_1d(la, lb, lo, hi) <= cut
+            tighter += cut < plain
+    assert tighter  # the networks' own bounds do cut the forms somewhere
+
+
+def test_the_cut_bound_is_above_every_grid_gap_in_two_dimensions() -> None:
+    for seed in range(4):
+        la, lb, P = _pair(200 + seed, 2, [6, 5, 4, 2], Fraction(1, 8))
+        lo, hi = [Fraction(-2), Fraction(-1)], [Fraction(3, 2), Fraction(2)]
+        u = exact_diff_bounds(P, [(lo, hi)], [_tables(P, lo, hi)])[0]
+        grid = [
+            (lo[0] + (hi[0] - lo[0]) * Fraction(i, 16), lo[1] + (hi[1] - lo[1]) * Fraction(j, 16))
+            for i in range(17)
+            for j in range(17)
+        ]
+        assert max(_gap(la, lb, x) for x in grid) <= u
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 3), st.integers(1, 8))
+def test_cut_bounds_are_sound_on_random_sub_boxes(seed: int, m: int, e: int) -> None:
+    la, lb, P = _pair(seed, m, [4, 3, 2], Fraction(1, 2) ** e)
+    rng = random.Random(seed)
+    boxes = []
+    for _ in range(3):
+        lo = [Fraction(rng.randint(-8, 4), 4) for _ in range(m)]
+        hi = [a + Fraction(rng.randint(0, 8), 4) for a in lo]
+        boxes.append((lo, hi))
+    bounds = exact_diff_bounds(P, boxes, [_tables(P, lo, hi) for lo, hi in boxes])
+    for (lo, hi), u in zip(boxes, bounds, strict=True):
+        for _ in range(8):
+            x = [a + (b - a) * Fraction(rng.randint(0, 64), 64) for a, b in zip(lo, hi, strict=True)]
+            assert _gap(la, lb, x) <= u
+
+
+def test_the_float_twin_with_crown_tables_is_above_float_gaps() -> None:
+    # the proposer proves nothing, but a float bound below a float gap would make it choose badly
+    la, lb, P = _pair(5, 2, [8, 6, 4, 2], Fraction(1, 16))
+    box = Box([-2, -2], [2, 2])
+    nets = (FloatNet(P.L1, box.lo, box.hi), FloatNet(P.L2, box.lo, box.hi))
+    FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf, nets)
+    rng = np.random.default_rng(1)
+    ulo = rng.random((40, 2)) * 0.8
+    uhi = ulo + rng.random((40, 2)) * 0.2
+    cut = float_diff_bounds(FP, 4 * ulo - 2, 4 * uhi - 2, FP.crown(ulo, uhi)).upper
+    for b in range(40):
+        U = ulo[b] + (uhi[b] - ulo[b]) * rng.random((200, 2))
+        g = np.abs(nets[0].preactivations(U)[-1] - nets[1].preactivations(U)[-1]).max()
+        assert g <= cut[b] * (1 + 1e-9) + 1e-9
+    # and it agrees with the exact cut bound up to float rounding
+    ex = exact_diff_bounds(
+        P,
+        [
+            ([Fraction(4 * v - 2) for v in a], [Fraction(4 * v - 2) for v in c])
+            for a, c in zip(ulo[:6], uhi[:6], strict=True)
+        ],
+        [
+            _tables(P, [Fraction(4 * v - 2) for v in a], [Fraction(4 * v - 2) for v in c])
+            for a, c in zip(ulo[:6], uhi[:6], strict=True)
+        ],
+    )
+    for f, e in zip(cut[:6], ex, strict=True):
+        assert abs(f - float(e)) <= 1e-6 * (1 + abs(f))
+
+
+def test_the_split_side_is_never_far_narrower_than_the_widest() -> None:
+    widths = np.array([[1.0, 0.5, 0.25], [2.0**-10, 1.0, 1.0], [0.2, 1.0, 0.9], [0.1, 0.9, 1.0]])
+    assert _axis(np.array([2, 0, 0, 0]), widths).tolist() == [2, 1, 0, 2]
+    la, lb, P = _pair(9, 3, [5, 3, 2], Fraction(1, 8))
+    FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf)
+    ulo, uhi = propose_partition(FP, np.full(3, -1.0), np.full(3, 1.0), 0.0, 200, lambda: False)
+    w = uhi - ulo
+    assert np.isclose(np.prod(w, axis=1).sum(), 1.0, rtol=0, atol=0)
+    assert (w.max(axis=1) <= 16 * w.min(axis=1)).all()  # a box is split at most once past the skew of 8
+
+
+def test_refining_the_worst_boxes_keeps_every_bound_sound_and_never_raises_one() -> None:
+    la, lb, P = _pair(4, 1, [6, 5, 3, 2], Fraction(1, 16))
+    lo, hi = [Fraction(-3)], [Fraction(3)]
+    ulo = np.array([[i / 8] for i in range(8)])
+    uhi = ulo + 1 / 8
+    vals = exact_partition_values(P, lo, hi, ulo, uhi, lambda: False)
+    better = refine_worst(P, lo, hi, ulo, uhi, vals, Fraction(0), lambda: False)
+    assert all(b <= v for b, v in zip(better, vals, strict=True))
+    for j, u in enumerate(better):
+        a, b = lo[0] + 6 * Fraction(float(ulo[j, 0])), lo[0] + 6 * Fraction(float(uhi[j, 0]))
+        assert _true_max_1d(la, lb, a, b) <= u
+    assert refine_worst(P, lo, hi, ulo, uhi, vals, Fraction(0), lambda: True) == vals
+
+
+def test_symbolic_upper_with_crown_is_sound() -> None:
+    la, lb, P = _pair(12, 1, [6, 5, 4, 2], Fraction(1, 32))
+    box = Box([-3], [3])
+    u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(3.0), crown=True)
+    assert boxes >= 1 and _true_max_1d(la, lb, Fraction(-3), Fraction(3)) <= u
