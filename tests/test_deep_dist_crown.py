@@ -21,6 +21,7 @@ from relusym._deep.bounds import ExactLayers, certified_bounds
 from relusym._deep.box_decide import symbolic_upper
 from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, propose_partition
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
+from relusym._deep.diff_backsub import backsub_diff_bounds
 from relusym._deep.witness import FloatNet
 
 from deep_oracles import combine, forward, network_pwl, to_mlp
@@ -156,3 +157,24 @@ def test_symbolic_upper_with_crown_is_sound() -> None:
     box = Box([-3], [3])
     u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(3.0), crown=True)
     assert boxes >= 1 and _true_max_1d(la, lb, Fraction(-3), Fraction(3)) <= u
+
+
+def test_the_back_substituted_float_bound_is_above_the_true_maximum_and_below_the_forward_one() -> None:
+    # a float proposer (no proof): checked against the exact maximum in one dimension, up to float rounding
+    below = 0
+    for seed in range(8):
+        la, lb, P = _pair(300 + seed, 1, [6, 5, 4, 2], Fraction(1, 16))
+        box = Box([-3], [3])
+        nets = (FloatNet(P.L1, box.lo, box.hi), FloatNet(P.L2, box.lo, box.hi))
+        FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf, nets)
+        ulo = np.array([[0.0], [0.25], [0.5], [0.9]])
+        uhi = np.array([[1.0], [0.5], [0.625], [1.0]])
+        tables = FP.crown(ulo, uhi)
+        bs = backsub_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables)
+        fw = float_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables).upper
+        for j in range(4):
+            a, b = Fraction(6 * float(ulo[j, 0]) - 3), Fraction(6 * float(uhi[j, 0]) - 3)
+            assert float(_true_max_1d(la, lb, a, b)) <= bs[j] * (1 + 1e-9) + 1e-9
+        assert (bs <= fw).all()
+        below += int((bs < fw * (1 - 1e-6)).sum())
+    assert below  # back-substitution beats the forward forms somewhere

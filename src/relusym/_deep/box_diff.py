@@ -27,7 +27,7 @@ import numpy as np
 from relusym._deep.box_split import FloatBounds
 from relusym._deep.witness import FloatNet
 
-__all__ = ["FloatPair", "DiffBounds", "float_diff_bounds", "propose_partition"]
+__all__ = ["FloatPair", "DiffBounds", "Tables", "float_diff_bounds", "propose_partition"]
 
 _CHUNK = 1024  # boxes per vectorised pass
 _SKEW = 8  # the largest ratio of the widest side to the side split
@@ -167,9 +167,16 @@ def _concrete(
     return l1, u1, l2, u2
 
 
-def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray, tables: Tables | None = None) -> DiffBounds:
+def float_diff_bounds(
+    P: FloatPair,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    tables: Tables | None = None,
+    record: list[tuple[np.ndarray, ...]] | None = None,
+) -> DiffBounds:
     """The symbolic-difference upper bound of max_i |Δ_i| on each box [lo_b, hi_b] (rows of lo, hi); ``tables``:
-    bounds of every layer of both networks on each box (:meth:`FloatPair.crown`), intersected with the forms'."""
+    bounds of every layer of both networks on each box (:meth:`FloatPair.crown`), intersected with the forms'.
+    ``record``: a list that receives each hidden layer's bounds (l1, u1, l2, u2, dl, du) on each box."""
     B, m = lo.shape
     mid, r = (lo + hi) / 2, (hi - lo) / 2
     X = np.zeros((B, m, m + 1))
@@ -189,6 +196,8 @@ def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray, tables: Tabl
         l1, u1, l2, u2 = _concrete(L1, U1, L2, U2, tables, k - 1)
         dl = np.maximum(_conc(Ld, False), l1 - u2)
         du = np.minimum(_conc(Ud, True), u1 - l2)
+        if record is not None:
+            record.append((l1, u1, l2, u2, dl, du))
         H1l, H1u = _relu(L1, U1, l1, u1)
         H2l, H2u = _relu(L2, U2, l2, u2)
         El, Eu = _eta((H1l, H1u, H2l, H2u), (L1, U1, l1, u1), (L2, U2, l2, u2), (Ld, Ud, dl, du))
