@@ -12,8 +12,6 @@ import random
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
@@ -23,8 +21,9 @@ from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, propose_
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 from relusym._deep.diff_backsub import backsub_diff_bounds
 from relusym._deep.witness import FloatNet
+from test_deep_box_diff import _gap, _true_max_1d
 
-from deep_oracles import combine, forward, network_pwl, to_mlp
+from deep_oracles import to_mlp
 from strategies import random_layers
 
 
@@ -36,19 +35,6 @@ def _pair(seed: int, m: int, widths: list[int], scale: Fraction):
         for W, b in la
     ]
     return la, lb, ExactPair(ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb)))
-
-
-def _gap(la, lb, x) -> Fraction:
-    return max(abs(p - q) for p, q in zip(forward(la, x), forward(lb, x), strict=True))
-
-
-def _true_max_1d(la, lb, lo: Fraction, hi: Fraction) -> Fraction:
-    best = Fraction(0)
-    for f, g in zip(network_pwl(la), network_pwl(lb), strict=True):
-        d = combine([(Fraction(1), f), (Fraction(-1), g)], Fraction(0))
-        for x in [lo, hi, *(t for t in d.xs if lo <= t <= hi)]:
-            best = max(best, abs(d(x)))
-    return best
 
 
 def _tables(P: ExactPair, lo, hi):
@@ -78,23 +64,6 @@ def test_the_cut_bound_is_above_every_grid_gap_in_two_dimensions() -> None:
             for j in range(17)
         ]
         assert max(_gap(la, lb, x) for x in grid) <= u
-
-
-@settings(max_examples=20, deadline=None)
-@given(st.integers(0, 10**6), st.integers(1, 3), st.integers(1, 8))
-def test_cut_bounds_are_sound_on_random_sub_boxes(seed: int, m: int, e: int) -> None:
-    la, lb, P = _pair(seed, m, [4, 3, 2], Fraction(1, 2) ** e)
-    rng = random.Random(seed)
-    boxes = []
-    for _ in range(3):
-        lo = [Fraction(rng.randint(-8, 4), 4) for _ in range(m)]
-        hi = [a + Fraction(rng.randint(0, 8), 4) for a in lo]
-        boxes.append((lo, hi))
-    bounds = exact_diff_bounds(P, boxes, [_tables(P, lo, hi) for lo, hi in boxes])
-    for (lo, hi), u in zip(boxes, bounds, strict=True):
-        for _ in range(8):
-            x = [a + (b - a) * Fraction(rng.randint(0, 64), 64) for a, b in zip(lo, hi, strict=True)]
-            assert _gap(la, lb, x) <= u
 
 
 def test_the_float_twin_with_crown_tables_is_above_float_gaps() -> None:
