@@ -139,7 +139,7 @@ def test_the_back_substituted_float_bound_is_above_the_true_maximum_and_below_th
         ulo = np.array([[0.0], [0.25], [0.5], [0.9]])
         uhi = np.array([[1.0], [0.5], [0.625], [1.0]])
         tables = FP.crown(ulo, uhi)
-        bs = backsub_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables)
+        bs = backsub_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables).upper
         fw = float_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables).upper
         for j in range(4):
             a, b = Fraction(6 * float(ulo[j, 0]) - 3), Fraction(6 * float(uhi[j, 0]) - 3)

@@ -222,15 +222,25 @@ def float_diff_bounds(
     return DiffBounds(np.max(worst, axis=1), np.argmax(g, axis=1))
 
 
+Bounder = Callable[[FloatPair, np.ndarray, np.ndarray, "Tables | None"], DiffBounds]
+
+
 def propose_partition(
-    P: FloatPair, lo: np.ndarray, hi: np.ndarray, goal: float, cap: int, expired: Callable[[], bool]
+    P: FloatPair,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    goal: float,
+    cap: int,
+    expired: Callable[[], bool],
+    bounder: Bounder | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A partition of [0, 1]^m (boxes as rows of unit coordinates ulo, uhi, dyadic) of the box [lo, hi] into at most
     about ``cap`` boxes, splitting best-first (the boxes of largest float bound, up to a quarter of them a round)
-    until every box's float bound is ≤ ``goal``, ``cap`` is reached or ``expired()``."""
+    until every box's float bound is ≤ ``goal``, ``cap`` is reached or ``expired()``.  ``bounder``: the float
+    bound of a batch of boxes (default :func:`float_diff_bounds`)."""
     m = len(lo)
     ulo, uhi = np.zeros((1, m)), np.ones((1, m))
-    ub, ax = _eval(P, lo, hi, ulo, uhi)
+    ub, ax = _eval(P, lo, hi, ulo, uhi, bounder)
     while not expired():
         open_ = np.nonzero(ub > goal)[0]
         room = (cap - len(ulo)) // 1
@@ -244,7 +254,7 @@ def propose_partition(
         a_hi[rows, s], b_lo[rows, s] = cut, cut
         n_lo = np.concatenate([ulo[take], b_lo])
         n_hi = np.concatenate([a_hi, uhi[take]])
-        n_ub, n_ax = _eval(P, lo, hi, n_lo, n_hi)
+        n_ub, n_ax = _eval(P, lo, hi, n_lo, n_hi, bounder)
         keep = np.ones(len(ulo), dtype=bool)
         keep[take] = False
         ulo, uhi = np.concatenate([ulo[keep], n_lo]), np.concatenate([uhi[keep], n_hi])
@@ -264,12 +274,12 @@ def _axis(proposed: np.ndarray, widths: np.ndarray) -> np.ndarray:
 
 
 def _eval(
-    P: FloatPair, lo: np.ndarray, hi: np.ndarray, ulo: np.ndarray, uhi: np.ndarray
+    P: FloatPair, lo: np.ndarray, hi: np.ndarray, ulo: np.ndarray, uhi: np.ndarray, bounder: Bounder | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     ubs, axs = [], []
     for i in range(0, len(ulo), _CHUNK):
         a, b = ulo[i : i + _CHUNK], uhi[i : i + _CHUNK]
-        d = float_diff_bounds(P, lo + (hi - lo) * a, lo + (hi - lo) * b, P.crown(a, b))
+        d = (bounder or float_diff_bounds)(P, lo + (hi - lo) * a, lo + (hi - lo) * b, P.crown(a, b))
         ubs.append(d.upper)
         axs.append(d.split)
     return np.concatenate(ubs), np.concatenate(axs)

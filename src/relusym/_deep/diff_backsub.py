@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from relusym._deep.box_diff import FloatPair, Tables, float_diff_bounds
+from relusym._deep.box_diff import DiffBounds, FloatPair, Tables, float_diff_bounds
 
 __all__ = ["backsub_diff_bounds"]
 
@@ -79,16 +79,18 @@ def _bound(P: FloatPair, lo: np.ndarray, hi: np.ndarray, rel: list[Relax], K: in
     return out[0], out[1]
 
 
-def backsub_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray, tables: Tables | None = None) -> np.ndarray:
+def backsub_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray, tables: Tables | None = None) -> DiffBounds:
     """A float upper bound of max_i |Δ_i| on each box [lo_b, hi_b]: the forward pass's bounds of every layer,
-    each δ_k's then cut by back-substitution (layer after layer), and the output's by back-substitution."""
+    each δ_k's then cut by back-substitution (layer after layer), and the output's by back-substitution; the
+    side to split is the forward pass's (a :class:`relusym._deep.box_diff.DiffBounds`, for ``propose_partition``)."""
     record: list[tuple[np.ndarray, ...]] = []
-    fwd = float_diff_bounds(P, lo, hi, tables, record).upper
+    d = float_diff_bounds(P, lo, hi, tables, record)
+    fwd = d.upper
     rel: list[Relax] = [_relax(record[0])]
     for k in range(1, len(record) + 1):
         up, down = _bound(P, lo, hi, rel, k)
         if k == len(record):
-            return np.asarray(np.minimum(fwd, np.maximum(up, down).max(axis=1)))
+            return DiffBounds(np.minimum(fwd, np.maximum(up, down).max(axis=1)), d.split)
         l1, u1, l2, u2, dl, du = record[k]
         rel.append(_relax((l1, u1, l2, u2, np.maximum(dl, -down), np.minimum(du, up))))
-    return fwd
+    return d
