@@ -27,6 +27,14 @@ prints instead (no ReluDiff needed) the distance bracket of ``relusym.distance``
 rounded to float16 after loading (the NNet normalisation folded in, as ``bench_deep_box_equiv.py``'s f16 pairs),
 on the box the file records and on property 1's box: lower (exact input), upper (proved), their ratio (the goal of
 issue 22 is ≤ 2 in under a minute) and the CPU time.
+
+    python benchmarks/bench_reludiff.py --float-study [--acas-dir DIR] [--nets …] [--budget SECONDS]
+
+measures, in floats only (nothing proved), what the relaxations reach on the same pairs: on 64 random sub-boxes of
+each box at side fractions 1, 0.1, 0.01, the median and largest float bound of the forward symbolic differences
+(as the exact pass computes them), of the same cut by CROWN's bounds of each network, and of the back-substituted
+differences (:mod:`relusym._deep.diff_backsub`), beside the largest gap of 500 float samples per sub-box; then how
+far a best-first partition gets in ``--budget`` CPU seconds (forward bounds, and cut by CROWN's).
 """
 
 from __future__ import annotations
@@ -128,16 +136,96 @@ def brackets(acas: str, nets: list[str], budget: float) -> None:
     print(f"\nload at the end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
+def _study_boxes(name: str, acas: str) -> tuple[relusym.MLP, relusym.MLP, list[tuple[str, relusym.Box]]]:
+    path = os.path.join(acas, f"ACASXU_run2a_{name}_batch_2000.nnet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = relusym.load(path)
+        file_box = relusym.io.input_box(path)
+    prop1 = relusym.Box(*[[Fraction(v) for v in side] for side in PROPERTY_1])
+    return f, f16_loaded(f), [("file", file_box), ("property 1", prop1)]
+
+
+def float_study(acas: str, nets: list[str], budget: float) -> None:
+    from relusym._deep.bounds import ExactLayers
+    from relusym._deep.box_diff import FloatPair, float_diff_bounds, propose_partition
+    from relusym._deep.diff_backsub import backsub_diff_bounds
+    from relusym._deep.witness import FloatNet
+
+    print(f"load at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
+    print("| network | box | side | forward: median, max | + CROWN cut | back-substituted | sampled gap max | ms/box |")
+    print("|---|---|---|---|---|---|---|---|")
+    runs = []
+    for name in nets:
+        f, g, boxes = _study_boxes(name, acas)
+        L1, L2 = ExactLayers.of(f), ExactLayers.of(g)
+        for label, box in boxes:
+            n1, n2 = FloatNet(L1, box.lo, box.hi), FloatNet(L2, box.lo, box.hi)
+            plain = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf)
+            cut = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf, (n1, n2))
+            lo = np.array([float(v) for v in box.lo])
+            hi = np.array([float(v) for v in box.hi])
+            rng = np.random.default_rng(0)
+            C = rng.random((64, len(lo)))
+            for side in (1.0, 0.1, 0.01):
+                a, b = np.clip(C - side / 2, 0, 1), np.clip(C + side / 2, 0, 1)
+                x, y = lo + (hi - lo) * a, lo + (hi - lo) * b
+                fw = float_diff_bounds(plain, x, y).upper
+                c0 = time.process_time()
+                tab = cut.crown(a, b)
+                fc = float_diff_bounds(cut, x, y, tab).upper
+                bs = backsub_diff_bounds(cut, x, y, tab).upper
+                ms = (time.process_time() - c0) / len(a) * 1000
+                gaps = []
+                for i in range(len(a)):
+                    U = a[i] + (b[i] - a[i]) * rng.random((500, len(lo)))
+                    gaps.append(np.abs(n1.preactivations(U)[-1] - n2.preactivations(U)[-1]).max())
+                cells = " | ".join(f"{np.median(v):.3g}, {v.max():.3g}" for v in (fw, fc, bs))
+                print(f"| {name} | {label} | {side} | {cells} | {max(gaps):.3g} | {ms:.1f} |", flush=True)
+            runs.append((name, label, plain, cut, lo, hi))
+    print("\n| network | box | partition | boxes | largest float bound | CPU |")
+    print("|---|---|---|---|---|---|")
+    for name, label, plain, cut, lo, hi in runs:
+        for how, P, bounder in (
+            ("forward", plain, float_diff_bounds),
+            ("+ CROWN cut", cut, float_diff_bounds),
+            ("back-substituted", cut, backsub_diff_bounds),
+        ):
+            c0 = time.process_time()
+            ulo, uhi = propose_partition(P, lo, hi, 0.0, 10**7, lambda: time.process_time() - c0 > budget, bounder)
+            cpu = time.process_time() - c0  # the partition's; its boxes' bounds are recomputed below
+            worst = max(
+                float(
+                    bounder(
+                        P,
+                        lo + (hi - lo) * ulo[i : i + 512],
+                        lo + (hi - lo) * uhi[i : i + 512],
+                        P.crown(ulo[i : i + 512], uhi[i : i + 512]),
+                    ).upper.max()
+                )
+                for i in range(0, len(ulo), 512)
+            )
+            print(
+                f"| {name} | {label} | {how} | {len(ulo)} | {worst:.4g} | {cpu:.1f} s |",
+                flush=True,
+            )
+    print(f"\nload at the end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reludiff", help="ReluDiff's built DiffNN-Code folder (required unless --bracket)")
     ap.add_argument("--bracket", action="store_true", help="only relusym's distance brackets (see above)")
+    ap.add_argument("--float-study", action="store_true", help="what the float relaxations reach (see above)")
     ap.add_argument("--acas-dir", default=None, help="the ACAS Xu NNet files (default: ReluDiff's own nnet/)")
     ap.add_argument("--nets", default="1_1,1_2,2_1")
     ap.add_argument("--eps", type=float, default=0.05)
     ap.add_argument("--budget", type=float, default=60.0, help="relusym's budget per pair (s)")
     ap.add_argument("--timeout", type=float, default=600.0, help="ReluDiff's time per pair (s)")
     args = ap.parse_args()
+    if args.float_study:
+        float_study(args.acas_dir or "/work/shared/data/acasxu", args.nets.split(","), args.budget)
+        return
     if args.bracket:
         brackets(args.acas_dir or "/work/shared/data/acasxu", args.nets.split(","), args.budget)
         return

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
-from relusym._deep.bounds import ExactLayers
+from relusym._deep.bounds import ExactLayers, certified_bounds
 from relusym._deep.box_decide import distance_on_deep, symbolic_upper, within_on_deep
 from relusym._deep.box_diff import FloatPair, float_diff_bounds, propose_partition
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound, int_dot, limbs
@@ -95,10 +95,15 @@ def test_sound_on_random_sub_boxes(seed: int, m: int, data: st.DataObject) -> No
         hi = [a + Fraction(rng.randint(0, 8), 4) for a in lo]
         boxes.append((lo, hi))
     bounds = exact_diff_bounds(P, boxes)
-    for (lo, hi), u in zip(boxes, bounds, strict=True):
+    # and cut by both networks' exact bound tables on each box (CROWN's, certified)
+    tables = [
+        (certified_bounds(P.L1, lo, hi, P.L1.hidden), certified_bounds(P.L2, lo, hi, P.L2.hidden)) for lo, hi in boxes
+    ]
+    cut = exact_diff_bounds(P, boxes, tables)
+    for (lo, hi), u, c in zip(boxes, bounds, cut, strict=True):
         for _ in range(8):
             x = [a + (b - a) * Fraction(rng.randint(0, 64), 64) for a, b in zip(lo, hi, strict=True)]
-            assert _gap(la, lb, x) <= u
+            assert _gap(la, lb, x) <= min(u, c)
 
 
 def test_the_float_proposer_matches_the_exact_bound() -> None:

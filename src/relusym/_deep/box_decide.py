@@ -282,24 +282,34 @@ class _Diff:
 
 
 def symbolic_upper(
-    L1: ExactLayers, L2: ExactLayers, box: Box, lower: Fraction, deadline: Deadline, target: Fraction | None = None
+    L1: ExactLayers,
+    L2: ExactLayers,
+    box: Box,
+    lower: Fraction,
+    deadline: Deadline,
+    target: Fraction | None = None,
+    crown: bool = False,
 ) -> tuple[Fraction, int]:
     """An exact upper bound of max_i |Δ_i| on the box by symbolic difference intervals (two networks of the same
     widths): a float best-first partition (:func:`relusym._deep.box_diff.propose_partition`, aiming at ``target``
     or else at the lower bound) into at most ``cap`` boxes, every box of it then bounded exactly
     (:mod:`relusym._deep.box_diff_exact`); repeated with ``cap`` scaled to the time left (from 64 boxes, at least
-    doubling) while it lasts.  Returns the best bound and the number of boxes of the partition that gave it."""
+    doubling) while it lasts.  Returns the best bound and the number of boxes of the partition that gave it.
+    With ``crown``, each box's bounds of z1 and z2 are cut by CROWN's back-substitution: in floats when proposing,
+    and, for the boxes whose exact bound misses the goal, by the networks' exact bound tables (slower a box,
+    fewer boxes)."""
     import time
 
     from relusym._deep.box_diff import FloatPair, propose_partition
-    from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound
+    from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 
     EP = ExactPair(L1, L2)
     root = exact_diff_bounds(EP, [(box.lo, box.hi)])[0]
     goal = lower if target is None else max(lower, target)
     if root <= goal or deadline.expired() or (target is not None and lower > target):
         return root, 1
-    P = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf)
+    nets = (FloatNet(L1, box.lo, box.hi), FloatNet(L2, box.lo, box.hi)) if crown else None
+    P = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf, nets)
     lo = np.array([float(v) for v in box.lo])
     hi = np.array([float(v) for v in box.hi])
     best, boxes, cap = root, 1, 64
@@ -308,10 +318,13 @@ def symbolic_upper(
         ulo, uhi = propose_partition(
             P, lo, hi, float(goal) * (1 - 2.0**-20), cap, Deadline(deadline.left() / 3).expired
         )
-        bound, done = exact_partition_bound(EP, box.lo, box.hi, ulo, uhi, root, deadline.expired)
-        if done < len(ulo):  # the time ran out: this partition proved nothing beyond the root's bound
+        vals = exact_partition_values(EP, box.lo, box.hi, ulo, uhi, deadline.expired)
+        if len(vals) < len(ulo):  # the time ran out: this partition proved nothing beyond the root's bound
             break
-        best, boxes = min(best, bound), done
+        if crown:
+            vals = refine_worst(EP, box.lo, box.hi, ulo, uhi, vals, goal, deadline.expired)
+        best, boxes = min(best, max(vals)), len(vals)
+        done = len(vals)
         if best <= goal or len(ulo) < cap:  # nothing left to split below the goal, or the goal reached
             break
         per_box = max(time.monotonic() - t0, 1e-3) / done

@@ -24,9 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FloatPair", "DiffBounds", "float_diff_bounds", "propose_partition"]
+from relusym._deep.box_split import FloatBounds
+from relusym._deep.witness import FloatNet
+
+__all__ = ["FloatPair", "DiffBounds", "Tables", "float_diff_bounds", "propose_partition"]
 
 _CHUNK = 1024  # boxes per vectorised pass
+_SKEW = 8  # the largest ratio of the widest side to the side split
+Tables = tuple[tuple[list[np.ndarray], list[np.ndarray]], tuple[list[np.ndarray], list[np.ndarray]]]
 
 
 @dataclass
@@ -38,12 +43,33 @@ class DiffBounds:
 
 
 class FloatPair:
-    """Two networks' layers (float64 weights W1, W2 and biases) for the batched propagation."""
+    """Two networks' layers (float64 weights W1, W2 and biases) for the batched propagation; with ``nets`` (the
+    two networks over the root box, :class:`relusym._deep.witness.FloatNet`) each box's pre-activation bounds are
+    also taken from CROWN's back-substitution (:class:`relusym._deep.box_split.FloatBounds`), far tighter than
+    the forward forms in the deeper layers."""
 
-    def __init__(self, W1: list[np.ndarray], b1: list[np.ndarray], W2: list[np.ndarray], b2: list[np.ndarray]) -> None:
+    def __init__(
+        self,
+        W1: list[np.ndarray],
+        b1: list[np.ndarray],
+        W2: list[np.ndarray],
+        b2: list[np.ndarray],
+        nets: tuple[FloatNet, FloatNet] | None = None,
+    ) -> None:
         self.W1, self.b1, self.W2, self.b2 = W1, b1, W2, b2
         self.dW = [p - q for p, q in zip(W1, W2, strict=True)]
         self.db = [p - q for p, q in zip(b1, b2, strict=True)]
+        self.nets = nets
+
+    def crown(self, ulo: np.ndarray, uhi: np.ndarray) -> Tables | None:
+        """CROWN's bounds (lower, upper per layer, every layer) of both networks on the boxes [ulo, uhi] of the
+        root box's unit coordinates, or None without ``nets``."""
+        if self.nets is None:
+            return None
+        last = len(self.W1) - 1
+        F1 = FloatBounds.of(self.nets[0], ulo, uhi, last)
+        F2 = FloatBounds.of(self.nets[1], ulo, uhi, last)
+        return (F1.lower, F1.upper), (F2.lower, F2.upper)
 
 
 def _mm(W: np.ndarray, Lg: np.ndarray, Ug: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +154,29 @@ def _eta(
     return Fl, Fu
 
 
-def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray) -> DiffBounds:
-    """The symbolic-difference upper bound of max_i |Δ_i| on each box [lo_b, hi_b] (rows of lo, hi)."""
+def _concrete(
+    L1: np.ndarray, U1: np.ndarray, L2: np.ndarray, U2: np.ndarray, tables: Tables | None, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Layer k's bounds of z1 and z2 on each box: the forms' extremes, cut by ``tables`` when given."""
+    l1, u1 = _conc(L1, False), _conc(U1, True)
+    l2, u2 = _conc(L2, False), _conc(U2, True)
+    if tables is not None:
+        (a1, b1), (a2, b2) = tables
+        l1, u1 = np.maximum(l1, a1[k]), np.minimum(u1, b1[k])
+        l2, u2 = np.maximum(l2, a2[k]), np.minimum(u2, b2[k])
+    return l1, u1, l2, u2
+
+
+def float_diff_bounds(
+    P: FloatPair,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    tables: Tables | None = None,
+    record: list[tuple[np.ndarray, ...]] | None = None,
+) -> DiffBounds:
+    """The symbolic-difference upper bound of max_i |Δ_i| on each box [lo_b, hi_b] (rows of lo, hi); ``tables``:
+    bounds of every layer of both networks on each box (:meth:`FloatPair.crown`), intersected with the forms'.
+    ``record``: a list that receives each hidden layer's bounds (l1, u1, l2, u2, dl, du) on each box."""
     B, m = lo.shape
     mid, r = (lo + hi) / 2, (hi - lo) / 2
     X = np.zeros((B, m, m + 1))
@@ -146,10 +193,11 @@ def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray) -> DiffBound
     L2 = U2 = first(P.W2[0], P.b2[0])
     Ld = Ud = first(P.dW[0], P.db[0])
     for k in range(1, n_layers):
-        l1, u1 = _conc(L1, False), _conc(U1, True)
-        l2, u2 = _conc(L2, False), _conc(U2, True)
+        l1, u1, l2, u2 = _concrete(L1, U1, L2, U2, tables, k - 1)
         dl = np.maximum(_conc(Ld, False), l1 - u2)
         du = np.minimum(_conc(Ud, True), u1 - l2)
+        if record is not None:
+            record.append((l1, u1, l2, u2, dl, du))
         H1l, H1u = _relu(L1, U1, l1, u1)
         H2l, H2u = _relu(L2, U2, l2, u2)
         El, Eu = _eta((H1l, H1u, H2l, H2u), (L1, U1, l1, u1), (L2, U2, l2, u2), (Ld, Ud, dl, du))
@@ -164,7 +212,9 @@ def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray) -> DiffBound
         L2, U2 = _mm(P.W2[k], H2l, H2u)
         L2[..., -1] += P.b2[k]
         U2[..., -1] += P.b2[k]
-    dl, du = _conc(Ld, False), _conc(Ud, True)
+    l1, u1, l2, u2 = _concrete(L1, U1, L2, U2, tables, n_layers - 1)
+    dl = np.maximum(_conc(Ld, False), l1 - u2)
+    du = np.minimum(_conc(Ud, True), u1 - l2)
     worst = np.maximum(du, -dl)
     i = np.argmax(worst, axis=1)
     rows = np.arange(B)
@@ -172,15 +222,25 @@ def float_diff_bounds(P: FloatPair, lo: np.ndarray, hi: np.ndarray) -> DiffBound
     return DiffBounds(np.max(worst, axis=1), np.argmax(g, axis=1))
 
 
+Bounder = Callable[[FloatPair, np.ndarray, np.ndarray, "Tables | None"], DiffBounds]
+
+
 def propose_partition(
-    P: FloatPair, lo: np.ndarray, hi: np.ndarray, goal: float, cap: int, expired: Callable[[], bool]
+    P: FloatPair,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    goal: float,
+    cap: int,
+    expired: Callable[[], bool],
+    bounder: Bounder | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A partition of [0, 1]^m (boxes as rows of unit coordinates ulo, uhi, dyadic) of the box [lo, hi] into at most
     about ``cap`` boxes, splitting best-first (the boxes of largest float bound, up to a quarter of them a round)
-    until every box's float bound is ≤ ``goal``, ``cap`` is reached or ``expired()``."""
+    until every box's float bound is ≤ ``goal``, ``cap`` is reached or ``expired()``.  ``bounder``: the float
+    bound of a batch of boxes (default :func:`float_diff_bounds`)."""
     m = len(lo)
     ulo, uhi = np.zeros((1, m)), np.ones((1, m))
-    ub, ax = _eval(P, lo, hi, ulo, uhi)
+    ub, ax = _eval(P, lo, hi, ulo, uhi, bounder)
     while not expired():
         open_ = np.nonzero(ub > goal)[0]
         room = (cap - len(ulo)) // 1
@@ -188,13 +248,13 @@ def propose_partition(
             break
         take = open_[np.argsort(-ub[open_])][: max(1, min(room, len(open_), max(8, len(ulo) // 4)))]
         rows = np.arange(len(take))
-        s = ax[take]
+        s = _axis(ax[take], uhi[take] - ulo[take])
         cut = (ulo[take, s] + uhi[take, s]) / 2
         a_hi, b_lo = uhi[take].copy(), ulo[take].copy()
         a_hi[rows, s], b_lo[rows, s] = cut, cut
         n_lo = np.concatenate([ulo[take], b_lo])
         n_hi = np.concatenate([a_hi, uhi[take]])
-        n_ub, n_ax = _eval(P, lo, hi, n_lo, n_hi)
+        n_ub, n_ax = _eval(P, lo, hi, n_lo, n_hi, bounder)
         keep = np.ones(len(ulo), dtype=bool)
         keep[take] = False
         ulo, uhi = np.concatenate([ulo[keep], n_lo]), np.concatenate([uhi[keep], n_hi])
@@ -202,12 +262,24 @@ def propose_partition(
     return ulo, uhi
 
 
+def _axis(proposed: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """The side to bisect: the proposed one (largest coefficient times half-width), unless it is more than
+    :data:`_SKEW` times narrower (in the root box's units) than the widest side, then the widest — the forms'
+    coefficients can keep pointing at one side while the bound comes from elsewhere (CROWN's or the constant
+    candidates), and every side must shrink for the bound to converge."""
+    rows = np.arange(len(proposed))
+    widest = np.argmax(widths, axis=1)
+    skewed = widths[rows, proposed] * _SKEW < widths[rows, widest]
+    return np.where(skewed, widest, proposed)
+
+
 def _eval(
-    P: FloatPair, lo: np.ndarray, hi: np.ndarray, ulo: np.ndarray, uhi: np.ndarray
+    P: FloatPair, lo: np.ndarray, hi: np.ndarray, ulo: np.ndarray, uhi: np.ndarray, bounder: Bounder | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     ubs, axs = [], []
     for i in range(0, len(ulo), _CHUNK):
-        d = float_diff_bounds(P, lo + (hi - lo) * ulo[i : i + _CHUNK], lo + (hi - lo) * uhi[i : i + _CHUNK])
+        a, b = ulo[i : i + _CHUNK], uhi[i : i + _CHUNK]
+        d = (bounder or float_diff_bounds)(P, lo + (hi - lo) * a, lo + (hi - lo) * b, P.crown(a, b))
         ubs.append(d.upper)
         axs.append(d.split)
     return np.concatenate(ubs), np.concatenate(axs)
