@@ -56,7 +56,13 @@ def ascend_in_boxes(
 
 
 def hunt_open_leaves(
-    wit: Witnesses, net: FloatNet, root: Region, sp: Splitter, covers: Sequence[Cover], deadline: Deadline, seed: int = 2
+    wit: Witnesses,
+    net: FloatNet,
+    root: Region,
+    sp: Splitter,
+    covers: Sequence[Cover],
+    deadline: Deadline,
+    seed: int = 2,
 ) -> None:
     """For each cover with open leaves whose unit is seen with one sign only, ascent towards the other sign from
     its most promising open leaves (all units of the call batched); the best point of each unit is confirmed
