@@ -121,9 +121,9 @@ class _Tables:
 
 def _wider(ell: int) -> int:
     """How many times ``max_leaves`` a unit of layer ``ell`` may use: second-layer leaves are cheap to prove
-    (:mod:`relusym._deep.box_leaves`, about 0.5 ms a leaf), and on ACAS Xu their covers need 100 to 3,000
+    (:mod:`relusym._deep.box_leaves`, about 0.3 ms a leaf), and on ACAS Xu their covers need 100 to 10,000
     leaves."""
-    return 16 if ell == 1 else 1
+    return 64 if ell == 1 else 1
 
 
 def cover_units(
@@ -136,8 +136,8 @@ def cover_units(
 ) -> list[Proved]:
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
     allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
-    may use ``max_leaves`` leaves, 16 times as many in the second layer (its leaves are proved in one batch),
-    reached in rounds of ``max_leaves``, 4 and 16 times as many."""
+    may use ``max_leaves`` leaves, 64 times as many in the second layer (its leaves are proved in one batch),
+    reached in rounds of ``max_leaves``, 4, 16 and 64 times as many."""
     net = FloatNet(layers, root[0], root[1])
     tables = _Tables(layers)
     out: list[Proved] = []
