@@ -62,10 +62,10 @@ DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 NOT_REQUESTED = "not requested"  # the reason of a unit left out by unit_status(..., only=...)
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
 # the cover stage's share of the time left, and within it the witness hunt's and then the second layer's covers'
-# shares of what is left when each starts (on ACAS Xu the second layer's covers prove the most units per second;
-# the hunt finds a crossing in about one network of two; the later layers' covers rarely close, and the per-unit
-# LP search after the covers rarely proves)
-_COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.85, 0.2, 0.7
+# shares of what is left when each starts.  On ACAS Xu (networks 1_1 to 1_4 and 3_3 to 3_6 at 13 s each) the
+# second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
+# search after the covers none (both end early when they give up, leaving the time to what follows)
+_COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
 _SEARCHES = ("box", "phases", "box+phases")
 
 
