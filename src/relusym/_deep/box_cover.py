@@ -20,7 +20,7 @@ import numpy as np
 
 from relusym._base.deadline import Deadline
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
-from relusym._deep.box_leaves import second_layer_bounds
+from relusym._deep.box_leaves import FirstRows, second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
 from relusym._deep.units_hunt import hunt_open_leaves
@@ -101,6 +101,7 @@ class _Tables:
         self.layers = layers
         self.cache: dict[Region, BoundTable] = {}
         self.batched = LeafTables(layers)  # the leaves of later layers, in batches (relusym._deep.units_leaves)
+        self.first: FirstRows = {}  # the leaves' rounded first-layer bounds, for the second layer's (box_leaves)
 
     def get(self, r: Region, upto: int) -> BoundTable:
         t = self.cache.get(r)
@@ -206,7 +207,7 @@ def _bounds(
 ) -> list[Fraction] | None:
     """Each region's exact bound of the unit (None when the deadline passes)."""
     if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
-        return second_layer_bounds(tables.layers, regions, j, sign)
+        return second_layer_bounds(tables.layers, regions, j, sign, tables.first)
     if ell > 1:  # later layers: the leaves' tables in batches, the same values (units_leaves)
         vals: list[Fraction] = []
         for c in range(0, len(regions), _CHUNK):

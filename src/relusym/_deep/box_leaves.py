@@ -18,7 +18,7 @@ import numpy as np
 from relusym._deep.bounds import MU_BITS, ROUND_BITS, ExactLayers, Region, crown_multipliers
 from relusym._exact.numbers import common_denominator
 
-__all__ = ["second_layer_bounds"]
+__all__ = ["FirstRows", "second_layer_bounds"]
 
 
 def _round_rows(num: np.ndarray, den: np.ndarray, up: bool) -> tuple[np.ndarray, list[int]]:
@@ -37,31 +37,42 @@ def _round_rows(num: np.ndarray, den: np.ndarray, up: bool) -> tuple[np.ndarray,
     return np.array(qs, dtype=object).reshape(num.shape), es
 
 
-def _over(q: np.ndarray, e: int, E: int) -> np.ndarray:
-    """q / 2^e as integers over 2^E (E ≥ e, E ≥ 0)."""
-    return q * (1 << (E - e))
+# a region's rounded first-layer bounds: (Lq, el, Uq, eu), the bounds Lq/2^el ≤ z_0 ≤ Uq/2^eu
+FirstRows = dict[Region, tuple[np.ndarray, int, np.ndarray, int]]
 
 
-def second_layer_bounds(layers: ExactLayers, regions: Sequence[Region], j: int, sign: int) -> list[Fraction]:
+def second_layer_bounds(
+    layers: ExactLayers, regions: Sequence[Region], j: int, sign: int, cache: FirstRows | None = None
+) -> list[Fraction]:
     """For each region, the exact bound of z[1][j] that :func:`relusym._deep.bounds.unit_bound` gives from the
-    region's :func:`certified_bounds` table of the first layer (upper for sign −1, lower for +1)."""
+    region's :func:`certified_bounds` table of the first layer (upper for sign −1, lower for +1).  ``cache``: the
+    regions' rounded first-layer bounds, shared between the units of one cover stage (filled here)."""
     N, m = len(regions), layers.m
     if not N:
         return []
     Q = common_denominator([v for r in regions for side in r for v in side])
     LO = np.array([[v.numerator * (Q // v.denominator) for v in r[0]] for r in regions], dtype=object).reshape(N, m)
     HI = np.array([[v.numerator * (Q // v.denominator) for v in r[1]] for r in regions], dtype=object).reshape(N, m)
-    W = layers.Wi[0]
-    Wp, Wn = np.where(W > 0, W, 0), np.where(W < 0, W, 0)
-    up = HI.dot(Wp.T) + LO.dot(Wn.T)
-    dn = LO.dot(Wp.T) + HI.dot(Wn.T)
-    scale = Q * layers.D[0]
-    bn = np.array([b.numerator for b in layers.bias[0]], dtype=object)
-    bd = np.array([b.denominator for b in layers.bias[0]], dtype=object)
-    den = bd * scale
-    Lq, el = _round_rows(bn * scale + dn * bd, den, up=False)
-    Uq, eu = _round_rows(bn * scale + up * bd, den, up=True)
-    return _unit_rows(layers, LO, HI, Q, Lq, el, Uq, eu, j, sign)
+    cache = {} if cache is None else cache
+    new = [r for r in range(N) if regions[r] not in cache]
+    if new:
+        W = layers.Wi[0]
+        Wp, Wn = np.where(W > 0, W, 0), np.where(W < 0, W, 0)
+        lo, hi = LO[new], HI[new]
+        up = hi.dot(Wp.T) + lo.dot(Wn.T)
+        dn = lo.dot(Wp.T) + hi.dot(Wn.T)
+        scale = Q * layers.D[0]
+        bn = np.array([b.numerator for b in layers.bias[0]], dtype=object)
+        bd = np.array([b.denominator for b in layers.bias[0]], dtype=object)
+        den = bd * scale
+        Lq, el = _round_rows(bn * scale + dn * bd, den, up=False)
+        Uq, eu = _round_rows(bn * scale + up * bd, den, up=True)
+        for q, r in enumerate(new):
+            cache[regions[r]] = (Lq[q], el[q], Uq[q], eu[q])
+    rows = [cache[r] for r in regions]
+    Lq = np.array([t[0] for t in rows], dtype=object).reshape(N, -1)
+    Uq = np.array([t[2] for t in rows], dtype=object).reshape(N, -1)
+    return _unit_rows(layers, LO, HI, Q, Lq, [t[1] for t in rows], Uq, [t[3] for t in rows], j, sign)
 
 
 def _pow2(e: np.ndarray) -> np.ndarray:
