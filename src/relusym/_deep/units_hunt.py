@@ -22,37 +22,11 @@ from relusym._deep.box_split import Cover, Splitter
 from relusym._deep.box_witnesses import Witnesses
 from relusym._deep.witness import FloatNet, exact_point
 
-__all__ = ["hunt_open_leaves", "ascend_in_boxes"]
+__all__ = ["hunt_open_leaves"]
 
 _LEAVES = 12  # open leaves of a unit to start from (the largest float bounds of the sign looked for)
 _STARTS = 4  # starts per leaf: its centre and random points of it
 _STEPS = 80
-
-
-def ascend_in_boxes(
-    net: FloatNet, U0: np.ndarray, lo: np.ndarray, hi: np.ndarray, layer: int, units: np.ndarray, signs: np.ndarray
-) -> np.ndarray:
-    """Projected sign-gradient ascent of signs[r]·z[layer][units[r]] from the rows of U0, each row kept in its box
-    [lo[r], hi[r]] (unit coordinates) with steps a fraction of that box's sides."""
-    U = U0.copy()
-    rows = np.arange(len(units))
-    width = hi - lo
-    for s in range(_STEPS):
-        H = U
-        masks = []
-        for k in range(layer + 1):
-            Z = H @ net.W[k].T + net.b[k]
-            masks.append(Z > 0)
-            H = np.maximum(Z, 0.0)
-        G = np.zeros((len(units), net.W[layer].shape[0]))
-        G[rows, units] = signs
-        for k in range(layer, -1, -1):
-            if k < layer:
-                G = G * masks[k]
-            G = G @ net.W[k]
-        step = 0.1 * (1.0 - s / _STEPS) + 1e-3
-        U = np.clip(U + step * width * np.sign(G), lo, hi)
-    return U
 
 
 def hunt_open_leaves(
@@ -91,7 +65,8 @@ def hunt_open_leaves(
                 units += [cv.j] * _STARTS
                 signs += [sg] * _STARTS
         tu, ts = np.array(units), np.array(signs)
-        V = ascend_in_boxes(net, np.concatenate(starts), np.concatenate(los), np.concatenate(his), ell, tu, ts)
+        box = (np.concatenate(los), np.concatenate(his))
+        V = net.ascend(np.concatenate(starts), ell, tu, ts, steps=_STEPS, box=box, step0=0.1, floor=1e-3)
         val = ts * net.preactivations(V, ell)[ell][np.arange(len(tu)), tu]
         for r in np.argsort(-val):
             if val[r] <= 0:
