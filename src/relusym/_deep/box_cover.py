@@ -30,7 +30,7 @@ from relusym._deep.witness import FloatNet, exact_point
 __all__ = ["Proved", "cover_units", "hunt"]
 
 _CHUNK = 96  # leaves proved between two looks at the deadline
-_HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline
+_HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline (for 150 steps a start)
 _SPLIT_SHARE = 0.7  # of a layer's time, the float splitting's share (the exact proofs of its covers after)
 _REPAIRS, _REPAIR_LEAVES = 4, 64  # rounds of bisecting the leaves an exact bound refutes, and at most so many
 _GROWTH = 4  # the factor by which a layer's cap on a cover's leaves grows from one round to the next
@@ -58,15 +58,16 @@ def hunt(
     seed: int = 1,
 ) -> None:
     """For each unit seen with one sign only, projected sign-gradient search for the other sign from ``starts``
-    random points of the box (batched by layer, ``_HUNT_BATCH`` starts a unit at a time); the best point of each
-    unit is confirmed exactly."""
+    random points of the box (batched by layer, ``_HUNT_BATCH`` starts a unit at a time, fewer for longer
+    ascents, so the deadline is looked at as often); the best point of each unit is confirmed exactly."""
     rng = np.random.default_rng(seed)
     by_layer: dict[int, list[int]] = {}
     for ell, j in units:
         if not wit.crossing(ell, j):
             by_layer.setdefault(ell, []).append(j)
     # a few starts per unit at a time, every layer in turn, the deadline looked at in between
-    for first in range(0, starts, _HUNT_BATCH):
+    batch = max(1, _HUNT_BATCH * 150 // max(1, steps))
+    for first in range(0, starts, batch):
         for ell in sorted(by_layer):
             if deadline.expired():
                 return
@@ -74,7 +75,7 @@ def hunt(
             if not js:
                 continue
             signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
-            k = min(_HUNT_BATCH, starts - first)
+            k = min(batch, starts - first)
             U0 = rng.random((len(js) * k, net.m))
             tu = np.repeat(np.array(js), k)
             ts = np.repeat(signs, k)
