@@ -33,7 +33,7 @@ _CHUNK = 96  # leaves proved between two looks at the deadline
 _HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline (for 150 steps a start)
 _SPLIT_SHARE = 0.7  # of a layer's time, the float splitting's share (the exact proofs of its covers after)
 _REPAIRS, _REPAIR_LEAVES = 4, 64  # rounds of bisecting the leaves an exact bound refutes, and at most so many
-_GROWTH = 4  # the factor by which a layer's cap on a cover's leaves grows from one round to the next
+_GROWTH = 2  # the factor by which a layer's cap on a cover's leaves grows from one round to the next
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def cover_units(
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
     allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
     may use ``max_leaves`` leaves, 64 times as many in the second layer (its leaves are proved in one batch),
-    reached in rounds of ``max_leaves``, 4, 16 and 64 times as many."""
+    reached in rounds of ``max_leaves``, twice, four times … as many."""
     net = FloatNet(layers, root[0], root[1])
     tables = _Tables(layers)
     out: list[Proved] = []

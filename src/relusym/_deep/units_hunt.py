@@ -24,9 +24,10 @@ from relusym._deep.witness import FloatNet, exact_point
 
 __all__ = ["hunt_open_leaves"]
 
-_LEAVES = 12  # open leaves of a unit to start from (the largest float bounds of the sign looked for)
-_STARTS = 4  # starts per leaf: its centre and random points of it
-_STEPS = 80
+_LEAVES = 6  # open leaves of a unit to start from (the largest float bounds of the sign looked for)
+_STARTS = 2  # starts per leaf: its centre and random points of it
+_STEPS = 60
+_TRIES = 2  # a unit's best points confirmed exactly (a float value > 0 may round to ≤ 0 on the grid)
 
 
 def hunt_open_leaves(
@@ -68,8 +69,11 @@ def hunt_open_leaves(
         box = (np.concatenate(los), np.concatenate(his))
         V = net.ascend(np.concatenate(starts), ell, tu, ts, steps=_STEPS, box=box, step0=0.1, floor=1e-3)
         val = ts * net.preactivations(V, ell)[ell][np.arange(len(tu)), tu]
+        tries: dict[int, int] = {}  # points evaluated exactly per unit (each costs an exact pass of the network)
         for r in np.argsort(-val):
             if val[r] <= 0:
                 break
-            if not wit.crossing(ell, int(tu[r])):
+            j = int(tu[r])
+            if not wit.crossing(ell, j) and tries.get(j, 0) < _TRIES:
+                tries[j] = tries.get(j, 0) + 1
                 wit.record(exact_point(root[0], root[1], V[r]))
