@@ -96,6 +96,7 @@ def main() -> None:
     t_all = t_check = t_cpu = 0.0
     bad = 0
     by_layer: dict[int, int] = {}
+    by_method: dict[tuple[int, str], int] = {}
     print("network   dead active crossing undecided  time_s | ibp_dead ibp_active | samp_dead samp_active samp_cross")
     for path in sorted(glob.glob(f"{DATA}/*.nnet"))[args.first : args.first + args.files]:
         net, box = read(path)
@@ -121,6 +122,8 @@ def main() -> None:
         c = st.counts()
         for ell, _ in st.units("undecided"):
             by_layer[ell] = by_layer.get(ell, 0) + 1
+        for cert in (c for lay in st.certificates for c in lay if c.status in ("dead", "active")):
+            by_method[cert.layer, cert.method] = by_method.get((cert.layer, cert.method), 0) + 1
         for key in tot:
             tot[key] += c[key]
         idead, iact = ibp_counts(net, box)
@@ -141,6 +144,7 @@ def main() -> None:
         f"{itot[0]:8d} {itot[1]:10d} | {stot[0]:9d} {stot[1]:11d} {stot[2]:10d}"
     )
     print("undecided by hidden layer: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_layer.items())))
+    print("dead/active by (layer, method): " + ", ".join(f"{k[0]} {k[1]}: {v}" for k, v in sorted(by_method.items())))
     print(f"wall {t_all:.1f} s, CPU {t_cpu:.1f} s, load average {os.getloadavg()[0]:.2f}")
     if args.check:
         print(f"certificates re-checked in {t_check:.1f} s: {bad} rejected")

@@ -177,7 +177,7 @@ def test_batched_second_layer_bounds_are_the_checkers_values() -> None:
     import random
 
     from relusym._deep.bounds import unit_bound
-    from relusym._deep.box_leaves import second_layer_bounds
+    from relusym._deep.box_leaves import FirstRows, second_layer_bounds
 
     cases: list[tuple[MLP, Box]] = [(_net(s), BOX) for s in (3, 10)]
     acas = relusym.load(DATA / "ACASXU_run2a_2_3_batch_2000.nnet")
@@ -194,9 +194,12 @@ def test_batched_second_layer_bounds_are_the_checkers_values() -> None:
             lo = tuple(a + (b - a) * Fraction(k, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
             hi = tuple(a + (b - a) * Fraction(k + 1, 2**d) for a, b, k in zip(box.lo, box.hi, ks, strict=True))
             regions.append((lo, hi))
+        shared: FirstRows = {}  # the first layer's rounded bounds, shared between units and calls
         for j in range(0, layers.widths[2], max(1, layers.widths[2] // 5)):
             for sign in (-1, 1):
                 fast = second_layer_bounds(layers, regions, j, sign)
+                part = regions[: 4 + j % 8]  # calls on overlapping sets of regions, the cache filled as they come
+                assert second_layer_bounds(layers, part, j, sign, shared) == fast[: len(part)]
                 for r, v in zip(regions, fast, strict=True):
                     t = certified_bounds(layers, r[0], r[1], 0)
                     assert v == unit_bound(layers, r[0], r[1], t.lower, t.upper, 1, j, sign)

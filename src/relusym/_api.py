@@ -392,9 +392,7 @@ def align(net1: Any, net2: Any, **kwargs: Any) -> Any:
     return _align_shallow(a, b, **kwargs)
 
 
-def unit_status(
-    net: Any, domain: Any, *, budget: float = 10.0, cover_leaves: int = 256, only: Any = None
-) -> Any:
+def unit_status(net: Any, domain: Any, *, budget: float = 10.0, cover_leaves: int = 256, only: Any = None) -> Any:
     """Every hidden unit's status on a domain (a Box, a Polytope or a pair (lo, hi)), exactly: ``"dead"`` (its
     pre-activation is ≤ 0 on the whole domain), ``"active"`` (≥ 0 there: it acts linearly), ``"crossing"`` (two
     exact inputs of the domain where it is < 0 and > 0) or ``"undecided"`` within ``budget`` seconds.  Each

@@ -20,18 +20,20 @@ import numpy as np
 
 from relusym._base.deadline import Deadline
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, certified_bounds, unit_bound
-from relusym._deep.box_leaves import second_layer_bounds
+from relusym._deep.box_leaves import FirstRows, second_layer_bounds
 from relusym._deep.box_split import Splitter, split_cover
 from relusym._deep.box_witnesses import Witnesses
+from relusym._deep.units_hunt import hunt_open_leaves
 from relusym._deep.units_leaves import LeafTables
 from relusym._deep.witness import FloatNet, exact_point
 
 __all__ = ["Proved", "cover_units", "hunt"]
 
 _CHUNK = 96  # leaves proved between two looks at the deadline
-_HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline
+_HUNT_BATCH = 8  # the witness hunt's starts per unit between two looks at the deadline (for 150 steps a start)
 _SPLIT_SHARE = 0.7  # of a layer's time, the float splitting's share (the exact proofs of its covers after)
 _REPAIRS, _REPAIR_LEAVES = 4, 64  # rounds of bisecting the leaves an exact bound refutes, and at most so many
+_GROWTH = 2  # the factor by which a layer's cap on a cover's leaves grows from one round to the next
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,16 @@ def hunt(
     seed: int = 1,
 ) -> None:
     """For each unit seen with one sign only, projected sign-gradient search for the other sign from ``starts``
-    random points of the box (batched by layer, ``_HUNT_BATCH`` starts a unit at a time); the best point of each
-    unit is confirmed exactly."""
+    random points of the box (batched by layer, ``_HUNT_BATCH`` starts a unit at a time, fewer for longer
+    ascents, so the deadline is looked at as often); the best point of each unit is confirmed exactly."""
     rng = np.random.default_rng(seed)
     by_layer: dict[int, list[int]] = {}
     for ell, j in units:
         if not wit.crossing(ell, j):
             by_layer.setdefault(ell, []).append(j)
     # a few starts per unit at a time, every layer in turn, the deadline looked at in between
-    for first in range(0, starts, _HUNT_BATCH):
+    batch = max(1, _HUNT_BATCH * 150 // max(1, steps))
+    for first in range(0, starts, batch):
         for ell in sorted(by_layer):
             if deadline.expired():
                 return
@@ -72,7 +75,7 @@ def hunt(
             if not js:
                 continue
             signs = np.array([1.0 if wit.pos[ell][j] is None else -1.0 for j in js])
-            k = min(_HUNT_BATCH, starts - first)
+            k = min(batch, starts - first)
             U0 = rng.random((len(js) * k, net.m))
             tu = np.repeat(np.array(js), k)
             ts = np.repeat(signs, k)
@@ -99,6 +102,7 @@ class _Tables:
         self.layers = layers
         self.cache: dict[Region, BoundTable] = {}
         self.batched = LeafTables(layers)  # the leaves of later layers, in batches (relusym._deep.units_leaves)
+        self.first: FirstRows = {}  # the leaves' rounded first-layer bounds, for the second layer's (box_leaves)
 
     def get(self, r: Region, upto: int) -> BoundTable:
         t = self.cache.get(r)
@@ -119,8 +123,9 @@ class _Tables:
 
 def _wider(ell: int) -> int:
     """How many times ``max_leaves`` a unit of layer ``ell`` may use: second-layer leaves are cheap to prove
-    (:mod:`relusym._deep.box_leaves`), and on ACAS Xu their covers need 100 to 900 leaves."""
-    return 8 if ell == 1 else 1
+    (:mod:`relusym._deep.box_leaves`, about 0.3 ms a leaf), and on ACAS Xu their covers need 100 to 10,000
+    leaves."""
+    return 64 if ell == 1 else 1
 
 
 def cover_units(
@@ -133,7 +138,8 @@ def cover_units(
 ) -> list[Proved]:
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
     allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
-    may use ``max_leaves`` leaves, 8 times as many in the second layer (its leaves are proved in one batch)."""
+    may use ``max_leaves`` leaves, 64 times as many in the second layer (its leaves are proved in one batch),
+    reached in rounds of ``max_leaves``, twice, four times … as many."""
     net = FloatNet(layers, root[0], root[1])
     tables = _Tables(layers)
     out: list[Proved] = []
@@ -143,32 +149,57 @@ def cover_units(
     for ell, js in sorted(by_layer.items()):
         if deadline.expired():
             break
-        todo = [j for j in js if not wit.crossing(ell, j)]
-        want = [1 if wit.pos[ell][j] is not None else -1 if wit.neg[ell][j] is not None else 0 for j in todo]
-
-        def offer(u: np.ndarray, e: int, j: int, sign: int) -> bool:
-            wit.record(exact_point(root[0], root[1], u))
-            return wit.crossing(e, j)
-
-        # the layer's units share one splitter, so leaves opened for one unit serve the others
-        sp = Splitter(net, ell, todo)
-        # the splitting stops with time left to prove the covers it found
-        sp, covers = split_cover(
-            net,
-            [(ell, j, w) for j, w in zip(todo, want, strict=True)],
-            deadline.sub(_SPLIT_SHARE),
-            max_leaves * _wider(ell),
-            offer,
-            sp,
-        )
-        for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
-            if deadline.expired():
+        # the layer's units share one splitter, so leaves opened for one unit serve the others; the covers grow
+        # in rounds of a larger cap each (the leaves of a round are kept), so the units with small covers are
+        # proved before the hard ones take the time
+        sp = Splitter(net, ell, js)
+        top = max_leaves * _wider(ell)
+        cap = min(max_leaves, top)
+        while not deadline.expired():
+            out += _cover_round(tables, net, sp, root, wit, ell, js, cap, deadline)
+            done = {p.j for p in out if p.ell == ell}
+            js = [j for j in js if j not in done and not wit.crossing(ell, j)]
+            if not js or cap >= top:
                 break
-            if cv.open or wit.crossing(ell, cv.j) or (cv.dead and cv.active) or not (cv.dead or cv.active):
-                continue
-            p = _prove(tables, sp, root, ell, cv.j, -1 if cv.dead else 1, cv.dead or cv.active, deadline)
-            if p is not None:
-                out.append(p)
+            cap = min(cap * _GROWTH, top)
+    return out
+
+
+def _cover_round(
+    tables: _Tables,
+    net: FloatNet,
+    sp: Splitter,
+    root: Region,
+    wit: Witnesses,
+    ell: int,
+    js: Sequence[int],
+    cap: int,
+    deadline: Deadline,
+) -> list[Proved]:
+    """One round of :func:`cover_units` for the units ``js`` of layer ``ell``: covers of at most ``cap`` leaves
+    in floats (the splitting stops with time left to prove them), then each closed cover proved exactly, the
+    smallest first."""
+    todo = [j for j in js if not wit.crossing(ell, j)]
+    want = [1 if wit.pos[ell][j] is not None else -1 if wit.neg[ell][j] is not None else 0 for j in todo]
+
+    def offer(u: np.ndarray, e: int, j: int, sign: int) -> bool:
+        wit.record(exact_point(root[0], root[1], u))
+        return wit.crossing(e, j)
+
+    sp, covers = split_cover(
+        net, [(ell, j, w) for j, w in zip(todo, want, strict=True)], deadline.sub(_SPLIT_SHARE), cap, offer, sp
+    )
+    # the covers left open may be of units that cross in a thin region: look there first
+    hunt_open_leaves(wit, net, root, sp, [cv for cv in covers if cv.open], deadline)
+    out: list[Proved] = []
+    for cv in sorted(covers, key=lambda c: len(c.dead) + len(c.active)):  # the cheapest proofs first
+        if deadline.expired():
+            break
+        if cv.open or wit.crossing(ell, cv.j) or (cv.dead and cv.active) or not (cv.dead or cv.active):
+            continue
+        p = _prove(tables, sp, root, ell, cv.j, -1 if cv.dead else 1, cv.dead or cv.active, deadline)
+        if p is not None:
+            out.append(p)
     return out
 
 
@@ -177,7 +208,7 @@ def _bounds(
 ) -> list[Fraction] | None:
     """Each region's exact bound of the unit (None when the deadline passes)."""
     if ell == 1:  # the second layer: every leaf at once, the same values (box_leaves)
-        return second_layer_bounds(tables.layers, regions, j, sign)
+        return second_layer_bounds(tables.layers, regions, j, sign, tables.first)
     if ell > 1:  # later layers: the leaves' tables in batches, the same values (units_leaves)
         vals: list[Fraction] = []
         for c in range(0, len(regions), _CHUNK):

@@ -10,7 +10,6 @@ and the float multipliers are the same elementwise operations on the same floats
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -19,7 +18,7 @@ import numpy as np
 from relusym._deep.bounds import MU_BITS, ROUND_BITS, ExactLayers, Region, crown_multipliers
 from relusym._exact.numbers import common_denominator
 
-__all__ = ["second_layer_bounds"]
+__all__ = ["FirstRows", "second_layer_bounds"]
 
 
 def _round_rows(num: np.ndarray, den: np.ndarray, up: bool) -> tuple[np.ndarray, list[int]]:
@@ -38,102 +37,110 @@ def _round_rows(num: np.ndarray, den: np.ndarray, up: bool) -> tuple[np.ndarray,
     return np.array(qs, dtype=object).reshape(num.shape), es
 
 
-def _over(q: np.ndarray, e: int, E: int) -> np.ndarray:
-    """q / 2^e as integers over 2^E (E ≥ e, E ≥ 0)."""
-    return q * (1 << (E - e))
+# a region's rounded first-layer bounds: (Lq, el, Uq, eu), the bounds Lq/2^el ≤ z_0 ≤ Uq/2^eu
+FirstRows = dict[Region, tuple[np.ndarray, int, np.ndarray, int]]
 
 
-def second_layer_bounds(layers: ExactLayers, regions: Sequence[Region], j: int, sign: int) -> list[Fraction]:
+def second_layer_bounds(
+    layers: ExactLayers, regions: Sequence[Region], j: int, sign: int, cache: FirstRows | None = None
+) -> list[Fraction]:
     """For each region, the exact bound of z[1][j] that :func:`relusym._deep.bounds.unit_bound` gives from the
-    region's :func:`certified_bounds` table of the first layer (upper for sign −1, lower for +1)."""
+    region's :func:`certified_bounds` table of the first layer (upper for sign −1, lower for +1).  ``cache``: the
+    regions' rounded first-layer bounds, shared between the units of one cover stage (filled here)."""
     N, m = len(regions), layers.m
     if not N:
         return []
     Q = common_denominator([v for r in regions for side in r for v in side])
     LO = np.array([[v.numerator * (Q // v.denominator) for v in r[0]] for r in regions], dtype=object).reshape(N, m)
     HI = np.array([[v.numerator * (Q // v.denominator) for v in r[1]] for r in regions], dtype=object).reshape(N, m)
-    W = layers.Wi[0]
-    Wp, Wn = np.where(W > 0, W, 0), np.where(W < 0, W, 0)
-    up = HI.dot(Wp.T) + LO.dot(Wn.T)
-    dn = LO.dot(Wp.T) + HI.dot(Wn.T)
-    scale = Q * layers.D[0]
-    bn = np.array([b.numerator for b in layers.bias[0]], dtype=object)
-    bd = np.array([b.denominator for b in layers.bias[0]], dtype=object)
-    den = bd * scale
-    Lq, el = _round_rows(bn * scale + dn * bd, den, up=False)
-    Uq, eu = _round_rows(bn * scale + up * bd, den, up=True)
-    return [_one(layers, regions[r], Lq[r], el[r], Uq[r], eu[r], j, sign) for r in range(N)]
+    cache = {} if cache is None else cache
+    new = [r for r in range(N) if regions[r] not in cache]
+    if new:
+        W = layers.Wi[0]
+        Wp, Wn = np.where(W > 0, W, 0), np.where(W < 0, W, 0)
+        lo, hi = LO[new], HI[new]
+        up = hi.dot(Wp.T) + lo.dot(Wn.T)
+        dn = lo.dot(Wp.T) + hi.dot(Wn.T)
+        scale = Q * layers.D[0]
+        bn = np.array([b.numerator for b in layers.bias[0]], dtype=object)
+        bd = np.array([b.denominator for b in layers.bias[0]], dtype=object)
+        den = bd * scale
+        Lq, el = _round_rows(bn * scale + dn * bd, den, up=False)
+        Uq, eu = _round_rows(bn * scale + up * bd, den, up=True)
+        for q, r in enumerate(new):
+            cache[regions[r]] = (Lq[q], el[q], Uq[q], eu[q])
+    rows = [cache[r] for r in regions]
+    Lq = np.array([t[0] for t in rows], dtype=object).reshape(N, -1)
+    Uq = np.array([t[2] for t in rows], dtype=object).reshape(N, -1)
+    return _unit_rows(layers, LO, HI, Q, Lq, [t[1] for t in rows], Uq, [t[3] for t in rows], j, sign)
 
 
-def _one(
-    layers: ExactLayers, region: Region, Lq: np.ndarray, el: int, Uq: np.ndarray, eu: int, j: int, sign: int
-) -> Fraction:
-    E = max(el, eu, 0)
-    Li, Ui = _over(Lq, el, E), _over(Uq, eu, E)  # the first layer's rounded bounds, integers over 2^E
+def _pow2(e: np.ndarray) -> np.ndarray:
+    """2^e (e ≥ 0, integers) as a column of Python integers."""
+    return np.array([1 << int(v) for v in e.tolist()], dtype=object)[:, None]
+
+
+def _unit_rows(
+    layers: ExactLayers,
+    LO: np.ndarray,
+    HI: np.ndarray,
+    Q: int,
+    Lq: np.ndarray,
+    el: list[int],
+    Uq: np.ndarray,
+    eu: list[int],
+    j: int,
+    sign: int,
+) -> list[Fraction]:
+    """Every leaf at once (one row a leaf): the leaf's interval bound of z[1][j] from its rounded first-layer bounds
+    Lq/2^el ≤ z_0 ≤ Uq/2^eu, then, where that leaves the unit open, the Lagrangian bound with CROWN's multipliers
+    for the one target quantized row by row (bounds._multipliers and bounds.quantize: the same float operations
+    on the same floats), in integers over per-row powers of two; the same rationals as leaf by leaf."""
+    N = Lq.shape[0]
+    ela, eua = np.array(el, dtype=np.int64), np.array(eu, dtype=np.int64)
+    E = np.maximum(np.maximum(ela, eua), 0)
+    Li, Ui = Lq * _pow2(E - ela), Uq * _pow2(E - eua)  # integers over 2^E (row by row)
     w = layers.Wi[1][j]
     wp, wn = np.where(w > 0, w, 0), np.where(w < 0, w, 0)
     hL, hU = np.maximum(Li, 0), np.maximum(Ui, 0)
-    d1 = layers.D[1] * (1 << E)
-    b1 = layers.bias[1][j]
-    iu = b1 + Fraction(int((wp * hU + wn * hL).sum()), d1)
-    il = b1 + Fraction(int((wp * hL + wn * hU).sum()), d1)
-    if iu <= 0:
-        return iu if sign < 0 else il
-    sg = -sign
-    v = _dual(layers, region, Li, Ui, E, el, eu, Lq, Uq, j, sg)
-    return min(iu, v) if sign < 0 else max(il, -v)
-
-
-def _mu(
-    layers: ExactLayers, Lq: np.ndarray, el: int, Uq: np.ndarray, eu: int, j: int, sg: int
-) -> tuple[np.ndarray, int]:
-    """bounds._multipliers for the one target sg·z[1][j], then bounds.quantize (same float operations)."""
-    lam = sg * layers.Wf[1][j]
-    lf = np.ldexp(np.array([float(v) for v in Lq.tolist()]), -el)
-    uf = np.ldexp(np.array([float(v) for v in Uq.tolist()]), -eu)
-    mu = np.nan_to_num(crown_multipliers(lam, lf, uf), nan=0.0, posinf=0.0, neginf=0.0)
-    big = float(np.max(np.abs(mu))) if mu.size else 0.0
-    if not big or not math.isfinite(big):
-        return np.zeros(mu.shape, dtype=object), 0
-    s = MU_BITS - math.frexp(big)[1]
-    M = np.empty(mu.shape, dtype=object)
-    M[:] = [int(v) for v in np.rint(np.ldexp(mu, s)).tolist()]
-    return M, s
-
-
-def _dual(
-    layers: ExactLayers,
-    region: Region,
-    Li: np.ndarray,
-    Ui: np.ndarray,
-    E: int,
-    el: int,
-    eu: int,
-    Lq: np.ndarray,
-    Uq: np.ndarray,
-    j: int,
-    sg: int,
-) -> Fraction:
-    """bounds.dual_bounds for the one target, through the first layer and the input box."""
-    M, s = _mu(layers, Lq, el, Uq, eu, j, sg)
-    Lam, lam_den = sg * layers.Wi[1][j], layers.D[1]
-    lam = Lam * (1 << s) if s >= 0 else Lam
-    Mx = M * lam_den if s >= 0 else M * lam_den * (1 << -s)
-    best = np.maximum(lam * np.maximum(Li, 0) - Mx * Li, lam * np.maximum(Ui, 0) - Mx * Ui)
-    inside = (Li < 0) & (Ui > 0)
-    best = np.where(inside & (best < 0), 0, best)
-    total = sg * layers.bias[1][j] + Fraction(int(best.sum()), lam_den * (1 << max(s, 0)) * (1 << E))
+    d1, b1 = layers.D[1], layers.bias[1][j]
+    up_n, dn_n = (hU * wp + hL * wn).sum(axis=1), (hL * wp + hU * wn).sum(axis=1)
+    iu = [b1 + Fraction(int(up_n[r]), d1 << int(E[r])) for r in range(N)]
+    il = [b1 + Fraction(int(dn_n[r]), d1 << int(E[r])) for r in range(N)]
+    out = [iu[r] if sign < 0 else il[r] for r in range(N)]
+    rows = [r for r in range(N) if iu[r] > 0]
+    if not rows:
+        return out
+    sg = -sign  # the target is sg·z ≤ …: the upper bound for sign −1, minus the lower bound for sign +1
+    R = np.array(rows)
+    # the float multipliers, row by row as bounds._multipliers / quantize compute them
+    lf = np.ldexp(Lq[R].astype(np.float64), -ela[R][:, None])
+    uf = np.ldexp(Uq[R].astype(np.float64), -eua[R][:, None])
+    mu = np.nan_to_num(crown_multipliers(sg * layers.Wf[1][j][None, :], lf, uf), nan=0.0, posinf=0.0, neginf=0.0)
+    big = np.max(np.abs(mu), axis=1) if mu.shape[1] else np.zeros(len(R))
+    zero = (big == 0) | ~np.isfinite(big)
+    s = np.where(zero, 0, MU_BITS - np.frexp(np.where(zero, 1.0, big))[1]).astype(np.int64)
+    M = np.where(zero[:, None], 0.0, np.rint(np.ldexp(mu, s[:, None]))).astype(np.int64).astype(object)
+    sp, sn = np.maximum(s, 0), np.maximum(-s, 0)
+    lam = (sg * layers.Wi[1][j])[None, :] * _pow2(sp)
+    Mx = M * d1 * _pow2(sn)
+    li, ui = Li[R], Ui[R]
+    best = np.maximum(lam * np.maximum(li, 0) - Mx * li, lam * np.maximum(ui, 0) - Mx * ui)
+    best = np.where((li < 0) & (ui > 0) & (best < 0), 0, best)
+    bsum = best.sum(axis=1)
     bden = common_denominator(layers.bias[0])
     bi = np.array([b.numerator * (bden // b.denominator) for b in layers.bias[0]], dtype=object)
-    total += Fraction(int(M.dot(bi)), bden) / Fraction(2) ** s
-    Lx, x_den = M.dot(layers.Wi[0]), layers.D[0]
-    if s >= 0:
-        x_den *= 1 << s
-    else:
-        Lx = Lx * (1 << -s)
-    lo, hi = region
-    xd = common_denominator(list(lo) + list(hi))
-    loi = np.array([v.numerator * (xd // v.denominator) for v in lo], dtype=object)
-    hii = np.array([v.numerator * (xd // v.denominator) for v in hi], dtype=object)
-    total += Fraction(int(np.maximum(Lx * loi, Lx * hii).sum()), x_den * xd)
-    return total
+    mb = M.dot(bi)
+    Lx = M.dot(layers.Wi[0]) * _pow2(sn)  # over D_0·2^max(s, 0)
+    xs = np.maximum(Lx * LO[R], Lx * HI[R]).sum(axis=1)  # the regions over Q
+    d0 = layers.D[0]
+    for q, r in enumerate(rows):
+        sq = int(s[q])
+        v = (
+            sg * b1
+            + Fraction(int(bsum[q]), (d1 << int(sp[q])) << int(E[r]))
+            + Fraction(int(mb[q]), bden) / Fraction(2) ** sq
+            + Fraction(int(xs[q]), (d0 << int(sp[q])) * Q)
+        )
+        out[r] = min(iu[r], v) if sign < 0 else max(il[r], -v)
+    return out

@@ -61,11 +61,12 @@ __all__ = [
 DEAD, ACTIVE, CROSSING, UNDECIDED = "dead", "active", "crossing", "undecided"
 NOT_REQUESTED = "not requested"  # the reason of a unit left out by unit_status(..., only=...)
 _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the part left to the phase search
-# the cover stage's share of the time left, and within it the second layer's covers' (their part of the pending
-# units, clipped to the range given) and the witness hunt's shares of what is left when each starts (on ACAS Xu
-# the second layer's covers prove the most units per second; the hunt finds a crossing in about one network of
-# two; the per-unit LP search after the covers rarely proves)
-_COVER_SHARE, _SECOND_SHARE, _HUNT_SHARE = 0.85, (0.3, 0.8), 0.3
+# the cover stage's share of the time left, and within it the witness hunt's and then the second layer's covers'
+# shares of what is left when each starts.  On ACAS Xu (networks 1_1 to 1_4 and 3_3 to 3_6 at 13 s each) the
+# second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
+# search after the covers none (both end early when they give up, leaving the time to what follows)
+_COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
+_LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
 
@@ -423,17 +424,19 @@ def _cover_stage(
     from relusym._deep.witness import FloatNet
 
     until = deadline.sub(_COVER_SHARE)
-    # the second layer's covers first (their leaves are proved in one batch, the cheapest proofs), then the
-    # witness hunt for the units left, then the later layers' covers
+    # the witness hunt first (a crossing found costs no cover), then the second layer's covers (their leaves are
+    # proved in one batch, the cheapest proofs; the covers grow in rounds), then the later layers' covers with the
+    # rest (on ACAS Xu their float bounds settle no leaf of most of them: they are given up within a second)
+    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, until.sub(_HUNT_SHARE))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
-    # the second layer's share: in proportion to its part of the pending units, within the bounds of _SECOND_SHARE
-    share = min(max(len(second) / max(1, len(pending)), _SECOND_SHARE[0]), _SECOND_SHARE[1])
-    proved = cover_units(layers, root, wit, second, until.sub(share), leaves) if second else []
+    later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
+    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves)
+    proved += cover_units(layers, root, wit, later, until, leaves) if later else []
+    # what the covers left: a long hunt for the missing sign with the rest of the stage's time (on ACAS Xu it finds
+    # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
     done = {(p.ell, p.j) for p in proved}
-    rest = [(ell, j) for ell, j in pending if (ell, j) not in done]
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until.sub(_HUNT_SHARE))
-    later = [(ell, j) for ell, j in rest if ell > 1 and not wit.crossing(ell, j)]
-    proved += cover_units(layers, root, wit, later, until, leaves)
+    rest = [(ell, j) for ell, j in pending if (ell, j) not in done and not wit.crossing(ell, j)]
+    hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
     for p in proved:
         status = DEAD if p.sign < 0 else ACTIVE
         how = "cover" if p.ell > 0 else "branch-and-bound"

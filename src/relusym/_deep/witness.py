@@ -56,11 +56,26 @@ class FloatNet:
             U = np.concatenate([corners, U])
         return np.asarray(U)
 
-    def ascend(self, U0: np.ndarray, layer: int, units: np.ndarray, signs: np.ndarray, steps: int = 150) -> np.ndarray:
-        """Projected sign-gradient ascent of signs[r]·z[layer][units[r]] from the rows of U0 (one target per row)."""
+    def ascend(
+        self,
+        U0: np.ndarray,
+        layer: int,
+        units: np.ndarray,
+        signs: np.ndarray,
+        steps: int = 150,
+        *,
+        box: tuple[np.ndarray, np.ndarray] | None = None,
+        step0: float = 0.05,
+        floor: float = 1e-4,
+    ) -> np.ndarray:
+        """Projected sign-gradient ascent of signs[r]·z[layer][units[r]] from the rows of U0 (one target per row),
+        in [0, 1]^m or, with ``box`` = (lo, hi) (one row per target), each row in its own box with steps a
+        fraction of that box's sides (``step0`` at the start, decreasing linearly, plus ``floor``)."""
         U = U0.copy()
         n = len(units)
         rows = np.arange(n)
+        lo, hi = box if box is not None else (0.0, 1.0)
+        width = hi - lo
         for s in range(steps):
             H = U
             masks = []
@@ -74,6 +89,6 @@ class FloatNet:
                 if k < layer:
                     G = G * masks[k]
                 G = G @ self.W[k]
-            step = 0.05 * (1.0 - s / steps) + 1e-4
-            U = np.clip(U + step * np.sign(G), 0.0, 1.0)
+            step = step0 * (1.0 - s / steps) + floor
+            U = np.clip(U + step * width * np.sign(G), lo, hi)
         return U
