@@ -173,7 +173,9 @@ def local_start_method() -> str:
     Linux a worker is forked from this process instead (it has imported all of that already: 0.07 s for 2
     workers, 1.6 s wall), under Python 3.11; from 3.12, which warns about forking a process with threads (the
     cluster's event loop runs in one), it comes from a fork server (0.2 s for 2 workers, plus the server's own
-    imports once).  Elsewhere Dask's default."""
+    imports once).  Elsewhere Dask's default.  A fork copies the import locks of the modules other threads are
+    importing at that moment, held: the cluster is started before this process does anything else
+    (:func:`_execute_dask`), so its main thread is waiting, not importing, while the nannies fork."""
     if not sys.platform.startswith("linux"):
         import dask
 
@@ -211,10 +213,12 @@ def _execute_dask(
     key: str,
     labels: list[int],
 ) -> Iterator[tuple[int, Any]]:
-    """Run the tasks on Dask.  A local cluster takes a second or two of wall time to start (its scheduler, the
-    nannies, their workers), which was the whole serial share of a job of seconds: while it starts (in a thread),
-    this process runs the first tasks itself, in order, as a serial run would, and hands the rest to the cluster
-    once it is up."""
+    """Run the tasks on Dask, each task once on a worker (a lost worker's tasks are retried elsewhere).
+
+    The cluster is up before this process runs anything else: a local cluster forks its workers (see
+    :func:`local_start_method`) from the nannies' threads, and a fork while this process's main thread is inside
+    an import copies that module's import lock held for ever into the worker, whose first task that imports it
+    then waits for ever (seen with the client running tasks while the cluster started)."""
     try:
         from distributed import as_completed as dask_completed
     except ModuleNotFoundError:
@@ -223,24 +227,11 @@ def _execute_dask(
         ) from None
     if dask_local is not None and dask_local < 1:
         raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
-    from concurrent.futures import ThreadPoolExecutor
-
-    starter = ThreadPoolExecutor(1, thread_name_prefix="relusym-dask-start")
-    started = starter.submit(_dask_client, scheduler, dask_local)
-    starter.shutdown(wait=False)
-    todo = list(range(len(tasks)))
+    client, cluster = _dask_client(scheduler, dask_local)
     try:
-        if dask_local is not None:
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(limits=1, user_api="blas"):
-                while todo and not started.done() and len(todo) > 1:
-                    t = todo.pop(0)
-                    yield t, fn(*tasks[t])
-        client, _ = started.result()
         futures = {
             client.submit(run_tuned, fn, *tasks[t], key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
-            for t in todo
+            for t in range(len(tasks))
         }
         try:
             for f in dask_completed(futures):
@@ -249,14 +240,9 @@ def _execute_dask(
             for f in futures:
                 f.cancel()
     finally:
-        try:
-            client, cluster = started.result()
-        except Exception:  # noqa: BLE001 - a cluster that did not start has nothing to close (its error is raised above)
-            pass
-        else:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, Any]:
