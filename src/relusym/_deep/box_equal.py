@@ -51,7 +51,8 @@ from relusym._deep.status import ACTIVE, DEAD, UnitStatus, unit_status
 
 __all__ = ["equivalent_on_box"]
 
-_PARTNERED = 0.6  # the share of the budget the route through the unpartnered units gets first
+_PARTNERED = 0.85  # the share of the budget the route through the unpartnered units gets first (it ends early
+# when a unit crosses; the full route rarely finishes within a default budget anyway)
 _FIRST = 0.4  # the share of the time left then that the interval-dead symmetry and the partition get
 _MAX_UNPARTNERED = 0.25  # that route is tried when at most this fraction of the hidden units (or 8) lack a partner
 
