@@ -175,12 +175,6 @@ def item_sources(items: Sequence[Item]) -> list[str]:
 # discovering a store
 
 
-def _stack_rows(path: Path) -> int | None:
-    """The batch size when ``path`` is a stacked shard, else None (a single-network file or not readable)."""
-    shape = stack_shape(path)
-    return None if shape is None else shape[0]
-
-
 _TASK_WEIGHTS = 1 << 22  # weights per task of a stacked shard by default: about a second or two of work
 _MIN_TASKS = 16  # a shard of 256 rows or more is cut into at least this many tasks (balanced shares for workers)
 
