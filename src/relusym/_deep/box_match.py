@@ -10,6 +10,10 @@ with t > 0 (equal directions after normalising).  A direction one network holds 
 leaves all its units on both sides unpartnered.  Columns of unpartnered units are left out: on the box those
 units are to be proved dead, so they contribute nothing there.
 
+Unlike :func:`relusym._deep.align.align_deep` (networks of the same widths, noisy rows, every unit assigned a
+partner by a linear assignment), the widths differ here and a unit without an equal direction in the other network
+must stay unpartnered.
+
 Nothing here proves anything.  :mod:`relusym._deep.box_equal` asks the exact unit statuses for just the
 unpartnered units (the expensive part of the full statuses, run on a handful of units), removes the units proved
 dead and lets the exact decision on ℝ^m (:func:`relusym._deep.decide.equivalent_deep`) certify the rest; a wrong
@@ -23,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from relusym._deep.mlp import MLP
+from relusym._exact.numbers import as_float64
 
 __all__ = ["unpartnered_units"]
 
@@ -36,10 +41,6 @@ def _key(v: np.ndarray) -> tuple[float, ...] | None:
     return tuple(np.round(v / norm, _DIGITS).tolist())
 
 
-def _as_float(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a.astype(np.float64) if a.dtype != object else np.vectorize(float, otypes=[float])(a))
-
-
 def unpartnered_units(n1: MLP, n2: MLP) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The hidden units (layer, unit), layers numbered from 1, of ``n1`` and of ``n2`` with no proposed partner
     in the other network (see the module); ([], []) also when the networks have different depths or inputs."""
@@ -49,8 +50,8 @@ def unpartnered_units(n1: MLP, n2: MLP) -> tuple[list[tuple[int, int]], list[tup
     left1: list[tuple[int, int]] = []
     left2: list[tuple[int, int]] = []
     for ell in range(len(n1.weights) - 1):
-        W1, b1 = _as_float(n1.weights[ell]), _as_float(n1.biases[ell])
-        W2, b2 = _as_float(n2.weights[ell]), _as_float(n2.biases[ell])
+        W1, b1 = as_float64(n1.weights[ell]), as_float64(n1.biases[ell])
+        W2, b2 = as_float64(n2.weights[ell]), as_float64(n2.biases[ell])
         c1 = [k1 for k1, _, _ in pairs]
         c2 = [k2 for _, k2, _ in pairs]
         s = np.array([t for _, _, t in pairs])
