@@ -6,6 +6,9 @@
   piece, sums take the union of breakpoints).  Two such functions are equal iff their values agree at the union
   of breakpoints and their end slopes agree.
 * ``agree_on_line``: the same on a rational line x0 + t·d of ℝ^m.
+* ``output_gap`` and ``true_max_gap_1d``: max_i |f1_i − f2_i| at a point, and its exact maximum over an interval
+  for m = 1 (a PWL function's maximum over an interval is at an end or a breakpoint); ``perturbed``: a copy with
+  every weight moved by a small multiple of ``scale``.
 * planted equal copies of a deep network (per-layer permutation and scales, duplicates split, dead / constant /
   output-less units added, hidden flips); the random networks themselves come from ``strategies.py``.
 """
@@ -253,3 +256,27 @@ def to_mlp(layers: Layers, *, floats: bool = False):
         assert float_exact(layers)
         return MLP(Ws, bs)
     return MLP([W for W, _ in layers], [b for _, b in layers])
+
+
+def perturbed(layers: Layers, rng: random.Random, scale: Fraction) -> Layers:
+    """A copy of ``layers`` with every weight and bias moved by scale · k, k uniform in −3 … 3."""
+    return [
+        ([[w + scale * rng.randint(-3, 3) for w in row] for row in W], [v + scale * rng.randint(-3, 3) for v in b])
+        for W, b in layers
+    ]
+
+
+def output_gap(la: Layers, lb: Layers, x) -> Fraction:
+    """max_i |f1_i(x) − f2_i(x)| at the rational point x, by the definition."""
+    return max(abs(p - q) for p, q in zip(forward(la, x), forward(lb, x), strict=True))
+
+
+def true_max_gap_1d(la: Layers, lb: Layers, lo: Fraction, hi: Fraction) -> Fraction:
+    """For m = 1: the exact maximum of max_i |f1_i − f2_i| over [lo, hi] (at an end or a breakpoint of a
+    difference)."""
+    best = Fraction(0)
+    for f, g in zip(network_pwl(la), network_pwl(lb), strict=True):
+        d = combine([(Fraction(1), f), (Fraction(-1), g)], Fraction(0))
+        for x in [lo, hi, *(t for t in d.xs if lo <= t <= hi)]:
+            best = max(best, abs(d(x)))
+    return best

@@ -23,37 +23,15 @@ from relusym._deep.box_decide import distance_on_deep, symbolic_upper, within_on
 from relusym._deep.box_diff import FloatPair, float_diff_bounds, propose_partition
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_bound, int_dot, limbs
 
-from deep_oracles import combine, forward, network_pwl, to_mlp
+from deep_oracles import output_gap, perturbed, to_mlp, true_max_gap_1d
 from strategies import random_layers
-
-
-def _perturbed(layers, rng: random.Random, scale: Fraction):
-    out = []
-    for W, b in layers:
-        W2 = [[w + scale * rng.randint(-3, 3) for w in row] for row in W]
-        b2 = [v + scale * rng.randint(-3, 3) for v in b]
-        out.append((W2, b2))
-    return out
-
-
-def _gap(la, lb, x) -> Fraction:
-    return max(abs(p - q) for p, q in zip(forward(la, x), forward(lb, x), strict=True))
 
 
 def _pair(seed: int, m: int, widths: list[int], scale: Fraction):
     rng = random.Random(seed)
     la = random_layers(rng, [m, *widths], den=4)
-    lb = _perturbed(la, rng, scale)
+    lb = perturbed(la, rng, scale)
     return la, lb, ExactPair(ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb)))
-
-
-def _true_max_1d(la, lb, lo: Fraction, hi: Fraction) -> Fraction:
-    best = Fraction(0)
-    for f, g in zip(network_pwl(la), network_pwl(lb), strict=True):
-        d = combine([(Fraction(1), f), (Fraction(-1), g)], Fraction(0))
-        for x in [lo, hi, *(t for t in d.xs if lo <= t <= hi)]:
-            best = max(best, abs(d(x)))
-    return best
 
 
 def test_the_bound_is_above_the_true_maximum_in_one_dimension() -> None:
@@ -62,7 +40,7 @@ def test_the_bound_is_above_the_true_maximum_in_one_dimension() -> None:
         la, lb, P = _pair(seed, 1, [4, 3, 2], Fraction(1, 16))
         for lo, hi in [(Fraction(-2), Fraction(2)), (Fraction(-1, 3), Fraction(1, 5)), (Fraction(1), Fraction(7, 4))]:
             u = exact_diff_bounds(P, [([lo], [hi])])[0]
-            true = _true_max_1d(la, lb, lo, hi)
+            true = true_max_gap_1d(la, lb, lo, hi)
             assert true <= u
             closes += u <= true + Fraction(1, 10**9)
     assert closes  # on some intervals every unit is stable and the bound is the maximum up to rounding
@@ -81,7 +59,7 @@ def test_the_bound_is_above_every_grid_gap_in_two_dimensions() -> None:
             for i in range(17)
             for j in range(17)
         ]
-        assert max(_gap(la, lb, x) for x in grid) <= u
+        assert max(output_gap(la, lb, x) for x in grid) <= u
 
 
 @settings(max_examples=25, deadline=None)
@@ -103,7 +81,7 @@ def test_sound_on_random_sub_boxes(seed: int, m: int, data: st.DataObject) -> No
     for (lo, hi), u, c in zip(boxes, bounds, cut, strict=True):
         for _ in range(8):
             x = [a + (b - a) * Fraction(rng.randint(0, 64), 64) for a, b in zip(lo, hi, strict=True)]
-            assert _gap(la, lb, x) <= min(u, c)
+            assert output_gap(la, lb, x) <= min(u, c)
 
 
 def test_the_float_proposer_matches_the_exact_bound() -> None:
@@ -131,7 +109,7 @@ def test_a_proposed_partition_covers_the_box_and_its_bound_is_sound() -> None:
     bound, done = exact_partition_bound(P, lo, hi, ulo, uhi, root, lambda: False)
     assert done == 64 and bound <= root
     grid = [(Fraction(i, 4) - 2, Fraction(j, 4) - 2) for i in range(17) for j in range(17)]
-    assert max(_gap(la, lb, x) for x in grid) <= bound
+    assert max(output_gap(la, lb, x) for x in grid) <= bound
     # an expired clock leaves every box with the root's bound
     assert exact_partition_bound(P, lo, hi, ulo, uhi, root, lambda: True) == (root, 0)
 
@@ -144,9 +122,9 @@ def test_symbolic_upper_in_the_distance_and_the_verifiers_question() -> None:
     u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(3.0))
     assert boxes >= 1 and u <= root
     grid = [(Fraction(i, 8) - 1, Fraction(j, 8) - 1) for i in range(17) for j in range(17)]
-    assert max(_gap(la, lb, x) for x in grid) <= u
+    assert max(output_gap(la, lb, x) for x in grid) <= u
     d = distance_on_deep(a, b, box, budget=3)
-    assert d.lower == _gap(la, lb, d.point) <= d.upper <= root  # however much time each phase had
+    assert d.lower == output_gap(la, lb, d.point) <= d.upper <= root  # however much time each phase had
     # the ε-question at ε = the whole box's symbolic bound: "yes" from the first exact bound, whatever the clock
     v = within_on_deep(a, b, box, root, budget=3)
     assert v.answer == "yes" and v.upper <= root
@@ -163,7 +141,7 @@ def test_the_bracket_closes_on_an_affine_piece() -> None:
     a, b = to_mlp(la), to_mlp(lb)
     box = Box([0, 0], [1, 1])
     d = distance_on_deep(a, b, box, budget=3)
-    true = max(_gap(la, lb, (Fraction(i), Fraction(j))) for i in (0, 1) for j in (0, 1))
+    true = max(output_gap(la, lb, (Fraction(i), Fraction(j))) for i in (0, 1) for j in (0, 1))
     assert d.kind == "exact" and d.lower == d.upper == true
     P = ExactPair(ExactLayers.of(a), ExactLayers.of(b))
     u = exact_diff_bounds(P, [(box.lo, box.hi)])[0]

@@ -21,19 +21,15 @@ from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, propose_
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 from relusym._deep.diff_backsub import backsub_diff_bounds
 from relusym._deep.witness import FloatNet
-from test_deep_box_diff import _gap, _true_max_1d
 
-from deep_oracles import to_mlp
+from deep_oracles import output_gap, perturbed, to_mlp, true_max_gap_1d
 from strategies import random_layers
 
 
 def _pair(seed: int, m: int, widths: list[int], scale: Fraction):
     rng = random.Random(seed)
     la = random_layers(rng, [m, *widths], den=4)
-    lb = [
-        ([[w + scale * rng.randint(-3, 3) for w in row] for row in W], [v + scale * rng.randint(-3, 3) for v in b])
-        for W, b in la
-    ]
+    lb = perturbed(la, rng, scale)
     return la, lb, ExactPair(ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb)))
 
 
@@ -48,7 +44,7 @@ def test_the_cut_bound_is_above_the_true_maximum_and_sometimes_tighter() -> None
         for lo, hi in [(Fraction(-3), Fraction(3)), (Fraction(-1, 3), Fraction(1, 5)), (Fraction(1), Fraction(9, 4))]:
             plain = exact_diff_bounds(P, [([lo], [hi])])[0]
             cut = exact_diff_bounds(P, [([lo], [hi])], [_tables(P, [lo], [hi])])[0]
-            assert _true_max_1d(la, lb, lo, hi) <= cut
+            assert true_max_gap_1d(la, lb, lo, hi) <= cut
             tighter += cut < plain
     assert tighter  # the networks' own bounds do cut the forms somewhere
 
@@ -63,7 +59,7 @@ def test_the_cut_bound_is_above_every_grid_gap_in_two_dimensions() -> None:
             for i in range(17)
             for j in range(17)
         ]
-        assert max(_gap(la, lb, x) for x in grid) <= u
+        assert max(output_gap(la, lb, x) for x in grid) <= u
 
 
 def test_the_float_twin_with_crown_tables_is_above_float_gaps() -> None:
@@ -117,7 +113,7 @@ def test_refining_the_worst_boxes_keeps_every_bound_sound_and_never_raises_one()
     assert all(b <= v for b, v in zip(better, vals, strict=True))
     for j, u in enumerate(better):
         a, b = lo[0] + 6 * Fraction(float(ulo[j, 0])), lo[0] + 6 * Fraction(float(uhi[j, 0]))
-        assert _true_max_1d(la, lb, a, b) <= u
+        assert true_max_gap_1d(la, lb, a, b) <= u
     assert refine_worst(P, lo, hi, ulo, uhi, vals, Fraction(0), lambda: True) == vals
 
 
@@ -125,7 +121,7 @@ def test_symbolic_upper_with_crown_is_sound() -> None:
     la, lb, P = _pair(12, 1, [6, 5, 4, 2], Fraction(1, 32))
     box = Box([-3], [3])
     u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(3.0), crown=True)
-    assert boxes >= 1 and _true_max_1d(la, lb, Fraction(-3), Fraction(3)) <= u
+    assert boxes >= 1 and true_max_gap_1d(la, lb, Fraction(-3), Fraction(3)) <= u
 
 
 def test_the_back_substituted_float_bound_is_above_the_true_maximum_and_below_the_forward_one() -> None:
@@ -143,7 +139,7 @@ def test_the_back_substituted_float_bound_is_above_the_true_maximum_and_below_th
         fw = float_diff_bounds(FP, 6 * ulo - 3, 6 * uhi - 3, tables).upper
         for j in range(4):
             a, b = Fraction(6 * float(ulo[j, 0]) - 3), Fraction(6 * float(uhi[j, 0]) - 3)
-            assert float(_true_max_1d(la, lb, a, b)) <= bs[j] * (1 + 1e-9) + 1e-9
+            assert float(true_max_gap_1d(la, lb, a, b)) <= bs[j] * (1 + 1e-9) + 1e-9
         assert (bs <= fw).all()
         below += int((bs < fw * (1 - 1e-6)).sum())
     assert below  # back-substitution beats the forward forms somewhere
