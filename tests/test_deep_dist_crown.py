@@ -17,12 +17,12 @@ from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers, certified_bounds
 from relusym._deep.box_decide import symbolic_upper
-from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, propose_partition
+from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, gradient_enclosure, propose_partition
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 from relusym._deep.diff_backsub import backsub_diff_bounds
 from relusym._deep.witness import FloatNet
 
-from deep_oracles import output_gap, perturbed, to_mlp, true_max_gap_1d
+from deep_oracles import forward, output_gap, perturbed, to_mlp, true_max_gap_1d
 from strategies import random_layers
 
 
@@ -31,6 +31,10 @@ def _pair(seed: int, m: int, widths: list[int], scale: Fraction):
     la = random_layers(rng, [m, *widths], den=4)
     lb = perturbed(la, rng, scale)
     return la, lb, ExactPair(ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb)))
+
+
+def output_difference(la, lb, x, out: int) -> Fraction:
+    return forward(la, x)[out] - forward(lb, x)[out]
 
 
 def _tables(P: ExactPair, lo, hi):
@@ -92,15 +96,47 @@ def test_the_float_twin_with_crown_tables_is_above_float_gaps() -> None:
         assert abs(f - float(e)) <= 1e-6 * (1 + abs(f))
 
 
-def test_the_split_side_is_never_far_narrower_than_the_widest() -> None:
-    widths = np.array([[1.0, 0.5, 0.25], [2.0**-10, 1.0, 1.0], [0.2, 1.0, 0.9], [0.1, 0.9, 1.0]])
-    assert _axis(np.array([2, 0, 0, 0]), widths).tolist() == [2, 1, 0, 2]
-    la, lb, P = _pair(9, 3, [5, 3, 2], Fraction(1, 8))
-    FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf)
+def test_the_split_side_is_the_largest_smear_and_a_side_without_influence_is_never_split() -> None:
+    widths = np.array([[1.0, 0.5, 0.25], [2.0**-10, 1.0, 1.0], [0.0, 1.0, 0.9]])
+    assert _axis(np.array([2, 0, 0]), widths).tolist() == [2, 0, 1]  # the proposed side unless it is a point
+    rng = random.Random(9)
+    la = random_layers(rng, [3, 5, 3, 2], den=4)
+    for W, _ in la[:1]:
+        for row in W:
+            row[2] = Fraction(0)  # neither network depends on x_2
+    lb = perturbed(la, rng, Fraction(1, 8))
+    for W, _ in lb[:1]:
+        for row in W:
+            row[2] = Fraction(0)
+    L1, L2 = ExactLayers.of(to_mlp(la)), ExactLayers.of(to_mlp(lb))
+    FP = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf)
     ulo, uhi = propose_partition(FP, np.full(3, -1.0), np.full(3, 1.0), 0.0, 200, lambda: False)
     w = uhi - ulo
-    assert np.isclose(np.prod(w, axis=1).sum(), 1.0, rtol=0, atol=0)
-    assert (w.max(axis=1) <= 16 * w.min(axis=1)).all()  # a box is split at most once past the skew of 8
+    assert len(ulo) > 50 and np.isclose(np.prod(w, axis=1).sum(), 1.0, rtol=0, atol=0)  # the boxes tile the box
+    assert (w[:, 2] == 1.0).all()
+
+
+def test_the_gradient_enclosure_holds_every_exact_derivative() -> None:
+    for seed in range(6):
+        la, lb, P = _pair(300 + seed, 2, [6, 5, 3], Fraction(1, 8))
+        FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf)
+        rng = np.random.default_rng(seed)
+        lo = rng.uniform(-2, 0, (8, 2))
+        hi = lo + rng.uniform(0.1, 2, (8, 2))
+        rec: list = []
+        float_diff_bounds(FP, lo, hi, None, rec)
+        for out in range(3):
+            gl, gu = gradient_enclosure(FP, rec, np.full(8, out))
+            for b in range(8):
+                for _ in range(5):  # a random rational point of the box: Δ is affine near it (almost surely)
+                    x = [Fraction(float(v)) for v in rng.uniform(lo[b], hi[b])]
+                    h = Fraction(1, 2**40)
+                    base = output_difference(la, lb, x, out)
+                    for j in range(2):
+                        y = list(x)
+                        y[j] += h
+                        d = float((output_difference(la, lb, y, out) - base) / h)
+                        assert gl[b, j] - 1e-9 * (1 + abs(d)) <= d <= gu[b, j] + 1e-9 * (1 + abs(d))
 
 
 def test_refining_the_worst_boxes_keeps_every_bound_sound_and_never_raises_one() -> None:

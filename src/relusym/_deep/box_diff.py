@@ -13,8 +13,11 @@ forms of t (ReluDiff's symbolic intervals, Paulsen, Wang and Wang, ICSE 2020), p
   to δ's forms, and of the constant interval [σ(l1) − σ(u2), σ(u1) − σ(l2)].
 
 The output layer's forms bound Δ = y1 − y2 on the box: max_i |Δ_i| ≤ max_i max(du_i, −dl_i).  Boxes are split on
-the coordinate with the largest ‖coefficient‖ in the worst output's forms (ReluDiff's gradient-times-width rule:
-the coefficients are already scaled by the half-widths r).
+the coordinate of largest "smear" (ReluVal's and ReluDiff's rule): an enclosure of |∂Δ_i/∂x_j| for the box's worst
+output i (:func:`gradient_enclosure`) times the side's width.  The coefficients of Δ's forms, the earlier rule,
+point at the side where the relaxation is loose rather than where Δ moves; on ACAS Xu property 1's box against a
+float16 copy the smear rule reaches ε = 0.05 (normalised) with about 2,000 float boxes where the coefficient rule
+was at 15× ε after 10,000.
 """
 
 from __future__ import annotations
@@ -27,10 +30,9 @@ import numpy as np
 from relusym._deep.box_split import FloatBounds
 from relusym._deep.witness import FloatNet
 
-__all__ = ["FloatPair", "DiffBounds", "Tables", "float_diff_bounds", "propose_partition"]
+__all__ = ["FloatPair", "DiffBounds", "Tables", "float_diff_bounds", "gradient_enclosure", "propose_partition"]
 
 _CHUNK = 1024  # boxes per vectorised pass
-_SKEW = 8  # the largest ratio of the widest side to the side split
 Tables = tuple[tuple[list[np.ndarray], list[np.ndarray]], tuple[list[np.ndarray], list[np.ndarray]]]
 
 
@@ -178,6 +180,7 @@ def float_diff_bounds(
     bounds of every layer of both networks on each box (:meth:`FloatPair.crown`), intersected with the forms'.
     ``record``: a list that receives each hidden layer's bounds (l1, u1, l2, u2, dl, du) on each box."""
     B, m = lo.shape
+    rec: list[tuple[np.ndarray, ...]] = []
     mid, r = (lo + hi) / 2, (hi - lo) / 2
     X = np.zeros((B, m, m + 1))
     X[:, np.arange(m), np.arange(m)] = r
@@ -196,8 +199,7 @@ def float_diff_bounds(
         l1, u1, l2, u2 = _concrete(L1, U1, L2, U2, tables, k - 1)
         dl = np.maximum(_conc(Ld, False), l1 - u2)
         du = np.minimum(_conc(Ud, True), u1 - l2)
-        if record is not None:
-            record.append((l1, u1, l2, u2, dl, du))
+        rec.append((l1, u1, l2, u2, dl, du))
         H1l, H1u = _relu(L1, U1, l1, u1)
         H2l, H2u = _relu(L2, U2, l2, u2)
         El, Eu = _eta((H1l, H1u, H2l, H2u), (L1, U1, l1, u1), (L2, U2, l2, u2), (Ld, Ud, dl, du))
@@ -216,10 +218,34 @@ def float_diff_bounds(
     dl = np.maximum(_conc(Ld, False), l1 - u2)
     du = np.minimum(_conc(Ud, True), u1 - l2)
     worst = np.maximum(du, -dl)
-    i = np.argmax(worst, axis=1)
-    rows = np.arange(B)
-    g = np.abs(Ud[rows, i, :-1]) + np.abs(Ld[rows, i, :-1])
-    return DiffBounds(np.max(worst, axis=1), np.argmax(g, axis=1))
+    if record is not None:
+        record.extend(rec)
+    gl, gu = gradient_enclosure(P, rec, np.argmax(worst, axis=1))
+    smear = np.maximum(np.abs(gl), np.abs(gu)) * (hi - lo)
+    return DiffBounds(np.max(worst, axis=1), np.argmax(smear, axis=1))
+
+
+def gradient_enclosure(
+    P: FloatPair, rec: list[tuple[np.ndarray, ...]], out: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per box b, an interval [gl_b, gu_b] (in floats) around every partial derivative of Δ_out[b] = y1 − y2 on the
+    box: back-propagation of the output row through both networks, each hidden unit's slope 0 where it is dead on
+    the box, 1 where active, [0, 1] where unstable (``rec``: each hidden layer's bounds (l1, u1, l2, u2, …) of
+    :func:`float_diff_bounds`).  Only the split rule reads it (ReluVal's and ReluDiff's "smear": the largest
+    |derivative| times the side), so it proves nothing."""
+    enc = []
+    for W, sign, at in ((P.W1, 1.0, 0), (P.W2, -1.0, 2)):
+        gl = sign * W[-1][out]
+        gu = gl.copy()
+        for k in range(len(W) - 2, -1, -1):
+            lo, up = rec[k][at], rec[k][at + 1]
+            dead, unstable = up <= 0, (lo < 0) & (up > 0)
+            gl = np.where(dead, 0.0, np.where(unstable, np.minimum(gl, 0.0), gl))
+            gu = np.where(dead, 0.0, np.where(unstable, np.maximum(gu, 0.0), gu))
+            Wp, Wn = np.maximum(W[k], 0.0), np.minimum(W[k], 0.0)
+            gl, gu = gl @ Wp + gu @ Wn, gu @ Wp + gl @ Wn
+        enc.append((gl, gu))
+    return enc[0][0] + enc[1][0], enc[0][1] + enc[1][1]
 
 
 Bounder = Callable[[FloatPair, np.ndarray, np.ndarray, "Tables | None"], DiffBounds]
@@ -263,14 +289,13 @@ def propose_partition(
 
 
 def _axis(proposed: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """The side to bisect: the proposed one (largest coefficient times half-width), unless it is more than
-    :data:`_SKEW` times narrower (in the root box's units) than the widest side, then the widest — the forms'
-    coefficients can keep pointing at one side while the bound comes from elsewhere (CROWN's or the constant
-    candidates), and every side must shrink for the bound to converge."""
+    """The side to bisect: the proposed one (the largest smear), unless that side is already a point (a box whose
+    smear is 0 on every side, as where Δ does not depend on x), then the widest.  An earlier guard that also
+    overrode a proposed side more than 8 times narrower than the widest cost a factor of 50 on ACAS Xu property
+    1's box: the sides that Δ hardly depends on were split for nothing."""
     rows = np.arange(len(proposed))
     widest = np.argmax(widths, axis=1)
-    skewed = widths[rows, proposed] * _SKEW < widths[rows, widest]
-    return np.where(skewed, widest, proposed)
+    return np.where(widths[rows, proposed] > 0, proposed, widest)
 
 
 def _eval(
