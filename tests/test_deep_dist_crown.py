@@ -17,7 +17,14 @@ from relusym._base.deadline import Deadline
 from relusym._bounded.domain import Box
 from relusym._deep.bounds import ExactLayers, certified_bounds
 from relusym._deep.box_decide import symbolic_upper
-from relusym._deep.box_diff import FloatPair, _axis, float_diff_bounds, gradient_enclosure, propose_partition
+from relusym._deep.box_diff import (
+    FloatPair,
+    _axis,
+    float_diff_bounds,
+    gradient_enclosure,
+    propose_partition,
+    refine_partition,
+)
 from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 from relusym._deep.diff_backsub import backsub_diff_bounds
 from relusym._deep.witness import FloatNet
@@ -179,3 +186,32 @@ def test_the_back_substituted_float_bound_is_above_the_true_maximum_and_below_th
         assert (bs <= fw).all()
         below += int((bs < fw * (1 - 1e-6)).sum())
     assert below  # back-substitution beats the forward forms somewhere
+
+
+def test_a_refined_partition_tiles_its_starting_boxes_each_piece_inside_its_parent() -> None:
+    la, lb, P = _pair(11, 2, [6, 4, 2], Fraction(1, 8))
+    FP = FloatPair(P.L1.Wf, P.L1.bf, P.L2.Wf, P.L2.bf)
+    lo, hi = np.full(2, -2.0), np.full(2, 2.0)
+    start_lo = np.array([[0.0, 0.0], [0.5, 0.0], [0.0, 0.5]])
+    start_hi = np.array([[0.5, 0.5], [1.0, 1.0], [0.5, 1.0]])
+    ulo, uhi, par = refine_partition(FP, lo, hi, start_lo, start_hi, 0.0, 90, lambda: False)
+    assert len(ulo) > 3 and (np.diff(par) >= 0).all()
+    for p in range(3):
+        mine = par == p
+        assert (ulo[mine] >= start_lo[p]).all() and (uhi[mine] <= start_hi[p]).all()
+        vol = np.prod(uhi[mine] - ulo[mine], axis=1).sum()
+        assert vol == np.prod(start_hi[p] - start_lo[p])  # dyadic halvings: the volumes add up exactly
+
+
+def test_the_refined_upper_bound_is_sound_however_the_deadline_cuts_it() -> None:
+    la, lb, P = _pair(12, 2, [7, 5, 3], Fraction(1, 16))
+    box = Box([Fraction(-2), Fraction(-2)], [Fraction(2), Fraction(2)])
+    grid = [(Fraction(i, 4) - 2, Fraction(j, 4) - 2) for i in range(17) for j in range(17)]
+    sampled = max(output_gap(la, lb, x) for x in grid)
+    root = exact_diff_bounds(P, [(box.lo, box.hi)])[0]
+    last = root
+    for budget in (0.05, 0.3, 2.0):
+        u, boxes = symbolic_upper(P.L1, P.L2, box, Fraction(0), Deadline(budget))
+        assert sampled <= u <= root and boxes >= 1
+        last = u
+    assert last < root  # with time, the partition proves better than the root box

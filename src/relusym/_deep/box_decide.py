@@ -291,16 +291,18 @@ def symbolic_upper(
     crown: bool = False,
 ) -> tuple[Fraction, int]:
     """An exact upper bound of max_i |Δ_i| on the box by symbolic difference intervals (two networks of the same
-    widths): a float best-first partition (:func:`relusym._deep.box_diff.propose_partition`, aiming at ``target``
-    or else at the lower bound) into at most ``cap`` boxes, every box of it then bounded exactly
-    (:mod:`relusym._deep.box_diff_exact`); repeated with ``cap`` scaled to the time left (from 64 boxes, at least
-    doubling) while it lasts.  Returns the best bound and the number of boxes of the partition that gave it.
-    With ``crown``, each box's bounds of z1 and z2 are cut by CROWN's back-substitution: in floats when proposing,
-    and, for the boxes whose exact bound misses the goal, by the networks' exact bound tables (slower a box,
-    fewer boxes)."""
+    widths), refined while time lasts: each round, the boxes whose exact bound is above the goal (``target``, or
+    else the lower bound) are partitioned further in floats (:func:`relusym._deep.box_diff.refine_partition`,
+    best-first, aiming at the goal) and every new box is bounded exactly (:mod:`relusym._deep.box_diff_exact`);
+    a box is replaced by its pieces once all of them are proved, each piece keeping the smaller of its own bound
+    and its parent's (both hold on it), so no proved box is ever proved again and a round cut short by the
+    deadline loses only its unfinished box.  The rounds grow with the time left (from 64 new boxes, at least
+    doubling).  Returns the best bound and the number of boxes of the partition that gave it.  With ``crown``,
+    each box's bounds of z1 and z2 are cut by CROWN's back-substitution: in floats when proposing, and, for the
+    boxes whose exact bound misses the goal, by the networks' exact bound tables (slower a box, fewer boxes)."""
     import time
 
-    from relusym._deep.box_diff import FloatPair, propose_partition
+    from relusym._deep.box_diff import FloatPair, refine_partition
     from relusym._deep.box_diff_exact import ExactPair, exact_diff_bounds, exact_partition_values, refine_worst
 
     EP = ExactPair(L1, L2)
@@ -312,24 +314,41 @@ def symbolic_upper(
     P = FloatPair(L1.Wf, L1.bf, L2.Wf, L2.bf, nets)
     lo = np.array([float(v) for v in box.lo])
     hi = np.array([float(v) for v in box.hi])
-    best, boxes, cap = root, 1, 64
+    ulo, uhi, vals = np.zeros((1, len(lo))), np.ones((1, len(lo))), [root]
+    cap = 64
     while not deadline.expired():
         t0 = time.monotonic()  # the budget's clock (the deadline is wall time)
-        ulo, uhi = propose_partition(
-            P, lo, hi, float(goal) * (1 - 2.0**-20), cap, Deadline(deadline.left() / 3).expired
+        bad = np.array([i for i, v in enumerate(vals) if v > goal], dtype=np.int64)
+        if len(bad) == 0:
+            break
+        nlo, nhi, par = refine_partition(
+            P,
+            lo,
+            hi,
+            ulo[bad],
+            uhi[bad],
+            float(goal) * (1 - 2.0**-20),
+            len(bad) + cap,
+            Deadline(deadline.left() / 3).expired,
         )
-        vals = exact_partition_values(EP, box.lo, box.hi, ulo, uhi, deadline.expired)
-        if len(vals) < len(ulo):  # the time ran out: this partition proved nothing beyond the root's bound
+        if len(nlo) == len(bad):  # nothing left to split below the goal in floats
             break
+        nvals = exact_partition_values(EP, box.lo, box.hi, nlo, nhi, deadline.expired)
+        done = len(nvals)
         if crown:
-            vals = refine_worst(EP, box.lo, box.hi, ulo, uhi, vals, goal, deadline.expired)
-        best, boxes = min(best, max(vals)), len(vals)
-        done = len(vals)
-        if best <= goal or len(ulo) < cap:  # nothing left to split below the goal, or the goal reached
+            nvals = refine_worst(EP, box.lo, box.hi, nlo[:done], nhi[:done], nvals, goal, deadline.expired)
+        whole = done if done == len(nlo) else int(np.searchsorted(par, par[done], side="left"))
+        if whole == 0:
             break
+        replaced = {int(bad[p]) for p in set(par[:whole].tolist())}  # boxes all of whose pieces are proved
+        keep = np.array([i for i in range(len(vals)) if i not in replaced], dtype=np.int64)
+        pieces = [min(v, vals[int(bad[p])]) for v, p in zip(nvals[:whole], par[:whole].tolist(), strict=True)]
+        ulo = np.concatenate([ulo[keep], nlo[:whole]])
+        uhi = np.concatenate([uhi[keep], nhi[:whole]])
+        vals = [vals[int(i)] for i in keep] + pieces
         per_box = max(time.monotonic() - t0, 1e-3) / done
         cap = max(2 * cap, int(0.6 * deadline.left() / per_box))  # the next round: about what the time left allows
-    return best, boxes
+    return max(vals), len(vals)
 
 
 def _lower(n1: MLP, n2: MLP, L1: ExactLayers, L2: ExactLayers, box: Box, seed: int) -> tuple[Fraction, Point]:

@@ -30,7 +30,15 @@ import numpy as np
 from relusym._deep.box_split import FloatBounds
 from relusym._deep.witness import FloatNet
 
-__all__ = ["FloatPair", "DiffBounds", "Tables", "float_diff_bounds", "gradient_enclosure", "propose_partition"]
+__all__ = [
+    "FloatPair",
+    "DiffBounds",
+    "Tables",
+    "float_diff_bounds",
+    "gradient_enclosure",
+    "propose_partition",
+    "refine_partition",
+]
 
 _CHUNK = 1024  # boxes per vectorised pass
 Tables = tuple[tuple[list[np.ndarray], list[np.ndarray]], tuple[list[np.ndarray], list[np.ndarray]]]
@@ -265,11 +273,29 @@ def propose_partition(
     until every box's float bound is ≤ ``goal``, ``cap`` is reached or ``expired()``.  ``bounder``: the float
     bound of a batch of boxes (default :func:`float_diff_bounds`)."""
     m = len(lo)
-    ulo, uhi = np.zeros((1, m)), np.ones((1, m))
+    ulo, uhi, _ = refine_partition(P, lo, hi, np.zeros((1, m)), np.ones((1, m)), goal, cap, expired, bounder)
+    return ulo, uhi
+
+
+def refine_partition(
+    P: FloatPair,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ulo: np.ndarray,
+    uhi: np.ndarray,
+    goal: float,
+    cap: int,
+    expired: Callable[[], bool],
+    bounder: Bounder | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`propose_partition` started from the boxes (ulo, uhi) (unit coordinates of [lo, hi]) instead of the
+    whole box: a partition of their union into at most about ``cap`` boxes, each inside one of them; returns the
+    boxes and, for each, the index of the starting box it lies in (the boxes sorted by it)."""
+    parent = np.arange(len(ulo))
     ub, ax = _eval(P, lo, hi, ulo, uhi, bounder)
     while not expired():
         open_ = np.nonzero(ub > goal)[0]
-        room = (cap - len(ulo)) // 1
+        room = cap - len(ulo)
         if len(open_) == 0 or room <= 0:
             break
         take = open_[np.argsort(-ub[open_])][: max(1, min(room, len(open_), max(8, len(ulo) // 4)))]
@@ -285,7 +311,9 @@ def propose_partition(
         keep[take] = False
         ulo, uhi = np.concatenate([ulo[keep], n_lo]), np.concatenate([uhi[keep], n_hi])
         ub, ax = np.concatenate([ub[keep], n_ub]), np.concatenate([ax[keep], n_ax])
-    return ulo, uhi
+        parent = np.concatenate([parent[keep], parent[take], parent[take]])
+    order = np.argsort(parent, kind="stable")
+    return ulo[order], uhi[order], parent[order]
 
 
 def _axis(proposed: np.ndarray, widths: np.ndarray) -> np.ndarray:
