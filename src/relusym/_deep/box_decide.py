@@ -318,7 +318,9 @@ def symbolic_upper(
     cap = 64
     while not deadline.expired():
         t0 = time.monotonic()  # the budget's clock (the deadline is wall time)
-        bad = np.array([i for i, v in enumerate(vals) if v > goal], dtype=np.int64)
+        # the boxes above the goal, worst first: their pieces are proved in this order, so a round cut short by
+        # the deadline has improved the worst boxes
+        bad = np.array(sorted((i for i, v in enumerate(vals) if v > goal), key=lambda i: -vals[i]), dtype=np.int64)
         if len(bad) == 0:
             break
         nlo, nhi, par = refine_partition(
