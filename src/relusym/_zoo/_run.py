@@ -20,7 +20,7 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
-from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_chunks, read_chunk, skipped_files
+from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk
 from relusym._zoo._summary import finish_job
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
@@ -385,7 +385,7 @@ def run_job(
     import pyarrow as pa
 
     options = options or Options()
-    chunks = plan_chunks(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk)
+    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk)
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
@@ -434,6 +434,6 @@ def run_job(
     schema = table_schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
     table, summary = finish_job(raw, chunks, options)
-    summary["skipped_files"] = skipped_files(source)
+    summary["skipped_files"] = skipped
     summary_path = write_outputs(table, summary, out, parts, ("digest", "source")) if out is not None else None
     return ZooResult(table, summary, out, summary_path)

@@ -13,6 +13,7 @@ reader refuses and asks for ``layout="out_in"`` (torch) or ``layout="in_out"`` (
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import warnings
@@ -24,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, npy_header
+from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, check_zip_infos, npy_header
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._opened import snapshot
 from relusym.io._layers import (
     WritePolicy,
     affine_layers,
@@ -55,9 +57,14 @@ def sniff(path: Path, head: bytes) -> bool:
         return True
     if not head.startswith(b"PK"):
         return False
+    snap = snapshot(path)
     try:
-        with zipfile.ZipFile(path) as zf:
+        if snap is not None:  # the archive parsed once, here, for the reader too
+            zf = snap.cache["zip"] = zipfile.ZipFile(io.BytesIO(snap.data))
             names = zf.namelist()
+        else:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
     except ZIP_ERRORS:
         return path.suffix.lower() == ".npz"
     return bool(names) and all(n.endswith(".npy") for n in names)
@@ -83,22 +90,26 @@ class _Named:
         return getattr(self._fh, attr)
 
 
-def _read_npz(path: Path, fh: Any) -> dict[str, np.ndarray] | None:
-    """The arrays of an NPZ from one open handle: the archive checked (:func:`check_zip`), then every ``.npy``
-    member's header read once, checked as :func:`check_npy_members` does (a known version, a header within the
-    limits, numeric data of exactly the declared size), and its data read straight after it.  Reading with
-    ``np.load`` after the checks opened and parsed the archive and every header four times over (about 80% of a
-    zoo folder job).  None when a member holds Python objects (the caller then refuses or, when allowed,
-    unpickles it through ``np.load``)."""
+def _read_npz(path: Path, fh: Any, parsed: zipfile.ZipFile | None = None) -> dict[str, np.ndarray] | None:
+    """The arrays of an NPZ from one open handle (or the archive ``parsed`` from it already): the archive checked
+    (:func:`check_zip_infos`), then every ``.npy`` member's header read once, checked as
+    :func:`check_npy_members` does (a known version, a header within the limits, numeric data of exactly the
+    declared size), and its data read straight after it.  Reading with ``np.load`` after the checks opened and
+    parsed the archive and every header four times over (about 80% of a zoo folder job).  None when a member
+    holds Python objects (the caller then refuses or, when allowed, unpickles it through ``np.load``)."""
     from numpy.lib import format as npformat
 
     from relusym._base.limits import check_shape, current, shorten
 
-    named = _Named(fh, path.name)
-    check_zip(named, NAME)
+    try:
+        archive = parsed if parsed is not None else zipfile.ZipFile(_Named(fh, path.name))
+    except ZIP_ERRORS as exc:
+        msg = f"{path.name} is not a readable zip archive (truncated or corrupted?): {exc}"
+        raise InvalidNetworkError(msg) from None
+    check_zip_infos(archive.infolist(), path.name, NAME)
     header_cap = min(current().header_bytes, 1 << 20)
     out: dict[str, np.ndarray] = {}
-    with zipfile.ZipFile(named) as zf:
+    with archive as zf:
         infos = zf.infolist()
         if not all(info.filename.endswith(".npy") for info in infos):
             return None  # members numpy reads as raw bytes: np.load's own reading
@@ -134,11 +145,20 @@ def _read_npz(path: Path, fh: Any) -> dict[str, np.ndarray] | None:
 
 
 def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
-    with open(path, "rb") as fh:
-        if zipfile.is_zipfile(fh):  # an NPZ: the archive and its headers checked, then read, from one handle
-            arrays = _read_npz(path, fh)
+    snap = snapshot(path)
+    if snap is not None:  # the bytes read once by relusym.io.load, the archive perhaps parsed by sniff
+        fh = io.BytesIO(snap.data)
+        parsed = snap.cache.pop("zip", None)
+        if parsed is not None or zipfile.is_zipfile(fh):
+            arrays = _read_npz(path, fh, parsed)
             if arrays is not None:
                 return arrays
+    else:
+        with open(path, "rb") as fh:
+            if zipfile.is_zipfile(fh):  # an NPZ: the archive and its headers checked, then read, from one handle
+                arrays = _read_npz(path, fh)
+                if arrays is not None:
+                    return arrays
     if zipfile.is_zipfile(path):  # objects, or members that are not arrays: checked, then np.load
         check_zip(path, NAME)
         check_npy_members(path, allow_objects=allow_unsafe_pickle)
