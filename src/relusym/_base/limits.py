@@ -166,9 +166,11 @@ def limits(lim: Limits | None = None, **changes: Any) -> Iterator[Limits]:
         _current.reset(token)
 
 
-def file_limit(fmt: str) -> int:
-    """The largest file of format ``fmt`` (a format module's NAME) that is read."""
-    return int(getattr(current(), f"{fmt}_bytes", current().npz_bytes))
+def file_limit(fmt: str, lim: Limits | None = None) -> int:
+    """The largest file of format ``fmt`` (a format module's NAME) that is read (under ``lim``, default the limits
+    in force)."""
+    lim = lim or current()
+    return int(getattr(lim, f"{fmt}_bytes", lim.npz_bytes))
 
 
 # ----------------------------------------------------------------------------------------------------------

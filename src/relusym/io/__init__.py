@@ -350,7 +350,8 @@ def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadI
         return _read_sized(format_of(p), p, 0, kwargs)
     size = _check_input(p).st_size
     mods = _modules()
-    whole = size <= min([WHOLE] + [file_limit(mod.NAME) for mod in mods])  # read once, within every limit
+    lim = current_limits()
+    whole = size <= min([WHOLE] + [file_limit(mod.NAME, lim) for mod in mods])  # read once, within every limit
     with open(p, "rb") as fh:
         data = fh.read(size + 1 if whole else 64)
     with preloaded(p, data if whole and len(data) == size else None):  # a file that changed: read as before

@@ -90,6 +90,29 @@ class _Named:
         return getattr(self._fh, attr)
 
 
+def _stored_member(raw: bytes, info: zipfile.ZipInfo) -> io.BytesIO | None:
+    """The data of a stored (uncompressed) member of the archive whose bytes are ``raw``, as ``zipfile`` would
+    read it (the local header's signature and name checked, all its bytes there, their CRC-32 the directory's),
+    sliced out without ``zipfile``'s reader objects; None when any of that does not hold (``zipfile`` then reads
+    the member, with its own errors)."""
+    import struct
+    import zlib
+
+    off = info.header_offset
+    local = raw[off : off + 30]
+    if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size or len(local) != 30:
+        return None
+    if local[:4] != b"PK\x03\x04" or struct.unpack("<H", local[6:8])[0] != info.flag_bits:
+        return None
+    n_name, n_extra = struct.unpack("<HH", local[26:30])
+    name = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437")
+    start = off + 30 + n_name + n_extra
+    data = raw[start : start + info.file_size]
+    if raw[off + 30 : off + 30 + n_name] != name or len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        return None
+    return io.BytesIO(data)
+
+
 def _read_npz(path: Path, fh: Any, parsed: zipfile.ZipFile | None = None) -> dict[str, np.ndarray] | None:
     """The arrays of an NPZ from one open handle (or the archive ``parsed`` from it already): the archive checked
     (:func:`check_zip_infos`), then every ``.npy`` member's header read once, checked as
@@ -109,13 +132,15 @@ def _read_npz(path: Path, fh: Any, parsed: zipfile.ZipFile | None = None) -> dic
     check_zip_infos(archive.infolist(), path.name, NAME)
     header_cap = min(current().header_bytes, 1 << 20)
     out: dict[str, np.ndarray] = {}
+    raw = fh.getvalue() if isinstance(fh, io.BytesIO) else None  # a file read whole: members sliced from it
     with archive as zf:
         infos = zf.infolist()
         if not all(info.filename.endswith(".npy") for info in infos):
             return None  # members numpy reads as raw bytes: np.load's own reading
         for info in infos:
             where = f"{path.name}: array {shorten(info.filename[:-4])}"
-            with zf.open(info) as member:
+            sliced = _stored_member(raw, info) if raw is not None else None
+            with sliced if sliced is not None else zf.open(info) as member:
                 try:
                     version = npformat.read_magic(member)
                     if version not in ((1, 0), (2, 0)):
