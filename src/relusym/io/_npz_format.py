@@ -29,7 +29,6 @@ from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, check
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
-from relusym.io._opened import snapshot
 from relusym.io._layers import (
     WritePolicy,
     affine_layers,
@@ -41,6 +40,7 @@ from relusym.io._layers import (
     shaped,
     standard_arrays,
 )
+from relusym.io._opened import snapshot
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "from_arrays"]
 
@@ -169,21 +169,23 @@ def _read_npz(path: Path, fh: Any, parsed: zipfile.ZipFile | None = None) -> dic
     return out
 
 
-def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+def _plain_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of an NPZ of plain ``.npy`` members (:func:`_read_npz`), from the bytes :func:`relusym.io.load`
+    read once (the archive perhaps parsed by :func:`sniff` already), else from one handle; None for anything
+    else (not a zip, objects, members that are not arrays)."""
     snap = snapshot(path)
-    if snap is not None:  # the bytes read once by relusym.io.load, the archive perhaps parsed by sniff
-        fh = io.BytesIO(snap.data)
+    if snap is not None:
+        whole = io.BytesIO(snap.data)
         parsed = snap.cache.pop("zip", None)
-        if parsed is not None or zipfile.is_zipfile(fh):
-            arrays = _read_npz(path, fh, parsed)
-            if arrays is not None:
-                return arrays
-    else:
-        with open(path, "rb") as fh:
-            if zipfile.is_zipfile(fh):  # an NPZ: the archive and its headers checked, then read, from one handle
-                arrays = _read_npz(path, fh)
-                if arrays is not None:
-                    return arrays
+        return _read_npz(path, whole, parsed) if parsed is not None or zipfile.is_zipfile(whole) else None
+    with open(path, "rb") as fh:
+        return _read_npz(path, fh) if zipfile.is_zipfile(fh) else None
+
+
+def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+    arrays = _plain_npz(path)
+    if arrays is not None:
+        return arrays
     if zipfile.is_zipfile(path):  # objects, or members that are not arrays: checked, then np.load
         check_zip(path, NAME)
         check_npy_members(path, allow_objects=allow_unsafe_pickle)
