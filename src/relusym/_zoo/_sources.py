@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -44,6 +44,7 @@ __all__ = [
     "plan_chunks",
     "plan_job",
     "read_chunk",
+    "stack_shapes",
 ]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
@@ -226,9 +227,22 @@ def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: 
     return plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk)[0]
 
 
-def plan_job(source: Any, *, chunk_size: int | None = None, files_per_chunk: int = 256) -> tuple[list[Chunk], int]:
+def stack_shapes(paths: Sequence[str]) -> list[tuple[int, ...] | None]:
+    """:func:`stack_shape` of each file (None: not a stacked shard): the shards of a folder, found at planning;
+    a task of its own when the planning runs on the job's workers."""
+    return [stack_shape(Path(p)) for p in paths]
+
+
+def plan_job(
+    source: Any,
+    *,
+    chunk_size: int | None = None,
+    files_per_chunk: int = 256,
+    shapes: Callable[[list[str]], list[tuple[int, ...] | None]] = stack_shapes,
+) -> tuple[list[Chunk], int]:
     """:func:`plan_chunks`, and how many files of a folder were skipped (not model files by their suffix; 0 for
-    any other source), from one walk of the folder."""
+    any other source), from one walk of the folder.  ``shapes`` finds which ``.npz`` and ``.safetensors`` files
+    are stacked shards (:func:`stack_shapes`, or the same on the job's workers: one header read per file)."""
     skipped = 0
     if (chunk_size is not None and chunk_size < 1) or files_per_chunk < 1:
         raise InvalidNetworkError("chunk sizes must be at least 1")
@@ -245,6 +259,8 @@ def plan_job(source: Any, *, chunk_size: int | None = None, files_per_chunk: int
             raise InvalidNetworkError(
                 f"{p} holds no model files (suffixes {', '.join(sorted(known))}): no networks to read"
             )
+        stacks = [path for path, _ in files if os.path.splitext(path)[1].lower() in _STACK_SUFFIXES]
+        found = dict(zip(stacks, shapes(stacks), strict=True)) if stacks else {}
         for path, name in files:
             suffix = os.path.splitext(path)[1].lower()
             if suffix == ".parquet":
@@ -256,7 +272,7 @@ def plan_job(source: Any, *, chunk_size: int | None = None, files_per_chunk: int
                     entries.append(("file", path, 1, name, 1))  # one error row, read again by its worker
                     continue
                 entries.append(("table", path, table_rows, name, table_rows_per_task))
-            elif suffix in _STACK_SUFFIXES and (shape := stack_shape(Path(path))) is not None:
+            elif (shape := found.get(path)) is not None:
                 per = chunk_size if chunk_size is not None else auto_rows(shape)
                 entries.append(("shard", path, shape[0], name, per))
             else:
