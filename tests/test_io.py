@@ -144,3 +144,89 @@ def test_big_endian_arrays_load_at_their_exact_values(tmp_path, dt):  # type: ig
         assert [Fr(x) for x in np.ravel(mlp.weights[i]).tolist()] == [
             Fr(x) for x in deep[f"{i}.weight"].ravel().tolist()
         ]
+
+
+@pytest.mark.parametrize("rows", [5, 3000])  # a small file (read once, whole) and one over io's 1 MiB threshold
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_is_opened_once_and_its_archive_parsed_once(tmp_path, monkeypatch, rows, compressed):
+    """The oracle: the arrays as ``np.load`` reads them, and counts of the file's opens and of the zip directory's
+    parses while ``load`` reads it (a small file: one of each; a large one: its first bytes and the reader's
+    open, the sniffer's parse and the reader's, where the limits' check parsed it a third time)."""
+    import builtins
+    import warnings
+    import zipfile
+
+    from relusym.io._opened import WHOLE
+
+    rng = np.random.default_rng(rows)
+    arrays = {
+        "V": rng.standard_normal((3, rows)).astype(np.float32),
+        "A": rng.standard_normal((rows, 100)).astype(np.float32),
+        "b": rng.standard_normal(rows).astype(np.float32),
+        "c": rng.standard_normal(3).astype(np.float32),
+    }
+    p = tmp_path / "net.npz"
+    (np.savez_compressed if compressed else np.savez)(p, **arrays)
+    small = p.stat().st_size <= WHOLE
+    assert small == (rows == 5)
+    opens, parses = [], []
+    real_open, real_init = builtins.open, zipfile.ZipFile.__init__
+
+    def counting_open(file, *args, **kw):
+        if str(file) == str(p):
+            opens.append(file)
+        return real_open(file, *args, **kw)
+
+    def counting_init(self, file, *args, **kw):
+        parses.append(file)
+        real_init(self, file, *args, **kw)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", counting_init)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = load(p)
+    monkeypatch.undo()
+    assert (len(opens), len(parses)) == ((1, 1) if small else (2, 2))
+    with np.load(p) as ref:
+        want = Network(ref["V"], ref["A"], ref["b"], ref["c"])
+    assert net.same_parameters(want)
+    assert all(x.dtype == np.float32 for x in (net.V, net.A, net.b, net.c))
+
+
+def _outcome(path):
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            net = load(path)
+    except (InvalidNetworkError, UnsupportedModelError) as exc:
+        return type(exc).__name__, str(exc)
+    return "ok", [x.tolist() for x in (net.V, net.A, net.b, net.c)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_npz_read_whole_agrees_with_reading_the_file_on_damaged_archives(tmp_path, monkeypatch, seed):
+    """A small NPZ is read from its bytes (members sliced out, their CRC-32 checked); the oracle is the reading
+    from the file (the threshold set to 0 bytes): on the intact archive and on copies with one byte changed
+    anywhere (directory, local headers, names, .npy headers, data), the same network or the same refusal."""
+    import relusym.io as rio
+
+    rng = np.random.default_rng(seed)
+    p = tmp_path / "net.npz"
+    np.savez(p, V=rng.standard_normal((2, 3)), A=rng.standard_normal((3, 2)), b=rng.standard_normal(3), c=[0.5, 1.0])
+    raw = p.read_bytes()
+    damaged = tmp_path / "damaged.npz"
+    for pos in [-1, *rng.choice(len(raw), 60, replace=False).tolist()]:
+        data = bytearray(raw)
+        if pos >= 0:
+            data[pos] ^= 1 << int(rng.integers(8))
+        damaged.write_bytes(bytes(data))
+        whole = _outcome(damaged)
+        monkeypatch.setattr(rio, "WHOLE", 0)
+        from_file = _outcome(damaged)
+        monkeypatch.undo()
+        assert whole == from_file, pos
+        if pos < 0:
+            assert whole[0] == "ok"

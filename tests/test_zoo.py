@@ -355,11 +355,40 @@ def test_same_table_serial_threads_pool(planted, tmp_path):
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
+def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkeypatch):
+    """A folder's stacked shards found by planning tasks on the job's executor (one file per task here) give the
+    chunks and the table of the serial planning, byte for byte (the oracle: the serial job)."""
+    import relusym._zoo._run as run
+    from relusym._zoo._sources import plan_job, stack_shapes
+
+    root, _, _ = planted
+    calls: list[int] = []
+
+    def counted(paths):
+        calls.append(len(paths))
+        return stack_shapes(paths)
+
+    monkeypatch.setattr(run, "_PLAN_FILES", 1)
+    monkeypatch.setattr(run, "stack_shapes", counted)
+    scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    assert len(calls) == 1  # serial: one call, in the client
+    serial = plan_job(root, chunk_size=3, files_per_chunk=4)
+    with ThreadPoolExecutor(2) as ex:
+        probe = run._shapes_on(None, ex, None)
+        assert plan_job(root, chunk_size=3, files_per_chunk=4, shapes=probe) == serial
+        assert sorted(calls[1:]) == [1] * (len(calls) - 1) and len(calls) > 2  # one task per file
+        scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, executor=ex, progress=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
 @pytest.mark.slow
-def test_same_table_process_pool_and_dask_cluster(planted, tmp_path):
+def test_same_table_process_pool_and_dask_cluster(planted, tmp_path, monkeypatch):
+    import relusym._zoo._run as run
+
     distributed = pytest.importorskip("distributed")
     root, _, _ = planted
     scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    monkeypatch.setattr(run, "_PLAN_FILES", 1)  # the pool and the cluster find the folder's shards too, a file a task
     scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, workers=2, progress=False)
     shard = tmp_path / "shard.npz"  # a stacked shard, the default fibre column, tasks of 97 rows
     _fault_zoo(shard, 600)

@@ -40,8 +40,10 @@ with the tolerance used, counts by fibre type, generic/not/undecided, widths, an
 **Executors**: serial (default), a process pool (``workers=N``), any ``concurrent.futures.Executor``
 (``executor=``), an existing ``dask.distributed`` scheduler (``scheduler="tcp://host:8786"``) or a local Dask
 cluster on 127.0.0.1 (``dask_local=N``).  Tasks are chunk descriptions (file lists, row ranges); workers read the
-data themselves, so they need the same file system paths (and relusym installed).  The table does not depend
-on the executor.
+data themselves, so they need the same file system paths (and relusym installed).  On a folder of more than 2,048
+``.npz``/``.safetensors`` files, finding which of them are stacked shards (one header read per file) runs on the
+pool, executor or scheduler too (a local Dask cluster starts after it, so it runs in the client there).  The
+table does not depend on the executor.
 
 **Resuming**: with ``output``, every finished chunk is written atomically as a Parquet part in
 ``<output>.parts/``; ``resume=True`` skips the parts already there (of the same job: same source files and

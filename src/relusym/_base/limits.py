@@ -38,6 +38,7 @@ from relusym.errors import InvalidNetworkError
 
 __all__ = [
     "ZIP_ERRORS",
+    "check_zip_infos",
     "Limits",
     "current",
     "limits",
@@ -165,9 +166,11 @@ def limits(lim: Limits | None = None, **changes: Any) -> Iterator[Limits]:
         _current.reset(token)
 
 
-def file_limit(fmt: str) -> int:
-    """The largest file of format ``fmt`` (a format module's NAME) that is read."""
-    return int(getattr(current(), f"{fmt}_bytes", current().npz_bytes))
+def file_limit(fmt: str, lim: Limits | None = None) -> int:
+    """The largest file of format ``fmt`` (a format module's NAME) that is read (under ``lim``, default the limits
+    in force)."""
+    lim = lim or current()
+    return int(getattr(lim, f"{fmt}_bytes", lim.npz_bytes))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -324,13 +327,20 @@ def check_zip(path: Any, fmt: str, *, headers: tuple[str, ...] = ()) -> list[Any
     zip bomb is refused before anything is inflated."""
     import zipfile
 
-    lim = current()
     name = getattr(path, "name", str(path))
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
     except ZIP_ERRORS as exc:
         raise InvalidNetworkError(f"{name} is not a readable zip archive (truncated or corrupted?): {exc}") from None
+    return check_zip_infos(infos, name, fmt, headers=headers)
+
+
+def check_zip_infos(infos: list[Any], name: str, fmt: str, *, headers: tuple[str, ...] = ()) -> list[Any]:
+    """:func:`check_zip` on the members (``zipfile.ZipInfo``) of an archive already open, named ``name``."""
+    import zipfile
+
+    lim = current()
     if len(infos) > lim.zip_members:
         raise InvalidNetworkError(
             f"{name} has {len(infos)} zip members, more than the limit zip_members = {lim.zip_members}"

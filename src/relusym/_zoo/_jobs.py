@@ -414,9 +414,12 @@ class PartsFolder:
         return (self.path / part_name(index)).is_file()
 
     def read(self, index: int) -> Any:
+        """A part, read back whole (``ParquetFile.read``: ``pq.read_table`` imports ``pyarrow.dataset``, 0.4 s
+        of the client's CPU time, more than reading the parts of a folder of 5,000 files)."""
         import pyarrow.parquet as pq
 
-        return pq.read_table(str(self.path / part_name(index)))
+        with pq.ParquetFile(str(self.path / part_name(index))) as pf:
+            return pf.read()
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

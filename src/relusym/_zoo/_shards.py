@@ -22,25 +22,35 @@ UNKNOWN = (-1,)
 
 def stored_shape(path: Path, member: bytes) -> tuple[int, ...] | None:
     """The shape in the header of the stored (uncompressed) ``.npy`` member ``member`` of a zip archive, found
-    from the archive's central directory by hand (three small reads, where ``zipfile.ZipFile`` parses every entry
-    into objects; planning a folder reads one header per file, in the client, before any worker starts);
-    None when the archive has no such member; :data:`UNKNOWN` when the archive is not of the plain kind numpy
-    writes (a comment, zip64 offsets, a compressed or encrypted member: then ``zipfile`` reads it)."""
+    from the archive's central directory by hand (``zipfile.ZipFile`` parses every entry into objects; planning a
+    folder reads one header per file, in the client, before any worker starts): one ``pread`` of the file's last
+    64 KiB (a small file whole), which holds the directory and, in a small file, the member's header too; None
+    when the archive has no such member; :data:`UNKNOWN` when the archive is not of the plain kind numpy writes
+    (a comment, zip64 offsets, a compressed or encrypted member: then ``zipfile`` reads it)."""
+    import io
+    import os
     import struct
 
-    with open(path, "rb") as fh:
-        size = fh.seek(0, 2)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
         if size < 22:
             return UNKNOWN
-        fh.seek(size - 22)
-        end = fh.read(22)
+        tail = os.pread(fd, min(size, _TAIL), size - min(size, _TAIL))
+        base = size - len(tail)
+
+        def read(offset: int, count: int) -> bytes:
+            if base <= offset and offset + count <= size:
+                return tail[offset - base : offset - base + count]
+            return os.pread(fd, count, offset)
+
+        end = tail[-22:]
         if end[:4] != b"PK\x05\x06" or end[20:22] != b"\x00\x00":
             return UNKNOWN
         cd_size, cd_offset = struct.unpack("<II", end[12:20])
         if cd_offset == 0xFFFFFFFF or cd_offset + cd_size > size - 22:
             return UNKNOWN
-        fh.seek(cd_offset)
-        cd = fh.read(cd_size)
+        cd = read(cd_offset, cd_size)
         pos, local = 0, None
         while pos + 46 <= len(cd):
             if cd[pos : pos + 4] != b"PK\x01\x02":
@@ -57,14 +67,19 @@ def stored_shape(path: Path, member: bytes) -> tuple[int, ...] | None:
             return UNKNOWN
         if local is None:
             return None
-        fh.seek(local)
-        head = fh.read(30)
+        head = read(local, 30)
         if len(head) != 30 or head[:4] != b"PK\x03\x04":
             return UNKNOWN
         n_name, n_extra = struct.unpack("<HH", head[26:30])
-        fh.seek(local + 30 + n_name + n_extra)
-        version = np.lib.format.read_magic(fh)
-        return tuple(int(x) for x in npy_header(fh, version, _NPY_HEADER_CAP)[0])
+        data = local + 30 + n_name + n_extra
+        fh = io.BytesIO(read(data, max(0, min(size - data, 12 + _NPY_HEADER_CAP))))
+    finally:
+        os.close(fd)
+    version = np.lib.format.read_magic(fh)
+    return tuple(int(x) for x in npy_header(fh, version, _NPY_HEADER_CAP)[0])
+
+
+_TAIL = 1 << 16  # bytes read from the end of an archive to find its directory (a small archive: all of it)
 
 
 def stack_shape(path: Path) -> tuple[int, ...] | None:

@@ -7,7 +7,7 @@ travel through a scheduler one by one.  Stores:
 * a folder, walked recursively: every ``.parquet`` file is a zoo table (an unreadable one is one error row), every
   ``.npz`` or ``.safetensors`` file whose ``A`` has three dimensions is a stacked shard, every other file with the
   suffix of a model format a model file for :func:`relusym.load`; files with other suffixes (a ``README.md``) are
-  skipped and counted (:func:`skipped_files`); a folder of Parquet files is therefore also a (hive-partitioned
+  skipped and counted (:func:`plan_job`); a folder of Parquet files is therefore also a (hive-partitioned
   or flat) pyarrow Dataset;
 * a stacked shard: arrays ``V`` (B×k×n), ``A`` (B×n×m), ``b`` (B×n) and optionally ``c`` (B×k);
 * a Parquet zoo table, one row per network: integer columns ``m``, ``n``, ``k`` and either list columns ``V``,
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -42,8 +42,9 @@ __all__ = [
     "item_sources",
     "model_suffixes",
     "plan_chunks",
+    "plan_job",
     "read_chunk",
-    "skipped_files",
+    "stack_shapes",
 ]
 
 _STACK_SUFFIXES = (".npz", ".safetensors")
@@ -63,14 +64,6 @@ def model_suffixes() -> frozenset[str]:
             continue
         out.update(s.lower() for s in getattr(mod, "SUFFIXES", ()))
     return frozenset(out)
-
-
-def skipped_files(source: Any) -> int:
-    """How many files of a zoo folder are not model files by their suffix (0 for any other source)."""
-    if not isinstance(source, str | os.PathLike) or not Path(source).is_dir():
-        return 0
-    known = model_suffixes()
-    return sum(f.suffix.lower() not in known for f in _walk(Path(source)))
 
 
 @dataclass(frozen=True)
@@ -199,15 +192,26 @@ def _parquet_rows(path: Path) -> int:
         raise InvalidNetworkError(f"{path} is not a readable Parquet file ({exc})") from None
 
 
-def _walk(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
+def _folder(root: Path) -> tuple[list[tuple[str, str]], int]:
+    """The model files of a zoo folder as (path, name relative to ``root`` with ``/``), sorted by path within
+    each folder, and how many files were skipped (not model files by their suffix).  Strings, not ``Path``
+    objects: a folder of 10^5 files is walked by the client before any worker starts."""
+    known = model_suffixes()
+    out: list[tuple[str, str]] = []
+    skipped = 0
+    top = os.fspath(root)
+    cut = len(os.path.join(top, ""))
+    for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
+        rel = dirpath[cut:].replace(os.sep, "/") + "/" if len(dirpath) > len(top) else ""
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            out.append(Path(dirpath) / name)
-    return out
+            if os.path.splitext(name)[1].lower() in known:
+                out.append((os.path.join(dirpath, name), rel + name))
+            else:
+                skipped += 1
+    return out, skipped
 
 
 def _name(path: Path, root: Path) -> str:
@@ -220,46 +224,66 @@ def _name(path: Path, root: Path) -> str:
 def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: int = 256) -> list[Chunk]:
     """The chunks of a store (see the module docstring), in a fixed order: files sorted by path, rows in order.
     ``chunk_size`` rows per task of a shard or a table; None: :func:`auto_rows` for a shard, 4096 for a table."""
+    return plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk)[0]
+
+
+def stack_shapes(paths: Sequence[str]) -> list[tuple[int, ...] | None]:
+    """:func:`stack_shape` of each file (None: not a stacked shard): the shards of a folder, found at planning;
+    a task of its own when the planning runs on the job's workers."""
+    return [stack_shape(Path(p)) for p in paths]
+
+
+def plan_job(
+    source: Any,
+    *,
+    chunk_size: int | None = None,
+    files_per_chunk: int = 256,
+    shapes: Callable[[list[str]], list[tuple[int, ...] | None]] = stack_shapes,
+) -> tuple[list[Chunk], int]:
+    """:func:`plan_chunks`, and how many files of a folder were skipped (not model files by their suffix; 0 for
+    any other source), from one walk of the folder.  ``shapes`` finds which ``.npz`` and ``.safetensors`` files
+    are stacked shards (:func:`stack_shapes`, or the same on the job's workers: one header read per file)."""
+    skipped = 0
     if (chunk_size is not None and chunk_size < 1) or files_per_chunk < 1:
         raise InvalidNetworkError("chunk sizes must be at least 1")
-    entries: list[tuple[str, Path, int, str, int]] = []  # (kind, path, rows, name, rows per task)
+    entries: list[tuple[str, str, int, str, int]] = []  # (kind, path, rows, name, rows per task)
     table_rows_per_task = chunk_size if chunk_size is not None else 4096
     if isinstance(source, str | os.PathLike):
         p = Path(source)
         if not p.exists():
             raise InvalidNetworkError(f"{p}: no such file or folder")
-        root = p if p.is_dir() else p.parent
-        files = _walk(p) if p.is_dir() else [p]
-        if p.is_dir():
+        folder = p.is_dir()
+        files, skipped = _folder(p) if folder else ([(str(p), _name(p, p.parent))], 0)
+        if folder and not files:
             known = model_suffixes()
-            files = [f for f in files if f.suffix.lower() in known]
-            if not files:
-                raise InvalidNetworkError(
-                    f"{p} holds no model files (suffixes {', '.join(sorted(known))}): no networks to read"
-                )
-        for f in files:
-            suffix = f.suffix.lower()
+            raise InvalidNetworkError(
+                f"{p} holds no model files (suffixes {', '.join(sorted(known))}): no networks to read"
+            )
+        stacks = [path for path, _ in files if os.path.splitext(path)[1].lower() in _STACK_SUFFIXES]
+        found = dict(zip(stacks, shapes(stacks), strict=True)) if stacks else {}
+        for path, name in files:
+            suffix = os.path.splitext(path)[1].lower()
             if suffix == ".parquet":
                 try:
-                    table_rows = _parquet_rows(f)
+                    table_rows = _parquet_rows(Path(path))
                 except InvalidNetworkError:
-                    if not p.is_dir():
+                    if not folder:
                         raise
-                    entries.append(("file", f, 1, _name(f, root), 1))  # one error row, read again by its worker
+                    entries.append(("file", path, 1, name, 1))  # one error row, read again by its worker
                     continue
-                entries.append(("table", f, table_rows, _name(f, root), table_rows_per_task))
-            elif suffix in _STACK_SUFFIXES and (shape := stack_shape(f)) is not None:
+                entries.append(("table", path, table_rows, name, table_rows_per_task))
+            elif (shape := found.get(path)) is not None:
                 per = chunk_size if chunk_size is not None else auto_rows(shape)
-                entries.append(("shard", f, shape[0], _name(f, root), per))
+                entries.append(("shard", path, shape[0], name, per))
             else:
-                entries.append(("file", f, 1, _name(f, root), 1))
+                entries.append(("file", path, 1, name, 1))
     elif _is_dataset(source):
-        files = [Path(x) for x in source.files]
-        root = Path(os.path.commonpath([str(x.parent) for x in files])) if files else Path(".")
-        for f in files:
-            entries.append(("table", f, _parquet_rows(f), _name(f, root), table_rows_per_task))
+        paths = [Path(x) for x in source.files]
+        root = Path(os.path.commonpath([str(x.parent) for x in paths])) if paths else Path(".")
+        for f in paths:
+            entries.append(("table", str(f), _parquet_rows(f), _name(f, root), table_rows_per_task))
     elif isinstance(source, Iterable) and not isinstance(source, bytes | dict):
-        return _memory_chunks(source, table_rows_per_task)
+        return _memory_chunks(source, table_rows_per_task), 0
     else:
         raise InvalidNetworkError(
             f"cannot read a zoo from a {type(source).__name__}: give a folder, a stacked shard, a Parquet file, a "
@@ -267,7 +291,7 @@ def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: 
         )
     chunks: list[Chunk] = []
     first = 0
-    pending: list[tuple[Path, str]] = []
+    pending: list[tuple[str, str]] = []
 
     def flush() -> None:
         nonlocal first
@@ -276,7 +300,7 @@ def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: 
                 Chunk(
                     len(chunks),
                     "files",
-                    tuple(str(x) for x, _ in pending),
+                    tuple(x for x, _ in pending),
                     tuple(n for _, n in pending),
                     0,
                     len(pending),
@@ -295,10 +319,10 @@ def plan_chunks(source: Any, *, chunk_size: int | None = None, files_per_chunk: 
         flush()
         for s in range(0, rows, per):
             t = min(rows, s + per)
-            chunks.append(Chunk(len(chunks), kind, (str(path),), (name,), s, t, first))
+            chunks.append(Chunk(len(chunks), kind, (path,), (name,), s, t, first))
             first += t - s
     flush()
-    return chunks
+    return chunks, skipped
 
 
 def _is_dataset(x: Any) -> bool:

@@ -45,6 +45,7 @@ from relusym._base.limits import current as current_limits
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
+from relusym.io._opened import WHOLE, preloaded
 from relusym.io._protocol import Format, NotedReader, ObjectActivation, ObjectReader, ReadBack, Writer
 
 __all__ = [
@@ -182,11 +183,22 @@ def format_of(path: str | os.PathLike[str], *, for_writing: bool = False) -> For
         _check_input(p)
         with open(p, "rb") as fh:
             head = fh.read(64)
-        if not head:
-            raise InvalidNetworkError(f"{p} is empty")
-        for mod in mods:
-            if mod.sniff(p, head):
-                return mod
+        return _by_content(p, head, mods)
+    return _by_suffix(p, mods, for_writing)
+
+
+def _by_content(p: Path, head: bytes, mods: list[Format]) -> Format:
+    """The format of the file ``p`` that begins with ``head`` (its first 64 bytes): the first module whose sniffer
+    recognises it, else by suffix."""
+    if not head:
+        raise InvalidNetworkError(f"{p} is empty")
+    for mod in mods:
+        if mod.sniff(p, head):
+            return mod
+    return _by_suffix(p, mods, False)
+
+
+def _by_suffix(p: Path, mods: list[Format], for_writing: bool) -> Format:
     suffix = p.suffix.lower()
     for mod in mods:
         if suffix in mod.SUFFIXES:
@@ -334,8 +346,20 @@ def _relabel(exc: Exception, real: Path) -> Exception:
 
 
 def _read_checked(p: Path, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
-    mod = format_of(p)
-    size = os.stat(p).st_size if not p.is_dir() else 0
+    if p.is_dir() and not p.is_symlink():
+        return _read_sized(format_of(p), p, 0, kwargs)
+    size = _check_input(p).st_size
+    mods = _modules()
+    lim = current_limits()
+    whole = size <= min([WHOLE] + [file_limit(mod.NAME, lim) for mod in mods])  # read once, within every limit
+    with open(p, "rb") as fh:
+        data = fh.read(size + 1 if whole else 64)
+    with preloaded(p, data if whole and len(data) == size else None):  # a file that changed: read as before
+        return _read_sized(_by_content(p, data[:64], mods), p, size, kwargs)
+
+
+def _read_sized(mod: Format, p: Path, size: int, kwargs: dict[str, Any]) -> tuple[Network | MLP, LoadInfo]:
+    """Read ``p`` (``size`` bytes) as format ``mod``, within its size limit; every failure one sentence."""
     cap = file_limit(mod.NAME)
     if size > cap:
         raise InvalidNetworkError(

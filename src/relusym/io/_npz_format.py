@@ -13,6 +13,7 @@ reader refuses and asks for ``layout="out_in"`` (torch) or ``layout="in_out"`` (
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import warnings
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, npy_header
+from relusym._base.limits import ZIP_ERRORS, check_npy_members, check_zip, check_zip_infos, npy_header
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym.errors import InvalidNetworkError, UnsupportedModelError
@@ -39,6 +40,7 @@ from relusym.io._layers import (
     shaped,
     standard_arrays,
 )
+from relusym.io._opened import snapshot
 
 __all__ = ["NAME", "SUFFIXES", "RECORDS_ACTIVATION", "sniff", "load", "read", "save", "from_arrays"]
 
@@ -55,9 +57,14 @@ def sniff(path: Path, head: bytes) -> bool:
         return True
     if not head.startswith(b"PK"):
         return False
+    snap = snapshot(path)
     try:
-        with zipfile.ZipFile(path) as zf:
+        if snap is not None:  # the archive parsed once, here, for the reader too
+            zf = snap.cache["zip"] = zipfile.ZipFile(io.BytesIO(snap.data))
             names = zf.namelist()
+        else:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
     except ZIP_ERRORS:
         return path.suffix.lower() == ".npz"
     return bool(names) and all(n.endswith(".npy") for n in names)
@@ -83,28 +90,57 @@ class _Named:
         return getattr(self._fh, attr)
 
 
-def _read_npz(path: Path, fh: Any) -> dict[str, np.ndarray] | None:
-    """The arrays of an NPZ from one open handle: the archive checked (:func:`check_zip`), then every ``.npy``
-    member's header read once, checked as :func:`check_npy_members` does (a known version, a header within the
-    limits, numeric data of exactly the declared size), and its data read straight after it.  Reading with
-    ``np.load`` after the checks opened and parsed the archive and every header four times over (about 80% of a
-    zoo folder job).  None when a member holds Python objects (the caller then refuses or, when allowed,
-    unpickles it through ``np.load``)."""
+def _stored_member(raw: bytes, info: zipfile.ZipInfo) -> io.BytesIO | None:
+    """The data of a stored (uncompressed) member of the archive whose bytes are ``raw``, as ``zipfile`` would
+    read it (the local header's signature and name checked, all its bytes there, their CRC-32 the directory's),
+    sliced out without ``zipfile``'s reader objects; None when any of that does not hold (``zipfile`` then reads
+    the member, with its own errors)."""
+    import struct
+    import zlib
+
+    off = info.header_offset
+    local = raw[off : off + 30]
+    if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size or len(local) != 30:
+        return None
+    if local[:4] != b"PK\x03\x04" or struct.unpack("<H", local[6:8])[0] != info.flag_bits:
+        return None
+    n_name, n_extra = struct.unpack("<HH", local[26:30])
+    name = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437")
+    start = off + 30 + n_name + n_extra
+    data = raw[start : start + info.file_size]
+    if raw[off + 30 : off + 30 + n_name] != name or len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        return None
+    return io.BytesIO(data)
+
+
+def _read_npz(path: Path, fh: Any, parsed: zipfile.ZipFile | None = None) -> dict[str, np.ndarray] | None:
+    """The arrays of an NPZ from one open handle (or the archive ``parsed`` from it already): the archive checked
+    (:func:`check_zip_infos`), then every ``.npy`` member's header read once, checked as
+    :func:`check_npy_members` does (a known version, a header within the limits, numeric data of exactly the
+    declared size), and its data read straight after it.  Reading with ``np.load`` after the checks opened and
+    parsed the archive and every header four times over (about 80% of a zoo folder job).  None when a member
+    holds Python objects (the caller then refuses or, when allowed, unpickles it through ``np.load``)."""
     from numpy.lib import format as npformat
 
     from relusym._base.limits import check_shape, current, shorten
 
-    named = _Named(fh, path.name)
-    check_zip(named, NAME)
+    try:
+        archive = parsed if parsed is not None else zipfile.ZipFile(_Named(fh, path.name))
+    except ZIP_ERRORS as exc:
+        msg = f"{path.name} is not a readable zip archive (truncated or corrupted?): {exc}"
+        raise InvalidNetworkError(msg) from None
+    check_zip_infos(archive.infolist(), path.name, NAME)
     header_cap = min(current().header_bytes, 1 << 20)
     out: dict[str, np.ndarray] = {}
-    with zipfile.ZipFile(named) as zf:
+    raw = fh.getvalue() if isinstance(fh, io.BytesIO) else None  # a file read whole: members sliced from it
+    with archive as zf:
         infos = zf.infolist()
         if not all(info.filename.endswith(".npy") for info in infos):
             return None  # members numpy reads as raw bytes: np.load's own reading
         for info in infos:
             where = f"{path.name}: array {shorten(info.filename[:-4])}"
-            with zf.open(info) as member:
+            sliced = _stored_member(raw, info) if raw is not None else None
+            with sliced if sliced is not None else zf.open(info) as member:
                 try:
                     version = npformat.read_magic(member)
                     if version not in ((1, 0), (2, 0)):
@@ -133,12 +169,23 @@ def _read_npz(path: Path, fh: Any) -> dict[str, np.ndarray] | None:
     return out
 
 
-def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+def _plain_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of an NPZ of plain ``.npy`` members (:func:`_read_npz`), from the bytes :func:`relusym.io.load`
+    read once (the archive perhaps parsed by :func:`sniff` already), else from one handle; None for anything
+    else (not a zip, objects, members that are not arrays)."""
+    snap = snapshot(path)
+    if snap is not None:
+        whole = io.BytesIO(snap.data)
+        parsed = snap.cache.pop("zip", None)
+        return _read_npz(path, whole, parsed) if parsed is not None or zipfile.is_zipfile(whole) else None
     with open(path, "rb") as fh:
-        if zipfile.is_zipfile(fh):  # an NPZ: the archive and its headers checked, then read, from one handle
-            arrays = _read_npz(path, fh)
-            if arrays is not None:
-                return arrays
+        return _read_npz(path, fh) if zipfile.is_zipfile(fh) else None
+
+
+def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
+    arrays = _plain_npz(path)
+    if arrays is not None:
+        return arrays
     if zipfile.is_zipfile(path):  # objects, or members that are not arrays: checked, then np.load
         check_zip(path, NAME)
         check_npy_members(path, allow_objects=allow_unsafe_pickle)
