@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,16 @@ __all__ = ["jit_digests", "jit_available"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
 _STATE: dict[str, Any] = {}
+_LOCAL = threading.local()
+
+
+def _buffer(size: int) -> np.ndarray:
+    """This thread's output buffer of at least ``size`` bytes, kept from call to call (fresh pages would cost
+    the kernel's zeroing, a page fault every few networks)."""
+    buf = getattr(_LOCAL, "buffer", None)
+    if buf is None or buf.size < size:
+        buf = _LOCAL.buffer = np.empty(size, dtype=np.uint8)
+    return buf
 
 
 def _kernel() -> Any:
@@ -62,14 +73,14 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     B = arrays[1].shape[0]
     flag = np.zeros(B, dtype=bool)
     offs = np.zeros(B + 1, dtype=np.int64)
-    buf = np.empty(_BUFFER, dtype=np.uint8)
+    buf = _buffer(_BUFFER)
     sha = hashlib.sha256
     out: list[str] = []
     start = 0
     while start < B:
         end = int(kernel(*arrays, start, buf, offs, flag))
         if end == start:  # one network larger than the buffer
-            buf = np.empty(max(2 * buf.size, int(offs[0])), dtype=np.uint8)
+            buf = _buffer(max(2 * buf.size, int(offs[0])))
             continue
         mv = buf.data
         o = offs[: end - start + 1].tolist()

@@ -29,7 +29,10 @@ from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
 from numba.cpython.unsafe import numbers as _unsafe
+from numba.extending import intrinsic
 
 __all__ = ["stack_bytes", "MAX_WORDS"]
 
@@ -48,6 +51,7 @@ def _inline(f: _F) -> _F:
 
 trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped for mypy)
 leading_zeros: Any = _unsafe.leading_zeros
+_LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
 _FRAC = (1 << 52) - 1
@@ -78,14 +82,12 @@ def _decompose(x: Any, o: Any, s: Any, ng: Any) -> bool:
 
 @_inline
 def _gcd_odd(a: int, b: int) -> int:
-    """gcd of two odd positive integers (binary: differences of odd numbers, trailing zeros dropped)."""
+    """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
+    the smaller of the two)."""
     while a != b:
-        if a > b:
-            a -= b
-            a >>= trailing_zeros(a)
-        else:
-            b -= a
-            b >>= trailing_zeros(b)
+        d = a - b
+        b = min(a, b)
+        a = abs(d) >> trailing_zeros(d)
     return a
 
 
@@ -132,7 +134,7 @@ def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, 
             if x == 0:
                 mag[i, j], sg[i, j] = 0, 0
                 continue
-            q = x // g
+            q = x if g == 1 else x // g
             d = ws[i, j] - lo
             if d + 64 - leading_zeros(q) > 63:
                 return False
@@ -264,71 +266,132 @@ def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, ac
         i = order[r]
         p = lam[i] if lam[i] >= 0 else ~lam[i]
         for j in range(k):
-            for q in range(5):
-                acc[q] = 0
             e = r * k + j
             if vo[j, i] == 0:
                 t[e], pn[e], plen[e] = 0, 0, 0
                 continue
-            _add_product(acc, wo[i, p], vo[j, i], 0, vn[j, i])
+            x, y = wo[i, p], vo[j, i]
+            if x < (1 << 31) and y < (1 << 31):  # float32 data: the product in one int64, odd
+                z = x * y
+                t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], _nbytes(z)
+                pw[e, 0], pw[e, 1] = z & _M32, z >> 32
+                continue
+            for q in range(5):
+                acc[q] = 0
+            _add_product(acc, x, y, 0, vn[j, i])
             _split(acc, 5, ws[i, p] + vs[j, i], e, t, pn, plen, pw)
 
 
-@_jit
-def _grid(negs: Any, w: Any, v: Any, cv: Any) -> tuple[int, int]:
-    """The exponent of the grid of the sums of M and e (the smallest exponent of a term) and the 32-bit words
-    they need (a sign word included)."""
-    wo, ws, _ = w
-    vo, vs, _ = v
-    co, cs, _ = cv
-    k, C = vo.shape[0], wo.shape[1]
-    big = 1 << 40
-    lov, low, hiv, hiw = big, big, -big, -big
-    for i in negs:
-        for j in range(k):
-            if vo[j, i] != 0:
-                lov, hiv = min(lov, vs[j, i]), max(hiv, vs[j, i])
-        for l_ in range(C):
-            if wo[i, l_] != 0:
-                low, hiw = min(low, ws[i, l_]), max(hiw, ws[i, l_])
-    base, top = big, -big
-    if lov < big and low < big:
-        base, top = lov + low, hiv + hiw + 106
-    for j in range(k):
-        if co[j] != 0:
-            base, top = min(base, cs[j]), max(top, cs[j] + 53)
-    if base == big:
-        base = top = 0
-    NW = (top - base + 64 - leading_zeros(negs.size + 2)) // 32 + 3
-    return base, NW
+@_inline
+def _limb(o: int, d: int, lo: int, bits: int) -> int:
+    """Bits lo … lo + bits − 1 of o·2^d (0 ≤ o < 2^53, d ≥ 0)."""
+    sh = lo - d
+    if sh >= 64 or -sh >= bits:
+        return 0
+    x = o >> sh if sh >= 0 else o << -sh
+    return x & ((1 << bits) - 1)
 
 
 @_jit
-def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any) -> bool:
+def _span(idx: Any, S: int, o: Any, s: Any, axis: int) -> tuple[int, int]:
+    """(lowest set bit, top bit + 1) of the nonzero o·2^s over the rows (axis 0) or columns (axis 1) idx[:S] of
+    o; (2^40, −2^40) when all are 0."""
+    lo, hi = 1 << 40, -(1 << 40)
+    for u in range(S):
+        for t in range(o.shape[1 - axis]):
+            x, e = (o[idx[u], t], s[idx[u], t]) if axis == 0 else (o[t, idx[u]], s[t, idx[u]])
+            if x != 0:
+                lo, hi = min(lo, e), max(hi, e + 64 - leading_zeros(x))
+    return lo, hi
+
+
+@_jit
+def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int, out: Any, axis: int) -> None:
+    """out[l, …] = ± limb l (``bits`` bits) of the integers |x|·2^(−e0) of the rows (axis 0: out[l, u, t]) or
+    columns (axis 1: out[l, t, u]) idx[:S] of (o, s, ng), as float64: shifts of one int64 when the integers
+    fit 63 bits (``L·bits`` ≤ 63), else :func:`_limb` per limb."""
+    T = o.shape[1 - axis]
+    mask = (1 << bits) - 1
+    for u in range(S):
+        r = idx[u]
+        for t in range(T):
+            x, e, g = (o[r, t], s[r, t], ng[r, t]) if axis == 0 else (o[t, r], s[t, r], ng[t, r])
+            sign = 1.0 - 2.0 * g
+            if L * bits <= 63:
+                z = x << max(min(e - e0, 63), 0)  # 0 stays 0 whatever its s
+                for li in range(L):
+                    f = sign * float((z >> (li * bits)) & mask)
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+            else:
+                for li in range(L):
+                    f = sign * float(_limb(x, e - e0, li * bits, bits)) if x != 0 else 0.0
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)  # the float sums are of integers below 2^52: exact in any order
+def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
     """M and e (entry j·C + l; e at l = m): Σ over the neurons with λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at
-    l = m, exactly; False when the sums need more than MAX_WORDS words."""
+    l = m, exactly; False when the sums need more than MAX_WORDS words or too many limbs.
+
+    (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on 2^(e_V) into limbs of
+    xb = 52 − 24 − bitlen(S) bits (S the neurons): every sum over the neurons of limb products is an exact
+    float64 integer; those sums go into base-2³² words at their offsets, c_j too, and are split."""
     wo, ws, wn = w
     vo, vs, vn = v
     co, cs, cn = cv
     t, pn, plen, pw = out
+    XL, YL, P, negs = work
     n, C = wo.shape
     k = vo.shape[0]
-    negs = np.nonzero(lam < 0)[0]
-    base, NW = _grid(negs, w, v, cv)
+    S = 0
+    for i in range(n):
+        if lam[i] < 0:
+            negs[S] = i
+            S += 1
+    eW, tW = _span(negs, S, wo, ws, 0)
+    eV, tV = _span(negs, S, vo, vs, 1)
+    live = eW < (1 << 40) and eV < (1 << 40)
+    xb = 28 - (64 - leading_zeros(S + 1))
+    Ly = (tW - eW + 23) // 24 if live else 0
+    Lx = (tV - eV + xb - 1) // xb if live else 0
+    if Ly > YL.shape[0] or Lx > XL.shape[0]:
+        return False
+    base, top = (eV + eW, tV + tW + 64 - leading_zeros(S + 1)) if live else (1 << 40, -(1 << 40))
+    for j in range(k):
+        if co[j] != 0:
+            base, top = min(base, cs[j]), max(top, cs[j] + 64 - leading_zeros(co[j]))
+    if base == 1 << 40:
+        base = top = 0
+    NW = (top - base) // 32 + 3
     if NW > MAX_WORDS:
         return False
-    S = negs.size
-    go, gs, gn = np.empty((C, S), np.int64), np.empty((C, S), np.int64), np.empty((C, S), np.int64)
-    for u in range(S):
-        for l_ in range(C):
-            go[l_, u], gs[l_, u], gn[l_, u] = wo[negs[u], l_], ws[negs[u], l_], wn[negs[u], l_]
+    _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
+    _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
+    off = eV + eW - base
     for j in range(k):
-        xo, xs, xn = vo[j][negs], vs[j][negs] - base, vn[j][negs]
+        P[: Lx * Ly, :C] = 0.0
+        for u in range(S):
+            for lx in range(Lx):
+                x = XL[lx, j, u]
+                if x != 0.0:
+                    for ly in range(Ly):
+                        prow, yrow = P[lx * Ly + ly], YL[ly, u]  # 1-D contiguous rows: a vectorized loop
+                        for l_ in range(C):
+                            prow[l_] += x * yrow[l_]
         for l_ in range(C):
-            acc[:NW] = 0
-            for u in range(S):
-                if xo[u] != 0 and go[l_, u] != 0:
-                    _add_product(acc, xo[u], go[l_, u], xs[u] + gs[l_, u], xn[u] ^ gn[l_, u])
+            for q in range(NW):
+                acc[q] = 0
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    f = P[lx * Ly + ly, l_]
+                    if f != 0.0:
+                        _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
             if l_ == C - 1 and co[j] != 0:
                 _add(acc, co[j], cs[j] - base, cn[j])
             _split(acc, NW, base, j * C + l_, t, pn, plen, pw)
@@ -347,16 +410,6 @@ def _widths(t: Any, plen: Any, e0: int, L: int, step: int) -> tuple[int, int]:
 
 
 @_inline
-def _put(out: Any, pos: int, x: int, w: int) -> int:
-    """|x| in w bytes, little-endian, at pos."""
-    if x < 0:
-        x = -x
-    for u in range(w):
-        out[pos + u] = (x >> (8 * u)) & 255
-    return pos + w
-
-
-@_inline
 def _bits(out: Any, pos: int, L: int) -> int:
     """Zero the ⌈L/8⌉ bytes of a sign-bit field at pos; returns its end."""
     end = pos + (L + 7) // 8
@@ -364,35 +417,72 @@ def _bits(out: Any, pos: int, L: int) -> int:
     return end
 
 
+def _store_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+    builder.store(context.cast(builder, args[2], signature.args[2], types.int64), ptr, align=1)
+    return context.get_dummy_value()
+
+
+def _store_typing(typingctx: Any, arr: Any, pos: Any, val: Any) -> Any:
+    return types.void(arr, pos, val), _store_codegen
+
+
+_store: Any = intrinsic(_store_typing)
+_store.__doc__ = """_store(out, pos, x): the 8 bytes of the int64 x, little-endian, at byte pos of the uint8 array out (one
+unaligned store, no bounds check: the caller keeps 8 bytes free at the end).  The bytes past the ones a field
+needs are overwritten by what follows."""
+
+
+@_inline
+def _sign_bits(out: Any, pos: int, neg: Any, idx: Any) -> int:
+    """The bits [neg[e] != 0] of the entries e of idx packed eight to a byte at pos (no branch on the data);
+    returns the end."""
+    L = idx.size
+    for h in range(L >> 3):
+        byte = 0
+        for r in range(8):
+            byte |= (neg[idx[8 * h + r]] != 0) << r
+        out[pos + h] = byte
+    if L & 7:
+        byte = 0
+        for r in range(L & 7):
+            byte |= (neg[idx[(L & ~7) + r]] != 0) << r
+        out[pos + (L >> 3)] = byte
+    return pos + (L + 7) // 8
+
+
 @_jit
-def _rational(out: Any, pos: int, ent: Any, e0: int, L: int, step: int, row: int, blk: int) -> int:
-    """The rational block of entries e0 + (u // row)·blk + (u % row)·step, u < L (as in :func:`_widths` when
-    row = L): the integer blocks of the t's, the p's and the q's (ones)."""
+def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
+    """The rational block of the entries idx: the integer blocks of the t's, the p's and the q's (ones).
+    Magnitudes first (8-byte stores, each overwriting the last one's excess), then the sign bits."""
     t, pn, plen, pw = ent
+    L = idx.size
     wt, wp = 1, 1
-    for u in range(L):
-        e = e0 + (u // row) * blk + (u % row) * step
+    for e in idx:
         wt = max(wt, _nbytes(t[e]))
         wp = max(wp, plen[e])
-    pos = _put(out, pos, wt, 4)
-    sb = pos + L * wt
-    end = _bits(out, sb, L)
+    _store(out, pos, wt)
+    pos += 4
     for u in range(L):
-        e = e0 + (u // row) * blk + (u % row) * step
-        pos = _put(out, pos, t[e], wt)
-        if t[e] < 0:
-            out[sb + (u >> 3)] |= 1 << (u & 7)
-    pos = _put(out, end, wp, 4)
-    sb = pos + L * wp
-    end = _bits(out, sb, L)
+        x = t[idx[u]]
+        _store(out, pos + u * wt, -x if x < 0 else x)
+    tneg = t < 0
+    end = _sign_bits(out, pos + L * wt, tneg, idx)
+    _store(out, end, wp)
+    pos = end + 4
     for u in range(L):
-        e = e0 + (u // row) * blk + (u % row) * step
-        for b in range(wp):
-            out[pos + b] = (pw[e, b >> 2] >> (8 * (b & 3))) & 255 if b < plen[e] else 0
-        pos += wp
-        if pn[e]:
-            out[sb + (u >> 3)] |= 1 << (u & 7)
-    pos = _put(out, end, 1, 4)
+        e = idx[u]
+        rest = plen[e]
+        for ch in range((wp + 7) >> 3):
+            x = pw[e, 2 * ch] | (pw[e, 2 * ch + 1] << 32) if rest > 0 else 0
+            if rest < 8:
+                x &= (1 << (8 * max(rest, 0))) - 1
+            _store(out, pos + u * wp + 8 * ch, x)
+            rest -= 8
+    end = _sign_bits(out, pos + L * wp, pn, idx)
+    _store(out, end, 1)
+    pos = end + 4
     out[pos : pos + L] = 1
     return _bits(out, pos + L, L)
 
@@ -418,27 +508,31 @@ def _size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple
 
 
 @_jit
-def _write(out: Any, pos: int, head: Any, mag: Any, sg: Any, order: Any, w: int, kin: Any, aff: Any) -> int:
+def _write(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, kin: Any, aff: Any, idx: Any) -> int:
+    """The bytes of one network at pos (the sizes from :func:`_size`); ``idx`` holds the entries of the blocks
+    (all n·C, κ's, M's, e's) and a scratch for the signs of ŵ in block order."""
+    mag, sg = rows
     n, C = mag.shape
     k, m = head
+    every, ik, im, ie, sgo = idx
     out[pos : pos + 13] = _MAGIC
-    pos = _put(out, pos + 13, m, 8)
-    pos = _put(out, pos, k, 8)
-    pos = _put(out, pos, n, 8)
-    pos = _put(out, pos, w, 4)
-    sb = pos + n * C * w
-    end = _bits(out, sb, n * C)
+    _store(out, pos + 13, m)
+    _store(out, pos + 21, k)
+    _store(out, pos + 29, n)
+    _store(out, pos + 37, w)
+    pos += 41
     u = 0
     for r in range(n):
         i = order[r]
         for j in range(C):
-            pos = _put(out, pos, mag[i, j], w)
-            if sg[i, j]:
-                out[sb + (u >> 3)] |= 1 << (u & 7)
+            _store(out, pos, mag[i, j])
+            sgo[u] = sg[i, j]
+            pos += w
             u += 1
-    pos = _rational(out, end, kin, 0, n * k, 1, n * k, 0)
-    pos = _rational(out, pos, aff, 0, k * m, 1, m, C)
-    return _rational(out, pos, aff, m, k, C, k, 0)
+    pos = _sign_bits(out, pos, sgo, every)
+    pos = _rational(out, pos, kin, ik)
+    pos = _rational(out, pos, aff, im)
+    return _rational(out, pos, aff, ie)
 
 
 @_jit
@@ -459,9 +553,17 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     lam, keys = np.empty(n, np.int64), np.empty(n, np.uint64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
-           np.zeros((n * k, 5), np.int64))  # fmt: skip
+           np.zeros((n * k, 6), np.int64))  # fmt: skip
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
-           np.zeros((k * C, MAX_WORDS), np.int64))  # fmt: skip
+           np.zeros((k * C, MAX_WORDS + 2), np.int64))  # fmt: skip
+    work = (
+        np.empty((_LIMBS, k, n)),
+        np.empty((_LIMBS // 2, n, C)),
+        np.empty((_LIMBS * _LIMBS, C)),
+        np.empty(n, np.int64),
+    )
+    em = np.arange(k * C).reshape(k, C)
+    idx = (np.arange(n * C), np.arange(n * k), em[:, :m].copy().reshape(-1), em[:, m].copy(), np.empty(n * C, np.int64))
     pos = 0
     for bi in range(start, B):
         u = bi - start
@@ -479,15 +581,15 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         ok = ok and _decompose(vf, vo.reshape(-1), vs.reshape(-1), vn.reshape(-1)) and _decompose(cf, co, cs, cn)
         ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
         order = _order(mag, sg, n, C, keys) if ok else lam[:0]
-        if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff):
+        if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
             continue
         _kinks(order, lam, wo, ws, vo, vs, vn, acc, kin)
         size, w = _size(mag, n, C, k, m, kin, aff)
-        if pos + size > out.size:
+        if pos + size + 8 > out.size:  # 8 bytes for the last store's excess
             if u == 0:
                 offs[0] = size
             return int(bi)
-        pos = _write(out, pos, (k, m), mag, sg, order, w, kin, aff)
+        pos = _write(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
         offs[u + 1] = pos
     return int(B)
