@@ -376,14 +376,20 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     off = eV + eW - base
     for j in range(k):
         P[: Lx * Ly, :C] = 0.0
-        for u in range(S):
-            for lx in range(Lx):
-                x = XL[lx, j, u]
-                if x != 0.0:
-                    for ly in range(Ly):
-                        prow, yrow = P[lx * Ly + ly], YL[ly, u]  # 1-D contiguous rows: a vectorized loop
-                        for l_ in range(C):
-                            prow[l_] += x * yrow[l_]
+        for lx in range(Lx):
+            for ly in range(Ly):
+                prow = P[lx * Ly + ly]  # 1-D contiguous rows: vectorized loops, four neurons a pass
+                u = 0
+                while u + 4 <= S:
+                    x0, x1, x2, x3 = XL[lx, j, u], XL[lx, j, u + 1], XL[lx, j, u + 2], XL[lx, j, u + 3]
+                    y0, y1, y2, y3 = YL[ly, u], YL[ly, u + 1], YL[ly, u + 2], YL[ly, u + 3]
+                    for l_ in range(C):
+                        prow[l_] += (x0 * y0[l_] + x1 * y1[l_]) + (x2 * y2[l_] + x3 * y3[l_])
+                    u += 4
+                for u in range(u, S):
+                    x, yrow = XL[lx, j, u], YL[ly, u]
+                    for l_ in range(C):
+                        prow[l_] += x * yrow[l_]
         for l_ in range(C):
             for q in range(NW):
                 acc[q] = 0
@@ -435,21 +441,17 @@ needs are overwritten by what follows."""
 
 
 @_inline
-def _sign_bits(out: Any, pos: int, neg: Any, idx: Any) -> int:
-    """The bits [neg[e] != 0] of the entries e of idx packed eight to a byte at pos (no branch on the data);
-    returns the end."""
+def _sign_bits(out: Any, pos: int, vals: Any, idx: Any, below: bool) -> int:
+    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed eight to a byte at
+    pos (no branch on the data); returns the end."""
     L = idx.size
-    for h in range(L >> 3):
+    for h in range((L + 7) >> 3):
         byte = 0
-        for r in range(8):
-            byte |= (neg[idx[8 * h + r]] != 0) << r
+        for r in range(min(8, L - 8 * h)):
+            x = vals[idx[8 * h + r]]
+            byte |= ((x < 0) if below else (x != 0)) << r
         out[pos + h] = byte
-    if L & 7:
-        byte = 0
-        for r in range(L & 7):
-            byte |= (neg[idx[(L & ~7) + r]] != 0) << r
-        out[pos + (L >> 3)] = byte
-    return pos + (L + 7) // 8
+    return int(pos + (L + 7) // 8)
 
 
 @_jit
@@ -467,8 +469,7 @@ def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
     for u in range(L):
         x = t[idx[u]]
         _store(out, pos + u * wt, -x if x < 0 else x)
-    tneg = t < 0
-    end = _sign_bits(out, pos + L * wt, tneg, idx)
+    end = _sign_bits(out, pos + L * wt, t, idx, True)
     _store(out, end, wp)
     pos = end + 4
     for u in range(L):
@@ -480,7 +481,7 @@ def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
                 x &= (1 << (8 * max(rest, 0))) - 1
             _store(out, pos + u * wp + 8 * ch, x)
             rest -= 8
-    end = _sign_bits(out, pos + L * wp, pn, idx)
+    end = _sign_bits(out, pos + L * wp, pn, idx, False)
     _store(out, end, 1)
     pos = end + 4
     out[pos : pos + L] = 1
@@ -529,7 +530,7 @@ def _write(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, kin: An
             sgo[u] = sg[i, j]
             pos += w
             u += 1
-    pos = _sign_bits(out, pos, sgo, every)
+    pos = _sign_bits(out, pos, sgo, every, False)
     pos = _rational(out, pos, kin, ik)
     pos = _rational(out, pos, aff, im)
     return _rational(out, pos, aff, ie)
