@@ -58,26 +58,52 @@ _FRAC = (1 << 52) - 1
 _MAGIC = np.frombuffer(b"relusym.nf/2\n", dtype=np.uint8).copy()
 
 
+def _bitcast_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+    return builder.bitcast(args[0], ir.IntType(64))
+
+
+def _bitcast_typing(typingctx: Any, x: Any) -> Any:
+    return types.int64(types.float64), _bitcast_codegen
+
+
+_float_bits: Any = intrinsic(_bitcast_typing)
+_float_bits.__doc__ = """_float_bits(x): the bits of the float64 x as an int64."""
+
+
+@_inline
+def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
+    """x = ±o·2^s into entry t (o odd, or o = s = 0 and no sign for 0), from x's bits and without branches on
+    the data; True when x is not finite."""
+    v = _float_bits(x)
+    ef = (v >> 52) & 0x7FF
+    mant = (v & _FRAC) | (min(ef, 1) << 52)
+    nz = mant != 0
+    tz = trailing_zeros(mant | (1 << 62))
+    o[t] = mant >> tz
+    s[t] = (max(ef, 1) - 1075 + tz) * nz
+    ng[t] = ((v >> 63) & 1) * nz
+    return bool(ef == 0x7FF)
+
+
 @_jit
-def _decompose(x: Any, o: Any, s: Any, ng: Any) -> bool:
-    """Each float64 of ``x`` as ±o·2^s (o odd, or 0 with s = 0), its sign in ng; False if one is not finite."""
-    bits = x.view(np.int64)
-    for t in range(bits.size):
-        v = bits[t]
-        ef = (v >> 52) & 0x7FF
-        mant = v & _FRAC
-        if ef == 0x7FF:
-            return False
-        e = -1074
-        if ef != 0:
-            mant |= 1 << 52
-            e = ef - 1075
-        if mant == 0:
-            o[t], s[t], ng[t] = 0, 0, 0
-        else:
-            tz = trailing_zeros(mant)
-            o[t], s[t], ng[t] = mant >> tz, e + tz, 1 if v < 0 else 0
-    return True
+def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
+    """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
+    False when an entry is not finite."""
+    n, m = A.shape[1], A.shape[2]
+    k = V.shape[1]
+    C = m + 1
+    wo, ws, wn = w[0].reshape(-1), w[1].reshape(-1), w[2].reshape(-1)
+    vo, vs, vn = v[0].reshape(-1), v[1].reshape(-1), v[2].reshape(-1)
+    bad = False
+    for i in range(n):
+        for j in range(m):
+            bad |= _part(float(A[bi, i, j]), wo, ws, wn, i * C + j)
+        bad |= _part(float(b[bi, i]), wo, ws, wn, i * C + m)
+    for j in range(k):
+        for i in range(n):
+            bad |= _part(float(V[bi, j, i]), vo, vs, vn, j * n + i)
+        bad |= _part(float(c[bi, j]), cv[0], cv[1], cv[2], j)
+    return not bad
 
 
 @_inline
@@ -334,7 +360,29 @@ def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int,
                         out[li, t, u] = f
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)  # the float sums are of integers below 2^52: exact in any order
+@numba.njit(cache=True, nogil=True, fastmath=True)  # sums of integers below 2^52: exact in any order
+def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> None:
+    """P[lx·Ly + ly, l] = Σ_u XL[lx, j, u]·YL[ly, u, l] over the S neurons: every product and partial sum an
+    integer below 2^52, so float64 is exact."""
+    C = YL.shape[2]
+    P[: Lx * Ly, :C] = 0.0
+    for lx in range(Lx):
+        for ly in range(Ly):
+            prow = P[lx * Ly + ly]  # 1-D contiguous rows: vectorized loops, four neurons a pass
+            u = 0
+            while u + 4 <= S:
+                x0, x1, x2, x3 = XL[lx, j, u], XL[lx, j, u + 1], XL[lx, j, u + 2], XL[lx, j, u + 3]
+                y0, y1, y2, y3 = YL[ly, u], YL[ly, u + 1], YL[ly, u + 2], YL[ly, u + 3]
+                for l_ in range(C):
+                    prow[l_] += (x0 * y0[l_] + x1 * y1[l_]) + (x2 * y2[l_] + x3 * y3[l_])
+                u += 4
+            for r in range(u, S):
+                x, yrow = XL[lx, j, r], YL[ly, r]
+                for l_ in range(C):
+                    prow[l_] += x * yrow[l_]
+
+
+@_jit
 def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
     """M and e (entry j·C + l; e at l = m): Σ over the neurons with λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at
     l = m, exactly; False when the sums need more than MAX_WORDS words or too many limbs.
@@ -375,21 +423,7 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
     for j in range(k):
-        P[: Lx * Ly, :C] = 0.0
-        for lx in range(Lx):
-            for ly in range(Ly):
-                prow = P[lx * Ly + ly]  # 1-D contiguous rows: vectorized loops, four neurons a pass
-                u = 0
-                while u + 4 <= S:
-                    x0, x1, x2, x3 = XL[lx, j, u], XL[lx, j, u + 1], XL[lx, j, u + 2], XL[lx, j, u + 3]
-                    y0, y1, y2, y3 = YL[ly, u], YL[ly, u + 1], YL[ly, u + 2], YL[ly, u + 3]
-                    for l_ in range(C):
-                        prow[l_] += (x0 * y0[l_] + x1 * y1[l_]) + (x2 * y2[l_] + x3 * y3[l_])
-                    u += 4
-                for u in range(u, S):
-                    x, yrow = XL[lx, j, u], YL[ly, u]
-                    for l_ in range(C):
-                        prow[l_] += x * yrow[l_]
+        _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             for q in range(NW):
                 acc[q] = 0
@@ -435,9 +469,6 @@ def _store_typing(typingctx: Any, arr: Any, pos: Any, val: Any) -> Any:
 
 
 _store: Any = intrinsic(_store_typing)
-_store.__doc__ = """_store(out, pos, x): the 8 bytes of the int64 x, little-endian, at byte pos of the uint8 array out (one
-unaligned store, no bounds check: the caller keeps 8 bytes free at the end).  The bytes past the ones a field
-needs are overwritten by what follows."""
 
 
 @_inline
@@ -546,7 +577,6 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
-    wf, vf, cf = np.empty(n * C), np.empty(k * n), np.empty(k)
     wo, ws, wn = np.empty((n, C), np.int64), np.empty((n, C), np.int64), np.empty((n, C), np.int64)
     vo, vs, vn = np.empty((k, n), np.int64), np.empty((k, n), np.int64), np.empty((k, n), np.int64)
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
@@ -570,16 +600,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         u = bi - start
         offs[u] = pos
         offs[u + 1] = pos
-        for i in range(n):
-            for j in range(m):
-                wf[i * C + j] = A[bi, i, j]
-            wf[i * C + m] = b[bi, i]
-        for j in range(k):
-            cf[j] = c[bi, j]
-            for i in range(n):
-                vf[j * n + i] = V[bi, j, i]
-        ok = _decompose(wf, wo.reshape(-1), ws.reshape(-1), wn.reshape(-1))
-        ok = ok and _decompose(vf, vo.reshape(-1), vs.reshape(-1), vn.reshape(-1)) and _decompose(cf, co, cs, cn)
+        ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
         ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
         order = _order(mag, sg, n, C, keys) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
