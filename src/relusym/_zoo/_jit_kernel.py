@@ -15,8 +15,7 @@ neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything i
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
 * **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: every product o·o'·2^(s + s') added
   exactly into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
-* **bytes.**  Header, the hyperplane block, the rational blocks of κ, M and e, exactly as
-  :mod:`relusym._core.digest` defines them.
+* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
 
 All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
 uint64.
@@ -24,57 +23,36 @@ uint64.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.cpython.unsafe import numbers as _unsafe
-from numba.extending import intrinsic
+
+from relusym._zoo._jit_bytes import (
+    encoded_size,
+    float_bits,
+    inline,
+    jit,
+    leading_zeros,
+    nbytes,
+    trailing_zeros,
+    write_network,
+)
 
 __all__ = ["stack_bytes", "MAX_WORDS"]
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 
-
-def _jit(f: _F) -> _F:
-    return cast(_F, numba.njit(cache=True, nogil=True)(f))
-
-
-def _inline(f: _F) -> _F:
-    """A helper of the inner loops, inlined into its callers by numba (a call that passes an array pays two
-    atomic reference-count updates)."""
-    return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(f))
-
-
-trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped for mypy)
-leading_zeros: Any = _unsafe.leading_zeros
 _LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
 _FRAC = (1 << 52) - 1
-_MAGIC = np.frombuffer(b"relusym.nf/2\n", dtype=np.uint8).copy()
 
 
-def _bitcast_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-    return builder.bitcast(args[0], ir.IntType(64))
-
-
-def _bitcast_typing(typingctx: Any, x: Any) -> Any:
-    return types.int64(types.float64), _bitcast_codegen
-
-
-_float_bits: Any = intrinsic(_bitcast_typing)
-_float_bits.__doc__ = """_float_bits(x): the bits of the float64 x as an int64."""
-
-
-@_inline
+@inline
 def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
     """x = ±o·2^s into entry t (o odd, or o = s = 0 and no sign for 0), from x's bits and without branches on
     the data; True when x is not finite."""
-    v = _float_bits(x)
+    v = float_bits(x)
     ef = (v >> 52) & 0x7FF
     mant = (v & _FRAC) | (min(ef, 1) << 52)
     nz = mant != 0
@@ -85,7 +63,7 @@ def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
     return bool(ef == 0x7FF)
 
 
-@_jit
+@jit
 def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
     False when an entry is not finite."""
@@ -106,7 +84,7 @@ def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> b
     return not bad
 
 
-@_inline
+@inline
 def _gcd_odd(a: int, b: int) -> int:
     """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
     the smaller of the two)."""
@@ -117,17 +95,7 @@ def _gcd_odd(a: int, b: int) -> int:
     return a
 
 
-@_inline
-def _nbytes(x: int) -> int:
-    """Bytes of |x| up to its last nonzero byte (0 for 0)."""
-    if x < 0:
-        x = -x
-    if x == 0:
-        return 0
-    return int((64 - leading_zeros(x) + 7) >> 3)
-
-
-@_jit
+@jit
 def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves."""
@@ -168,7 +136,7 @@ def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, 
     return True
 
 
-@_inline
+@inline
 def _swapped(x: int) -> np.uint64:
     """A magnitude's 8 little-endian bytes read as a big-endian uint64 (so keys compare as the bytes do)."""
     u = np.uint64(x)
@@ -178,7 +146,7 @@ def _swapped(x: int) -> np.uint64:
     return key
 
 
-@_inline
+@inline
 def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
     """−1, 0, 1 as row i's bytes (magnitudes, then signs) are below, equal to, above row j's."""
     for t in range(C):
@@ -192,7 +160,7 @@ def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
     return 0
 
 
-@_jit
+@jit
 def _order(mag: Any, sg: Any, n: int, C: int, keys: Any) -> Any:
     """The order of the rows by their bytes; empty when two rows are equal (one class)."""
     for i in range(n):
@@ -219,7 +187,7 @@ def _order(mag: Any, sg: Any, n: int, C: int, keys: Any) -> Any:
     return order
 
 
-@_inline
+@inline
 def _add(acc: Any, p: int, off: int, neg: int) -> None:
     """acc += ±p·2^off in base-2³² words (0 ≤ p < 2^62, off ≥ 0)."""
     q = off >> 5
@@ -236,7 +204,7 @@ def _add(acc: Any, p: int, off: int, neg: int) -> None:
         acc[q + 2] += h >> 32
 
 
-@_inline
+@inline
 def _add_product(acc: Any, x: int, y: int, off: int, neg: int) -> None:
     """acc += ±x·y·2^off (x, y < 2^53): one product below 2^62, or four of 27-bit halves."""
     if x < (1 << 31) and y < (1 << 31):
@@ -249,14 +217,14 @@ def _add_product(acc: Any, x: int, y: int, off: int, neg: int) -> None:
     _add(acc, xh * yh, off + 54, neg)
 
 
-@_inline
+@inline
 def _carry(acc: Any, NW: int) -> None:
     for q in range(NW - 1):
         acc[q + 1] += acc[q] >> 32
         acc[q] &= _M32
 
 
-@_jit
+@jit
 def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
     """The 2-adic split of 2^base · Σ acc[q]·2^(32 q) into entry e: t, the sign, the bytes of the odd part and
     its 32-bit words."""
@@ -279,11 +247,11 @@ def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw:
         w = (acc[q0 + u] >> tz) | ((hi << (32 - tz)) & _M32)
         pw[e, u] = w
         if w != 0:
-            top = 4 * u + _nbytes(w)
+            top = 4 * u + nbytes(w)
     t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
 
 
-@_jit
+@jit
 def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, acc: Any, out: Any) -> None:
     """κ of the classes in their order: |o_λ|·o_v·2^(s_λ + s_v), entry r·k + j of (t, sign, bytes, words)."""
     t, pn, plen, pw = out
@@ -299,7 +267,7 @@ def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, ac
             x, y = wo[i, p], vo[j, i]
             if x < (1 << 31) and y < (1 << 31):  # float32 data: the product in one int64, odd
                 z = x * y
-                t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], _nbytes(z)
+                t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], nbytes(z)
                 pw[e, 0], pw[e, 1] = z & _M32, z >> 32
                 continue
             for q in range(5):
@@ -308,7 +276,7 @@ def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, ac
             _split(acc, 5, ws[i, p] + vs[j, i], e, t, pn, plen, pw)
 
 
-@_inline
+@inline
 def _limb(o: int, d: int, lo: int, bits: int) -> int:
     """Bits lo … lo + bits − 1 of o·2^d (0 ≤ o < 2^53, d ≥ 0)."""
     sh = lo - d
@@ -318,7 +286,7 @@ def _limb(o: int, d: int, lo: int, bits: int) -> int:
     return x & ((1 << bits) - 1)
 
 
-@_jit
+@jit
 def _span(idx: Any, S: int, o: Any, s: Any, axis: int) -> tuple[int, int]:
     """(lowest set bit, top bit + 1) of the nonzero o·2^s over the rows (axis 0) or columns (axis 1) idx[:S] of
     o; (2^40, −2^40) when all are 0."""
@@ -331,7 +299,7 @@ def _span(idx: Any, S: int, o: Any, s: Any, axis: int) -> tuple[int, int]:
     return lo, hi
 
 
-@_jit
+@jit
 def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int, out: Any, axis: int) -> None:
     """out[l, …] = ± limb l (``bits`` bits) of the integers |x|·2^(−e0) of the rows (axis 0: out[l, u, t]) or
     columns (axis 1: out[l, t, u]) idx[:S] of (o, s, ng), as float64: shifts of one int64 when the integers
@@ -382,7 +350,7 @@ def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Non
                     prow[l_] += x * yrow[l_]
 
 
-@_jit
+@jit
 def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
     """M and e (entry j·C + l; e at l = m): Σ over the neurons with λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at
     l = m, exactly; False when the sums need more than MAX_WORDS words or too many limbs.
@@ -438,136 +406,7 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     return True
 
 
-@_jit
-def _widths(t: Any, plen: Any, e0: int, L: int, step: int) -> tuple[int, int]:
-    """The widths of the t block and the p block of entries e0, e0 + step, … (L of them)."""
-    wt, wp = 1, 1
-    for u in range(L):
-        e = e0 + u * step
-        wt = max(wt, _nbytes(t[e]))
-        wp = max(wp, plen[e])
-    return wt, wp
-
-
-@_inline
-def _bits(out: Any, pos: int, L: int) -> int:
-    """Zero the ⌈L/8⌉ bytes of a sign-bit field at pos; returns its end."""
-    end = pos + (L + 7) // 8
-    out[pos:end] = 0
-    return end
-
-
-def _store_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-    ary = context.make_array(signature.args[0])(context, builder, args[0])
-    ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
-    builder.store(context.cast(builder, args[2], signature.args[2], types.int64), ptr, align=1)
-    return context.get_dummy_value()
-
-
-def _store_typing(typingctx: Any, arr: Any, pos: Any, val: Any) -> Any:
-    return types.void(arr, pos, val), _store_codegen
-
-
-_store: Any = intrinsic(_store_typing)
-
-
-@_inline
-def _sign_bits(out: Any, pos: int, vals: Any, idx: Any, below: bool) -> int:
-    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed eight to a byte at
-    pos (no branch on the data); returns the end."""
-    L = idx.size
-    for h in range((L + 7) >> 3):
-        byte = 0
-        for r in range(min(8, L - 8 * h)):
-            x = vals[idx[8 * h + r]]
-            byte |= ((x < 0) if below else (x != 0)) << r
-        out[pos + h] = byte
-    return int(pos + (L + 7) // 8)
-
-
-@_jit
-def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
-    """The rational block of the entries idx: the integer blocks of the t's, the p's and the q's (ones).
-    Magnitudes first (8-byte stores, each overwriting the last one's excess), then the sign bits."""
-    t, pn, plen, pw = ent
-    L = idx.size
-    wt, wp = 1, 1
-    for e in idx:
-        wt = max(wt, _nbytes(t[e]))
-        wp = max(wp, plen[e])
-    _store(out, pos, wt)
-    pos += 4
-    for u in range(L):
-        x = t[idx[u]]
-        _store(out, pos + u * wt, -x if x < 0 else x)
-    end = _sign_bits(out, pos + L * wt, t, idx, True)
-    _store(out, end, wp)
-    pos = end + 4
-    for u in range(L):
-        e = idx[u]
-        rest = plen[e]
-        for ch in range((wp + 7) >> 3):
-            x = pw[e, 2 * ch] | (pw[e, 2 * ch + 1] << 32) if rest > 0 else 0
-            if rest < 8:
-                x &= (1 << (8 * max(rest, 0))) - 1
-            _store(out, pos + u * wp + 8 * ch, x)
-            rest -= 8
-    end = _sign_bits(out, pos + L * wp, pn, idx, False)
-    _store(out, end, 1)
-    pos = end + 4
-    out[pos : pos + L] = 1
-    return _bits(out, pos + L, L)
-
-
-@_jit
-def _size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple[int, int]:
-    """(bytes of the encoding, width of the hyperplane block)."""
-    w = 1
-    for i in range(n):
-        for j in range(C):
-            w = max(w, _nbytes(mag[i, j]))
-    size = 37 + 4 + n * C * w + (n * C + 7) // 8
-    wt, wp = _widths(kin[0], kin[2], 0, n * k, 1)
-    size += 12 + n * k * (wt + wp + 1) + 3 * ((n * k + 7) // 8)
-    wt, wp = 1, 1
-    for j in range(k):
-        a, b = _widths(aff[0], aff[2], j * C, m, 1)
-        wt, wp = max(wt, a), max(wp, b)
-    size += 12 + k * m * (wt + wp + 1) + 3 * ((k * m + 7) // 8)
-    wt, wp = _widths(aff[0], aff[2], m, k, C)
-    size += 12 + k * (wt + wp + 1) + 3 * ((k + 7) // 8)
-    return size, w
-
-
-@_jit
-def _write(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, kin: Any, aff: Any, idx: Any) -> int:
-    """The bytes of one network at pos (the sizes from :func:`_size`); ``idx`` holds the entries of the blocks
-    (all n·C, κ's, M's, e's) and a scratch for the signs of ŵ in block order."""
-    mag, sg = rows
-    n, C = mag.shape
-    k, m = head
-    every, ik, im, ie, sgo = idx
-    out[pos : pos + 13] = _MAGIC
-    _store(out, pos + 13, m)
-    _store(out, pos + 21, k)
-    _store(out, pos + 29, n)
-    _store(out, pos + 37, w)
-    pos += 41
-    u = 0
-    for r in range(n):
-        i = order[r]
-        for j in range(C):
-            _store(out, pos, mag[i, j])
-            sgo[u] = sg[i, j]
-            pos += w
-            u += 1
-    pos = _sign_bits(out, pos, sgo, every, False)
-    pos = _rational(out, pos, kin, ik)
-    pos = _rational(out, pos, aff, im)
-    return _rational(out, pos, aff, ie)
-
-
-@_jit
+@jit
 def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any) -> int:
     """The encodings of networks start, start + 1, … of the stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k, float32
     or float64, C-contiguous) written one after the other into ``out`` from 0: network start + u's bytes are
@@ -607,11 +446,11 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
             flag[bi] = True
             continue
         _kinks(order, lam, wo, ws, vo, vs, vn, acc, kin)
-        size, w = _size(mag, n, C, k, m, kin, aff)
+        size, w = encoded_size(mag, n, C, k, m, kin, aff)
         if pos + size + 8 > out.size:  # 8 bytes for the last store's excess
             if u == 0:
                 offs[0] = size
             return int(bi)
-        pos = _write(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
+        pos = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
         offs[u + 1] = pos
     return int(B)
