@@ -23,6 +23,10 @@ all of these are integers computed here exactly, for a whole stack of networks a
 * **bytes.**  Every block of the batch is one padded uint8 matrix whose rows begin with each network's bytes
   (:class:`relusym._zoo._bytes.Ragged`); one compress gives the byte strings end to end, one SHA-256 each.
 
+With numba installed (the extra ``relusym[fast]``), every float stack goes first through the compiled kernel
+(:mod:`relusym._zoo._digest_jit`): it takes the networks whose every neuron is a kink class of its own and
+leaves the others to the numpy path below (all of them with ``RELUSYM_NO_JIT=1``).
+
 Float32 stacks (float16 and float64 ones holding float32 values too) go first, a block of several batches at a
 time, through the dense path (:mod:`relusym._zoo._digest_dense`: every neuron its own class, integer mantissas
 read once, one sort per network, exact sums in 32-bit words, the bytes of a block in few matrices); the networks
