@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 import relusym
 from relusym import Network, normal_form
@@ -94,3 +95,20 @@ def dense_stack(
     V[rng.random((B, k, n)) < 0.1] = 0.0
     V[:, 0, :][(V == 0).all(axis=1)] = 1.5
     return tuple(x.astype(np.float32) for x in (V, A, b, c))
+
+
+# the hypothesis arguments of a structured stack (``@given(**STRUCTURED)``) and the stack they stand for
+STRUCTURED = {
+    "seed": st.integers(0, 2**32 - 1),
+    "m": st.integers(1, 4),
+    "n": st.integers(0, 8),
+    "k": st.integers(1, 3),
+    "dtype": st.sampled_from([np.float16, np.float32, np.float64]),
+    "wide": st.booleans(),
+}
+
+
+def structured_case(seed: int, m: int, n: int, k: int, dtype: Any, wide: bool) -> tuple[np.ndarray, ...]:
+    """Eight networks of :func:`structured_stack`, exponents spread per dtype (wider when ``wide``)."""
+    spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
+    return structured_stack(np.random.default_rng(seed), 8, m, n, k, dtype, spread)

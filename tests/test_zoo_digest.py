@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import relusym
-from digest_helpers import dense_stack, expected_digest, stack_definition, structured_stack
+from digest_helpers import (
+    STRUCTURED,
+    dense_stack,
+    expected_digest,
+    stack_definition,
+    structured_case,
+    structured_stack,
+)
 from relusym import Network, normal_form
 from relusym._core.digest import (
     byte_widths,
@@ -50,18 +57,9 @@ def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    m=st.integers(1, 4),
-    n=st.integers(0, 8),
-    k=st.integers(1, 3),
-    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
-    wide=st.booleans(),
-)
+@given(**STRUCTURED)
 def test_batched_digests_equal_the_definition(seed, m, n, k, dtype, wide):
-    rng = np.random.default_rng(seed)
-    spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
-    V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, spread)
+    V, A, b, c = structured_case(seed, m, n, k, dtype, wide)
     sd = stack_digests(V, A, b, c)
     expected = stack_definition(V, A, b, c)
     assert sd.digest == expected

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
-from digest_helpers import dense_stack, stack_definition, structured_stack  # noqa: E402
+from digest_helpers import STRUCTURED, dense_stack, stack_definition, structured_case  # noqa: E402
 from relusym._zoo import _digest_jit  # noqa: E402
 from relusym._zoo._digest import StackDigests, stack_digests  # noqa: E402
 from relusym._zoo._digest_jit import jit_available, jit_digests  # noqa: E402
@@ -76,18 +76,9 @@ def _check(V: Any, A: Any, b: Any, c: Any) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    m=st.integers(1, 4),
-    n=st.integers(0, 8),
-    k=st.integers(1, 3),
-    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
-    wide=st.booleans(),
-)
+@given(**STRUCTURED)
 def test_structured_stacks_equal_the_definition_and_the_numpy_path(seed, m, n, k, dtype, wide):
-    rng = np.random.default_rng(seed)
-    spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
-    _check(*structured_stack(rng, 8, m, n, k, dtype, spread))
+    _check(*structured_case(seed, m, n, k, dtype, wide))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
