@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
-from digest_helpers import STRUCTURED, dense_stack, stack_definition, structured_case  # noqa: E402
+from digest_helpers import STRUCTURED, dense_stack, stack_definition, structured_case, structured_stack  # noqa: E402
 from relusym._zoo import _digest_jit  # noqa: E402
 from relusym._zoo._digest import StackDigests, stack_digests  # noqa: E402
 from relusym._zoo._digest_jit import jit_available, jit_digests  # noqa: E402
@@ -155,3 +155,23 @@ def test_buffers_of_any_size_and_other_data_give_the_same_digests(monkeypatch):
     assert stack_digests(Vi, Ai, bi, ci).digest == stack_definition(Vi, Ai, bi, ci)
     monkeypatch.setenv("RELUSYM_NO_JIT", "1")
     assert jit_digests(V, A, b, c) is None
+
+
+@pytest.mark.slow
+def test_thousands_of_random_networks_through_the_kernel():
+    """About 3,000 dense networks (float32, and float64 with full mantissas) the kernel takes, and structured
+    ones it mostly leaves: every digest the definition's."""
+    rng = np.random.default_rng(11)
+    taken = 0
+    for m, n, k, B, dtype, spread in (
+        (2, 16, 1, 800, np.float32, 4),
+        (1, 6, 1, 800, np.float32, 12),
+        (8, 24, 3, 400, np.float64, 0),
+        (16, 32, 4, 200, np.float32, 8),
+    ):
+        V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, B, m, n, k, spread))
+        if dtype == np.float64:
+            V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        taken += int(_check(V, A, b, c).sum())
+    _check(*structured_stack(rng, 400, 3, 9, 2, np.float32, 20))
+    assert taken >= 1500
