@@ -5,7 +5,9 @@ relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :
 and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
 bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
 buffer, a few megabytes at a time, and each is hashed by ``hashlib.sha256`` over a memoryview slice (OpenSSL's
-SHA-256, SHA-NI where the CPU has it); the networks it flags go on to the numpy path.
+SHA-256, SHA-NI where the CPU has it); the networks it flags go on to the numpy path.  A process loads the
+kernel only after its first 2^24 weights (the numpy path digests those): numba's import and cache load would
+cost small jobs more than the kernel saves them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 __all__ = ["jit_digests", "jit_available"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
+_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
 _STATE: dict[str, Any] = {}
 _LOCAL = threading.local()
 
@@ -48,7 +51,8 @@ def _kernel() -> Any:
 
 
 def jit_available() -> bool:
-    """Whether stack digests go through the compiled kernel (numba importable, ``RELUSYM_NO_JIT`` unset)."""
+    """Whether stack digests go through the compiled kernel (numba importable, ``RELUSYM_NO_JIT`` unset); loads
+    it (numba's import), so that the next stack digests use it at once."""
     return _kernel() is not None
 
 
@@ -66,6 +70,12 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     """Digests of the stack's networks that the kernel takes: (which networks, their digests in stack order),
     or None when the kernel is not available or not for this data (the caller's numpy path does all).  The
     shapes are checked by the caller (V: B×k×n, A: B×n×m, b: B×n, c: B×k, n, m, k ≥ 1)."""
+    if "kernel" not in _STATE:  # numba's import and the kernel's load from its cache cost about 0.7 s CPU:
+        # a process pays them once it has digested 2^24 weights by numpy (about as long), so small jobs (a
+        # folder of a few thousand small files, each worker of a pool) never do and large ones lose little
+        _STATE["work"] = _STATE.get("work", 0) + V.size + A.size + b.size + c.size
+        if _STATE["work"] < _WORK:
+            return None
     kernel = _kernel()
     arrays = _stack_arrays(V, A, b, c) if kernel is not None else None
     if arrays is None:
