@@ -74,6 +74,45 @@ class Clock:
         self.wall, self.cpu = time.perf_counter() - self.t, time.process_time() - self.c
 
 
+class _NoJit(argparse.Action):
+    """``--no-jit``: RELUSYM_NO_JIT=1 for this process and the ones it starts."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *args: object) -> None:
+        os.environ["RELUSYM_NO_JIT"] = "1"
+
+
+def jit_row() -> str:
+    """Whether the compiled kernel runs (numba, ``relusym[fast]``), and the CPU time of its first call in this
+    process: a compile, or a load from numba's cache (cache=True) when an earlier process compiled it."""
+    from relusym._zoo import _digest_jit
+
+    if not _digest_jit.jit_available():
+        return "compiled kernel: off (numba missing or RELUSYM_NO_JIT=1): the numpy path"
+    import numba
+
+    with Clock() as first:  # numba's import and the first call (a process loads the kernel after 2^24 weights)
+        _digest_jit.jit_available()
+        stack_digests(*stack(8, 4, 1, 1, seed=0))
+    st = _digest_jit._kernel().stats
+    how = "loaded from numba's cache" if st.cache_hits else "compiled (no cache yet)"
+    return f"compiled kernel: numba {numba.__version__}, first call {first.cpu:.2f} s CPU ({how}), load {load()}"
+
+
+def _numpy_path_cpu(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    """CPU seconds of the stack digests by the numpy path (RELUSYM_NO_JIT=1), for the side-by-side column."""
+    old = os.environ.get("RELUSYM_NO_JIT")
+    os.environ["RELUSYM_NO_JIT"] = "1"
+    try:
+        with Clock() as t:
+            stack_digests(V, A, b, c)
+    finally:
+        if old is None:
+            del os.environ["RELUSYM_NO_JIT"]
+        else:
+            os.environ["RELUSYM_NO_JIT"] = old
+    return t.cpu
+
+
 def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     V, A, b, c = stack(m, n, k, B, seed=m * 1000 + n)
     with Clock() as read:
@@ -82,6 +121,7 @@ def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
     with Clock() as vec:
         fast = stack_digests(V, A, b, c).digest
     la = load()
+    numpy_cpu = _numpy_path_cpu(V, A, b, c)
     with Clock() as loop:
         ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
     ll = load()
@@ -98,7 +138,8 @@ def digest_row(m: int, n: int, k: int, B: int, L: int) -> str:
         f"| {m}-{n}-{k} | {B:,} | {us_vec:,.1f} µs ({vec.wall / B * 1e6:,.1f} µs wall, load {la}) | "
         f"{us_loop:,.0f} µs ({loop.wall / L * 1e6:,.0f} µs wall, load {ll}) | {us_loop / us_vec:.1f}× | "
         f"{read.cpu / B * 1e6:.2f} µs | {sha.cpu / B * 1e6:.2f} µs ({size:,} B) | "
-        f"{vec.cpu / max(read.cpu, 1e-9):,.0f}× | {vec.cpu / max(sha.cpu, 1e-9):,.1f}× |"
+        f"{vec.cpu / max(read.cpu, 1e-9):,.0f}× | {vec.cpu / max(sha.cpu, 1e-9):,.1f}× | "
+        f"{numpy_cpu / B * 1e6:,.1f} µs ({numpy_cpu / vec.cpu:.1f}×) |"
     )
 
 
@@ -292,12 +333,14 @@ def main() -> None:
     )
     p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
     p.add_argument("--only-digests", action="store_true", help="only the digest, memory and growth rows")
+    p.add_argument("--no-jit", action=_NoJit, nargs=0, help="without the compiled kernel (RELUSYM_NO_JIT=1)")
     args = p.parse_args()
     q = args.quick
     sizes = {(8, 64, 1): (4096, 100), (64, 256, 10): (64, 8), (784, 128, 10): (24, 4)}
     if not q:
         sizes = {(8, 64, 1): (16384, 300), (64, 256, 10): (256, 24), (784, 128, 10): (64, 8)}
     print(f"load at start: {load()}\n")
+    print(jit_row() + "\n")
     if args.cli:
         print("| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |")
         print("|---|---|---|---|---|---|")
@@ -310,9 +353,10 @@ def main() -> None:
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
         "network | ratio (CPU) | reading the weights once, CPU per network | SHA-256 of the digest's bytes, one call "
-        "per network (its floor) | digest / read | digest / SHA-256 floor |"
+        "per network (its floor) | digest / read | digest / SHA-256 floor | numpy path (RELUSYM_NO_JIT=1), CPU per "
+        "network (its / this) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         print(digest_row(*shape, *sizes[shape]), flush=True)
     print(

@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import relusym
-from digest_helpers import expected_digest, stack_definition
+from digest_helpers import (
+    STRUCTURED,
+    dense_stack,
+    expected_digest,
+    stack_definition,
+    structured_case,
+    structured_stack,
+)
 from relusym import Network, normal_form
 from relusym._core.digest import (
     byte_widths,
@@ -31,6 +38,13 @@ from relusym._zoo._digest import stack_digests
 from oracles import exact_lists, nf_data
 
 
+@pytest.fixture(autouse=True)
+def _numpy_path(monkeypatch):
+    """This file tests the numpy path (its dense and general parts, which the compiled kernel of
+    tests/test_zoo_jit.py would otherwise take first): ``RELUSYM_NO_JIT=1``."""
+    monkeypatch.setenv("RELUSYM_NO_JIT", "1")
+
+
 def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
     """(K, M, e) computed neuron by neuron in Fractions by the definition (the oracle ``nf_data``), then hashed by
     the definition of the digest."""
@@ -38,67 +52,14 @@ def scratch_digest(V: Any, A: Any, b: Any, c: Any) -> str:
     return reference_digest(np.asarray(A).shape[1], np.asarray(V).shape[0], list(K.items()), M, e)
 
 
-def structured_stack(
-    rng: np.random.Generator, B: int, m: int, n: int, k: int, dtype: Any, spread: int
-) -> tuple[np.ndarray, ...]:
-    """B networks m-n-k of ``dtype`` with exponents spread over ±spread and, neuron by neuron, ties (a scaled
-    copy of an earlier neuron), opposite pairs, cancelling kinks, hidden-flip pairs (v_j a_j + v_i a_i = 0),
-    dead and constant neurons, zero entries; every fourth network is a permuted copy of another, each neuron
-    rescaled by a power of two (the same function unless rounding to ``dtype`` loses bits)."""
-    A = rng.standard_normal((B, n, m)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n, m))
-    b = rng.standard_normal((B, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n))
-    V = rng.standard_normal((B, k, n)) * 2.0 ** rng.integers(-(spread // 2), spread // 2 + 1, size=(B, k, n))
-    c = rng.standard_normal((B, k))
-    A[rng.random((B, n, m)) < 0.15] = 0.0
-    b[rng.random((B, n)) < 0.1] = 0.0
-    V[rng.random((B, k, n)) < 0.1] = 0.0
-    if dtype != np.float64:  # the structure below must be exact in dtype
-        A, b, V, c = (x.astype(dtype).astype(np.float64) for x in (A, b, V, c))
-    kinds = ["none", "tie", "opposite", "cancel", "flip", "dead", "constant", "null"]
-    for t in range(B):
-        for i in range(1, n):
-            how = kinds[int(rng.integers(0, len(kinds)))]
-            j = int(rng.integers(0, i))
-            s = 2.0 ** int(rng.integers(-3, 4))
-            if how == "tie":
-                A[t, i], b[t, i] = A[t, j] * s, b[t, j] * s
-            elif how == "opposite":
-                A[t, i], b[t, i] = -A[t, j] * s, -b[t, j] * s
-            elif how == "cancel":  # the same hyperplane, the opposite kink: the class's κ sums to 0
-                A[t, i], b[t, i], V[t, :, i] = A[t, j] * s, b[t, j] * s, -V[t, :, j] / s
-            elif how == "flip":  # v_i a_i = −v_j a_j on the opposite orientation
-                A[t, i], b[t, i], V[t, :, i] = -A[t, j] * s, -b[t, j] * s, -V[t, :, j] / s
-            elif how == "dead":
-                V[t, :, i] = 0.0
-            elif how == "constant":
-                A[t, i] = 0.0
-            elif how == "null":
-                A[t, i], b[t, i] = 0.0, -abs(b[t, i])
-    for t in range(3, B, 4):  # a copy of network t−3: neurons permuted, each rescaled by a power of two
-        perm = rng.permutation(n)
-        sc = 2.0 ** rng.integers(-4, 5, size=n)
-        A[t], b[t], V[t], c[t] = A[t - 3][perm] * sc[:, None], b[t - 3][perm] * sc, V[t - 3][:, perm] / sc, c[t - 3]
-    with np.errstate(over="ignore"):
-        return tuple(x.astype(dtype) for x in (V, A, b, c))
-
-
 # ----------------------------------------------------------------------------------------------------------
 # the digests
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    m=st.integers(1, 4),
-    n=st.integers(0, 8),
-    k=st.integers(1, 3),
-    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
-    wide=st.booleans(),
-)
+@given(**STRUCTURED)
 def test_batched_digests_equal_the_definition(seed, m, n, k, dtype, wide):
-    rng = np.random.default_rng(seed)
-    spread = {np.float16: 5, np.float32: 50 if wide else 8, np.float64: 110 if wide else 20}[dtype]
-    V, A, b, c = structured_stack(rng, 8, m, n, k, dtype, spread)
+    V, A, b, c = structured_case(seed, m, n, k, dtype, wide)
     sd = stack_digests(V, A, b, c)
     expected = stack_definition(V, A, b, c)
     assert sd.digest == expected
@@ -358,28 +319,6 @@ def _dense_spy(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
 
     monkeypatch.setattr(zd, "dense_digests", spy)
     return taken
-
-
-def dense_stack(
-    rng: np.random.Generator, B: int, m: int, n: int, k: int, spread: int, ints: bool = True
-) -> tuple[np.ndarray, ...]:
-    """B random float32 networks whose entries have exponents spread over ±spread, every tenth network's entries
-    small integers times one power of two (row gcds above 1, common powers of two), zeros in b and in a beyond its
-    first entry and in V (no neuron dead)."""
-    A = rng.standard_normal((B, n, m)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n, m))
-    b = rng.standard_normal((B, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, n))
-    V = rng.standard_normal((B, k, n)) * 2.0 ** rng.integers(-spread, spread + 1, size=(B, k, n))
-    c = rng.standard_normal((B, k))
-    for t in range(0, B if ints else 0, 10):
-        g = 2.0 ** int(rng.integers(-20, 20))
-        A[t] = rng.choice([3, 9, 15, -6, 12, 45, -30, 27], size=(n, m)) * g
-        b[t] = rng.choice([0, 3, -9, 6], size=n) * g
-    if m > 1:
-        A[:, :, 1:][rng.random((B, n, m - 1)) < 0.1] = 0.0
-    b[rng.random((B, n)) < 0.1] = 0.0
-    V[rng.random((B, k, n)) < 0.1] = 0.0
-    V[:, 0, :][(V == 0).all(axis=1)] = 1.5
-    return tuple(x.astype(np.float32) for x in (V, A, b, c))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

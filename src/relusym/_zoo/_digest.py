@@ -23,6 +23,10 @@ all of these are integers computed here exactly, for a whole stack of networks a
 * **bytes.**  Every block of the batch is one padded uint8 matrix whose rows begin with each network's bytes
   (:class:`relusym._zoo._bytes.Ragged`); one compress gives the byte strings end to end, one SHA-256 each.
 
+With numba installed (the extra ``relusym[fast]``), every float stack goes first through the compiled kernel
+(:mod:`relusym._zoo._digest_jit`): it takes the networks whose every neuron is a kink class of its own and
+leaves the others to the numpy path below (all of them with ``RELUSYM_NO_JIT=1``).
+
 Float32 stacks (float16 and float64 ones holding float32 values too) go first, a block of several batches at a
 time, through the dense path (:mod:`relusym._zoo._digest_dense`: every neuron its own class, integer mantissas
 read once, one sort per network, exact sums in 32-bit words, the bytes of a block in few matrices); the networks
@@ -45,6 +49,7 @@ from relusym._core.network import Network
 from relusym._core.normal_form import normal_form
 from relusym._zoo._bytes import Ragged, headers
 from relusym._zoo._digest_dense import dense_digests, float_limbs, workspace
+from relusym._zoo._digest_jit import jit_digests
 from relusym._zoo._ints import (
     BIG,
     DIGIT,
@@ -443,7 +448,7 @@ def _general(
         width[ids], class_a[ids], fast[ids] = w, ca, True
 
 
-def _put(digest: list[str | None], ids: np.ndarray, values: list[str]) -> None:
+def _put(digest: list[str | None], ids: np.ndarray, values: list[str] | list[str | None]) -> None:
     """digest[ids[t]] = values[t] for every t: one slice assignment when the ids are consecutive."""
     if ids.size and int(ids[-1]) - int(ids[0]) == ids.size - 1 and bool((np.diff(ids) == 1).all()):
         digest[int(ids[0]) : int(ids[-1]) + 1] = values
@@ -455,7 +460,9 @@ def _put(digest: list[str | None], ids: np.ndarray, values: list[str]) -> None:
 def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
     """Digests of the networks θ_i = (V[i], A[i], b[i], c[i]) of a stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k).
 
-    Networks with float (or integer) entries are done vectorized; the others one by one with
+    Float networks go first through the compiled kernel when numba is installed (:mod:`relusym._zoo._digest_jit`;
+    every neuron a class of its own), the others (and all of them without numba, or with ``RELUSYM_NO_JIT=1``)
+    through the numpy path: networks with float (or integer) entries vectorized, the others one by one with
     :func:`network_digest`.  An invalid network (NaN, infinity) gets ``digest None`` and its error message."""
     V = _as_stack(V, "V", 3)
     A = _as_stack(A, "A", 3)
@@ -468,6 +475,34 @@ def stack_digests(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
             f"inconsistent stack shapes: V {V.shape}, A {A.shape}, b {b.shape}, c {c.shape} "
             "(expected B×k×n, B×n×m, B×n, B×k)"
         )
+    jit = jit_digests(V, A, b, c) if B and m > 0 and k > 0 and 0 < n < 1 << 24 else None
+    if jit is None:
+        return _numpy_digests(V, A, b, c)
+    done, dd = jit
+    if done.all():
+        every: list[str | None] = list(dd)
+        return StackDigests(every, np.full(B, n, dtype=np.int64), done, [None] * B, done.copy())
+    rest = np.nonzero(~done)[0]
+    sub = _numpy_digests(V[rest], A[rest], b[rest], c[rest])
+    digest: list[str | None] = [None] * B
+    _put(digest, np.nonzero(done)[0], dd)
+    _put(digest, rest, sub.digest)
+    error: list[str | None] = [None] * B
+    _put(error, rest, sub.error)
+    width = np.full(B, n, dtype=np.int64)
+    width[rest] = sub.width
+    fast = done.copy()
+    fast[rest] = sub.fast
+    class_a = done.copy()
+    if sub.class_a is not None:
+        class_a[rest] = sub.class_a
+    return StackDigests(digest, width, fast, error, class_a)
+
+
+def _numpy_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> StackDigests:
+    """:func:`stack_digests` by numpy alone (the path without the compiled kernel, and the kernel's fallback)."""
+    B, n, m = A.shape
+    k = V.shape[1]
     digest: list[str | None] = [None] * B
     error: list[str | None] = [None] * B
     width = np.full(B, -1, dtype=np.int64)

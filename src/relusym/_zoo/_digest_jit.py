@@ -1,0 +1,100 @@
+"""The zoo's digests through the compiled kernel (:mod:`relusym._zoo._jit_kernel`) when numba is importable.
+
+numba is the optional extra ``relusym[fast]``; it is imported on the first stack digest, never by ``import
+relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :func:`jit_digests` answers None
+and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
+bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
+buffer, a few megabytes at a time, and each is hashed by ``hashlib.sha256`` over a memoryview slice (OpenSSL's
+SHA-256, SHA-NI where the CPU has it); the networks it flags go on to the numpy path.  A process loads the
+kernel only after its first 2^24 weights (the numpy path digests those): numba's import and cache load would
+cost small jobs more than the kernel saves them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+__all__ = ["jit_digests", "jit_available"]
+
+_BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
+_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
+_STATE: dict[str, Any] = {}
+_LOCAL = threading.local()
+
+
+def _buffer(size: int) -> np.ndarray:
+    """This thread's output buffer of at least ``size`` bytes, kept from call to call (fresh pages would cost
+    the kernel's zeroing, a page fault every few networks)."""
+    buf = getattr(_LOCAL, "buffer", None)
+    if buf is None or buf.size < size:
+        buf = _LOCAL.buffer = np.empty(size, dtype=np.uint8)
+    return buf
+
+
+def _kernel() -> Any:
+    """The kernel's entry point, or None (numba missing, or ``RELUSYM_NO_JIT`` set to anything but '' or '0')."""
+    if os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+        return None
+    if "kernel" not in _STATE:
+        try:
+            from relusym._zoo._jit_kernel import stack_bytes
+        except ImportError:
+            _STATE["kernel"] = None
+        else:
+            _STATE["kernel"] = stack_bytes
+    return _STATE["kernel"]
+
+
+def jit_available() -> bool:
+    """Whether stack digests go through the compiled kernel (numba importable, ``RELUSYM_NO_JIT`` unset); loads
+    it (numba's import), so that the next stack digests use it at once."""
+    return _kernel() is not None
+
+
+def _stack_arrays(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The four arrays in one float dtype the kernel is compiled for (float32 when all are float16/float32, else
+    float64: exact conversions), C-contiguous; None for other data (integers, complex, longdouble)."""
+    xs = (V, A, b, c)
+    if not all(x.dtype.kind == "f" and x.dtype.itemsize <= 8 for x in xs):
+        return None
+    dtype = np.float32 if all(x.dtype.itemsize <= 4 for x in xs) else np.float64
+    return tuple(np.ascontiguousarray(x, dtype=dtype) for x in xs)
+
+
+def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+    """Digests of the stack's networks that the kernel takes: (which networks, their digests in stack order),
+    or None when the kernel is not available or not for this data (the caller's numpy path does all).  The
+    shapes are checked by the caller (V: B×k×n, A: B×n×m, b: B×n, c: B×k, n, m, k ≥ 1)."""
+    if "kernel" not in _STATE:  # numba's import and the kernel's load from its cache cost about 0.7 s CPU:
+        # a process pays them once it has digested 2^24 weights by numpy (about as long), so small jobs (a
+        # folder of a few thousand small files, each worker of a pool) never do and large ones lose little
+        _STATE["work"] = _STATE.get("work", 0) + V.size + A.size + b.size + c.size
+        if _STATE["work"] < _WORK:
+            return None
+    kernel = _kernel()
+    arrays = _stack_arrays(V, A, b, c) if kernel is not None else None
+    if arrays is None:
+        return None
+    B = arrays[1].shape[0]
+    flag = np.zeros(B, dtype=bool)
+    offs = np.zeros(B + 1, dtype=np.int64)
+    buf = _buffer(_BUFFER)
+    sha = hashlib.sha256
+    out: list[str] = []
+    start = 0
+    while start < B:
+        end = int(kernel(*arrays, start, buf, offs, flag))
+        if end == start:  # one network larger than the buffer
+            buf = _buffer(max(2 * buf.size, int(offs[0])))
+            continue
+        mv = buf.data
+        o = offs[: end - start + 1].tolist()
+        keep = (~flag[start:end]).tolist()
+        out += [sha(mv[o[u] : o[u + 1]]).hexdigest() for u in range(end - start) if keep[u]]
+        start = end
+    return ~flag, out

@@ -1,0 +1,198 @@
+"""The byte writer of the zoo digests' compiled kernel (:mod:`relusym._zoo._jit_kernel`), and the numba tools both
+share: the relusym.nf/2 encoding of one network (header, the hyperplane block, the rational blocks of κ, M and
+e, exactly as :mod:`relusym._core.digest` defines them) from its integers, with unaligned 8-byte stores (each
+field's excess bytes are overwritten by the next field) and sign bits packed without branches on the data.
+
+Imported only when numba is importable (the optional extra ``relusym[fast]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.cpython.unsafe import numbers as _unsafe
+from numba.extending import intrinsic
+
+__all__ = [
+    "jit",
+    "inline",
+    "trailing_zeros",
+    "leading_zeros",
+    "float_bits",
+    "nbytes",
+    "encoded_size",
+    "write_network",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def jit(f: _F) -> _F:
+    """numba's compiled function, cached on disk (a later process loads it), without the GIL."""
+    return cast(_F, numba.njit(cache=True, nogil=True)(f))
+
+
+def inline(f: _F) -> _F:
+    """A helper of the inner loops, inlined into its callers by numba (a call that passes an array pays two
+    atomic reference-count updates)."""
+    return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(f))
+
+
+trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped for mypy)
+leading_zeros: Any = _unsafe.leading_zeros
+_MAGIC = np.frombuffer(b"relusym.nf/2\n", dtype=np.uint8).copy()
+
+
+def _bitcast_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+    return builder.bitcast(args[0], ir.IntType(64))
+
+
+def _bitcast_typing(typingctx: Any, x: Any) -> Any:
+    return types.int64(types.float64), _bitcast_codegen
+
+
+float_bits: Any = intrinsic(_bitcast_typing)
+float_bits.__doc__ = """float_bits(x): the bits of the float64 x as an int64."""
+
+
+@inline
+def nbytes(x: int) -> int:
+    """Bytes of |x| up to its last nonzero byte (0 for 0)."""
+    if x < 0:
+        x = -x
+    if x == 0:
+        return 0
+    return int((64 - leading_zeros(x) + 7) >> 3)
+
+
+@jit
+def _widths(t: Any, plen: Any, e0: int, L: int, step: int) -> tuple[int, int]:
+    """The widths of the t block and the p block of entries e0, e0 + step, … (L of them)."""
+    wt, wp = 1, 1
+    for u in range(L):
+        e = e0 + u * step
+        wt = max(wt, nbytes(t[e]))
+        wp = max(wp, plen[e])
+    return wt, wp
+
+
+@inline
+def _bits(out: Any, pos: int, L: int) -> int:
+    """Zero the ⌈L/8⌉ bytes of a sign-bit field at pos; returns its end."""
+    end = pos + (L + 7) // 8
+    out[pos:end] = 0
+    return end
+
+
+def _store_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+    builder.store(context.cast(builder, args[2], signature.args[2], types.int64), ptr, align=1)
+    return context.get_dummy_value()
+
+
+def _store_typing(typingctx: Any, arr: Any, pos: Any, val: Any) -> Any:
+    return types.void(arr, pos, val), _store_codegen
+
+
+_store: Any = intrinsic(_store_typing)
+
+
+@inline
+def _sign_bits(out: Any, pos: int, vals: Any, idx: Any, below: bool) -> int:
+    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed eight to a byte at
+    pos (no branch on the data); returns the end."""
+    L = idx.size
+    for h in range((L + 7) >> 3):
+        byte = 0
+        for r in range(min(8, L - 8 * h)):
+            x = vals[idx[8 * h + r]]
+            byte |= ((x < 0) if below else (x != 0)) << r
+        out[pos + h] = byte
+    return int(pos + (L + 7) // 8)
+
+
+@jit
+def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
+    """The rational block of the entries idx: the integer blocks of the t's, the p's and the q's (ones).
+    Magnitudes first (8-byte stores, each overwriting the last one's excess), then the sign bits."""
+    t, pn, plen, pw = ent
+    L = idx.size
+    wt, wp = 1, 1
+    for e in idx:
+        wt = max(wt, nbytes(t[e]))
+        wp = max(wp, plen[e])
+    _store(out, pos, wt)
+    pos += 4
+    for u in range(L):
+        x = t[idx[u]]
+        _store(out, pos + u * wt, -x if x < 0 else x)
+    end = _sign_bits(out, pos + L * wt, t, idx, True)
+    _store(out, end, wp)
+    pos = end + 4
+    for u in range(L):
+        e = idx[u]
+        rest = plen[e]
+        for ch in range((wp + 7) >> 3):
+            x = pw[e, 2 * ch] | (pw[e, 2 * ch + 1] << 32) if rest > 0 else 0
+            if rest < 8:
+                x &= (1 << (8 * max(rest, 0))) - 1
+            _store(out, pos + u * wp + 8 * ch, x)
+            rest -= 8
+    end = _sign_bits(out, pos + L * wp, pn, idx, False)
+    _store(out, end, 1)
+    pos = end + 4
+    out[pos : pos + L] = 1
+    return _bits(out, pos + L, L)
+
+
+@jit
+def encoded_size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple[int, int]:
+    """(bytes of the encoding, width of the hyperplane block)."""
+    w = 1
+    for i in range(n):
+        for j in range(C):
+            w = max(w, nbytes(mag[i, j]))
+    size = 37 + 4 + n * C * w + (n * C + 7) // 8
+    wt, wp = _widths(kin[0], kin[2], 0, n * k, 1)
+    size += 12 + n * k * (wt + wp + 1) + 3 * ((n * k + 7) // 8)
+    wt, wp = 1, 1
+    for j in range(k):
+        a, b = _widths(aff[0], aff[2], j * C, m, 1)
+        wt, wp = max(wt, a), max(wp, b)
+    size += 12 + k * m * (wt + wp + 1) + 3 * ((k * m + 7) // 8)
+    wt, wp = _widths(aff[0], aff[2], m, k, C)
+    size += 12 + k * (wt + wp + 1) + 3 * ((k + 7) // 8)
+    return size, w
+
+
+@jit
+def write_network(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, kin: Any, aff: Any, idx: Any) -> int:
+    """The bytes of one network at pos (the sizes from :func:`_size`); ``idx`` holds the entries of the blocks
+    (all n·C, κ's, M's, e's) and a scratch for the signs of ŵ in block order."""
+    mag, sg = rows
+    n, C = mag.shape
+    k, m = head
+    every, ik, im, ie, sgo = idx
+    out[pos : pos + 13] = _MAGIC
+    _store(out, pos + 13, m)
+    _store(out, pos + 21, k)
+    _store(out, pos + 29, n)
+    _store(out, pos + 37, w)
+    pos += 41
+    u = 0
+    for r in range(n):
+        i = order[r]
+        for j in range(C):
+            _store(out, pos, mag[i, j])
+            sgo[u] = sg[i, j]
+            pos += w
+            u += 1
+    pos = _sign_bits(out, pos, sgo, every, False)
+    pos = _rational(out, pos, kin, ik)
+    pos = _rational(out, pos, aff, im)
+    return _rational(out, pos, aff, ie)

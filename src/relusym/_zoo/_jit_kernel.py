@@ -1,0 +1,456 @@
+"""The compiled kernel of the zoo's digests (numba, the optional extra ``relusym[fast]``): the bytes of the
+relusym.nf/2 encoding of many equal-shape float networks, network after network, into one byte buffer.
+
+Imported only by :mod:`relusym._zoo._digest_jit`, lazily, when numba is importable.  The kernel takes the common
+case and flags every other network (the caller sends those to the numpy path): every neuron has a_i ≠ 0 and
+v_i ≠ 0, no two neurons lie in one hyperplane class (no ties of whole rows, no opposite pairs), every row's
+integers fit 63 bits, the exact sums of M and e fit ``MAX_WORDS`` words of 32 bits, every entry finite.  Then each
+neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything is integers:
+
+* **rows.**  Each entry x = o·2^s (o odd, read from the float64 bits); the row's primitive vector has the
+  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd), the signs of the row
+  flipped where λ_i < 0.
+* **order.**  The rows sorted by their first entry's little-endian bytes (byte-swapped as a uint64 key); runs of
+  equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
+* **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
+* **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: every product o·o'·2^(s + s') added
+  exactly into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
+* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
+
+All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
+uint64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from relusym._zoo._jit_bytes import (
+    encoded_size,
+    float_bits,
+    inline,
+    jit,
+    leading_zeros,
+    nbytes,
+    trailing_zeros,
+    write_network,
+)
+
+__all__ = ["stack_bytes", "MAX_WORDS"]
+
+
+_LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
+MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
+_M32 = 0xFFFFFFFF
+_FRAC = (1 << 52) - 1
+
+
+@inline
+def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
+    """x = ±o·2^s into entry t (o odd, or o = s = 0 and no sign for 0), from x's bits and without branches on
+    the data; True when x is not finite."""
+    v = float_bits(x)
+    ef = (v >> 52) & 0x7FF
+    mant = (v & _FRAC) | (min(ef, 1) << 52)
+    nz = mant != 0
+    tz = trailing_zeros(mant | (1 << 62))
+    o[t] = mant >> tz
+    s[t] = (max(ef, 1) - 1075 + tz) * nz
+    ng[t] = ((v >> 63) & 1) * nz
+    return bool(ef == 0x7FF)
+
+
+@jit
+def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
+    """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
+    False when an entry is not finite."""
+    n, m = A.shape[1], A.shape[2]
+    k = V.shape[1]
+    C = m + 1
+    wo, ws, wn = w[0].reshape(-1), w[1].reshape(-1), w[2].reshape(-1)
+    vo, vs, vn = v[0].reshape(-1), v[1].reshape(-1), v[2].reshape(-1)
+    bad = False
+    for i in range(n):
+        for j in range(m):
+            bad |= _part(float(A[bi, i, j]), wo, ws, wn, i * C + j)
+        bad |= _part(float(b[bi, i]), wo, ws, wn, i * C + m)
+    for j in range(k):
+        for i in range(n):
+            bad |= _part(float(V[bi, j, i]), vo, vs, vn, j * n + i)
+        bad |= _part(float(c[bi, j]), cv[0], cv[1], cv[2], j)
+    return not bad
+
+
+@inline
+def _gcd_odd(a: int, b: int) -> int:
+    """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
+    the smaller of the two)."""
+    while a != b:
+        d = a - b
+        b = min(a, b)
+        a = abs(d) >> trailing_zeros(d)
+    return a
+
+
+@jit
+def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any) -> bool:
+    """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
+    ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves."""
+    k = vo.shape[0]
+    for i in range(n):
+        live = False
+        for j in range(k):
+            if vo[j, i] != 0:
+                live = True
+                break
+        if not live:
+            return False
+        p = -1
+        for j in range(m):
+            if wo[i, j] != 0:
+                p = j
+                break
+        if p < 0:
+            return False
+        lo = 1 << 40
+        g = 0
+        for j in range(C):
+            if wo[i, j] != 0:
+                lo = min(lo, ws[i, j])
+                g = wo[i, j] if g == 0 else (_gcd_odd(g, wo[i, j]) if g != 1 else 1)
+        flip = wn[i, p]
+        lam[i] = ~p if flip else p
+        for j in range(C):
+            x = wo[i, j]
+            if x == 0:
+                mag[i, j], sg[i, j] = 0, 0
+                continue
+            q = x if g == 1 else x // g
+            d = ws[i, j] - lo
+            if d + 64 - leading_zeros(q) > 63:
+                return False
+            mag[i, j], sg[i, j] = q << d, wn[i, j] ^ flip
+    return True
+
+
+@inline
+def _swapped(x: int) -> np.uint64:
+    """A magnitude's 8 little-endian bytes read as a big-endian uint64 (so keys compare as the bytes do)."""
+    u = np.uint64(x)
+    key = np.uint64(0)
+    for t in range(8):
+        key = (key << np.uint64(8)) | ((u >> np.uint64(8 * t)) & np.uint64(255))
+    return key
+
+
+@inline
+def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
+    """−1, 0, 1 as row i's bytes (magnitudes, then signs) are below, equal to, above row j's."""
+    for t in range(C):
+        a, b = mag[i, t], mag[j, t]
+        if a != b:
+            d = trailing_zeros(a ^ b) & ~7  # the first differing byte, from the low end
+            return -1 if ((a >> d) & 255) < ((b >> d) & 255) else 1
+    for t in range(C):
+        if sg[i, t] != sg[j, t]:
+            return -1 if sg[i, t] < sg[j, t] else 1
+    return 0
+
+
+@jit
+def _order(mag: Any, sg: Any, n: int, C: int, keys: Any) -> Any:
+    """The order of the rows by their bytes; empty when two rows are equal (one class)."""
+    for i in range(n):
+        keys[i] = _swapped(mag[i, 0])
+    order = np.argsort(keys[:n])
+    r0 = 0
+    while r0 < n:
+        r1 = r0 + 1
+        while r1 < n and keys[order[r1]] == keys[order[r0]]:
+            r1 += 1
+        for u in range(r0 + 1, r1):  # insertion sort of a run of equal first entries (short)
+            x = order[u]
+            v = u - 1
+            while v >= r0:
+                c = _compare(mag, sg, order[v], x, C)
+                if c == 0:
+                    return order[:0]
+                if c < 0:
+                    break
+                order[v + 1] = order[v]
+                v -= 1
+            order[v + 1] = x
+        r0 = r1
+    return order
+
+
+@inline
+def _add(acc: Any, p: int, off: int, neg: int) -> None:
+    """acc += ±p·2^off in base-2³² words (0 ≤ p < 2^62, off ≥ 0)."""
+    q = off >> 5
+    r = off & 31
+    a = (p & _M32) << r
+    h = (p >> 32) << r
+    if neg:
+        acc[q] -= a & _M32
+        acc[q + 1] -= (a >> 32) + (h & _M32)
+        acc[q + 2] -= h >> 32
+    else:
+        acc[q] += a & _M32
+        acc[q + 1] += (a >> 32) + (h & _M32)
+        acc[q + 2] += h >> 32
+
+
+@inline
+def _add_product(acc: Any, x: int, y: int, off: int, neg: int) -> None:
+    """acc += ±x·y·2^off (x, y < 2^53): one product below 2^62, or four of 27-bit halves."""
+    if x < (1 << 31) and y < (1 << 31):
+        _add(acc, x * y, off, neg)
+        return
+    xl, xh = x & ((1 << 27) - 1), x >> 27
+    yl, yh = y & ((1 << 27) - 1), y >> 27
+    _add(acc, xl * yl, off, neg)
+    _add(acc, xl * yh + xh * yl, off + 27, neg)  # each below 2^53: the sum below 2^54
+    _add(acc, xh * yh, off + 54, neg)
+
+
+@inline
+def _carry(acc: Any, NW: int) -> None:
+    for q in range(NW - 1):
+        acc[q + 1] += acc[q] >> 32
+        acc[q] &= _M32
+
+
+@jit
+def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
+    """The 2-adic split of 2^base · Σ acc[q]·2^(32 q) into entry e: t, the sign, the bytes of the odd part and
+    its 32-bit words."""
+    _carry(acc, NW)
+    neg = acc[NW - 1] < 0
+    if neg:
+        for q in range(NW):
+            acc[q] = -acc[q]
+        _carry(acc, NW)
+    q0 = 0
+    while q0 < NW and acc[q0] == 0:
+        q0 += 1
+    if q0 == NW:
+        t[e], pn[e], plen[e] = 0, 0, 0
+        return
+    tz = trailing_zeros(acc[q0])
+    top = 0
+    for u in range(NW - q0):
+        hi = acc[q0 + u + 1] if q0 + u + 1 < NW else 0
+        w = (acc[q0 + u] >> tz) | ((hi << (32 - tz)) & _M32)
+        pw[e, u] = w
+        if w != 0:
+            top = 4 * u + nbytes(w)
+    t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
+
+
+@jit
+def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, acc: Any, out: Any) -> None:
+    """κ of the classes in their order: |o_λ|·o_v·2^(s_λ + s_v), entry r·k + j of (t, sign, bytes, words)."""
+    t, pn, plen, pw = out
+    n, k = order.shape[0], vo.shape[0]
+    for r in range(n):
+        i = order[r]
+        p = lam[i] if lam[i] >= 0 else ~lam[i]
+        for j in range(k):
+            e = r * k + j
+            if vo[j, i] == 0:
+                t[e], pn[e], plen[e] = 0, 0, 0
+                continue
+            x, y = wo[i, p], vo[j, i]
+            if x < (1 << 31) and y < (1 << 31):  # float32 data: the product in one int64, odd
+                z = x * y
+                t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], nbytes(z)
+                pw[e, 0], pw[e, 1] = z & _M32, z >> 32
+                continue
+            for q in range(5):
+                acc[q] = 0
+            _add_product(acc, x, y, 0, vn[j, i])
+            _split(acc, 5, ws[i, p] + vs[j, i], e, t, pn, plen, pw)
+
+
+@inline
+def _limb(o: int, d: int, lo: int, bits: int) -> int:
+    """Bits lo … lo + bits − 1 of o·2^d (0 ≤ o < 2^53, d ≥ 0)."""
+    sh = lo - d
+    if sh >= 64 or -sh >= bits:
+        return 0
+    x = o >> sh if sh >= 0 else o << -sh
+    return x & ((1 << bits) - 1)
+
+
+@jit
+def _span(idx: Any, S: int, o: Any, s: Any, axis: int) -> tuple[int, int]:
+    """(lowest set bit, top bit + 1) of the nonzero o·2^s over the rows (axis 0) or columns (axis 1) idx[:S] of
+    o; (2^40, −2^40) when all are 0."""
+    lo, hi = 1 << 40, -(1 << 40)
+    for u in range(S):
+        for t in range(o.shape[1 - axis]):
+            x, e = (o[idx[u], t], s[idx[u], t]) if axis == 0 else (o[t, idx[u]], s[t, idx[u]])
+            if x != 0:
+                lo, hi = min(lo, e), max(hi, e + 64 - leading_zeros(x))
+    return lo, hi
+
+
+@jit
+def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int, out: Any, axis: int) -> None:
+    """out[l, …] = ± limb l (``bits`` bits) of the integers |x|·2^(−e0) of the rows (axis 0: out[l, u, t]) or
+    columns (axis 1: out[l, t, u]) idx[:S] of (o, s, ng), as float64: shifts of one int64 when the integers
+    fit 63 bits (``L·bits`` ≤ 63), else :func:`_limb` per limb."""
+    T = o.shape[1 - axis]
+    mask = (1 << bits) - 1
+    for u in range(S):
+        r = idx[u]
+        for t in range(T):
+            x, e, g = (o[r, t], s[r, t], ng[r, t]) if axis == 0 else (o[t, r], s[t, r], ng[t, r])
+            sign = 1.0 - 2.0 * g
+            if L * bits <= 63:
+                z = x << max(min(e - e0, 63), 0)  # 0 stays 0 whatever its s
+                for li in range(L):
+                    f = sign * float((z >> (li * bits)) & mask)
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+            else:
+                for li in range(L):
+                    f = sign * float(_limb(x, e - e0, li * bits, bits)) if x != 0 else 0.0
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)  # sums of integers below 2^52: exact in any order
+def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> None:
+    """P[lx·Ly + ly, l] = Σ_u XL[lx, j, u]·YL[ly, u, l] over the S neurons: every product and partial sum an
+    integer below 2^52, so float64 is exact."""
+    C = YL.shape[2]
+    P[: Lx * Ly, :C] = 0.0
+    for lx in range(Lx):
+        for ly in range(Ly):
+            prow = P[lx * Ly + ly]  # 1-D contiguous rows: vectorized loops, four neurons a pass
+            u = 0
+            while u + 4 <= S:
+                x0, x1, x2, x3 = XL[lx, j, u], XL[lx, j, u + 1], XL[lx, j, u + 2], XL[lx, j, u + 3]
+                y0, y1, y2, y3 = YL[ly, u], YL[ly, u + 1], YL[ly, u + 2], YL[ly, u + 3]
+                for l_ in range(C):
+                    prow[l_] += (x0 * y0[l_] + x1 * y1[l_]) + (x2 * y2[l_] + x3 * y3[l_])
+                u += 4
+            for r in range(u, S):
+                x, yrow = XL[lx, j, r], YL[ly, r]
+                for l_ in range(C):
+                    prow[l_] += x * yrow[l_]
+
+
+@jit
+def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
+    """M and e (entry j·C + l; e at l = m): Σ over the neurons with λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at
+    l = m, exactly; False when the sums need more than MAX_WORDS words or too many limbs.
+
+    (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on 2^(e_V) into limbs of
+    xb = 52 − 24 − bitlen(S) bits (S the neurons): every sum over the neurons of limb products is an exact
+    float64 integer; those sums go into base-2³² words at their offsets, c_j too, and are split."""
+    wo, ws, wn = w
+    vo, vs, vn = v
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    XL, YL, P, negs = work
+    n, C = wo.shape
+    k = vo.shape[0]
+    S = 0
+    for i in range(n):
+        if lam[i] < 0:
+            negs[S] = i
+            S += 1
+    eW, tW = _span(negs, S, wo, ws, 0)
+    eV, tV = _span(negs, S, vo, vs, 1)
+    live = eW < (1 << 40) and eV < (1 << 40)
+    xb = 28 - (64 - leading_zeros(S + 1))
+    Ly = (tW - eW + 23) // 24 if live else 0
+    Lx = (tV - eV + xb - 1) // xb if live else 0
+    if Ly > YL.shape[0] or Lx > XL.shape[0]:
+        return False
+    base, top = (eV + eW, tV + tW + 64 - leading_zeros(S + 1)) if live else (1 << 40, -(1 << 40))
+    for j in range(k):
+        if co[j] != 0:
+            base, top = min(base, cs[j]), max(top, cs[j] + 64 - leading_zeros(co[j]))
+    if base == 1 << 40:
+        base = top = 0
+    NW = (top - base) // 32 + 3
+    if NW > MAX_WORDS:
+        return False
+    _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
+    _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
+    off = eV + eW - base
+    for j in range(k):
+        _products(XL, YL, P, j, S, Lx, Ly)
+        for l_ in range(C):
+            for q in range(NW):
+                acc[q] = 0
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    f = P[lx * Ly + ly, l_]
+                    if f != 0.0:
+                        _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
+            if l_ == C - 1 and co[j] != 0:
+                _add(acc, co[j], cs[j] - base, cn[j])
+            _split(acc, NW, base, j * C + l_, t, pn, plen, pw)
+    return True
+
+
+@jit
+def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any) -> int:
+    """The encodings of networks start, start + 1, … of the stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k, float32
+    or float64, C-contiguous) written one after the other into ``out`` from 0: network start + u's bytes are
+    out[offs[u]:offs[u + 1]] (empty, and flag set, for a network the kernel leaves).  Returns the index of the
+    first network not done (B when all are): the buffer is full, or (when none was done) too small for it, whose
+    size is then offs[0]."""
+    B, n, m = A.shape
+    k = V.shape[1]
+    C = m + 1
+    wo, ws, wn = np.empty((n, C), np.int64), np.empty((n, C), np.int64), np.empty((n, C), np.int64)
+    vo, vs, vn = np.empty((k, n), np.int64), np.empty((k, n), np.int64), np.empty((k, n), np.int64)
+    co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
+    mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
+    lam, keys = np.empty(n, np.int64), np.empty(n, np.uint64)
+    acc = np.zeros(MAX_WORDS + 2, np.int64)
+    kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
+           np.zeros((n * k, 6), np.int64))  # fmt: skip
+    aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
+           np.zeros((k * C, MAX_WORDS + 2), np.int64))  # fmt: skip
+    work = (
+        np.empty((_LIMBS, k, n)),
+        np.empty((_LIMBS // 2, n, C)),
+        np.empty((_LIMBS * _LIMBS, C)),
+        np.empty(n, np.int64),
+    )
+    em = np.arange(k * C).reshape(k, C)
+    idx = (np.arange(n * C), np.arange(n * k), em[:, :m].copy().reshape(-1), em[:, m].copy(), np.empty(n * C, np.int64))
+    pos = 0
+    for bi in range(start, B):
+        u = bi - start
+        offs[u] = pos
+        offs[u + 1] = pos
+        ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
+        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
+        order = _order(mag, sg, n, C, keys) if ok else lam[:0]
+        if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
+            flag[bi] = True
+            continue
+        _kinks(order, lam, wo, ws, vo, vs, vn, acc, kin)
+        size, w = encoded_size(mag, n, C, k, m, kin, aff)
+        if pos + size + 8 > out.size:  # 8 bytes for the last store's excess
+            if u == 0:
+                offs[0] = size
+            return int(bi)
+        pos = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
+        offs[u + 1] = pos
+    return int(B)

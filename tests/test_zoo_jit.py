@@ -1,0 +1,193 @@
+"""The compiled kernel of the zoo's digests (numba, ``relusym[fast]``) against the definition and the numpy path.
+
+Oracles: ``reference_digest`` of the exact normal form (the digest's definition, from Fractions) for every
+network, and the numpy path (``RELUSYM_NO_JIT=1``) for whole stacks, widths and flags included.  The stacks are
+those of the numpy path's tests (ties, opposite pairs, cancelling kinks, dead and constant neurons, float16/32/64,
+wide exponent spreads, subnormals) and random float32/float64 ones that the kernel takes.  Skipped without numba.
+The kernel is compiled once per machine (numba's cache); a test process loads it in about a second."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+from digest_helpers import STRUCTURED, dense_stack, stack_definition, structured_case, structured_stack  # noqa: E402
+from relusym._zoo import _digest_jit  # noqa: E402
+from relusym._zoo._digest import StackDigests, stack_digests  # noqa: E402
+from relusym._zoo._digest_jit import jit_available, jit_digests  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _kernel_loaded() -> None:
+    """The kernel loaded (a process loads it only after 2^24 weights otherwise)."""
+    assert jit_available()
+
+
+def test_a_process_loads_the_kernel_after_its_first_weights(monkeypatch):
+    """Before the kernel is loaded, stacks go by numpy until 2^24 weights are done (small jobs do not pay numba's
+    import); then by the kernel."""
+    monkeypatch.setattr(_digest_jit, "_STATE", {})
+    monkeypatch.setattr(_digest_jit, "_WORK", 5000)
+    V, A, b, c = dense_stack(np.random.default_rng(2), 10, 3, 8, 2, 4)  # 10·(16 + 24 + 8 + 2) = 500 weights
+    assert [jit_digests(V, A, b, c) is None for _ in range(11)] == [True] * 9 + [False] * 2
+    assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)
+
+
+def _numpy(V: Any, A: Any, b: Any, c: Any) -> StackDigests:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RELUSYM_NO_JIT", "1")
+        assert not jit_available()
+        return stack_digests(V, A, b, c)
+
+
+def _same(x: StackDigests, y: StackDigests) -> None:
+    """Equal digests and errors; y vectorized only where x is (the kernel takes some networks the numpy path
+    leaves to the single-network path), and equal widths and genericity flags where both are."""
+    assert x.digest == y.digest and x.error == y.error
+    assert not (y.fast & ~x.fast).any()
+    assert x.class_a is not None and y.class_a is not None
+    assert (x.width == y.width)[y.fast].all() and (x.class_a == y.class_a)[y.fast].all()
+
+
+def _one_class_each(V: Any, A: Any, b: Any, c: Any) -> np.ndarray:
+    """Per network, whether it is finite and every neuron a kink class of its own (a_i ≠ 0, v_i ≠ 0, no two rows
+    (a_i, b_i) proportional), in Fractions: the networks the kernel may take."""
+    out = []
+    for t in range(A.shape[0]):
+        if not all(np.isfinite(np.asarray(x[t], dtype=np.float64)).all() for x in (V, A, b, c)):
+            out.append(False)
+            continue
+        rows = set()
+        ok = bool((np.asarray(V[t]) != 0).any(axis=0).all())
+        for i in range(A.shape[1]):
+            w = [Fraction(float(x)) for x in A[t, i]] + [Fraction(float(b[t, i]))]
+            lam = next((x for x in w[:-1] if x != 0), None)
+            ok = ok and lam is not None
+            rows.add(tuple(x / lam for x in w) if lam else None)
+        out.append(ok and len(rows) == A.shape[1])
+    return np.array(out, dtype=bool)
+
+
+def _check(V: Any, A: Any, b: Any, c: Any) -> np.ndarray:
+    """The kernel's digests are the definition's, the stack's digests equal the numpy path's, it takes only
+    networks of one neuron per class; returns the mask of the networks it took."""
+    assert jit_available()
+    got = jit_digests(V, A, b, c)
+    assert got is not None
+    done, digests = got
+    expected = stack_definition(V, A, b, c)
+    assert digests == [d for d, t in zip(expected, done.tolist(), strict=True) if t]
+    sd = stack_digests(V, A, b, c)
+    assert sd.digest == expected
+    _same(sd, _numpy(V, A, b, c))
+    assert not (done & ~_one_class_each(V, A, b, c)).any()
+    return done
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**STRUCTURED)
+def test_structured_stacks_equal_the_definition_and_the_numpy_path(seed, m, n, k, dtype, wide):
+    _check(*structured_case(seed, m, n, k, dtype, wide))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 5),
+    n=st.integers(1, 12),
+    k=st.integers(1, 3),
+    spread=st.sampled_from([0, 4, 12, 30, 60]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_dense_stacks_are_taken_and_equal_the_definition(seed, m, n, k, spread, dtype):
+    """Dense stacks (few dead or constant neurons, few neurons on one hyperplane), float64 ones with full 53-bit
+    mantissas too: the kernel takes every float32 network of one neuron per class whose rows fit 63 bits."""
+    rng = np.random.default_rng(seed)
+    V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 10, m, n, k, spread))
+    if dtype == np.float64:  # full mantissas, the same zeros
+        V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+    done = _check(V, A, b, c)
+    if spread <= 12 and dtype == np.float32:  # rows within 63 bits, sums within the words
+        assert (done == _one_class_each(V, A, b, c)).all()
+
+
+def _float64_rows(A: np.ndarray, b: np.ndarray) -> int:
+    """The widest span of bits (lowest set bit to highest) of a row (a_i, b_i) of float64 values."""
+    W = np.concatenate([A, b[..., None]], axis=-1).astype(np.float64)
+    m, e = np.frexp(W)
+    nz = W != 0
+    low = np.where(nz, e - 53, 10**6)
+    return int(np.where(nz, e, -(10**6)).max(axis=-1).__sub__(low.min(axis=-1)).max())
+
+
+def test_the_kernel_flags_what_it_does_not_take():
+    """One network of each kind the kernel leaves (one class of two neurons, an opposite pair, a dead neuron, a
+    constant neuron, a row beyond 63 bits, a sum of M beyond its words, NaN) and of kinds it takes (equal first
+    entries on distinct rows, equal magnitudes with other signs, subnormals, λ not the first weight, zeros in
+    a and b): exactly the former are flagged, every digest is the definition's."""
+    rng = np.random.default_rng(5)
+    B, m, n, k = 13, 3, 5, 2
+    V, A, b, c = (x.astype(np.float64) for x in dense_stack(rng, B, m, n, k, 3, ints=False))
+    A[1, 4], b[1, 4] = 2 * A[1, 1], 2 * b[1, 1]  # one class of two neurons
+    A[2, 3], b[2, 3] = -0.5 * A[2, 0], -0.5 * b[2, 0]  # an opposite pair
+    V[3, :, 2] = 0.0  # a dead neuron
+    A[4, 3] = 0.0  # a constant neuron
+    b[5, 1], A[5, 1] = 2.0**60, 2.0**-10  # a row of 71 bits
+    V[6, :, 0], A[6, 0], V[6, :, 1], A[6, 1] = 2.0**500, -(2.0**400), 2.0**-500, -(2.0**-400)  # M over 1,800 bits
+    A[7, 2, 1] = np.nan
+    flagged = [1, 2, 3, 4, 5, 6, 7]
+    A[8, 1, 0], A[8, 3, 0] = 0.75, 0.75  # equal first entries, other rows: ordered by the whole row
+    A[8, 1, 1:], A[8, 3, 1:], b[8, 1], b[8, 3] = 1.0, 2.0, 0.5, 0.25
+    A[9, 1], b[9, 1], A[9, 2], b[9, 2] = (1.0, 2.0, 3.0), 5.0, (1.0, -2.0, 3.0), 5.0  # magnitudes equal, signs not
+    A[10, 0], b[10, 0] = np.array([3.0, 2.0, 5.0]) * 2.0**-1074, 7 * 2.0**-1074  # a row of subnormals
+    A[11, 2, 0], A[11, 2, 1] = 0.0, -1.25  # λ is the second weight, negative
+    b[12] = 0.0
+    assert _float64_rows(A[5], b[5]) > 63
+    done = _check(V, A, b, c)
+    assert np.nonzero(~done)[0].tolist() == flagged
+    V16, A16, b16, c16 = (x.astype(np.float16) for x in dense_stack(rng, 6, 2, 5, 1, 2, ints=False))
+    assert _check(V16, A16, b16, c16).all()
+
+
+def test_buffers_of_any_size_and_other_data_give_the_same_digests(monkeypatch):
+    """A buffer smaller than one network (grown) or than a few (several kernel calls) changes nothing; integer
+    and object stacks are not the kernel's (None) and stay correct; ``RELUSYM_NO_JIT=1`` turns the kernel off."""
+    rng = np.random.default_rng(9)
+    V, A, b, c = dense_stack(rng, 30, 4, 6, 2, 8)
+    whole = stack_digests(V, A, b, c)
+    for size in (16, 2000):
+        monkeypatch.setattr(_digest_jit, "_BUFFER", size)
+        _same(stack_digests(V, A, b, c), whole)
+    assert whole.digest == stack_definition(V, A, b, c)
+    Vi, Ai, bi, ci = (np.round(x * 8).astype(np.int64) for x in (V, A, b, c))
+    assert jit_digests(Vi, Ai, bi, ci) is None
+    assert stack_digests(Vi, Ai, bi, ci).digest == stack_definition(Vi, Ai, bi, ci)
+    monkeypatch.setenv("RELUSYM_NO_JIT", "1")
+    assert jit_digests(V, A, b, c) is None
+
+
+@pytest.mark.slow
+def test_thousands_of_random_networks_through_the_kernel():
+    """About 3,000 dense networks (float32, and float64 with full mantissas) the kernel takes, and structured
+    ones it mostly leaves: every digest the definition's."""
+    rng = np.random.default_rng(11)
+    taken = 0
+    for m, n, k, B, dtype, spread in (
+        (2, 16, 1, 800, np.float32, 4),
+        (1, 6, 1, 800, np.float32, 12),
+        (8, 24, 3, 400, np.float64, 0),
+        (16, 32, 4, 200, np.float32, 8),
+    ):
+        V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, B, m, n, k, spread))
+        if dtype == np.float64:
+            V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        taken += int(_check(V, A, b, c).sum())
+    _check(*structured_stack(rng, 400, 3, 9, 2, np.float32, 20))
+    assert taken >= 1500
