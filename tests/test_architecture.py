@@ -44,6 +44,8 @@ HEAVY = (
     "h5py",
     "sklearn",
     "safetensors",
+    "numba",
+    "llvmlite",
     "flint",  # required, but imported on first use (only the exact linear algebra needs it)
     "threadpoolctl",  # required, but imported on first use (the digest of a large network, the process pools)
 )
