@@ -66,6 +66,8 @@ _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the pa
 # second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
 # search after the covers none (both end early when they give up, leaving the time to what follows)
 _COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
+# of the time left after the covers, the walks' share (they end early: a few LPs per start, 4 starts a unit)
+_WALK_SHARE = 0.5
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
@@ -79,7 +81,9 @@ class UnitCertificate:
     ``"exact-lp"`` (first layer on a polytope), ``"branch-and-bound"`` or ``"cover"`` (the leaves of an input
     splitting, :mod:`relusym._deep.box_cover`: each region's bound is :func:`relusym._deep.bounds.unit_bound` from
     the region's exact table of the earlier layers).  crossing: ``negative``/``positive`` are
-    exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
+    exact points of the domain and ``values`` the exact pre-activations there (``method`` ``"walk"`` when the
+    walk over linear regions, :mod:`relusym._deep.units_walk`, found the missing sign, else empty).
+    undecided: ``reason``.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
     the region's exact interval/relaxation bounds of the earlier layers.
@@ -393,10 +397,10 @@ def _phase_cert(
     )
 
 
-def _crossing_cert(wit: Witnesses, ell: int, j: int) -> UnitCertificate:
+def _crossing_cert(wit: Witnesses, ell: int, j: int, how: str = "") -> UnitCertificate:
     neg, pos = wit.neg[ell][j], wit.pos[ell][j]
     assert neg is not None and pos is not None
-    return UnitCertificate(ell + 1, j, CROSSING, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
+    return UnitCertificate(ell + 1, j, CROSSING, method=how, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
 
 
 def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) -> UnitCertificate | None:
@@ -421,6 +425,7 @@ def _cover_stage(
     """The covers of :mod:`relusym._deep.box_cover` and the witness hunt for the pending units (with
     ``_COVER_SHARE`` of the time left); returns the units still pending."""
     from relusym._deep.box_cover import cover_units, hunt
+    from relusym._deep.units_walk import walk_units
     from relusym._deep.witness import FloatNet
 
     until = deadline.sub(_COVER_SHARE)
@@ -436,6 +441,9 @@ def _cover_stage(
     # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
     done = {(p.ell, p.j) for p in proved}
     rest = [(ell, j) for ell, j in pending if (ell, j) not in done and not wit.crossing(ell, j)]
+    # first the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region)
+    walked = set(walk_units(wit, FloatNet(layers, root[0], root[1]), root, rest, until.sub(_WALK_SHARE)))
+    rest = [(ell, j) for ell, j in rest if not wit.crossing(ell, j)]
     hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
     for p in proved:
         status = DEAD if p.sign < 0 else ACTIVE
@@ -444,7 +452,7 @@ def _cover_stage(
     left = []
     for ell, j in pending:
         if wit.crossing(ell, j):
-            certs[ell][j] = _crossing_cert(wit, ell, j)
+            certs[ell][j] = _crossing_cert(wit, ell, j, "walk" if (ell, j) in walked else "")
         elif certs[ell][j].status == UNDECIDED:
             left.append((ell, j))
     return left
