@@ -66,8 +66,9 @@ _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the pa
 # second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
 # search after the covers none (both end early when they give up, leaving the time to what follows)
 _COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
-# of the time left after the covers, the walks' share (they end early: a few LPs per start, 4 starts a unit)
-_WALK_SHARE = 0.5
+# after the first hunt, the walks' share of the cover stage's time (they end early: a few LPs a start, at most 16
+# starts a unit)
+_WALK_SHARE = 0.25
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
@@ -432,7 +433,13 @@ def _cover_stage(
     # the witness hunt first (a crossing found costs no cover), then the second layer's covers (their leaves are
     # proved in one batch, the cheapest proofs; the covers grow in rounds), then the later layers' covers with the
     # rest (on ACAS Xu their float bounds settle no leaf of most of them: they are given up within a second)
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, until.sub(_HUNT_SHARE))
+    net = FloatNet(layers, root[0], root[1])
+    hunt(wit, net, root, pending, until.sub(_HUNT_SHARE))
+    # then the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region) for the
+    # units past the second layer, whose covers rarely close: they end early, and a unit shown crossing costs no
+    # cover (the second layer's units are walked after their covers, which prove most of them)
+    deep = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
+    walked = set(walk_units(wit, net, root, deep, until.sub(_WALK_SHARE)))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
     later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
     proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves)
@@ -441,10 +448,9 @@ def _cover_stage(
     # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
     done = {(p.ell, p.j) for p in proved}
     rest = [(ell, j) for ell, j in pending if (ell, j) not in done and not wit.crossing(ell, j)]
-    # first the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region)
-    walked = set(walk_units(wit, FloatNet(layers, root[0], root[1]), root, rest, until.sub(_WALK_SHARE)))
+    walked |= set(walk_units(wit, net, root, [(ell, j) for ell, j in rest if ell <= 1], until))
     rest = [(ell, j) for ell, j in rest if not wit.crossing(ell, j)]
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
+    hunt(wit, net, root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
     for p in proved:
         status = DEAD if p.sign < 0 else ACTIVE
         how = "cover" if p.ell > 0 else "branch-and-bound"

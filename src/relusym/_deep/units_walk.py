@@ -28,7 +28,7 @@ from relusym._deep.witness import FloatNet, exact_point
 __all__ = ["region_maps", "walk", "walk_units"]
 
 _STEPS = 40  # regions a walk may visit
-_STARTS = 4  # walks per unit (from its best sampled points)
+_FIRST, _STARTS = 4, 16  # walks per unit (from its best sampled points): a first round, then up to 16
 _SAMPLES = 2048  # sampled points the starts are chosen from
 _TOL = 1e-9  # a boundary counts as tight, a gain as real, above this
 
@@ -123,24 +123,27 @@ def walk_units(
     deadline: Deadline,
     starts: int = _STARTS,
     seed: int = 3,
+    samples: int = _SAMPLES,
 ) -> list[tuple[int, int]]:
-    """Walks towards the missing sign of each unit in ``units`` seen with one sign only, from its ``starts``
-    best sampled points; the candidates are confirmed exactly.  Returns the units found crossing."""
-    U = net.samples(_SAMPLES, seed)
+    """Walks towards the missing sign of each unit in ``units`` seen with one sign only, from its best sampled
+    points: ``_FIRST`` starts a unit for every unit, then the next ones up to ``starts`` (the deadline looked at
+    before each walk); the candidates are confirmed exactly.  Returns the units found crossing."""
+    U = net.samples(samples, seed)
     Z = net.preactivations(U)
     found: list[tuple[int, int]] = []
-    for ell, j in units:
-        if wit.crossing(ell, j) or (wit.pos[ell][j] is None and wit.neg[ell][j] is None):
-            continue
-        sign = 1.0 if wit.pos[ell][j] is None else -1.0
-        for r in np.argsort(-sign * Z[ell][:, j])[:starts]:
-            if deadline.expired():
-                return found
-            x = walk(net, U[r], ell, j, sign)
-            if x is None:
+    for first, last in ((0, min(_FIRST, starts)), (_FIRST, starts)):
+        for ell, j in units:
+            if wit.crossing(ell, j) or (wit.pos[ell][j] is None and wit.neg[ell][j] is None):
                 continue
-            wit.record(exact_point(root[0], root[1], x))
-            if wit.crossing(ell, j):
-                found.append((ell, j))
-                break
+            sign = 1.0 if wit.pos[ell][j] is None else -1.0
+            for r in np.argsort(-sign * Z[ell][:, j])[first:last]:
+                if deadline.expired():
+                    return found
+                x = walk(net, U[r], ell, j, sign)
+                if x is None:
+                    continue
+                wit.record(exact_point(root[0], root[1], x))
+                if wit.crossing(ell, j):
+                    found.append((ell, j))
+                    break
     return found
