@@ -79,10 +79,11 @@ def test_unit_status_certifies_the_wedge_crossing() -> None:
 
 
 def test_walk_never_claims_a_unit_dead_on_the_box() -> None:
-    # the wedge lowered by 1/10 more than its height: z ≤ 1 − C − 1/10 < 0 on the box, positive nowhere in it
+    # the wedge lowered by 1/10 more than its height: z ≤ 1 − C − 1/10 < 0 on the box (its ridge rises past x0 = 1)
     W0 = [[-THIRD, 1], [THIRD, -1], [1, 0]]
     net = MLP([W0, [[-K, -K, 1]], [[1]]], [[THIRD - B, B - THIRD, 1], [-1 - C - Fraction(1, 10)], [0]])
     layers = ExactLayers.of(net)
+    assert exact_preactivations(layers, (Fraction(2), B + THIRD))[1][0] > 0  # dead only on the box: positive outside
     fn = FloatNet(layers, ROOT[0], ROOT[1])
     wit = _seen_negative(layers)
     assert walk_units(wit, fn, ROOT, [(1, 0)], Deadline(60)) == []

@@ -423,8 +423,9 @@ def _cover_stage(
     deadline: Deadline,
     leaves: int,
 ) -> list[tuple[int, int]]:
-    """The covers of :mod:`relusym._deep.box_cover` and the witness hunt for the pending units (with
-    ``_COVER_SHARE`` of the time left); returns the units still pending."""
+    """The witness hunt, the walks of :mod:`relusym._deep.units_walk` and the covers of
+    :mod:`relusym._deep.box_cover` for the pending units (with ``_COVER_SHARE`` of the time left); returns the
+    units still pending."""
     from relusym._deep.box_cover import cover_units, hunt
     from relusym._deep.units_walk import walk_units
     from relusym._deep.witness import FloatNet
@@ -487,12 +488,13 @@ def unit_status(
     the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
     certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
-    search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
-    ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
-    off).  Units left unproved are
-    "undecided" with the reason.  ``only``: the (layer, unit) pairs to classify (layers 1-based, as the
-    certificates number them); the other units keep the cheap statuses (witnesses, the root's bound table) and are
-    otherwise "undecided" with reason "not requested"."""
+    search for their missing sign, walks over linear regions towards it (:mod:`relusym._deep.units_walk`, one LP
+    a region; a crossing so found has method ``"walk"``) and covers by input splitting
+    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 64 times as many in the second layer,
+    each leaf's bound exact; 0 turns the stage off).  Units left unproved are "undecided" with the reason.
+    ``only``: the (layer, unit) pairs to classify (layers 1-based, as the certificates number them); the other
+    units keep the cheap statuses (witnesses, the root's bound table) and are otherwise "undecided" with reason
+    "not requested"."""
     clock = Stopwatch()
     deadline = Deadline(budget)
     if isinstance(cover_leaves, bool) or not isinstance(cover_leaves, int) or cover_leaves < 0:
