@@ -66,9 +66,9 @@ _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the pa
 # second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
 # search after the covers none (both end early when they give up, leaving the time to what follows)
 _COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
-# after the first hunt, the walks' share of the cover stage's time (they end early: a few LPs a start, at most 16
-# starts a unit)
-_WALK_SHARE = 0.25
+# after the second layer's covers, the walks' share of the time left to the stage (they end early: a few LPs a
+# start, at most 16 starts a unit)
+_WALK_SHARE = 0.5
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
@@ -436,14 +436,14 @@ def _cover_stage(
     # rest (on ACAS Xu their float bounds settle no leaf of most of them: they are given up within a second)
     net = FloatNet(layers, root[0], root[1])
     hunt(wit, net, root, pending, until.sub(_HUNT_SHARE))
-    # then the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region) for the
-    # units past the second layer, whose covers rarely close: they end early, and a unit shown crossing costs no
-    # cover (the second layer's units are walked after their covers, which prove most of them)
-    deep = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
-    walked = set(walk_units(wit, net, root, deep, until.sub(_WALK_SHARE)))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
     later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
     proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves)
+    # then the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region) for the
+    # later layers' units, whose covers rarely close: they end early, and a unit shown crossing costs no cover (the
+    # second layer's covers go first: they prove the most units a second, and the walks would take their time)
+    walked = set(walk_units(wit, net, root, later, until.sub(_WALK_SHARE)))
+    later = [(ell, j) for ell, j in later if not wit.crossing(ell, j)]
     proved += cover_units(layers, root, wit, later, until, leaves) if later else []
     # what the covers left: a long hunt for the missing sign with the rest of the stage's time (on ACAS Xu it finds
     # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
