@@ -122,7 +122,7 @@ def main() -> None:
         c = st.counts()
         for ell, _ in st.units("undecided"):
             by_layer[ell] = by_layer.get(ell, 0) + 1
-        for cert in (c for lay in st.certificates for c in lay if c.status in ("dead", "active")):
+        for cert in (c for lay in st.certificates for c in lay if c.status != "undecided" and c.method):
             by_method[cert.layer, cert.method] = by_method.get((cert.layer, cert.method), 0) + 1
         for key in tot:
             tot[key] += c[key]
@@ -144,7 +144,10 @@ def main() -> None:
         f"{itot[0]:8d} {itot[1]:10d} | {stot[0]:9d} {stot[1]:11d} {stot[2]:10d}"
     )
     print("undecided by hidden layer: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_layer.items())))
-    print("dead/active by (layer, method): " + ", ".join(f"{k[0]} {k[1]}: {v}" for k, v in sorted(by_method.items())))
+    print(
+        "dead/active/crossing by (layer, method): "
+        + ", ".join(f"{k[0]} {k[1]}: {v}" for k, v in sorted(by_method.items()))
+    )
     print(f"wall {t_all:.1f} s, CPU {t_cpu:.1f} s, load average {os.getloadavg()[0]:.2f}")
     if args.check:
         print(f"certificates re-checked in {t_check:.1f} s: {bad} rejected")

@@ -66,6 +66,9 @@ _PHASE_SHARE = 0.3  # with search="box+phases": of a pending unit's time, the pa
 # second layer's covers prove the most units per second; the later layers' covers proved none and the per-unit LP
 # search after the covers none (both end early when they give up, leaving the time to what follows)
 _COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
+# after the second layer's covers, the walks' share of the time left to the stage (they end early: a few LPs a
+# start, at most 16 starts a unit)
+_WALK_SHARE = 0.5
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
@@ -79,7 +82,9 @@ class UnitCertificate:
     ``"exact-lp"`` (first layer on a polytope), ``"branch-and-bound"`` or ``"cover"`` (the leaves of an input
     splitting, :mod:`relusym._deep.box_cover`: each region's bound is :func:`relusym._deep.bounds.unit_bound` from
     the region's exact table of the earlier layers).  crossing: ``negative``/``positive`` are
-    exact points of the domain and ``values`` the exact pre-activations there.  undecided: ``reason``.
+    exact points of the domain and ``values`` the exact pre-activations there (``method`` ``"walk"`` when the
+    walk over linear regions, :mod:`relusym._deep.units_walk`, found the missing sign, else empty).
+    undecided: ``reason``.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
     the region's exact interval/relaxation bounds of the earlier layers.
@@ -393,10 +398,10 @@ def _phase_cert(
     )
 
 
-def _crossing_cert(wit: Witnesses, ell: int, j: int) -> UnitCertificate:
+def _crossing_cert(wit: Witnesses, ell: int, j: int, how: str = "") -> UnitCertificate:
     neg, pos = wit.neg[ell][j], wit.pos[ell][j]
     assert neg is not None and pos is not None
-    return UnitCertificate(ell + 1, j, CROSSING, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
+    return UnitCertificate(ell + 1, j, CROSSING, method=how, negative=neg[0], positive=pos[0], values=(neg[1], pos[1]))
 
 
 def _root_cert(t: BoundTable, ell: int, j: int, root: Region, polytope: bool) -> UnitCertificate | None:
@@ -418,25 +423,35 @@ def _cover_stage(
     deadline: Deadline,
     leaves: int,
 ) -> list[tuple[int, int]]:
-    """The covers of :mod:`relusym._deep.box_cover` and the witness hunt for the pending units (with
-    ``_COVER_SHARE`` of the time left); returns the units still pending."""
+    """The witness hunt, the walks of :mod:`relusym._deep.units_walk` and the covers of
+    :mod:`relusym._deep.box_cover` for the pending units (with ``_COVER_SHARE`` of the time left); returns the
+    units still pending."""
     from relusym._deep.box_cover import cover_units, hunt
+    from relusym._deep.units_walk import walk_units
     from relusym._deep.witness import FloatNet
 
     until = deadline.sub(_COVER_SHARE)
     # the witness hunt first (a crossing found costs no cover), then the second layer's covers (their leaves are
     # proved in one batch, the cheapest proofs; the covers grow in rounds), then the later layers' covers with the
     # rest (on ACAS Xu their float bounds settle no leaf of most of them: they are given up within a second)
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, pending, until.sub(_HUNT_SHARE))
+    net = FloatNet(layers, root[0], root[1])
+    hunt(wit, net, root, pending, until.sub(_HUNT_SHARE))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
     later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
     proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves)
+    # then the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region) for the
+    # later layers' units, whose covers rarely close: they end early, and a unit shown crossing costs no cover (the
+    # second layer's covers go first: they prove the most units a second, and the walks would take their time)
+    walked = set(walk_units(wit, net, root, later, until.sub(_WALK_SHARE)))
+    later = [(ell, j) for ell, j in later if not wit.crossing(ell, j)]
     proved += cover_units(layers, root, wit, later, until, leaves) if later else []
     # what the covers left: a long hunt for the missing sign with the rest of the stage's time (on ACAS Xu it finds
     # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
     done = {(p.ell, p.j) for p in proved}
     rest = [(ell, j) for ell, j in pending if (ell, j) not in done and not wit.crossing(ell, j)]
-    hunt(wit, FloatNet(layers, root[0], root[1]), root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
+    walked |= set(walk_units(wit, net, root, [(ell, j) for ell, j in rest if ell <= 1], until))
+    rest = [(ell, j) for ell, j in rest if not wit.crossing(ell, j)]
+    hunt(wit, net, root, rest, until, starts=_LONG_HUNT[0], steps=_LONG_HUNT[1], seed=7)
     for p in proved:
         status = DEAD if p.sign < 0 else ACTIVE
         how = "cover" if p.ell > 0 else "branch-and-bound"
@@ -444,7 +459,7 @@ def _cover_stage(
     left = []
     for ell, j in pending:
         if wit.crossing(ell, j):
-            certs[ell][j] = _crossing_cert(wit, ell, j)
+            certs[ell][j] = _crossing_cert(wit, ell, j, "walk" if (ell, j) in walked else "")
         elif certs[ell][j].status == UNDECIDED:
             left.append((ell, j))
     return left
@@ -473,12 +488,13 @@ def unit_status(
     the input box alone settles the most units within a budget (``benchmarks/bench_deep_box.py --search``);
     ``tighten_bounds``: the phase search on bounds of the earlier layers tightened by LP (proved, and kept in the
     certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
-    search for their missing sign and covers by input splitting (:mod:`relusym._deep.box_cover`: at most
-    ``cover_leaves`` leaves a unit, 8 times as many in the second layer, each leaf's bound exact; 0 turns the stage
-    off).  Units left unproved are
-    "undecided" with the reason.  ``only``: the (layer, unit) pairs to classify (layers 1-based, as the
-    certificates number them); the other units keep the cheap statuses (witnesses, the root's bound table) and are
-    otherwise "undecided" with reason "not requested"."""
+    search for their missing sign, walks over linear regions towards it (:mod:`relusym._deep.units_walk`, one LP
+    a region; a crossing so found has method ``"walk"``) and covers by input splitting
+    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 64 times as many in the second layer,
+    each leaf's bound exact; 0 turns the stage off).  Units left unproved are "undecided" with the reason.
+    ``only``: the (layer, unit) pairs to classify (layers 1-based, as the certificates number them); the other
+    units keep the cheap statuses (witnesses, the root's bound table) and are otherwise "undecided" with reason
+    "not requested"."""
     clock = Stopwatch()
     deadline = Deadline(budget)
     if isinstance(cover_leaves, bool) or not isinstance(cover_leaves, int) or cover_leaves < 0:
