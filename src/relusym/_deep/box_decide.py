@@ -44,6 +44,9 @@ Point = tuple[Fraction, ...]
 Affine = tuple[list[list[Fraction]], list[Fraction]]
 
 
+SYMBOLIC_SHARE = 0.85  # of the distance's time left, for the symbolic difference bounds (the rest: box intervals)
+
+
 def _pair(a: Any, b: Any, domain: Any) -> tuple[MLP, MLP, Box]:
     n1, n2 = as_mlp(a), as_mlp(b)
     if (n1.m, n1.k) != (n2.m, n2.k):
@@ -393,8 +396,7 @@ def distance_on_deep(
     diff = _Diff(L1, L2) if _Diff.same_shape(L1, L2) else None
     sym_upper, sym_boxes = None, 0
     if diff is not None:
-        # half the time left: the boxes' CROWN-based interval bounds below are tighter on some pairs (ACAS 1_2)
-        sym_upper, sym_boxes = symbolic_upper(L1, L2, box, best, Deadline(deadline.left() / 2), target)
+        sym_upper, sym_boxes = symbolic_upper(L1, L2, box, best, Deadline(deadline.left() * SYMBOLIC_SHARE), target)
         if sym_upper <= best:
             return DomainDistance(best, best_x, best, "exact", box, None, sym_boxes)
         if target is not None and (sym_upper <= target or best > target):
