@@ -12,9 +12,12 @@ neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything i
   flipped where λ_i < 0.
 * **order.**  The rows sorted by their first entry's little-endian bytes (byte-swapped as a uint64 key); runs of
   equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
+  Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
-* **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: every product o·o'·2^(s + s') added
-  exactly into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
+* **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: float64 limbs of both factors, their
+  products summed exactly over the neurons (:func:`_affine`), each sum added at its offset into one 128-bit
+  integer (two int64 words) when the entry spans at most ``_WIDE`` bits (float32 networks), else into
+  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
 * **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
 
 All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
@@ -34,8 +37,10 @@ from relusym._zoo._jit_bytes import (
     inline,
     jit,
     leading_zeros,
+    lshr,
     nbytes,
     trailing_zeros,
+    ult,
     write_network,
 )
 
@@ -43,6 +48,8 @@ __all__ = ["stack_bytes", "MAX_WORDS"]
 
 
 _LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
+_RANKS = 128  # rows sorted by counting ranks up to this many (n² compares), by argsort beyond
+_WIDE = 120  # sums of M and e spanning at most this many bits go through 128-bit integers
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
 _FRAC = (1 << 52) - 1
@@ -161,11 +168,20 @@ def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
 
 
 @jit
-def _order(mag: Any, sg: Any, n: int, C: int, keys: Any) -> Any:
+def _order(mag: Any, sg: Any, n: int, C: int, keys: Any, ranks: Any) -> Any:
     """The order of the rows by their bytes; empty when two rows are equal (one class)."""
     for i in range(n):
         keys[i] = _swapped(mag[i, 0])
-    order = np.argsort(keys[:n])
+    if n <= _RANKS:  # each row's rank by counting (n² compares in vector lanes, no allocation); ties by index
+        order = ranks[:n]
+        for i in range(n):
+            x = keys[i]
+            r = 0
+            for j in range(n):
+                r += (keys[j] < x) | ((keys[j] == x) & (j < i))
+            order[r] = i
+    else:
+        order = np.argsort(keys[:n])
     r0 = 0
     while r0 < n:
         r1 = r0 + 1
@@ -249,6 +265,44 @@ def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw:
         if w != 0:
             top = 4 * u + nbytes(w)
     t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
+
+
+@inline
+def _add128(hi: int, lo: int, f: int, s: int) -> tuple[int, int]:
+    """(hi, lo) + f·2^s in 128-bit two's complement (lo's bits read unsigned); |f| < 2^63, 0 ≤ s ≤ 126 and the
+    sum below 2^127 in magnitude."""
+    if s == 0:
+        h, low = f >> 63, f
+    elif s < 64:
+        h, low = f >> (64 - s), f << s
+    else:
+        h, low = f << (s - 64), 0
+    lo2 = lo + low
+    return hi + h + ult(lo2, low), lo2
+
+
+@inline
+def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
+    """The 2-adic split of 2^base · (hi, lo) (a 128-bit two's complement integer) into entry e, as
+    :func:`_split`."""
+    neg = hi < 0
+    if neg:
+        lo = -lo
+        hi = ~hi + (lo == 0)
+    if hi == 0 and lo == 0:
+        t[e], pn[e], plen[e] = 0, 0, 0
+        return
+    if lo != 0:
+        tz = trailing_zeros(lo)
+        lo = lshr(lo, tz) | ((hi << (63 - tz)) << 1)
+        hi = hi >> tz
+    else:
+        tz = 64 + trailing_zeros(hi)
+        lo = hi >> (tz - 64)
+        hi = 0
+    t[e], pn[e] = base + tz, 1 if neg else 0
+    plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
+    pw[e, 0], pw[e, 1], pw[e, 2], pw[e, 3] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
 
 
 @jit
@@ -357,11 +411,11 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
 
     (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on 2^(e_V) into limbs of
     xb = 52 − 24 − bitlen(S) bits (S the neurons): every sum over the neurons of limb products is an exact
-    float64 integer; those sums go into base-2³² words at their offsets, c_j too, and are split."""
+    float64 integer; those sums go into one 128-bit integer (:func:`_add128`; every partial sum is below
+    2^(top − base + 1)) or base-2³² words at their offsets, c_j too, and are split."""
     wo, ws, wn = w
     vo, vs, vn = v
     co, cs, cn = cv
-    t, pn, plen, pw = out
     XL, YL, P, negs = work
     n, C = wo.shape
     k = vo.shape[0]
@@ -390,6 +444,53 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
+    if top - base <= _WIDE:  # every partial sum below 2^(top − base + 1): two int64 words, no carries to chase
+        _sums128(XL, YL, P, cv, out, S, Lx, Ly, xb, off, base)
+    else:
+        _sums_words(XL, YL, P, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+    return True
+
+
+@jit
+def _sums128(
+    XL: Any, YL: Any, P: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
+) -> None:
+    """The entries of M and e from the limbs (:func:`_affine`) in 128-bit integers, split into ``out``."""
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = XL.shape[1], YL.shape[2]
+    for j in range(k):
+        _products(XL, YL, P, j, S, Lx, Ly)
+        for l_ in range(C):
+            hi, lo = 0, 0
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    hi, lo = _add128(hi, lo, int(P[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
+            if l_ == C - 1 and co[j] != 0:
+                hi, lo = _add128(hi, lo, -co[j] if cn[j] else co[j], cs[j] - base)
+            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+
+
+@jit
+def _sums_words(
+    XL: Any,
+    YL: Any,
+    P: Any,
+    cv: Any,
+    out: Any,
+    acc: Any,
+    S: int,
+    Lx: int,
+    Ly: int,
+    xb: int,
+    off: int,
+    base: int,
+    NW: int,
+) -> None:
+    """The entries of M and e from the limbs (:func:`_affine`) in NW base-2³² words, split into ``out``."""
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
         _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
@@ -403,7 +504,6 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
             if l_ == C - 1 and co[j] != 0:
                 _add(acc, co[j], cs[j] - base, cn[j])
             _split(acc, NW, base, j * C + l_, t, pn, plen, pw)
-    return True
 
 
 @jit
@@ -420,7 +520,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     vo, vs, vn = np.empty((k, n), np.int64), np.empty((k, n), np.int64), np.empty((k, n), np.int64)
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
-    lam, keys = np.empty(n, np.int64), np.empty(n, np.uint64)
+    lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint64), np.empty(n, np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
            np.zeros((n * k, 6), np.int64))  # fmt: skip
@@ -441,7 +541,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         offs[u + 1] = pos
         ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
         ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
-        order = _order(mag, sg, n, C, keys) if ok else lam[:0]
+        order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
             continue
