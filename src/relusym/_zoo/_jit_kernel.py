@@ -102,18 +102,21 @@ def _gcd_odd(a: int, b: int) -> int:
     return a
 
 
+@inline
+def _live(vo: Any, i: int) -> bool:
+    """Whether some v_ji ≠ 0 (neuron i reaches an output)."""
+    for j in range(vo.shape[0]):
+        if vo[j, i] != 0:
+            return True
+    return False
+
+
 @jit
 def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves."""
-    k = vo.shape[0]
     for i in range(n):
-        live = False
-        for j in range(k):
-            if vo[j, i] != 0:
-                live = True
-                break
-        if not live:
+        if not _live(vo, i):
             return False
         p = -1
         for j in range(m):
@@ -123,23 +126,27 @@ def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, 
         if p < 0:
             return False
         lo = 1 << 40
-        g = 0
-        for j in range(C):
+        for j in range(C):  # no branch: vector lanes
+            lo = min(lo, ws[i, j] if wo[i, j] != 0 else 1 << 40)
+        g = wo[i, p]
+        for j in range(p + 1, C):
+            if g == 1:
+                break
             if wo[i, j] != 0:
-                lo = min(lo, ws[i, j])
-                g = wo[i, j] if g == 0 else (_gcd_odd(g, wo[i, j]) if g != 1 else 1)
+                g = _gcd_odd(g, wo[i, j])
         flip = wn[i, p]
         lam[i] = ~p if flip else p
-        for j in range(C):
+        big = 0
+        for j in range(C):  # no branch on the data: vector lanes
             x = wo[i, j]
-            if x == 0:
-                mag[i, j], sg[i, j] = 0, 0
-                continue
-            q = x if g == 1 else x // g
-            d = ws[i, j] - lo
-            if d + 64 - leading_zeros(q) > 63:
-                return False
-            mag[i, j], sg[i, j] = q << d, wn[i, j] ^ flip
+            d = ws[i, j] - lo if x != 0 else 0
+            big |= x >> max(63 - d, 0)  # nonzero when x·2^d needs more than 63 bits
+            mag[i, j], sg[i, j] = x << min(d, 63), (wn[i, j] ^ flip) if x != 0 else 0
+        if big != 0:
+            return False
+        if g != 1:
+            for j in range(C):
+                mag[i, j] //= g
     return True
 
 
