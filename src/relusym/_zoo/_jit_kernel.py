@@ -4,12 +4,14 @@ relusym.nf/2 encoding of many equal-shape float networks, network after network,
 Imported only by :mod:`relusym._zoo._digest_jit`, lazily, when numba is importable.  The kernel takes the common
 case and flags every other network (the caller sends those to the numpy path): every neuron has a_i ≠ 0 and
 v_i ≠ 0, no two neurons lie in one hyperplane class (no ties of whole rows, no opposite pairs), every row's
-integers fit 63 bits, the exact sums of M and e fit ``MAX_WORDS`` words of 32 bits, every entry finite.  Then each
-neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything is integers:
+integers fit 63 bits (before the division by their gcd), the exact sums of M and e fit ``MAX_WORDS`` words of 32
+bits, every entry finite.  Then each neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything
+is integers:
 
 * **rows.**  Each entry x = o·2^s (o odd, read from the float64 bits); the row's primitive vector has the
-  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd), the signs of the row
-  flipped where λ_i < 0.
+  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd: that of the first two
+  nonzero entries for all rows in lockstep, the others only in the rows where it is not 1), the signs of the
+  row flipped where λ_i < 0; a row whose o_j·2^(s_j − min s) need more than 63 bits is flagged.
 * **order.**  The rows sorted by their first entry's little-endian bytes (byte-swapped as a uint64 key); runs of
   equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
   Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
@@ -102,34 +104,68 @@ def _gcd_odd(a: int, b: int) -> int:
     return a
 
 
-@inline
-def _live(vo: Any, i: int) -> bool:
-    """Whether some v_ji ≠ 0 (neuron i reaches an output)."""
-    for j in range(vo.shape[0]):
-        if vo[j, i] != 0:
-            return True
-    return False
+@jit
+def _lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
+    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
+    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
+    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
+    while True:
+        for _ in range(8):
+            for i in range(n):
+                a, b = ga[i], gb[i]
+                d = a - b
+                ad = abs(d)
+                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
+                gb[i] = min(a, b)
+        done = True
+        for i in range(n):
+            done &= ga[i] == gb[i]
+        if done:
+            return
 
 
 @jit
-def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any) -> bool:
-    """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
-    ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves."""
+def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
+    """Per row i: λ's index (into lam), the odd parts of λ and of the next nonzero entry (into gs[0], gs[1];
+    λ's twice when there is none) and the index after that (gs[2]); False for a dead or constant neuron."""
     for i in range(n):
-        if not _live(vo, i):
-            return False
+        live = False
+        for j in range(vo.shape[0]):
+            live |= vo[j, i] != 0
         p = -1
         for j in range(m):
             if wo[i, j] != 0:
                 p = j
                 break
-        if p < 0:
+        if p < 0 or not live:
             return False
+        q = p + 1
+        while q < C and wo[i, q] == 0:
+            q += 1
+        gs[0, i] = wo[i, p]
+        gs[1, i] = wo[i, q] if q < C else wo[i, p]
+        gs[2, i] = q + 1
+        lam[i] = p
+    return True
+
+
+@jit
+def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
+    """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
+    ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
+    The gcd of a row's odd parts: that of λ's and the next nonzero one, for all rows at once
+    (:func:`_lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others."""
+    if not _pairs(wo, vo, n, m, C, gs, lam):
+        return False
+    ga, nx = gs[0], gs[2]
+    _lockstep_gcds(ga, gs[1], n)
+    for i in range(n):
+        p = lam[i]
         lo = 1 << 40
         for j in range(C):  # no branch: vector lanes
             lo = min(lo, ws[i, j] if wo[i, j] != 0 else 1 << 40)
-        g = wo[i, p]
-        for j in range(p + 1, C):
+        g = ga[i]
+        for j in range(nx[i], C):
             if g == 1:
                 break
             if wo[i, j] != 0:
@@ -528,6 +564,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
     lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint64), np.empty(n, np.int64)
+    gs = np.empty((3, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
            np.zeros((n * k, 6), np.int64))  # fmt: skip
@@ -547,7 +584,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         offs[u] = pos
         offs[u + 1] = pos
         ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
-        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
+        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam, gs)
         order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
