@@ -191,3 +191,44 @@ def test_thousands_of_random_networks_through_the_kernel():
         taken += int(_check(V, A, b, c).sum())
     _check(*structured_stack(rng, 400, 3, 9, 2, np.float32, 20))
     assert taken >= 1500
+
+
+def _split_of(total: int, base: int) -> tuple[int, int, int, int]:
+    """The 2-adic split of 2^base · total by Python integers: (t, sign, bytes of the odd part, the odd part)."""
+    if total == 0:
+        return 0, 0, 0, 0
+    odd, tz = abs(total), 0
+    while odd % 2 == 0:
+        odd, tz = odd // 2, tz + 1
+    return base + tz, int(total < 0), (odd.bit_length() + 7) // 8, odd
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    terms=st.lists(st.tuples(st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 66)), max_size=12),
+    base=st.integers(-300, 300),
+)
+def test_sums_in_128_bits_equal_python_integers(terms, base):
+    """The 128-bit sums of M and e (``_add128``, ``_split128``: carries between the two words, negative sums,
+    sums in the high word alone, powers of two) equal Python's integers, split as the words' path splits them."""
+    import numba
+
+    from relusym._zoo._jit_kernel import _add128, _split128
+
+    @numba.njit
+    def run(fs: Any, ss: Any, base: int, out: Any) -> None:
+        hi, lo = 0, 0
+        for u in range(fs.size):
+            hi, lo = _add128(hi, lo, fs[u], ss[u])
+        _split128(hi, lo, base, 0, out[0], out[1], out[2], out[3])
+
+    terms = terms + [(1, 0)] if not terms else terms
+    fs = np.array([f for f, _ in terms], dtype=np.int64)
+    ss = np.array([s for _, s in terms], dtype=np.int64)
+    out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((1, 4), np.int64))
+    run(fs, ss, base, out)
+    total = sum(f << s for f, s in terms)
+    t, sign, size, odd = _split_of(total, base)
+    assert (int(out[0][0]), int(out[1][0]), int(out[2][0])) == (t, sign, size)
+    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][0])) == odd
+    assert all(0 <= int(w) < 2**32 for w in out[3][0])

@@ -23,6 +23,8 @@ __all__ = [
     "trailing_zeros",
     "leading_zeros",
     "float_bits",
+    "lshr",
+    "ult",
     "nbytes",
     "encoded_size",
     "write_network",
@@ -57,6 +59,26 @@ def _bitcast_typing(typingctx: Any, x: Any) -> Any:
 
 float_bits: Any = intrinsic(_bitcast_typing)
 float_bits.__doc__ = """float_bits(x): the bits of the float64 x as an int64."""
+
+
+def _lshr_typing(typingctx: Any, x: Any, s: Any) -> Any:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.lshr(args[0], args[1])
+
+    return types.int64(types.int64, types.int64), codegen
+
+
+def _ult_typing(typingctx: Any, x: Any, y: Any) -> Any:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.zext(builder.icmp_unsigned("<", args[0], args[1]), ir.IntType(64))
+
+    return types.int64(types.int64, types.int64), codegen
+
+
+lshr: Any = intrinsic(_lshr_typing)
+lshr.__doc__ = """lshr(x, s): the int64 x's bits shifted right by s (0 ≤ s ≤ 63), zeros shifted in (x read unsigned)."""
+ult: Any = intrinsic(_ult_typing)
+ult.__doc__ = """ult(x, y): 1 when the int64 x < y read as unsigned 64-bit integers, else 0."""
 
 
 @inline

@@ -4,17 +4,22 @@ relusym.nf/2 encoding of many equal-shape float networks, network after network,
 Imported only by :mod:`relusym._zoo._digest_jit`, lazily, when numba is importable.  The kernel takes the common
 case and flags every other network (the caller sends those to the numpy path): every neuron has a_i ≠ 0 and
 v_i ≠ 0, no two neurons lie in one hyperplane class (no ties of whole rows, no opposite pairs), every row's
-integers fit 63 bits, the exact sums of M and e fit ``MAX_WORDS`` words of 32 bits, every entry finite.  Then each
-neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything is integers:
+integers fit 63 bits (before the division by their gcd), the exact sums of M and e fit ``MAX_WORDS`` words of 32
+bits, every entry finite.  Then each neuron is a kink class of its own with κ_i = |λ_i| v_i ≠ 0, and everything
+is integers:
 
 * **rows.**  Each entry x = o·2^s (o odd, read from the float64 bits); the row's primitive vector has the
-  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd), the signs of the row
-  flipped where λ_i < 0.
+  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd: that of the first two
+  nonzero entries for all rows in lockstep, the others only in the rows where it is not 1), the signs of the
+  row flipped where λ_i < 0; a row whose o_j·2^(s_j − min s) need more than 63 bits is flagged.
 * **order.**  The rows sorted by their first entry's little-endian bytes (byte-swapped as a uint64 key); runs of
   equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
+  Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
-* **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: every product o·o'·2^(s + s') added
-  exactly into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
+* **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: float64 limbs of both factors, their
+  products summed exactly over the neurons (:func:`_affine`), each sum added at its offset into one 128-bit
+  integer (two int64 words) when the entry spans at most ``_WIDE`` bits (float32 networks), else into
+  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
 * **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
 
 All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
@@ -34,8 +39,10 @@ from relusym._zoo._jit_bytes import (
     inline,
     jit,
     leading_zeros,
+    lshr,
     nbytes,
     trailing_zeros,
+    ult,
     write_network,
 )
 
@@ -43,6 +50,8 @@ __all__ = ["stack_bytes", "MAX_WORDS"]
 
 
 _LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
+_RANKS = 128  # rows sorted by counting ranks up to this many (n² compares), by argsort beyond
+_WIDE = 120  # sums of M and e spanning at most this many bits go through 128-bit integers
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
 _FRAC = (1 << 52) - 1
@@ -96,43 +105,84 @@ def _gcd_odd(a: int, b: int) -> int:
 
 
 @jit
-def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any) -> bool:
-    """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
-    ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves."""
-    k = vo.shape[0]
+def _lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
+    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
+    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
+    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
+    while True:
+        for _ in range(8):
+            for i in range(n):
+                a, b = ga[i], gb[i]
+                d = a - b
+                ad = abs(d)
+                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
+                gb[i] = min(a, b)
+        done = True
+        for i in range(n):
+            done &= ga[i] == gb[i]
+        if done:
+            return
+
+
+@jit
+def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
+    """Per row i: λ's index (into lam), the odd parts of λ and of the next nonzero entry (into gs[0], gs[1];
+    λ's twice when there is none) and the index after that (gs[2]); False for a dead or constant neuron."""
     for i in range(n):
         live = False
-        for j in range(k):
-            if vo[j, i] != 0:
-                live = True
-                break
-        if not live:
-            return False
+        for j in range(vo.shape[0]):
+            live |= vo[j, i] != 0
         p = -1
         for j in range(m):
             if wo[i, j] != 0:
                 p = j
                 break
-        if p < 0:
+        if p < 0 or not live:
             return False
+        q = p + 1
+        while q < C and wo[i, q] == 0:
+            q += 1
+        gs[0, i] = wo[i, p]
+        gs[1, i] = wo[i, q] if q < C else wo[i, p]
+        gs[2, i] = q + 1
+        lam[i] = p
+    return True
+
+
+@jit
+def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
+    """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
+    ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
+    The gcd of a row's odd parts: that of λ's and the next nonzero one, for all rows at once
+    (:func:`_lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others."""
+    if not _pairs(wo, vo, n, m, C, gs, lam):
+        return False
+    ga, nx = gs[0], gs[2]
+    _lockstep_gcds(ga, gs[1], n)
+    for i in range(n):
+        p = lam[i]
         lo = 1 << 40
-        g = 0
-        for j in range(C):
+        for j in range(C):  # no branch: vector lanes
+            lo = min(lo, ws[i, j] if wo[i, j] != 0 else 1 << 40)
+        g = ga[i]
+        for j in range(nx[i], C):
+            if g == 1:
+                break
             if wo[i, j] != 0:
-                lo = min(lo, ws[i, j])
-                g = wo[i, j] if g == 0 else (_gcd_odd(g, wo[i, j]) if g != 1 else 1)
+                g = _gcd_odd(g, wo[i, j])
         flip = wn[i, p]
         lam[i] = ~p if flip else p
-        for j in range(C):
+        big = 0
+        for j in range(C):  # no branch on the data: vector lanes
             x = wo[i, j]
-            if x == 0:
-                mag[i, j], sg[i, j] = 0, 0
-                continue
-            q = x if g == 1 else x // g
-            d = ws[i, j] - lo
-            if d + 64 - leading_zeros(q) > 63:
-                return False
-            mag[i, j], sg[i, j] = q << d, wn[i, j] ^ flip
+            d = ws[i, j] - lo if x != 0 else 0
+            big |= x >> max(63 - d, 0)  # nonzero when x·2^d needs more than 63 bits
+            mag[i, j], sg[i, j] = x << min(d, 63), (wn[i, j] ^ flip) if x != 0 else 0
+        if big != 0:
+            return False
+        if g != 1:
+            for j in range(C):
+                mag[i, j] //= g
     return True
 
 
@@ -161,11 +211,20 @@ def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
 
 
 @jit
-def _order(mag: Any, sg: Any, n: int, C: int, keys: Any) -> Any:
+def _order(mag: Any, sg: Any, n: int, C: int, keys: Any, ranks: Any) -> Any:
     """The order of the rows by their bytes; empty when two rows are equal (one class)."""
     for i in range(n):
         keys[i] = _swapped(mag[i, 0])
-    order = np.argsort(keys[:n])
+    if n <= _RANKS:  # each row's rank by counting (n² compares in vector lanes, no allocation); ties by index
+        order = ranks[:n]
+        for i in range(n):
+            x = keys[i]
+            r = 0
+            for j in range(n):
+                r += (keys[j] < x) | ((keys[j] == x) & (j < i))
+            order[r] = i
+    else:
+        order = np.argsort(keys[:n])
     r0 = 0
     while r0 < n:
         r1 = r0 + 1
@@ -249,6 +308,44 @@ def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw:
         if w != 0:
             top = 4 * u + nbytes(w)
     t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
+
+
+@inline
+def _add128(hi: int, lo: int, f: int, s: int) -> tuple[int, int]:
+    """(hi, lo) + f·2^s in 128-bit two's complement (lo's bits read unsigned); |f| < 2^63, 0 ≤ s ≤ 126 and the
+    sum below 2^127 in magnitude."""
+    if s == 0:
+        h, low = f >> 63, f
+    elif s < 64:
+        h, low = f >> (64 - s), f << s
+    else:
+        h, low = f << (s - 64), 0
+    lo2 = lo + low
+    return hi + h + ult(lo2, low), lo2
+
+
+@inline
+def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
+    """The 2-adic split of 2^base · (hi, lo) (a 128-bit two's complement integer) into entry e, as
+    :func:`_split`."""
+    neg = hi < 0
+    if neg:
+        lo = -lo
+        hi = ~hi + (lo == 0)
+    if hi == 0 and lo == 0:
+        t[e], pn[e], plen[e] = 0, 0, 0
+        return
+    if lo != 0:
+        tz = trailing_zeros(lo)
+        lo = lshr(lo, tz) | ((hi << (63 - tz)) << 1)
+        hi = hi >> tz
+    else:
+        tz = 64 + trailing_zeros(hi)
+        lo = hi >> (tz - 64)
+        hi = 0
+    t[e], pn[e] = base + tz, 1 if neg else 0
+    plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
+    pw[e, 0], pw[e, 1], pw[e, 2], pw[e, 3] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
 
 
 @jit
@@ -357,11 +454,11 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
 
     (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on 2^(e_V) into limbs of
     xb = 52 − 24 − bitlen(S) bits (S the neurons): every sum over the neurons of limb products is an exact
-    float64 integer; those sums go into base-2³² words at their offsets, c_j too, and are split."""
+    float64 integer; those sums go into one 128-bit integer (:func:`_add128`; every partial sum is below
+    2^(top − base + 1)) or base-2³² words at their offsets, c_j too, and are split."""
     wo, ws, wn = w
     vo, vs, vn = v
     co, cs, cn = cv
-    t, pn, plen, pw = out
     XL, YL, P, negs = work
     n, C = wo.shape
     k = vo.shape[0]
@@ -390,6 +487,53 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
+    if top - base <= _WIDE:  # every partial sum below 2^(top − base + 1): two int64 words, no carries to chase
+        _sums128(XL, YL, P, cv, out, S, Lx, Ly, xb, off, base)
+    else:
+        _sums_words(XL, YL, P, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+    return True
+
+
+@jit
+def _sums128(
+    XL: Any, YL: Any, P: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
+) -> None:
+    """The entries of M and e from the limbs (:func:`_affine`) in 128-bit integers, split into ``out``."""
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = XL.shape[1], YL.shape[2]
+    for j in range(k):
+        _products(XL, YL, P, j, S, Lx, Ly)
+        for l_ in range(C):
+            hi, lo = 0, 0
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    hi, lo = _add128(hi, lo, int(P[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
+            if l_ == C - 1 and co[j] != 0:
+                hi, lo = _add128(hi, lo, -co[j] if cn[j] else co[j], cs[j] - base)
+            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+
+
+@jit
+def _sums_words(
+    XL: Any,
+    YL: Any,
+    P: Any,
+    cv: Any,
+    out: Any,
+    acc: Any,
+    S: int,
+    Lx: int,
+    Ly: int,
+    xb: int,
+    off: int,
+    base: int,
+    NW: int,
+) -> None:
+    """The entries of M and e from the limbs (:func:`_affine`) in NW base-2³² words, split into ``out``."""
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
         _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
@@ -403,7 +547,6 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
             if l_ == C - 1 and co[j] != 0:
                 _add(acc, co[j], cs[j] - base, cn[j])
             _split(acc, NW, base, j * C + l_, t, pn, plen, pw)
-    return True
 
 
 @jit
@@ -420,7 +563,8 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     vo, vs, vn = np.empty((k, n), np.int64), np.empty((k, n), np.int64), np.empty((k, n), np.int64)
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
-    lam, keys = np.empty(n, np.int64), np.empty(n, np.uint64)
+    lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint64), np.empty(n, np.int64)
+    gs = np.empty((3, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
            np.zeros((n * k, 6), np.int64))  # fmt: skip
@@ -440,8 +584,8 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         offs[u] = pos
         offs[u + 1] = pos
         ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
-        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam)
-        order = _order(mag, sg, n, C, keys) if ok else lam[:0]
+        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam, gs)
+        order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
             continue
