@@ -19,6 +19,7 @@ from relusym._base.rng import as_generator
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
+from relusym._zoo._digest_jit import jit_available
 from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
 from relusym._zoo._summary import finish_job
@@ -201,12 +202,22 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
     return row
 
 
+# A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
+# digest, instead of after its process's first 2^24 weights (_digest_jit): only a shard of at least 2^26 weights
+# has chunks this large (:func:`relusym._zoo._sources.auto_rows`), and there every process of a serial run or of a
+# few workers digests more than 2^24 weights, so it pays the kernel's load anyway; the numpy path's first 2^24
+# weights (about 1 s of CPU time at 8-64-1, twice the kernel's time on them) are saved in each process.
+_EAGER_JIT = 1 << 22
+
+
 def run_chunk(chunk: Chunk, options: Options) -> Any:
     """The part table of one chunk (public columns without the global ones, plus private columns for the
     near-duplicate search).  Runs in a worker; reads the chunk's data itself; never raises for bad networks."""
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
     parts: list[Any] = []
+    if sum(x.size for _, *arrays in data.stacks for x in arrays) >= _EAGER_JIT:
+        jit_available()  # see _EAGER_JIT
     for items, V, A, b, c in data.stacks:
         try:
             sd = stack_digests(V, A, b, c)
@@ -286,8 +297,11 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
             probes, nd = _probe_stack(V[good], A[good], b[good], c[good], P)
     else:
         probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
-    status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
-    error: list[str | None] = [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    every = good.size == B
+    status: list[str] = [] if every else ["ok" if x else "error" for x in ok.tolist()]
+    error: list[str | None] = (
+        [] if every else [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    )
     width = np.where(ok, sd.width, -1)
     generic: list[str | None] = [None] * B
     ftype: list[str | None] = [None] * B
@@ -306,6 +320,9 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
                 generic[t], ftype[t] = "false", "positive-dimensional"
     elif options.fibre:
         need |= ok
+    analysed = bool(need.any()) or options.fibre
+    if analysed and every:  # the lists filled below, entry by entry
+        status, error = ["ok"] * B, [None] * B
     for t in np.nonzero(need)[0].tolist():
         item = items[t]
         net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
@@ -327,18 +344,18 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
     schema = table_schema(private=True)
     cols = {
         "index": pa.array(item_indices(items), type=pa.int64()),
-        "source": pa.array(item_sources(items), type=pa.string()),
-        "status": pa.array(status, type=pa.string()),
-        "error": pa.array(error, type=pa.string()),
+        "source": item_sources(items),
+        "status": pa.array(status, type=pa.string()) if status else pa.repeat(pa.scalar("ok"), B),
+        "error": pa.array(error, type=pa.string()) if error else pa.nulls(B, pa.string()),
         "m": pa.array(np.full(B, m, dtype=np.int32)),
         "n": pa.array(np.full(B, n, dtype=np.int32)),
         "k": pa.array(np.full(B, k, dtype=np.int32)),
         "digest": pa.array(sd.digest, type=pa.string()),
         "width": pa.array(width.astype(np.int32), mask=width < 0),
-        "generic": pa.array(generic, type=pa.string()),
-        "fibre_type": pa.array(ftype, type=pa.string()),
-        "flip_sets": pa.array(flips, type=pa.int32()),
-        "flips_complete": pa.array(complete, type=pa.bool_()),
+        "generic": pa.array(generic, type=pa.string()) if analysed else pa.nulls(B, pa.string()),
+        "fibre_type": pa.array(ftype, type=pa.string()) if analysed else pa.nulls(B, pa.string()),
+        "flip_sets": pa.array(flips, type=pa.int32()) if analysed else pa.nulls(B, pa.int32()),
+        "flips_complete": pa.array(complete, type=pa.bool_()) if analysed else pa.nulls(B, pa.bool_()),
         "_chunk": pa.array(np.full(B, chunk.index, dtype=np.int64)),
         "_probe": pa.ListArray.from_arrays(pa.array(offsets), pa.array(probes.ravel()), mask=null),
         "_nd": pa.ListArray.from_arrays(pa.array(nd_off), pa.array(nd.ravel()), mask=null),
