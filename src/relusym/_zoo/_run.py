@@ -407,6 +407,17 @@ def _shapes_on(
     return shapes
 
 
+def _eager(chunk: Chunk, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether ``chunk`` is a task of a stacked shard with :data:`_EAGER_JIT` weights or more (its shape's A is
+    B×n×m; V and c are not counted, as in :func:`relusym._zoo._sources.auto_rows`).  The client of such a job
+    loads the compiled kernel before its workers start: a process pool's workers and a local Dask cluster's are
+    forked from it on Linux (under Python 3.11; see :func:`relusym._zoo._jobs.local_start_method`) and inherit
+    the loaded kernel, so that the job pays numba's import and the kernel's load once, not once per worker (a
+    spawned worker or one of a fork server loads it itself, on its first task, as before)."""
+    shape = shapes.get(chunk.paths[0]) if chunk.kind == "shard" and chunk.paths else None
+    return shape is not None and chunk.size * int(shape[1]) * (int(shape[2]) + 1) >= _EAGER_JIT
+
+
 def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
@@ -432,7 +443,16 @@ def run_job(
 
     options = options or Options()
     probe = _shapes_on(workers, executor, scheduler)
-    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=probe)
+    found: dict[str, tuple[int, ...]] = {}
+
+    def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
+        res = probe(paths)
+        found.update((p, x) for p, x in zip(paths, res, strict=True) if x is not None)
+        return res
+
+    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
+    if executor is None and scheduler is None and any(_eager(c, found) for c in chunks):
+        jit_available()  # see _eager
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
