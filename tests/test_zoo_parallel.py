@@ -75,6 +75,17 @@ def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, mon
         assert np.allclose(nd, want_nd, rtol=1e-13, atol=0.0)
 
 
+def test_kernels_load_once_per_process(monkeypatch):
+    _numba()
+    _run._load_kernels()
+    calls: list[int] = []
+    monkeypatch.setattr(_run, "stack_digests", lambda *a: calls.append(1))
+    monkeypatch.setattr(_run, "jit_available", lambda: calls.append(2) or True)
+    for _ in range(3):
+        _run._load_kernels()
+    assert calls == [] and _run._probe_kernel() is not None
+
+
 def test_probe_kernel_keeps_the_near_clusters(tmp_path, monkeypatch):
     """Near-duplicate clusters (and the whole table) are the same whether the probe values come from the compiled
     kernel or from numpy, and follow ``equivalent_approx``."""

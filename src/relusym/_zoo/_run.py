@@ -305,9 +305,11 @@ _EAGER_JIT = 1 << 22
 def _load_kernels() -> None:
     """Load the compiled kernels of the digests and of the probe values in this process (when numba is installed
     and ``RELUSYM_NO_JIT`` unset), for float32 and float64 stacks: numba's first call of a kernel loads it from
-    its cache (about 0.6 s of CPU time, once per process), which a forked worker inherits when done before."""
-    if not jit_available():
+    its cache (about 0.6 s of CPU time, once per process), which a forked worker inherits when done before.  Once
+    per process (a forked worker inherits that it was done)."""
+    if _PROBE_JIT.get("loaded") or not jit_available():
         return
+    _PROBE_JIT["loaded"] = True
     for dtype in (np.float32, np.float64):
         one = np.ones((1, 1, 1), dtype=dtype)
         stack_digests(one, one, one[0], one[0])
