@@ -129,9 +129,12 @@ def test_shard_sources_are_the_names_row_by_row(name, start, stop):
 
 
 def test_eager_kernels_only_for_large_shard_tasks():
-    big = 1 << 22
+    from relusym._zoo._sources import auto_rows
+
     shapes = {"s.npz": (100000, 64, 8)}  # A: B × n × m, 576 weights a row counted
-    rows = -(-big // (64 * 9))
+    default = auto_rows(shapes["s.npz"])  # a default task of a large shard: eager
+    assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, default, 0), shapes)
+    rows = -(-_run._EAGER_JIT // (64 * 9))
     assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
     assert not _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows - 1, 0), shapes)
     assert not _run._eager(Chunk(0, "shard", ("t.npz",), ("t.npz",), 0, rows, 0), shapes)  # shape unknown
@@ -139,12 +142,23 @@ def test_eager_kernels_only_for_large_shard_tasks():
 
 
 @pytest.mark.slow
-def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path):
-    """A shard whose tasks hold 2^22 weights or more: the client loads the kernels before its pool forks; serial,
-    the pool and a resumed pool job write the same bytes."""
+def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch):
+    """A shard of default tasks (2^22 weights): the client loads the kernels before its pool forks and every task
+    finds them loaded (on Linux, where the pool forks); serial, the pool and a resumed pool job write the same
+    bytes."""
     _numba()
+    monkeypatch.setitem(_run._PROBE_JIT, "loaded", False)  # as in a fresh client
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    real = _run.run_chunk
+
+    def recorded(chunk, options):
+        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_run._PROBE_JIT.get("loaded"))))
+        return real(chunk, options)
+
+    monkeypatch.setattr(_run, "run_chunk", recorded)
     rng = np.random.default_rng(5)
-    B = 2 * 7282 + 100  # 8-64-1: 7282 rows a task by default (2^22 weights), three tasks
+    B = 2 * 7281 + 100  # 8-64-1: tasks of 7281 rows (2^22 weights, the default task of a larger shard): three
     V = rng.standard_normal((B, 1, 64)).astype(np.float32)
     A = rng.standard_normal((B, 64, 8)).astype(np.float32)
     b = rng.standard_normal((B, 64)).astype(np.float32)
@@ -152,10 +166,15 @@ def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path):
     V[B // 2], A[B // 2], b[B // 2], c[B // 2] = V[0], A[0], b[0], c[0]  # one exact duplicate
     np.savez(tmp_path / "shard.npz", V=V, A=A, b=b, c=c)
     src = tmp_path / "shard.npz"
-    serial = scan_zoo(src, tmp_path / "serial.parquet", fibre=False, progress=False)
-    pool = scan_zoo(src, tmp_path / "pool.parquet", fibre=False, progress=False, workers=2)
+    kw = {"fibre": False, "progress": False, "chunk_size": 7281}
+    serial = scan_zoo(src, tmp_path / "serial.parquet", **kw)
+    pool = scan_zoo(src, tmp_path / "pool.parquet", workers=2, **kw)
     assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "pool.parquet").read_bytes()
     assert serial.summary == pool.summary and len(serial.summary["exact_duplicate_groups"]) == 1
+    in_workers = {p.name: p.read_text() for p in flags.iterdir() if not p.name.startswith(f"{os.getpid()}-")}
+    assert len(in_workers) == 3
+    if sys.platform.startswith("linux") and sys.version_info < (3, 12):  # forked workers
+        assert set(in_workers.values()) == {"True"}, in_workers
     seen: list[int] = []
 
     def stop_after_one(index: int) -> None:
@@ -164,9 +183,9 @@ def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         _run.run_job(src, tmp_path / "resumed.parquet", options=_run.Options(fibre=False), workers=2,
-                     progress=False, on_part=stop_after_one)  # fmt: skip
+                     progress=False, chunk_size=7281, on_part=stop_after_one)  # fmt: skip
     assert len(seen) == 1 and (tmp_path / "resumed.parquet.parts").is_dir()
-    scan_zoo(src, tmp_path / "resumed.parquet", fibre=False, progress=False, workers=2, resume=True)
+    scan_zoo(src, tmp_path / "resumed.parquet", workers=2, resume=True, **kw)
     assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "resumed.parquet").read_bytes()
 
 

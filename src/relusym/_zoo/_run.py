@@ -295,11 +295,12 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
 
 
 # A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
-# digest, instead of after its process's first 2^24 weights (_digest_jit): only a shard of at least 2^26 weights
-# has chunks this large (:func:`relusym._zoo._sources.auto_rows`), and there every process of a serial run or of a
-# few workers digests more than 2^24 weights, so it pays the kernel's load anyway; the numpy path's first 2^24
-# weights (about 1 s of CPU time at 8-64-1, twice the kernel's time on them) are saved in each process.
-_EAGER_JIT = 1 << 22
+# digest, instead of after its process's first 2^24 weights (_digest_jit): half the default task of a shard (2^22
+# weights, :func:`relusym._zoo._sources.auto_rows`, whose rows are a little under it), so only a shard of at least
+# 2^25 weights has tasks this large, and there every process of a serial run or of two workers digests more than
+# 2^24 weights, so it pays the kernel's load anyway; the numpy path's first 2^24 weights (about 1 s of CPU time
+# at 8-64-1, twice the kernel's time on them) are saved in each process.
+_EAGER_JIT = 1 << 21
 
 
 def _load_kernels() -> None:
