@@ -15,7 +15,7 @@ import pytest
 
 import relusym
 from relusym import Network
-from relusym._zoo import _run
+from relusym._zoo import _run, _summary
 from relusym._zoo._sources import Chunk, Item, StackRows, item_sources
 
 pa = pytest.importorskip("pyarrow")
@@ -34,7 +34,7 @@ def _numba() -> None:
 def _definition(V, A, b, c, P):
     """The probe values and scale quantities from their definitions, network by network (float64)."""
     B, n, m = A.shape
-    X = _run._probe_points(m, P)
+    X = _summary._probe_points(m, P)
     vals, nd = [], []
     for i in range(B):
         V_, A_, b_, c_ = (np.asarray(x[i], dtype=np.float64) for x in (V, A, b, c))
@@ -53,7 +53,7 @@ def _definition(V, A, b, c, P):
 def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, monkeypatch):
     _numba()
     _run._load_kernels()
-    kernel = _run._probe_kernel()
+    kernel = _run.probe_kernel()
     assert kernel is not None
     B, k, n, m = shape
     rng = np.random.default_rng(B * 1000 + n)
@@ -65,9 +65,9 @@ def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, mon
     b[1 % B] = 0.0
     V[2 % B, :, -1] = 0.0
     want_vals, want_nd = _definition(V, A, b, c, 8)
-    jit_vals, jit_nd = _run._probe_stack(V, A, b, c, 8)
-    monkeypatch.setitem(_run._PROBE_JIT, "kernel", None)
-    np_vals, np_nd = _run._probe_stack(V, A, b, c, 8)
+    jit_vals, jit_nd = _summary.probe_stack(V, A, b, c, 8)
+    monkeypatch.setitem(_summary._PROBE_JIT, "kernel", None)
+    np_vals, np_nd = _summary.probe_stack(V, A, b, c, 8)
     scale = np.abs(want_vals).max(axis=1, keepdims=True) + want_nd[:, [0]] + want_nd[:, [2]]
     for vals, nd in ((jit_vals, jit_nd), (np_vals, np_nd)):
         assert vals.shape == want_vals.shape and nd.shape == want_nd.shape
@@ -83,7 +83,7 @@ def test_kernels_load_once_per_process(monkeypatch):
     monkeypatch.setattr(_run, "jit_available", lambda: calls.append(2) or True)
     for _ in range(3):
         _run._load_kernels()
-    assert calls == [] and _run._probe_kernel() is not None
+    assert calls == [] and _run.probe_kernel() is not None
 
 
 def test_probe_kernel_keeps_the_near_clusters(tmp_path, monkeypatch):
@@ -104,7 +104,7 @@ def test_probe_kernel_keeps_the_near_clusters(tmp_path, monkeypatch):
     V[20] /= 2.0
     np.savez(tmp_path / "shard.npz", V=V, A=A, b=b, c=c)
     jit = scan_zoo(tmp_path / "shard.npz", tmp_path / "jit.parquet", fibre=False, progress=False)
-    monkeypatch.setitem(_run._PROBE_JIT, "kernel", None)
+    monkeypatch.setitem(_summary._PROBE_JIT, "kernel", None)
     plain = scan_zoo(tmp_path / "shard.npz", tmp_path / "numpy.parquet", fibre=False, progress=False)
     assert (tmp_path / "jit.parquet").read_bytes() == (tmp_path / "numpy.parquet").read_bytes()
     assert jit.summary == plain.summary
@@ -147,13 +147,13 @@ def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch)
     finds them loaded (on Linux, where the pool forks); serial, the pool and a resumed pool job write the same
     bytes."""
     _numba()
-    monkeypatch.setitem(_run._PROBE_JIT, "loaded", False)  # as in a fresh client
+    monkeypatch.setitem(_run._KERNELS, "loaded", False)  # as in a fresh client
     flags = tmp_path / "flags"
     flags.mkdir()
     real = _run.run_chunk
 
     def recorded(chunk, options):
-        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_run._PROBE_JIT.get("loaded"))))
+        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_run._KERNELS.get("loaded"))))
         return real(chunk, options)
 
     monkeypatch.setattr(_run, "run_chunk", recorded)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
@@ -16,14 +15,13 @@ from typing import Any
 import numpy as np
 
 from relusym._base.progress import progress_bar
-from relusym._base.rng import as_generator
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._digest_jit import jit_available
 from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
-from relusym._zoo._summary import finish_job
+from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
@@ -38,153 +36,9 @@ __all__ = [
     "COLUMNS",
 ]  # the table's names re-exported for zoo.py
 
-_PROBE_SEED = 0x200_2026
-
 
 # ----------------------------------------------------------------------------------------------------------
 # one chunk
-
-
-def _probe_points(m: int, count: int) -> np.ndarray:
-    """Fixed points of the closed unit ball of ℝ^m (the same on every machine)."""
-    g = as_generator(_PROBE_SEED + m)
-    X = g.standard_normal((count, m))
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
-    X *= g.random((count, 1)) ** (1.0 / m)
-    return X
-
-
-_PROBE_BLOCK = 128  # networks per block of the probe values: their float64 temporaries stay in cache
-
-
-def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each network of a stack (any float dtype, computed in float64): its values at the probe points
-    (flattened P·k) and the scale quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖)
-    of the near-duplicate filter.
-
-    In a process that has loaded the compiled digest kernel, :func:`_probe_loops` computes them (float32 or
-    float64 stacks).  Else the hidden layer's values come a block of networks at a time from one matrix product
-    of all their rows (``A``'s rows against the probe points: one BLAS call per block, not one per network), so
-    that the float64 temporaries of a block stay in cache; the norms come from the same float64 block."""
-    B, n, m = A.shape
-    k = V.shape[1]
-    X = _probe_points(m, P)
-    kernel = _probe_kernel()
-    if kernel is not None and B and len({x.dtype for x in (V, A, b, c)}) == 1 and V.dtype in (np.float32, np.float64):
-        vals, nd = np.empty((B, P * k)), np.empty((B, 5))
-        kernel(*(np.ascontiguousarray(x) for x in (V, A, b, c)), X, vals, nd)
-        return vals, nd
-    out = np.empty((B, k, P))
-    an2 = np.empty((B, n))
-    buf = np.empty((P, min(B, _PROBE_BLOCK) * n))
-    for s in range(0, B, _PROBE_BLOCK):
-        e = min(B, s + _PROBE_BLOCK)
-        a = A[s:e].astype(np.float64)
-        # the block's hidden values, probe-major (P × rows): adding b and the ReLU then run along long rows
-        H = np.matmul(X, a.reshape(-1, m).T, out=buf[:, : (e - s) * n])
-        H += b[s:e].reshape(-1)
-        np.maximum(H, 0.0, out=H)
-        np.matmul(V[s:e].astype(np.float64), H.reshape(P, e - s, n).transpose(1, 2, 0), out=out[s:e])
-        np.einsum("bnm,bnm->bn", a, a, out=an2[s:e])
-    c64 = c.astype(np.float64)
-    vals = out.transpose(0, 2, 1) + c64[:, None, :]  # (B, P, k), the layout of the probe column
-    V64 = V.astype(np.float64)
-    h = np.sqrt(an2 + np.square(b, dtype=np.float64))  # ‖(a_i, b_i)‖
-    an = np.sqrt(an2, out=an2)
-    terms = np.sqrt(np.einsum("bkn,bkn->bn", V64, V64)) * h
-    wn = np.divide(h, an, out=np.zeros_like(h), where=an > 0)
-    nd = np.empty((B, 5))
-    nd[:, 0] = terms.sum(axis=1)
-    nd[:, 1] = terms.max(axis=1, initial=0.0)
-    nd[:, 2] = np.sqrt(np.einsum("bk,bk->b", c64, c64))
-    nd[:, 3] = float(n)
-    nd[:, 4] = wn.max(axis=1, initial=0.0)
-    return vals.reshape(B, -1), nd
-
-
-def _probe_loops(V: Any, A: Any, b: Any, c: Any, X: Any, vals: Any, nd: Any) -> None:  # pragma: no cover - numba
-    """:func:`_probe_stack`'s two arrays (``vals`` B×(P·k), ``nd`` B×5, written) network by network, compiled by
-    numba (:func:`_probe_kernel`): the same quantities by the same formulas in float64, in loops over the neurons
-    that vectorize (sums in any order: their rounding, about n·2^-53 of the magnitudes, is far inside the slack of
-    the near-duplicate radius, see :func:`relusym._zoo._summary._near_pairs`), with nothing but the weights read
-    from memory."""
-    B, n, m = A.shape
-    k = V.shape[1]
-    P = X.shape[0]
-    aT = np.empty((m, n))
-    hp = np.empty(n)
-    an2 = np.empty(n)
-    bb = np.empty(n)
-    vn2 = np.empty(n)
-    for i in range(B):
-        for j in range(n):
-            an2[j] = 0.0
-            vn2[j] = 0.0
-            bb[j] = b[i, j]
-        for ell in range(m):
-            for j in range(n):
-                x = np.float64(A[i, j, ell])
-                aT[ell, j] = x
-                an2[j] += x * x
-        for p in range(P):
-            for j in range(n):
-                hp[j] = bb[j]
-            for ell in range(m):
-                xp = X[p, ell]
-                for j in range(n):
-                    hp[j] += xp * aT[ell, j]
-            for q in range(k):
-                s = 0.0
-                for j in range(n):
-                    s += np.float64(V[i, q, j]) * max(hp[j], 0.0)
-                vals[i, p * k + q] = s + np.float64(c[i, q])
-        cn2 = 0.0
-        for q in range(k):
-            cq = np.float64(c[i, q])
-            cn2 += cq * cq
-            for j in range(n):
-                v = np.float64(V[i, q, j])
-                vn2[j] += v * v
-        tsum = 0.0
-        tmax = 0.0
-        wmax = 0.0
-        for j in range(n):
-            hn = np.sqrt(an2[j] + bb[j] * bb[j])  # ‖(a_j, b_j)‖
-            an = np.sqrt(an2[j])
-            term = np.sqrt(vn2[j]) * hn
-            tsum += term
-            tmax = max(tmax, term)
-            wmax = max(wmax, hn / an if an > 0.0 else 0.0)
-        nd[i, 0] = tsum
-        nd[i, 1] = tmax
-        nd[i, 2] = np.sqrt(cn2)
-        nd[i, 3] = float(n)
-        nd[i, 4] = wmax
-
-
-_PROBE_JIT: dict[str, Any] = {}
-
-
-def _probe_kernel() -> Any:
-    """:func:`_probe_loops` compiled by numba (cached on disk like the digest kernel), or None: only in a process
-    that has loaded the compiled digest kernel (:mod:`relusym._zoo._digest_jit`: numba installed,
-    ``RELUSYM_NO_JIT`` unset, and a job large enough), so that small jobs never import numba for it.  About half
-    the CPU time of the numpy path at 8-64-1 (1.8 µs a network against 3.5)."""
-    if "kernel" not in _PROBE_JIT:
-        if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
-            return None
-        try:
-            import numba
-
-            fastmath = {"reassoc", "contract", "arcp"}  # sums in any order; no assumption about inf or NaN
-            kernel = numba.njit(cache=True, nogil=True, fastmath=fastmath)(_probe_loops)
-            for dtype in (np.float32, np.float64):  # compiled (first use) or loaded from numba's cache, now
-                z = np.ones((1, 1, 1), dtype=dtype)
-                kernel(z, z, z[0], z[0], np.ones((1, 1)), np.empty((1, 1)), np.empty((1, 5)))
-        except Exception:  # noqa: BLE001 - the numpy path is always there
-            kernel = None
-        _PROBE_JIT["kernel"] = kernel
-    return _PROBE_JIT["kernel"]
 
 
 _CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
@@ -303,18 +157,21 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
 _EAGER_JIT = 1 << 21
 
 
+_KERNELS: dict[str, bool] = {}
+
+
 def _load_kernels() -> None:
     """Load the compiled kernels of the digests and of the probe values in this process (when numba is installed
     and ``RELUSYM_NO_JIT`` unset), for float32 and float64 stacks: numba's first call of a kernel loads it from
     its cache (about 0.6 s of CPU time, once per process), which a forked worker inherits when done before.  Once
     per process (a forked worker inherits that it was done)."""
-    if _PROBE_JIT.get("loaded") or not jit_available():
+    if _KERNELS.get("loaded") or not jit_available():
         return
-    _PROBE_JIT["loaded"] = True
+    _KERNELS["loaded"] = True
     for dtype in (np.float32, np.float64):
         one = np.ones((1, 1, 1), dtype=dtype)
         stack_digests(one, one, one[0], one[0])
-    _probe_kernel()
+    probe_kernel()
 
 
 def run_chunk(chunk: Chunk, options: Options) -> Any:
@@ -353,7 +210,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
         try:
             row["digest"] = network_digest(net)
             Vf, Af, bf, cf = net.to_float(np.float64)
-            p, q = _probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
+            p, q = probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
             row["_probe"], row["_nd"] = p[0].tolist(), q[0].tolist()
             row.update(_analyse(net, None, options))
         except Exception as exc:  # noqa: BLE001
@@ -399,9 +256,9 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
     P = options.probes
     if good.size:
         if good.size == B:
-            probes, nd = _probe_stack(V, A, b, c, P)
+            probes, nd = probe_stack(V, A, b, c, P)
         else:
-            probes, nd = _probe_stack(V[good], A[good], b[good], c[good], P)
+            probes, nd = probe_stack(V[good], A[good], b[good], c[good], P)
     else:
         probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
     every = good.size == B
