@@ -385,7 +385,7 @@ def test_probe_values_and_scales_against_exact_evaluation() -> None:
     their per-network definitions: float64 rounding only (relative 1e-12 of the terms)."""
     from fractions import Fraction
 
-    import relusym._zoo._run as run
+    import relusym._zoo._summary as run  # the probe values live with the near-duplicate filter
 
     rng = np.random.default_rng(11)
     B, n, m, k, P = 7, 5, 3, 2, 4
@@ -395,11 +395,12 @@ def test_probe_values_and_scales_against_exact_evaluation() -> None:
     c = rng.standard_normal((B, k)).astype(np.float32)
     A[2, 1] = 0.0  # a null row: its ratio ‖(a, b)‖/‖a‖ is left out
     X = run._probe_points(m, P)
-    old = run._PROBE_BLOCK
+    old, jit = run._PROBE_BLOCK, dict(run._PROBE_JIT)
+    run._PROBE_JIT["kernel"] = None  # the numpy path's blocks (tests/test_zoo_parallel.py: the compiled one)
     try:
         for block in (1, 3, 128):
             run._PROBE_BLOCK = block
-            vals, nd = run._probe_stack(V, A, b, c, P)
+            vals, nd = run.probe_stack(V, A, b, c, P)
             assert vals.shape == (B, P * k) and nd.shape == (B, 5)
             for t in range(B):
                 for p in range(P):
@@ -422,6 +423,8 @@ def test_probe_values_and_scales_against_exact_evaluation() -> None:
                 assert np.allclose(nd[t], want, rtol=1e-12, atol=0)
     finally:
         run._PROBE_BLOCK = old
+        run._PROBE_JIT.clear()
+        run._PROBE_JIT.update(jit)
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from relusym._base.progress import progress_bar
-from relusym._base.rng import as_generator
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
+from relusym._zoo._digest_jit import jit_available
 from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
-from relusym._zoo._summary import finish_job
+from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
@@ -36,62 +36,9 @@ __all__ = [
     "COLUMNS",
 ]  # the table's names re-exported for zoo.py
 
-_PROBE_SEED = 0x200_2026
-
 
 # ----------------------------------------------------------------------------------------------------------
 # one chunk
-
-
-def _probe_points(m: int, count: int) -> np.ndarray:
-    """Fixed points of the closed unit ball of ℝ^m (the same on every machine)."""
-    g = as_generator(_PROBE_SEED + m)
-    X = g.standard_normal((count, m))
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
-    X *= g.random((count, 1)) ** (1.0 / m)
-    return X
-
-
-_PROBE_BLOCK = 128  # networks per block of the probe values: their float64 temporaries stay in cache
-
-
-def _probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each network of a stack (any float dtype, computed in float64): its values at the probe points
-    (flattened P·k) and the scale quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖)
-    of the near-duplicate filter.
-
-    The hidden layer's values come a block of networks at a time from one matrix product of all their rows
-    (``A``'s rows against the probe points: one BLAS call per block, not one per network), so that the float64
-    temporaries of a block stay in cache; the norms come from the same float64 block."""
-    B, n, m = A.shape
-    k = V.shape[1]
-    X = _probe_points(m, P)
-    out = np.empty((B, k, P))
-    an2 = np.empty((B, n))
-    buf = np.empty((P, min(B, _PROBE_BLOCK) * n))
-    for s in range(0, B, _PROBE_BLOCK):
-        e = min(B, s + _PROBE_BLOCK)
-        a = A[s:e].astype(np.float64)
-        # the block's hidden values, probe-major (P × rows): adding b and the ReLU then run along long rows
-        H = np.matmul(X, a.reshape(-1, m).T, out=buf[:, : (e - s) * n])
-        H += b[s:e].reshape(-1)
-        np.maximum(H, 0.0, out=H)
-        np.matmul(V[s:e].astype(np.float64), H.reshape(P, e - s, n).transpose(1, 2, 0), out=out[s:e])
-        np.einsum("bnm,bnm->bn", a, a, out=an2[s:e])
-    c64 = c.astype(np.float64)
-    vals = out.transpose(0, 2, 1) + c64[:, None, :]  # (B, P, k), the layout of the probe column
-    V64 = V.astype(np.float64)
-    h = np.sqrt(an2 + np.square(b, dtype=np.float64))  # ‖(a_i, b_i)‖
-    an = np.sqrt(an2, out=an2)
-    terms = np.sqrt(np.einsum("bkn,bkn->bn", V64, V64)) * h
-    wn = np.divide(h, an, out=np.zeros_like(h), where=an > 0)
-    nd = np.empty((B, 5))
-    nd[:, 0] = terms.sum(axis=1)
-    nd[:, 1] = terms.max(axis=1, initial=0.0)
-    nd[:, 2] = np.sqrt(np.einsum("bk,bk->b", c64, c64))
-    nd[:, 3] = float(n)
-    nd[:, 4] = wn.max(axis=1, initial=0.0)
-    return vals.reshape(B, -1), nd
 
 
 _CERTIFY_MAX_N = 64  # the certificate of no hidden flips in the default fibre column: an n×n LU modulo p, n ≤ 64
@@ -201,12 +148,40 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
     return row
 
 
+# A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
+# digest, instead of after its process's first 2^24 weights (_digest_jit): half the default task of a shard (2^22
+# weights, :func:`relusym._zoo._sources.auto_rows`, whose rows are a little under it), so only a shard of at least
+# 2^25 weights has tasks this large, and there every process of a serial run or of two workers digests more than
+# 2^24 weights, so it pays the kernel's load anyway; the numpy path's first 2^24 weights (about 1 s of CPU time
+# at 8-64-1, twice the kernel's time on them) are saved in each process.
+_EAGER_JIT = 1 << 21
+
+
+_KERNELS: dict[str, bool] = {}
+
+
+def _load_kernels() -> None:
+    """Load the compiled kernels of the digests and of the probe values in this process (when numba is installed
+    and ``RELUSYM_NO_JIT`` unset), for float32 and float64 stacks: numba's first call of a kernel loads it from
+    its cache (about 0.6 s of CPU time, once per process), which a forked worker inherits when done before.  Once
+    per process (a forked worker inherits that it was done)."""
+    if _KERNELS.get("loaded") or not jit_available():
+        return
+    _KERNELS["loaded"] = True
+    for dtype in (np.float32, np.float64):
+        one = np.ones((1, 1, 1), dtype=dtype)
+        stack_digests(one, one, one[0], one[0])
+    probe_kernel()
+
+
 def run_chunk(chunk: Chunk, options: Options) -> Any:
     """The part table of one chunk (public columns without the global ones, plus private columns for the
     near-duplicate search).  Runs in a worker; reads the chunk's data itself; never raises for bad networks."""
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
     parts: list[Any] = []
+    if sum(x.size for _, *arrays in data.stacks for x in arrays) >= _EAGER_JIT:
+        _load_kernels()  # see _EAGER_JIT
     for items, V, A, b, c in data.stacks:
         try:
             sd = stack_digests(V, A, b, c)
@@ -235,7 +210,7 @@ def run_chunk(chunk: Chunk, options: Options) -> Any:
         try:
             row["digest"] = network_digest(net)
             Vf, Af, bf, cf = net.to_float(np.float64)
-            p, q = _probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
+            p, q = probe_stack(Vf[None], Af[None], bf[None], cf[None], options.probes)
             row["_probe"], row["_nd"] = p[0].tolist(), q[0].tolist()
             row.update(_analyse(net, None, options))
         except Exception as exc:  # noqa: BLE001
@@ -281,13 +256,16 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
     P = options.probes
     if good.size:
         if good.size == B:
-            probes, nd = _probe_stack(V, A, b, c, P)
+            probes, nd = probe_stack(V, A, b, c, P)
         else:
-            probes, nd = _probe_stack(V[good], A[good], b[good], c[good], P)
+            probes, nd = probe_stack(V[good], A[good], b[good], c[good], P)
     else:
         probes, nd = np.zeros((0, P * k)), np.zeros((0, 5))
-    status: list[str] = ["ok" if x else "error" for x in ok.tolist()]
-    error: list[str | None] = [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    every = good.size == B
+    status: list[str] = [] if every else ["ok" if x else "error" for x in ok.tolist()]
+    error: list[str | None] = (
+        [] if every else [None if x else (sd.error[t] or "invalid network") for t, x in enumerate(ok.tolist())]
+    )
     width = np.where(ok, sd.width, -1)
     generic: list[str | None] = [None] * B
     ftype: list[str | None] = [None] * B
@@ -306,6 +284,9 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
                 generic[t], ftype[t] = "false", "positive-dimensional"
     elif options.fibre:
         need |= ok
+    analysed = bool(need.any()) or options.fibre
+    if analysed and every:  # the lists filled below, entry by entry
+        status, error = ["ok"] * B, [None] * B
     for t in np.nonzero(need)[0].tolist():
         item = items[t]
         net = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
@@ -327,18 +308,18 @@ def _stack_part(items: Sequence[Item], chunk: Chunk, sd: Any, arrays: tuple[np.n
     schema = table_schema(private=True)
     cols = {
         "index": pa.array(item_indices(items), type=pa.int64()),
-        "source": pa.array(item_sources(items), type=pa.string()),
-        "status": pa.array(status, type=pa.string()),
-        "error": pa.array(error, type=pa.string()),
+        "source": item_sources(items),
+        "status": pa.array(status, type=pa.string()) if status else pa.repeat(pa.scalar("ok"), B),
+        "error": pa.array(error, type=pa.string()) if error else pa.nulls(B, pa.string()),
         "m": pa.array(np.full(B, m, dtype=np.int32)),
         "n": pa.array(np.full(B, n, dtype=np.int32)),
         "k": pa.array(np.full(B, k, dtype=np.int32)),
         "digest": pa.array(sd.digest, type=pa.string()),
         "width": pa.array(width.astype(np.int32), mask=width < 0),
-        "generic": pa.array(generic, type=pa.string()),
-        "fibre_type": pa.array(ftype, type=pa.string()),
-        "flip_sets": pa.array(flips, type=pa.int32()),
-        "flips_complete": pa.array(complete, type=pa.bool_()),
+        "generic": pa.array(generic, type=pa.string()) if analysed else pa.nulls(B, pa.string()),
+        "fibre_type": pa.array(ftype, type=pa.string()) if analysed else pa.nulls(B, pa.string()),
+        "flip_sets": pa.array(flips, type=pa.int32()) if analysed else pa.nulls(B, pa.int32()),
+        "flips_complete": pa.array(complete, type=pa.bool_()) if analysed else pa.nulls(B, pa.bool_()),
         "_chunk": pa.array(np.full(B, chunk.index, dtype=np.int64)),
         "_probe": pa.ListArray.from_arrays(pa.array(offsets), pa.array(probes.ravel()), mask=null),
         "_nd": pa.ListArray.from_arrays(pa.array(nd_off), pa.array(nd.ravel()), mask=null),
@@ -390,6 +371,17 @@ def _shapes_on(
     return shapes
 
 
+def _eager(chunk: Chunk, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether ``chunk`` is a task of a stacked shard with :data:`_EAGER_JIT` weights or more (its shape's A is
+    B×n×m; V and c are not counted, as in :func:`relusym._zoo._sources.auto_rows`).  The client of such a job
+    loads the compiled kernel before its workers start: a process pool's workers and a local Dask cluster's are
+    forked from it on Linux (under Python 3.11; see :func:`relusym._zoo._jobs.local_start_method`) and inherit
+    the loaded kernel, so that the job pays numba's import and the kernel's load once, not once per worker (a
+    spawned worker or one of a fork server loads it itself, on its first task, as before)."""
+    shape = shapes.get(chunk.paths[0]) if chunk.kind == "shard" and chunk.paths else None
+    return shape is not None and chunk.size * int(shape[1]) * (int(shape[2]) + 1) >= _EAGER_JIT
+
+
 def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
@@ -415,7 +407,16 @@ def run_job(
 
     options = options or Options()
     probe = _shapes_on(workers, executor, scheduler)
-    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=probe)
+    found: dict[str, tuple[int, ...]] = {}
+
+    def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
+        res = probe(paths)
+        found.update((p, x) for p, x in zip(paths, res, strict=True) if x is not None)
+        return res
+
+    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
+    if executor is None and scheduler is None and any(_eager(c, found) for c in chunks):
+        _load_kernels()  # see _eager
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None

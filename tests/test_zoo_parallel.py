@@ -1,0 +1,228 @@
+"""The zoo job's overheads outside the digest (issue 23 items 1 and 3): the compiled probe values against their
+definition and the numpy path, the kernels loaded once by the client of a large job (its forked workers inherit
+them) with tables byte-identical to serial, the shard sources written by pyarrow, and the census's options
+added to the command line only when the census runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import relusym
+from relusym import Network
+from relusym._zoo import _run, _summary
+from relusym._zoo._sources import Chunk, Item, StackRows, item_sources
+
+pa = pytest.importorskip("pyarrow")
+
+from relusym.zoo import scan_zoo  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _numba() -> None:
+    pytest.importorskip("numba")
+    if os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+        pytest.skip("RELUSYM_NO_JIT is set")
+
+
+def _definition(V, A, b, c, P):
+    """The probe values and scale quantities from their definitions, network by network (float64)."""
+    B, n, m = A.shape
+    X = _summary._probe_points(m, P)
+    vals, nd = [], []
+    for i in range(B):
+        V_, A_, b_, c_ = (np.asarray(x[i], dtype=np.float64) for x in (V, A, b, c))
+        H = np.maximum(X @ A_.T + b_, 0.0)  # P × n
+        vals.append((H @ V_.T + c_).ravel())  # P × k, probe-major
+        an = np.linalg.norm(A_, axis=1)
+        h = np.hypot(an, b_)
+        terms = np.linalg.norm(V_, axis=0) * h
+        w = [h[j] / an[j] for j in range(n) if an[j] > 0]
+        nd.append([terms.sum(), max(terms.max(), 0.0), np.linalg.norm(c_), float(n), max(w, default=0.0)])
+    return np.array(vals), np.array(nd)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 1, 64, 8), (30, 3, 5, 2), (12, 10, 7, 30), (6, 2, 1, 1)])
+def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, monkeypatch):
+    _numba()
+    _run._load_kernels()
+    kernel = _run.probe_kernel()
+    assert kernel is not None
+    B, k, n, m = shape
+    rng = np.random.default_rng(B * 1000 + n)
+    V = rng.standard_normal((B, k, n)).astype(dtype)
+    A = (rng.standard_normal((B, n, m)) * 2.0 ** rng.integers(-20, 20, (B, n, 1))).astype(dtype)
+    b = rng.standard_normal((B, n)).astype(dtype)
+    c = rng.standard_normal((B, k)).astype(dtype)
+    A[0, 0] = 0.0  # a constant neuron: no hyperplane, left out of the max of ‖(a, b)‖/‖a‖
+    b[1 % B] = 0.0
+    V[2 % B, :, -1] = 0.0
+    want_vals, want_nd = _definition(V, A, b, c, 8)
+    jit_vals, jit_nd = _summary.probe_stack(V, A, b, c, 8)
+    monkeypatch.setitem(_summary._PROBE_JIT, "kernel", None)
+    np_vals, np_nd = _summary.probe_stack(V, A, b, c, 8)
+    scale = np.abs(want_vals).max(axis=1, keepdims=True) + want_nd[:, [0]] + want_nd[:, [2]]
+    for vals, nd in ((jit_vals, jit_nd), (np_vals, np_nd)):
+        assert vals.shape == want_vals.shape and nd.shape == want_nd.shape
+        assert np.all(np.abs(vals - want_vals) <= 1e-13 * scale)  # far inside the radius's slack of 1e-12
+        assert np.allclose(nd, want_nd, rtol=1e-13, atol=0.0)
+
+
+def test_kernels_load_once_per_process(monkeypatch):
+    _numba()
+    _run._load_kernels()
+    calls: list[int] = []
+    monkeypatch.setattr(_run, "stack_digests", lambda *a: calls.append(1))
+    monkeypatch.setattr(_run, "jit_available", lambda: calls.append(2) or True)
+    for _ in range(3):
+        _run._load_kernels()
+    assert calls == [] and _run.probe_kernel() is not None
+
+
+def test_probe_kernel_keeps_the_near_clusters(tmp_path, monkeypatch):
+    """Near-duplicate clusters (and the whole table) are the same whether the probe values come from the compiled
+    kernel or from numpy, and follow ``equivalent_approx``."""
+    _numba()
+    _run._load_kernels()
+    rng = np.random.default_rng(11)
+    B, k, n, m = 40, 2, 6, 3
+    V = rng.standard_normal((B, k, n))
+    A = rng.standard_normal((B, n, m))
+    b = rng.standard_normal((B, n))
+    c = rng.standard_normal((B, k))
+    for i in range(0, 12, 2):  # near duplicates: relative changes of 1e-12 .. 1e-7 (rtol 1e-9 splits them)
+        eps = 10.0 ** -(12 - i // 2)
+        V[i + 1], A[i + 1], b[i + 1], c[i + 1] = V[i] * (1 + eps), A[i], b[i] + eps, c[i]
+    V[20], A[20], b[20], c[20] = V[3], A[3] * 2.0, b[3] * 2.0, c[3]  # V·relu(2x) / 2: not the same; kept apart
+    V[20] /= 2.0
+    np.savez(tmp_path / "shard.npz", V=V, A=A, b=b, c=c)
+    jit = scan_zoo(tmp_path / "shard.npz", tmp_path / "jit.parquet", fibre=False, progress=False)
+    monkeypatch.setitem(_summary._PROBE_JIT, "kernel", None)
+    plain = scan_zoo(tmp_path / "shard.npz", tmp_path / "numpy.parquet", fibre=False, progress=False)
+    assert (tmp_path / "jit.parquet").read_bytes() == (tmp_path / "numpy.parquet").read_bytes()
+    assert jit.summary == plain.summary
+    d = jit.table.to_pydict()
+    nets = [Network(V[i], A[i], b[i], c[i]) for i in range(B)]
+    for i in range(B):
+        for j in range(i + 1, B):
+            same = d["near_cluster"][i] == d["near_cluster"][j]
+            assert same == bool(relusym.equivalent_approx(nets[i], nets[j], atol=0.0, rtol=1e-9)), (i, j)
+    assert len(jit.summary["near_duplicate_groups"]) >= 3
+
+
+@pytest.mark.parametrize("name", ["shard.npz", "zoo/ünïcode shard.npz", ""])
+@pytest.mark.parametrize(("start", "stop"), [(0, 0), (0, 1), (7, 130), (99990, 100011)])
+def test_shard_sources_are_the_names_row_by_row(name, start, stop):
+    rows = StackRows(name, 5, start, stop)
+    got = item_sources(rows)
+    assert got.type == pa.string()
+    assert got.to_pylist() == [f"{name}#{r}" for r in range(start, stop)] == [it.source for it in rows]
+    items = [Item("a", 0), Item("b#3", 1)]
+    assert item_sources(items).to_pylist() == ["a", "b#3"]
+
+
+def test_eager_kernels_only_for_large_shard_tasks():
+    from relusym._zoo._sources import auto_rows
+
+    shapes = {"s.npz": (100000, 64, 8)}  # A: B × n × m, 576 weights a row counted
+    default = auto_rows(shapes["s.npz"])  # a default task of a large shard: eager
+    assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, default, 0), shapes)
+    rows = -(-_run._EAGER_JIT // (64 * 9))
+    assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
+    assert not _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows - 1, 0), shapes)
+    assert not _run._eager(Chunk(0, "shard", ("t.npz",), ("t.npz",), 0, rows, 0), shapes)  # shape unknown
+    assert not _run._eager(Chunk(0, "files", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
+
+
+@pytest.mark.slow
+def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch):
+    """A shard of default tasks (2^22 weights): the client loads the kernels before its pool forks and every task
+    finds them loaded (on Linux, where the pool forks); serial, the pool and a resumed pool job write the same
+    bytes."""
+    _numba()
+    monkeypatch.setitem(_run._KERNELS, "loaded", False)  # as in a fresh client
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    real = _run.run_chunk
+
+    def recorded(chunk, options):
+        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_run._KERNELS.get("loaded"))))
+        return real(chunk, options)
+
+    monkeypatch.setattr(_run, "run_chunk", recorded)
+    rng = np.random.default_rng(5)
+    B = 2 * 7281 + 100  # 8-64-1: tasks of 7281 rows (2^22 weights, the default task of a larger shard): three
+    V = rng.standard_normal((B, 1, 64)).astype(np.float32)
+    A = rng.standard_normal((B, 64, 8)).astype(np.float32)
+    b = rng.standard_normal((B, 64)).astype(np.float32)
+    c = rng.standard_normal((B, 1)).astype(np.float32)
+    V[B // 2], A[B // 2], b[B // 2], c[B // 2] = V[0], A[0], b[0], c[0]  # one exact duplicate
+    np.savez(tmp_path / "shard.npz", V=V, A=A, b=b, c=c)
+    src = tmp_path / "shard.npz"
+    kw = {"fibre": False, "progress": False, "chunk_size": 7281}
+    serial = scan_zoo(src, tmp_path / "serial.parquet", **kw)
+    pool = scan_zoo(src, tmp_path / "pool.parquet", workers=2, **kw)
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "pool.parquet").read_bytes()
+    assert serial.summary == pool.summary and len(serial.summary["exact_duplicate_groups"]) == 1
+    in_workers = {p.name: p.read_text() for p in flags.iterdir() if not p.name.startswith(f"{os.getpid()}-")}
+    assert len(in_workers) == 3
+    if sys.platform.startswith("linux") and sys.version_info < (3, 12):  # forked workers
+        assert set(in_workers.values()) == {"True"}, in_workers
+    seen: list[int] = []
+
+    def stop_after_one(index: int) -> None:
+        seen.append(index)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run.run_job(src, tmp_path / "resumed.parquet", options=_run.Options(fibre=False), workers=2,
+                     progress=False, chunk_size=7281, on_part=stop_after_one)  # fmt: skip
+    assert len(seen) == 1 and (tmp_path / "resumed.parquet.parts").is_dir()
+    scan_zoo(src, tmp_path / "resumed.parquet", workers=2, resume=True, **kw)
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "resumed.parquet").read_bytes()
+
+
+def _python(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+
+
+def test_cli_imports_the_census_only_for_the_census():
+    code = (
+        "import sys\n"
+        "from relusym.cli import build_parser\n"
+        "p = build_parser()\n"
+        "a = p.parse_args(['zoo', 'x', '-o', 'y.parquet'])\n"
+        "print(a.command, any(m.startswith('relusym.census') for m in sys.modules))\n"
+        "a = p.parse_args(['census', '--shape', '1,2,1', '--values=-1,0,1', '--json'])\n"
+        "print(a.command, a.shape, a.values, a.json, 'relusym.census._cli' in sys.modules)\n"
+    )
+    first, second = _python(code).splitlines()
+    assert first == "zoo False"
+    assert second == "census (1, 2, 1) (-1, 0, 1) True True"
+
+
+def test_census_help_and_options_are_the_census_modules():
+    import argparse
+
+    from relusym._cli.census import HELP
+    from relusym._cli.parser import build_parser
+    from relusym.census import _cli as census_cli
+
+    assert HELP == census_cli.HELP
+    ref = argparse.ArgumentParser(prog="relusym census")
+    census_cli.add_arguments(ref)
+    argv = ["--shape", "1,3,1", "--values=-1,0,2", "--sample", "7", "--samples", "2", "--json"]
+    want = vars(ref.parse_args(argv))
+    got = vars(build_parser().parse_args(["census", *argv]))
+    assert {k: got[k] for k in want} == want
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = sub.choices["census"].format_help()
+    assert all(opt in text for opt in ("--shape", "--values", "--sample", "--json"))
