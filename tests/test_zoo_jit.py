@@ -8,6 +8,7 @@ The kernel is compiled once per machine (numba's cache); a test process loads it
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -203,14 +204,9 @@ def _split_of(total: int, base: int) -> tuple[int, int, int, int]:
     return base + tz, int(total < 0), (odd.bit_length() + 7) // 8, odd
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    terms=st.lists(st.tuples(st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 66)), max_size=12),
-    base=st.integers(-300, 300),
-)
-def test_sums_in_128_bits_equal_python_integers(terms, base):
-    """The 128-bit sums of M and e (``_add128``, ``_split128``: carries between the two words, negative sums,
-    sums in the high word alone, powers of two) equal Python's integers, split as the words' path splits them."""
+@functools.cache
+def _sums128_runner() -> Any:
+    """The 128-bit sums through the kernel's own helpers, compiled once for the whole test (not per example)."""
     import numba
 
     from relusym._zoo._jit_kernel import _add128, _split128
@@ -222,6 +218,18 @@ def test_sums_in_128_bits_equal_python_integers(terms, base):
             hi, lo = _add128(hi, lo, fs[u], ss[u])
         _split128(hi, lo, base, 0, out[0], out[1], out[2], out[3])
 
+    return run
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    terms=st.lists(st.tuples(st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 66)), max_size=12),
+    base=st.integers(-300, 300),
+)
+def test_sums_in_128_bits_equal_python_integers(terms, base):
+    """The 128-bit sums of M and e (``_add128``, ``_split128``: carries between the two words, negative sums,
+    sums in the high word alone, powers of two) equal Python's integers, split as the words' path splits them."""
+    run = _sums128_runner()
     terms = terms + [(1, 0)] if not terms else terms
     fs = np.array([f for f, _ in terms], dtype=np.int64)
     ss = np.array([s for _, s in terms], dtype=np.int64)
