@@ -153,7 +153,7 @@ def test_planted_degeneracies(net, rnd):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
 @given(planted_networks(max_n=5), st.randoms(use_true_random=False))
 def test_planted_degeneracies_many(net, rnd):
     _planted_property(net, rnd)
