@@ -36,11 +36,14 @@ import numpy as np
 from relusym._zoo._jit_bytes import (
     encoded_size,
     float_bits,
+    gcd_with,
     inline,
     jit,
     leading_zeros,
+    lockstep_gcds,
     lshr,
     nbytes,
+    sha256_into,
     trailing_zeros,
     ult,
     write_network,
@@ -58,70 +61,39 @@ _FRAC = (1 << 52) - 1
 
 
 @inline
-def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
-    """x = ±o·2^s into entry t (o odd, or o = s = 0 and no sign for 0), from x's bits and without branches on
-    the data; True when x is not finite."""
+def _part(x: float) -> tuple[int, int, int, int]:
+    """x = ±o·2^s as (o, s, sign, whether x is not finite): o odd, or o = s = 0 and no sign for 0; from x's bits
+    and without branches on the data."""
     v = float_bits(x)
     ef = (v >> 52) & 0x7FF
     mant = (v & _FRAC) | (min(ef, 1) << 52)
     nz = mant != 0
     tz = trailing_zeros(mant | (1 << 62))
-    o[t] = mant >> tz
-    s[t] = (max(ef, 1) - 1075 + tz) * nz
-    ng[t] = ((v >> 63) & 1) * nz
-    return bool(ef == 0x7FF)
+    return mant >> tz, (max(ef, 1) - 1075 + tz) * nz, ((v >> 63) & 1) * nz, ef == 0x7FF
 
 
 @jit
 def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
-    False when an entry is not finite."""
+    False when an entry is not finite.  One loop per array, entries written in place (2-D, no flattened views,
+    no other reduction than the finiteness: vector lanes)."""
     n, m = A.shape[1], A.shape[2]
     k = V.shape[1]
-    C = m + 1
-    wo, ws, wn = w[0].reshape(-1), w[1].reshape(-1), w[2].reshape(-1)
-    vo, vs, vn = v[0].reshape(-1), v[1].reshape(-1), v[2].reshape(-1)
-    bad = False
+    wo, ws, wn = w
+    vo, vs, vn = v
+    co, cs, cn = cv
+    bad = 0
     for i in range(n):
-        for j in range(m):
-            bad |= _part(float(A[bi, i, j]), wo, ws, wn, i * C + j)
-        bad |= _part(float(b[bi, i]), wo, ws, wn, i * C + m)
+        for j in range(m + 1):
+            wo[i, j], ws[i, j], wn[i, j], f = _part(float(A[bi, i, j]) if j < m else float(b[bi, i]))
+            bad |= f
     for j in range(k):
         for i in range(n):
-            bad |= _part(float(V[bi, j, i]), vo, vs, vn, j * n + i)
-        bad |= _part(float(c[bi, j]), cv[0], cv[1], cv[2], j)
-    return not bad
-
-
-@inline
-def _gcd_odd(a: int, b: int) -> int:
-    """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
-    the smaller of the two)."""
-    while a != b:
-        d = a - b
-        b = min(a, b)
-        a = abs(d) >> trailing_zeros(d)
-    return a
-
-
-@jit
-def _lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
-    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
-    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
-    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
-    while True:
-        for _ in range(8):
-            for i in range(n):
-                a, b = ga[i], gb[i]
-                d = a - b
-                ad = abs(d)
-                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
-                gb[i] = min(a, b)
-        done = True
-        for i in range(n):
-            done &= ga[i] == gb[i]
-        if done:
-            return
+            vo[j, i], vs[j, i], vn[j, i], f = _part(float(V[bi, j, i]))
+            bad |= f
+        co[j], cs[j], cn[j], f = _part(float(c[bi, j]))
+        bad |= f
+    return bad == 0
 
 
 @jit
@@ -150,15 +122,17 @@ def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
 
 
 @jit
-def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
+def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
     The gcd of a row's odd parts: that of λ's and the next nonzero one, for all rows at once
-    (:func:`_lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others."""
+    (:func:`lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others; the
+    other gcds by one remainder each (:func:`gcd_with`)."""
+    wo, ws, wn = w
     if not _pairs(wo, vo, n, m, C, gs, lam):
         return False
     ga, nx = gs[0], gs[2]
-    _lockstep_gcds(ga, gs[1], n)
+    lockstep_gcds(ga, gs[1], n)
     for i in range(n):
         p = lam[i]
         lo = 1 << 40
@@ -168,16 +142,15 @@ def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, 
         for j in range(nx[i], C):
             if g == 1:
                 break
-            if wo[i, j] != 0:
-                g = _gcd_odd(g, wo[i, j])
+            g = gcd_with(g, wo[i, j])
         flip = wn[i, p]
         lam[i] = ~p if flip else p
         big = 0
-        for j in range(C):  # no branch on the data: vector lanes
+        for j in range(C):  # no branch on the data: vector lanes (0 has o = 0 and no sign)
             x = wo[i, j]
             d = ws[i, j] - lo if x != 0 else 0
             big |= x >> max(63 - d, 0)  # nonzero when x·2^d needs more than 63 bits
-            mag[i, j], sg[i, j] = x << min(d, 63), (wn[i, j] ^ flip) if x != 0 else 0
+            mag[i, j], sg[i, j] = x << min(d, 63), wn[i, j] ^ (flip & (x != 0))
         if big != 0:
             return False
         if g != 1:
@@ -550,12 +523,18 @@ def _sums_words(
 
 
 @jit
-def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any) -> int:
+def stack_bytes(
+    V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any, sha: int, digests: Any
+) -> int:
     """The encodings of networks start, start + 1, … of the stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k, float32
     or float64, C-contiguous) written one after the other into ``out`` from 0: network start + u's bytes are
     out[offs[u]:offs[u + 1]] (empty, and flag set, for a network the kernel leaves).  Returns the index of the
     first network not done (B when all are): the buffer is full, or (when none was done) too small for it, whose
-    size is then offs[0]."""
+    size is then offs[0].
+
+    With ``sha`` the address of OpenSSL's ``SHA256`` (0: none), each network's bytes are hashed as soon as they
+    are written (still in the cache), the digest into digests[bi] (B×32 bytes), and the next network's bytes
+    overwrite them (offs then holds empty slices)."""
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
@@ -584,7 +563,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         offs[u] = pos
         offs[u + 1] = pos
         ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
-        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam, gs)
+        ok = ok and _rows((wo, ws, wn), vo, n, C, m, mag, sg, lam, gs)
         order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
@@ -595,6 +574,10 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
             if u == 0:
                 offs[0] = size
             return int(bi)
-        pos = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
-        offs[u + 1] = pos
+        end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
+        if sha != 0:
+            sha256_into(sha, out, pos, end - pos, digests, bi)
+            end = pos
+        offs[u + 1] = end
+        pos = end
     return int(B)
