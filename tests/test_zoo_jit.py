@@ -233,13 +233,13 @@ def test_sums_in_128_bits_equal_python_integers(terms, base):
     terms = terms + [(1, 0)] if not terms else terms
     fs = np.array([f for f, _ in terms], dtype=np.int64)
     ss = np.array([s for _, s in terms], dtype=np.int64)
-    out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((1, 4), np.int64))
+    out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((4, 1), np.int64))
     run(fs, ss, base, out)
     total = sum(f << s for f, s in terms)
     t, sign, size, odd = _split_of(total, base)
     assert (int(out[0][0]), int(out[1][0]), int(out[2][0])) == (t, sign, size)
-    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][0])) == odd
-    assert all(0 <= int(w) < 2**32 for w in out[3][0])
+    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][:, 0])) == odd
+    assert all(0 <= int(w) < 2**32 for w in out[3][:, 0])
 
 
 @settings(max_examples=60, deadline=None)
@@ -310,3 +310,19 @@ def test_row_gcd_steps_equal_math_gcd(g, x):
 
     xs = np.array([x, 0, g, 3 * g, x * g % 2**53, x | 1], dtype=np.int64)
     assert run(g, xs).tolist() == [math.gcd(g, int(v)) for v in xs.tolist()]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_by_blas_equal_the_definition(dtype):
+    """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
+    dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
+    and wide spreads too (more limbs, 32-bit words): every digest the definition's."""
+    from relusym._zoo._jit_kernel import _GEMM
+
+    rng = np.random.default_rng(31 if dtype == np.float32 else 37)
+    for m, n, k, spread in ((16, 48, 4, 0), (12, 64, 3, 12), (2, 6, 1, 4)):
+        V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 6, m, n, k, spread))
+        if dtype == np.float64:
+            V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        assert (k * n * (m + 1) >= 2 * _GEMM) == (m > 2)  # about half the neurons are negative
+        assert _check(V, A, b, c).any()

@@ -219,7 +219,7 @@ def _wide(out: Any, pos: int, wp: int, pw: Any, plen: Any, idx: Any) -> None:
         e = idx[u]
         rest = plen[e]
         for ch in range((wp + 7) >> 3):
-            x = pw[e, 2 * ch] | (pw[e, 2 * ch + 1] << 32) if rest > 0 else 0
+            x = pw[2 * ch, e] | (pw[2 * ch + 1, e] << 32) if rest > 0 else 0
             if rest < 8:
                 x &= (1 << (8 * max(rest, 0))) - 1
             _store(out, pos + u * wp + 8 * ch, x)
@@ -249,7 +249,7 @@ def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
             e = idx[u]
             rest = plen[e]
             keep = ((1 << (8 * min(rest, 7))) - 1) | -(rest >= 8)
-            _store(out, pos + u * wp, (pw[e, 0] | (pw[e, 1] << 32)) & keep)
+            _store(out, pos + u * wp, (pw[0, e] | (pw[1, e] << 32)) & keep)
     else:
         _wide(out, pos, wp, pw, plen, idx)
     end = _sign_bits(out, pos + L * wp, pn, idx, False)

@@ -17,13 +17,12 @@ is integers:
   Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
 * **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: float64 limbs of both factors, their
-  products summed exactly over the neurons (:func:`_affine`), each sum added at its offset into one 128-bit
-  integer (two int64 words) when the entry spans at most ``_WIDE`` bits (float32 networks), else into
-  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
-* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
-
-All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
-uint64.
+  products summed exactly over the neurons (:func:`_affine`; by BLAS for all of M's rows at once from ``_GEMM``
+  products), each sum added at its offset into one 128-bit integer (two int64 words) when the entry spans at
+  most ``_WIDE`` bits (float32 networks), else into base-2³² words (int64, carried at the end), then split
+  (trailing zeros, odd part; its words in pw[q, e], entry by entry along the rows).
+* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.  All integer arithmetic is in int64 (numba turns a mix
+  of uint64 and int64 into floats); a sort key alone is a uint64.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ __all__ = ["stack_bytes", "MAX_WORDS"]
 
 _LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
 _RANKS = 128  # rows sorted by counting ranks up to this many (n² compares), by argsort beyond
+_GEMM = 1024  # sums of M and e by BLAS (one dgemm per limb pair) from this many products k·S·(m + 1) per limb pair
 _WIDE = 120  # sums of M and e spanning at most this many bits go through 128-bit integers
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
@@ -277,7 +277,7 @@ def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw:
     for u in range(NW - q0):
         hi = acc[q0 + u + 1] if q0 + u + 1 < NW else 0
         w = (acc[q0 + u] >> tz) | ((hi << (32 - tz)) & _M32)
-        pw[e, u] = w
+        pw[u, e] = w
         if w != 0:
             top = 4 * u + nbytes(w)
     t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
@@ -318,7 +318,7 @@ def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, p
         hi = 0
     t[e], pn[e] = base + tz, 1 if neg else 0
     plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
-    pw[e, 0], pw[e, 1], pw[e, 2], pw[e, 3] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
+    pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
 
 
 @jit
@@ -338,7 +338,7 @@ def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, ac
             if x < (1 << 31) and y < (1 << 31):  # float32 data: the product in one int64, odd
                 z = x * y
                 t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], nbytes(z)
-                pw[e, 0], pw[e, 1] = z & _M32, z >> 32
+                pw[0, e], pw[1, e] = z & _M32, z >> 32
                 continue
             for q in range(5):
                 acc[q] = 0
@@ -399,7 +399,7 @@ def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int,
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)  # sums of integers below 2^52: exact in any order
-def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> None:
+def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Any:
     """P[lx·Ly + ly, l] = Σ_u XL[lx, j, u]·YL[ly, u, l] over the S neurons: every product and partial sum an
     integer below 2^52, so float64 is exact."""
     C = YL.shape[2]
@@ -418,6 +418,21 @@ def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Non
                 x, yrow = XL[lx, j, r], YL[ly, r]
                 for l_ in range(C):
                     prow[l_] += x * yrow[l_]
+    return P
+
+
+@jit
+def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
+    """:func:`_products` for every j at once (Q[j] is its P), by BLAS: integers below 2^52, exact in any order."""
+    k, C = XL.shape[1], YL.shape[2]
+    Q = np.empty((k, Lx * Ly, C))
+    for lx in range(Lx):
+        X = np.ascontiguousarray(XL[lx, :, :S])
+        for ly in range(Ly):
+            R = np.dot(X, YL[ly][:S])
+            for j in range(k):
+                Q[j, lx * Ly + ly] = R[j]
+    return Q
 
 
 @jit
@@ -460,28 +475,29 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
+    Q = _gemm(XL, YL, S, Lx, Ly) if k * S * C >= _GEMM else np.empty((0, 0, 0))
     if top - base <= _WIDE:  # every partial sum below 2^(top − base + 1): two int64 words, no carries to chase
-        _sums128(XL, YL, P, cv, out, S, Lx, Ly, xb, off, base)
+        _sums128(XL, YL, P, Q, cv, out, S, Lx, Ly, xb, off, base)
     else:
-        _sums_words(XL, YL, P, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+        _sums_words(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
     return True
 
 
 @jit
 def _sums128(
-    XL: Any, YL: Any, P: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
+    XL: Any, YL: Any, P: Any, Q: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
 ) -> None:
     """The entries of M and e from the limbs (:func:`_affine`) in 128-bit integers, split into ``out``."""
     co, cs, cn = cv
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
-        _products(XL, YL, P, j, S, Lx, Ly)
+        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             hi, lo = 0, 0
             for lx in range(Lx):
                 for ly in range(Ly):
-                    hi, lo = _add128(hi, lo, int(P[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
+                    hi, lo = _add128(hi, lo, int(Pj[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
             if l_ == C - 1 and co[j] != 0:
                 hi, lo = _add128(hi, lo, -co[j] if cn[j] else co[j], cs[j] - base)
             _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
@@ -492,6 +508,7 @@ def _sums_words(
     XL: Any,
     YL: Any,
     P: Any,
+    Q: Any,
     cv: Any,
     out: Any,
     acc: Any,
@@ -508,13 +525,13 @@ def _sums_words(
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
-        _products(XL, YL, P, j, S, Lx, Ly)
+        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             for q in range(NW):
                 acc[q] = 0
             for lx in range(Lx):
                 for ly in range(Ly):
-                    f = P[lx * Ly + ly, l_]
+                    f = Pj[lx * Ly + ly, l_]
                     if f != 0.0:
                         _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
             if l_ == C - 1 and co[j] != 0:
@@ -546,9 +563,9 @@ def stack_bytes(
     gs = np.empty((3, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
-           np.zeros((n * k, 6), np.int64))  # fmt: skip
+           np.zeros((6, n * k), np.int64))  # fmt: skip
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
-           np.zeros((k * C, MAX_WORDS + 2), np.int64))  # fmt: skip
+           np.zeros((MAX_WORDS + 2, k * C), np.int64))  # fmt: skip
     work = (
         np.empty((_LIMBS, k, n)),
         np.empty((_LIMBS // 2, n, C)),
