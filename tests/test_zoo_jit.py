@@ -242,33 +242,39 @@ def test_sums_in_128_bits_equal_python_integers(terms, base):
     assert all(0 <= int(w) < 2**32 for w in out[3][:, 0])
 
 
-@settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
-def test_the_kernels_sha256_is_hashlibs(sizes, seed):
-    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256`` by its address, :func:`sha256_into`) on random byte
-    strings at any offset (block boundaries, empty ones included) gives hashlib's digests."""
-    import hashlib
-
+@functools.cache
+def _sha_runner() -> Any:
+    """The kernel's C SHA-256 call over many slices, compiled once for the whole test (not per example)."""
     import numba
 
-    from relusym._zoo._digest_jit import sha_address
     from relusym._zoo._jit_bytes import sha256_into
-
-    addr = sha_address()
-    if not addr:
-        pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
 
     @numba.njit
     def run(addr: int, src: Any, starts: Any, lens: Any, dst: Any) -> None:
         for r in range(starts.size):
             sha256_into(addr, src, starts[r], lens[r], dst, r)
 
+    return run
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
+def test_the_kernels_sha256_is_hashlibs(sizes, seed):
+    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256`` by its address, ``sha256_into``) on random byte
+    strings at any offset (block boundaries, empty ones included) gives hashlib's digests."""
+    import hashlib
+
+    from relusym._zoo._digest_jit import sha_address
+
+    addr = sha_address()
+    if not addr:
+        pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
     rng = np.random.default_rng(seed)
     src = rng.integers(0, 256, sum(sizes) + 64, dtype=np.uint8)
     starts = np.array([int(rng.integers(0, 64)) + sum(sizes[:r]) for r in range(len(sizes))], dtype=np.int64)
     lens = np.array(sizes, dtype=np.int64)
     dst = np.zeros((len(sizes), 32), dtype=np.uint8)
-    run(addr, src, starts, lens, dst)
+    _sha_runner()(addr, src, starts, lens, dst)
     for r, (s0, n) in enumerate(zip(starts.tolist(), sizes, strict=True)):
         assert dst[r].tobytes() == hashlib.sha256(src[s0 : s0 + n].tobytes()).digest()
 
@@ -293,13 +299,9 @@ def test_digests_with_and_without_the_c_sha256_are_equal(monkeypatch):
     assert not with_c[0][3]
 
 
-@settings(max_examples=300, deadline=None)
-@given(g=st.integers(0, 2**26).map(lambda x: 2 * x + 1), x=st.integers(0, 2**53 - 1))
-def test_row_gcd_steps_equal_math_gcd(g, x):
-    """gcd(g, x) by one remainder and the binary gcd (``gcd_with``, the rows' gcd beyond their first two
-    entries) equals math.gcd, for odd g and any x ≥ 0 (0 and multiples of g included)."""
-    import math
-
+@functools.cache
+def _gcd_runner() -> Any:
+    """The rows' gcd step over many x, compiled once for the whole test (not per example)."""
     import numba
 
     from relusym._zoo._jit_bytes import gcd_with
@@ -308,8 +310,18 @@ def test_row_gcd_steps_equal_math_gcd(g, x):
     def run(g: int, xs: Any) -> Any:
         return np.array([gcd_with(g, x) for x in xs])
 
+    return run
+
+
+@settings(max_examples=300, deadline=None)
+@given(g=st.integers(0, 2**26).map(lambda x: 2 * x + 1), x=st.integers(0, 2**53 - 1))
+def test_row_gcd_steps_equal_math_gcd(g, x):
+    """gcd(g, x) by one remainder and the binary gcd (``gcd_with``, the rows' gcd beyond their first two
+    entries) equals math.gcd, for odd g and any x ≥ 0 (0 and multiples of g included)."""
+    import math
+
     xs = np.array([x, 0, g, 3 * g, x * g % 2**53, x | 1], dtype=np.int64)
-    assert run(g, xs).tolist() == [math.gcd(g, int(v)) for v in xs.tolist()]
+    assert _gcd_runner()(g, xs).tolist() == [math.gcd(g, int(v)) for v in xs.tolist()]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
