@@ -233,10 +233,108 @@ def test_sums_in_128_bits_equal_python_integers(terms, base):
     terms = terms + [(1, 0)] if not terms else terms
     fs = np.array([f for f, _ in terms], dtype=np.int64)
     ss = np.array([s for _, s in terms], dtype=np.int64)
-    out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((1, 4), np.int64))
+    out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((4, 1), np.int64))
     run(fs, ss, base, out)
     total = sum(f << s for f, s in terms)
     t, sign, size, odd = _split_of(total, base)
     assert (int(out[0][0]), int(out[1][0]), int(out[2][0])) == (t, sign, size)
-    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][0])) == odd
-    assert all(0 <= int(w) < 2**32 for w in out[3][0])
+    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][:, 0])) == odd
+    assert all(0 <= int(w) < 2**32 for w in out[3][:, 0])
+
+
+@functools.cache
+def _sha_runner() -> Any:
+    """The kernel's C SHA-256 call over many slices, compiled once for the whole test (not per example)."""
+    import numba
+
+    from relusym._zoo._jit_bytes import sha256_into
+
+    @numba.njit
+    def run(addr: int, src: Any, starts: Any, lens: Any, dst: Any) -> None:
+        for r in range(starts.size):
+            sha256_into(addr, src, starts[r], lens[r], dst, r)
+
+    return run
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
+def test_the_kernels_sha256_is_hashlibs(sizes, seed):
+    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256`` by its address, ``sha256_into``) on random byte
+    strings at any offset (block boundaries, empty ones included) gives hashlib's digests."""
+    import hashlib
+
+    from relusym._zoo._digest_jit import sha_address
+
+    addr = sha_address()
+    if not addr:
+        pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, 256, sum(sizes) + 64, dtype=np.uint8)
+    starts = np.array([int(rng.integers(0, 64)) + sum(sizes[:r]) for r in range(len(sizes))], dtype=np.int64)
+    lens = np.array(sizes, dtype=np.int64)
+    dst = np.zeros((len(sizes), 32), dtype=np.uint8)
+    _sha_runner()(addr, src, starts, lens, dst)
+    for r, (s0, n) in enumerate(zip(starts.tolist(), sizes, strict=True)):
+        assert dst[r].tobytes() == hashlib.sha256(src[s0 : s0 + n].tobytes()).digest()
+
+
+def test_digests_with_and_without_the_c_sha256_are_equal(monkeypatch):
+    """Without the C SHA-256 (``RELUSYM_NO_CSHA=1``, or no libcrypto found) the kernel's bytes are hashed by
+    hashlib from Python: the same digests and flags, also with a buffer smaller than a few networks."""
+    rng = np.random.default_rng(21)
+    V, A, b, c = (x.astype(np.float32) for x in dense_stack(rng, 40, 3, 7, 2, 6))
+    V[3, :, 1] = 0.0  # a dead neuron: flagged either way
+    with_c = jit_digests(V, A, b, c)
+    monkeypatch.setattr(_digest_jit, "_STATE", {**_digest_jit._STATE})
+    monkeypatch.setenv("RELUSYM_NO_CSHA", "1")
+    _digest_jit._STATE.pop("sha", None)
+    assert _digest_jit.sha_address() == 0
+    for size in (1 << 24, 3000):
+        monkeypatch.setattr(_digest_jit, "_BUFFER", size)
+        without = jit_digests(V, A, b, c)
+        assert with_c is not None and without is not None
+        assert (with_c[0] == without[0]).all() and with_c[1] == without[1]
+        assert with_c[1] == [d for d, t in zip(stack_definition(V, A, b, c), with_c[0].tolist(), strict=True) if t]
+    assert not with_c[0][3]
+
+
+@functools.cache
+def _gcd_runner() -> Any:
+    """The rows' gcd step over many x, compiled once for the whole test (not per example)."""
+    import numba
+
+    from relusym._zoo._jit_bytes import gcd_with
+
+    @numba.njit
+    def run(g: int, xs: Any) -> Any:
+        return np.array([gcd_with(g, x) for x in xs])
+
+    return run
+
+
+@settings(max_examples=300, deadline=None)
+@given(g=st.integers(0, 2**26).map(lambda x: 2 * x + 1), x=st.integers(0, 2**53 - 1))
+def test_row_gcd_steps_equal_math_gcd(g, x):
+    """gcd(g, x) by one remainder and the binary gcd (``gcd_with``, the rows' gcd beyond their first two
+    entries) equals math.gcd, for odd g and any x ≥ 0 (0 and multiples of g included)."""
+    import math
+
+    xs = np.array([x, 0, g, 3 * g, x * g % 2**53, x | 1], dtype=np.int64)
+    assert _gcd_runner()(g, xs).tolist() == [math.gcd(g, int(v)) for v in xs.tolist()]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_by_blas_equal_the_definition(dtype):
+    """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
+    dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
+    and wide spreads too (more limbs, 32-bit words): every digest the definition's."""
+    from relusym._zoo._jit_kernel import _GEMM
+
+    rng = np.random.default_rng(31 if dtype == np.float32 else 37)
+    for m, n, k, spread in ((16, 48, 4, 0), (12, 64, 3, 12), (2, 6, 1, 4)):
+        V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 6, m, n, k, spread))
+        if dtype == np.float64:
+            V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        assert (k * n * (m + 1) >= 2 * _GEMM) == (m > 2)  # about half the neurons are negative
+        assert _check(V, A, b, c).any()

@@ -4,8 +4,11 @@ numba is the optional extra ``relusym[fast]``; it is imported on the first stack
 relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :func:`jit_digests` answers None
 and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
 bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
-buffer, a few megabytes at a time, and each is hashed by ``hashlib.sha256`` over a memoryview slice (OpenSSL's
-SHA-256, SHA-NI where the CPU has it); the networks it flags go on to the numpy path.  A process loads the
+buffer and hashes them there at once, still in the cache, by OpenSSL's one-shot ``SHA256`` called from the
+compiled code (the libcrypto hashlib uses, found by ctypes and checked against hashlib; SHA-NI where the CPU has
+it): no Python work per network but the hex text.  Without that function (or with ``RELUSYM_NO_CSHA=1``) the
+kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a memoryview
+slice.  The networks it flags go on to the numpy path.  A process loads the
 kernel only after its first 2^24 weights (the numpy path digests those): numba's import and cache load would
 cost small jobs more than the kernel saves them.
 """
@@ -19,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jit_digests", "jit_available"]
+__all__ = ["jit_digests", "jit_available", "sha_address"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
 _WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
@@ -48,6 +51,40 @@ def _kernel() -> Any:
         else:
             _STATE["kernel"] = stack_bytes
     return _STATE["kernel"]
+
+
+def _openssl_sha256() -> int:
+    """The address of OpenSSL's one-shot ``SHA256(d, n, md)`` in the libcrypto hashlib uses, checked against
+    hashlib on a few inputs; 0 when there is none (another build of Python, a libcrypto without the symbol):
+    the digests are then taken by hashlib from Python, one call per network."""
+    if os.environ.get("RELUSYM_NO_CSHA", "") not in ("", "0"):
+        return 0
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("crypto")
+        if name is None:
+            return 0
+        fn = ctypes.CDLL(name).SHA256
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)
+        for size in (0, 1, 55, 56, 64, 1000, 4099):
+            data = bytes(range(256)) * (size // 256 + 1)
+            md = ctypes.create_string_buffer(32)
+            fn(data[:size], size, md)
+            if md.raw != hashlib.sha256(data[:size]).digest():
+                return 0
+        return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+    except (OSError, AttributeError, TypeError, ValueError):
+        return 0
+
+
+def sha_address() -> int:
+    """The address of the C SHA-256 the kernel calls (:func:`_openssl_sha256`), looked up once per process."""
+    if "sha" not in _STATE:
+        _STATE["sha"] = _openssl_sha256()
+    return int(_STATE["sha"])
 
 
 def jit_available() -> bool:
@@ -83,18 +120,28 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     B = arrays[1].shape[0]
     flag = np.zeros(B, dtype=bool)
     offs = np.zeros(B + 1, dtype=np.int64)
+    sha = sha_address()
+    digests = np.empty((B if sha else 0, 32), dtype=np.uint8)
     buf = _buffer(_BUFFER)
-    sha = hashlib.sha256
     out: list[str] = []
     start = 0
     while start < B:
-        end = int(kernel(*arrays, start, buf, offs, flag))
+        end = int(kernel(*arrays, start, buf, offs, flag, sha, digests))
         if end == start:  # one network larger than the buffer
             buf = _buffer(max(2 * buf.size, int(offs[0])))
             continue
-        mv = buf.data
-        o = offs[: end - start + 1].tolist()
-        keep = (~flag[start:end]).tolist()
-        out += [sha(mv[o[u] : o[u + 1]]).hexdigest() for u in range(end - start) if keep[u]]
+        if not sha:
+            out += _hashed(buf, offs, ~flag[start:end])
         start = end
+    if sha:
+        text = digests[~flag].tobytes().hex()
+        out = [text[i : i + 64] for i in range(0, len(text), 64)]
     return ~flag, out
+
+
+def _hashed(buf: np.ndarray, offs: np.ndarray, keep: np.ndarray) -> list[str]:
+    """hashlib's SHA-256 (hex) of the networks' byte strings buf[offs[u]:offs[u + 1]] where ``keep``."""
+    mv = buf.data
+    o = offs[: keep.size + 1].tolist()
+    sha = hashlib.sha256
+    return [sha(mv[o[u] : o[u + 1]]).hexdigest() for u, t in enumerate(keep.tolist()) if t]

@@ -28,6 +28,10 @@ __all__ = [
     "nbytes",
     "encoded_size",
     "write_network",
+    "sha256_into",
+    "gcd_odd",
+    "gcd_with",
+    "lockstep_gcds",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -81,6 +85,29 @@ ult: Any = intrinsic(_ult_typing)
 ult.__doc__ = """ult(x, y): 1 when the int64 x < y read as unsigned 64-bit integers, else 0."""
 
 
+def _sha_typing(typingctx: Any, addr: Any, src: Any, pos: Any, n: Any, dst: Any, row: Any) -> Any:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i8p = ir.IntType(8).as_pointer()
+        i64 = ir.IntType(64)
+        sa = context.make_array(signature.args[1])(context, builder, args[1])
+        da = context.make_array(signature.args[4])(context, builder, args[4])
+        fn = builder.inttoptr(args[0], ir.FunctionType(i8p, [i8p, i64, i8p]).as_pointer())
+        sp = builder.gep(builder.bitcast(sa.data, i8p), [args[2]])
+        dp = builder.gep(builder.bitcast(da.data, i8p), [builder.mul(args[5], ir.Constant(i64, 32))])
+        builder.call(fn, [sp, args[3], dp])
+        return context.get_dummy_value()
+
+    return types.void(types.int64, src, types.int64, types.int64, dst, types.int64), codegen
+
+
+sha256_into: Any = intrinsic(_sha_typing)
+sha256_into.__doc__ = """sha256_into(addr, src, pos, n, dst, row): calls the C function at ``addr`` with the
+signature of OpenSSL's ``SHA256(const unsigned char *d, size_t n, unsigned char *md)`` on src[pos:pos + n] (a
+uint8 array), the 32 bytes of the digest into dst[row] (a C-contiguous uint8 array of rows of 32 bytes).  The
+address is an argument, not a constant of the compiled code, so that numba's cache stays valid from process to
+process."""
+
+
 @inline
 def nbytes(x: int) -> int:
     """Bytes of |x| up to its last nonzero byte (0 for 0)."""
@@ -91,15 +118,58 @@ def nbytes(x: int) -> int:
     return int((64 - leading_zeros(x) + 7) >> 3)
 
 
+@inline
+def gcd_odd(a: int, b: int) -> int:
+    """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
+    the smaller of the two)."""
+    while a != b:
+        d = a - b
+        b = min(a, b)
+        a = abs(d) >> trailing_zeros(d)
+    return a
+
+
+@jit
+def lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
+    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
+    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
+    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
+    while True:
+        for _ in range(8):
+            for i in range(n):
+                a, b = ga[i], gb[i]
+                d = a - b
+                ad = abs(d)
+                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
+                gb[i] = min(a, b)
+        done = True
+        for i in range(n):
+            done &= ga[i] == gb[i]
+        if done:
+            return
+
+
+@inline
+def gcd_with(g: int, x: int) -> int:
+    """gcd(g, x) for odd positive g and x ≥ 0: one remainder, then the binary gcd of two numbers below g (g is
+    small when it is not 1: the binary gcd of g and a large x would take a step per bit of x)."""
+    r = x % g
+    if r == 0:
+        return g
+    return gcd_odd(g, r >> trailing_zeros(r))
+
+
 @jit
 def _widths(t: Any, plen: Any, e0: int, L: int, step: int) -> tuple[int, int]:
-    """The widths of the t block and the p block of entries e0, e0 + step, … (L of them)."""
-    wt, wp = 1, 1
+    """The widths of the t block and the p block of entries e0, e0 + step, … (L of them): the bytes of the OR of
+    the |t| (its top bit is the largest one's) and the largest p length, reductions without branches."""
+    ot, wp = 0, 1
     for u in range(L):
         e = e0 + u * step
-        wt = max(wt, nbytes(t[e]))
+        x = t[e]
+        ot |= x if x >= 0 else -x
         wp = max(wp, plen[e])
-    return wt, wp
+    return max(nbytes(ot), 1), wp
 
 
 @inline
@@ -126,16 +196,34 @@ _store: Any = intrinsic(_store_typing)
 
 @inline
 def _sign_bits(out: Any, pos: int, vals: Any, idx: Any, below: bool) -> int:
-    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed eight to a byte at
-    pos (no branch on the data); returns the end."""
+    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed at pos, least
+    significant bit first: 64 at a time into one 8-byte store (no branch on the data; the last store's excess
+    is overwritten by the next field); returns the end."""
     L = idx.size
-    for h in range((L + 7) >> 3):
-        byte = 0
-        for r in range(min(8, L - 8 * h)):
-            x = vals[idx[8 * h + r]]
-            byte |= ((x < 0) if below else (x != 0)) << r
-        out[pos + h] = byte
+    bits, nb, h = 0, 0, 0
+    for u in range(L):
+        x = vals[idx[u]]
+        bits |= ((x < 0) if below else (x != 0)) << nb
+        nb += 1
+        if nb == 64:
+            _store(out, pos + 8 * h, bits)
+            bits, nb, h = 0, 0, h + 1
+    _store(out, pos + 8 * h, bits)
     return int(pos + (L + 7) // 8)
+
+
+@jit
+def _wide(out: Any, pos: int, wp: int, pw: Any, plen: Any, idx: Any) -> None:
+    """The p block's magnitudes when some p has more than 8 bytes: 8 at a time, entry after entry."""
+    for u in range(idx.size):
+        e = idx[u]
+        rest = plen[e]
+        for ch in range((wp + 7) >> 3):
+            x = pw[2 * ch, e] | (pw[2 * ch + 1, e] << 32) if rest > 0 else 0
+            if rest < 8:
+                x &= (1 << (8 * max(rest, 0))) - 1
+            _store(out, pos + u * wp + 8 * ch, x)
+            rest -= 8
 
 
 @jit
@@ -156,15 +244,14 @@ def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
     end = _sign_bits(out, pos + L * wt, t, idx, True)
     _store(out, end, wp)
     pos = end + 4
-    for u in range(L):
-        e = idx[u]
-        rest = plen[e]
-        for ch in range((wp + 7) >> 3):
-            x = pw[e, 2 * ch] | (pw[e, 2 * ch + 1] << 32) if rest > 0 else 0
-            if rest < 8:
-                x &= (1 << (8 * max(rest, 0))) - 1
-            _store(out, pos + u * wp + 8 * ch, x)
-            rest -= 8
+    if wp <= 8:  # one store per p (its words beyond plen may be stale: masked off)
+        for u in range(L):
+            e = idx[u]
+            rest = plen[e]
+            keep = ((1 << (8 * min(rest, 7))) - 1) | -(rest >= 8)
+            _store(out, pos + u * wp, (pw[0, e] | (pw[1, e] << 32)) & keep)
+    else:
+        _wide(out, pos, wp, pw, plen, idx)
     end = _sign_bits(out, pos + L * wp, pn, idx, False)
     _store(out, end, 1)
     pos = end + 4
@@ -175,10 +262,11 @@ def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
 @jit
 def encoded_size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple[int, int]:
     """(bytes of the encoding, width of the hyperplane block)."""
-    w = 1
+    om = 0
     for i in range(n):
         for j in range(C):
-            w = max(w, nbytes(mag[i, j]))
+            om |= mag[i, j]  # magnitudes ≥ 0: the OR's top bit is the largest one's
+    w = max(nbytes(om), 1)
     size = 37 + 4 + n * C * w + (n * C + 7) // 8
     wt, wp = _widths(kin[0], kin[2], 0, n * k, 1)
     size += 12 + n * k * (wt + wp + 1) + 3 * ((n * k + 7) // 8)
@@ -206,15 +294,22 @@ def write_network(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, 
     _store(out, pos + 29, n)
     _store(out, pos + 37, w)
     pos += 41
-    u = 0
     for r in range(n):
         i = order[r]
         for j in range(C):
-            _store(out, pos, mag[i, j])
-            sgo[u] = sg[i, j]
-            pos += w
-            u += 1
-    pos = _sign_bits(out, pos, sgo, every, False)
+            _store(out, pos + (r * C + j) * w, mag[i, j])
+    pos += n * C * w
+    bits, nb, h = 0, 0, 0  # the sign bits in block order, 64 at a time (their last store's excess overwritten)
+    for r in range(n):
+        i = order[r]
+        for j in range(C):
+            bits |= sg[i, j] << nb
+            nb += 1
+            if nb == 64:
+                _store(out, pos + 8 * h, bits)
+                bits, nb, h = 0, 0, h + 1
+    _store(out, pos + 8 * h, bits)
+    pos += (n * C + 7) // 8
     pos = _rational(out, pos, kin, ik)
     pos = _rational(out, pos, aff, im)
     return _rational(out, pos, aff, ie)

@@ -17,13 +17,12 @@ is integers:
   Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
 * **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c: float64 limbs of both factors, their
-  products summed exactly over the neurons (:func:`_affine`), each sum added at its offset into one 128-bit
-  integer (two int64 words) when the entry spans at most ``_WIDE`` bits (float32 networks), else into
-  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part).
-* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.
-
-All integer arithmetic is in int64 (numba turns a mix of uint64 and int64 into floats); a sort key alone is a
-uint64.
+  products summed exactly over the neurons (:func:`_affine`; by BLAS for all of M's rows at once from ``_GEMM``
+  products), each sum added at its offset into one 128-bit integer (two int64 words) when the entry spans at
+  most ``_WIDE`` bits (float32 networks), else into base-2³² words (int64, carried at the end), then split
+  (trailing zeros, odd part; its words in pw[q, e], entry by entry along the rows).
+* **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.  All integer arithmetic is in int64 (numba turns a mix
+  of uint64 and int64 into floats); a sort key alone is a uint64.
 """
 
 from __future__ import annotations
@@ -36,11 +35,14 @@ import numpy as np
 from relusym._zoo._jit_bytes import (
     encoded_size,
     float_bits,
+    gcd_with,
     inline,
     jit,
     leading_zeros,
+    lockstep_gcds,
     lshr,
     nbytes,
+    sha256_into,
     trailing_zeros,
     ult,
     write_network,
@@ -51,6 +53,7 @@ __all__ = ["stack_bytes", "MAX_WORDS"]
 
 _LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
 _RANKS = 128  # rows sorted by counting ranks up to this many (n² compares), by argsort beyond
+_GEMM = 1024  # sums of M and e by BLAS (one dgemm per limb pair) from this many products k·S·(m + 1) per limb pair
 _WIDE = 120  # sums of M and e spanning at most this many bits go through 128-bit integers
 MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
 _M32 = 0xFFFFFFFF
@@ -58,70 +61,39 @@ _FRAC = (1 << 52) - 1
 
 
 @inline
-def _part(x: float, o: Any, s: Any, ng: Any, t: int) -> bool:
-    """x = ±o·2^s into entry t (o odd, or o = s = 0 and no sign for 0), from x's bits and without branches on
-    the data; True when x is not finite."""
+def _part(x: float) -> tuple[int, int, int, int]:
+    """x = ±o·2^s as (o, s, sign, whether x is not finite): o odd, or o = s = 0 and no sign for 0; from x's bits
+    and without branches on the data."""
     v = float_bits(x)
     ef = (v >> 52) & 0x7FF
     mant = (v & _FRAC) | (min(ef, 1) << 52)
     nz = mant != 0
     tz = trailing_zeros(mant | (1 << 62))
-    o[t] = mant >> tz
-    s[t] = (max(ef, 1) - 1075 + tz) * nz
-    ng[t] = ((v >> 63) & 1) * nz
-    return bool(ef == 0x7FF)
+    return mant >> tz, (max(ef, 1) - 1075 + tz) * nz, ((v >> 63) & 1) * nz, ef == 0x7FF
 
 
 @jit
 def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
-    False when an entry is not finite."""
+    False when an entry is not finite.  One loop per array, entries written in place (2-D, no flattened views,
+    no other reduction than the finiteness: vector lanes)."""
     n, m = A.shape[1], A.shape[2]
     k = V.shape[1]
-    C = m + 1
-    wo, ws, wn = w[0].reshape(-1), w[1].reshape(-1), w[2].reshape(-1)
-    vo, vs, vn = v[0].reshape(-1), v[1].reshape(-1), v[2].reshape(-1)
-    bad = False
+    wo, ws, wn = w
+    vo, vs, vn = v
+    co, cs, cn = cv
+    bad = 0
     for i in range(n):
-        for j in range(m):
-            bad |= _part(float(A[bi, i, j]), wo, ws, wn, i * C + j)
-        bad |= _part(float(b[bi, i]), wo, ws, wn, i * C + m)
+        for j in range(m + 1):
+            wo[i, j], ws[i, j], wn[i, j], f = _part(float(A[bi, i, j]) if j < m else float(b[bi, i]))
+            bad |= f
     for j in range(k):
         for i in range(n):
-            bad |= _part(float(V[bi, j, i]), vo, vs, vn, j * n + i)
-        bad |= _part(float(c[bi, j]), cv[0], cv[1], cv[2], j)
-    return not bad
-
-
-@inline
-def _gcd_odd(a: int, b: int) -> int:
-    """gcd of two odd positive integers (binary, without branches on the data: the difference's odd part and
-    the smaller of the two)."""
-    while a != b:
-        d = a - b
-        b = min(a, b)
-        a = abs(d) >> trailing_zeros(d)
-    return a
-
-
-@jit
-def _lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
-    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
-    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
-    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
-    while True:
-        for _ in range(8):
-            for i in range(n):
-                a, b = ga[i], gb[i]
-                d = a - b
-                ad = abs(d)
-                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
-                gb[i] = min(a, b)
-        done = True
-        for i in range(n):
-            done &= ga[i] == gb[i]
-        if done:
-            return
+            vo[j, i], vs[j, i], vn[j, i], f = _part(float(V[bi, j, i]))
+            bad |= f
+        co[j], cs[j], cn[j], f = _part(float(c[bi, j]))
+        bad |= f
+    return bad == 0
 
 
 @jit
@@ -150,15 +122,17 @@ def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
 
 
 @jit
-def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
+def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
     The gcd of a row's odd parts: that of λ's and the next nonzero one, for all rows at once
-    (:func:`_lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others."""
+    (:func:`lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others; the
+    other gcds by one remainder each (:func:`gcd_with`)."""
+    wo, ws, wn = w
     if not _pairs(wo, vo, n, m, C, gs, lam):
         return False
     ga, nx = gs[0], gs[2]
-    _lockstep_gcds(ga, gs[1], n)
+    lockstep_gcds(ga, gs[1], n)
     for i in range(n):
         p = lam[i]
         lo = 1 << 40
@@ -168,16 +142,15 @@ def _rows(wo: Any, ws: Any, wn: Any, vo: Any, n: int, C: int, m: int, mag: Any, 
         for j in range(nx[i], C):
             if g == 1:
                 break
-            if wo[i, j] != 0:
-                g = _gcd_odd(g, wo[i, j])
+            g = gcd_with(g, wo[i, j])
         flip = wn[i, p]
         lam[i] = ~p if flip else p
         big = 0
-        for j in range(C):  # no branch on the data: vector lanes
+        for j in range(C):  # no branch on the data: vector lanes (0 has o = 0 and no sign)
             x = wo[i, j]
             d = ws[i, j] - lo if x != 0 else 0
             big |= x >> max(63 - d, 0)  # nonzero when x·2^d needs more than 63 bits
-            mag[i, j], sg[i, j] = x << min(d, 63), (wn[i, j] ^ flip) if x != 0 else 0
+            mag[i, j], sg[i, j] = x << min(d, 63), wn[i, j] ^ (flip & (x != 0))
         if big != 0:
             return False
         if g != 1:
@@ -304,7 +277,7 @@ def _split(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw:
     for u in range(NW - q0):
         hi = acc[q0 + u + 1] if q0 + u + 1 < NW else 0
         w = (acc[q0 + u] >> tz) | ((hi << (32 - tz)) & _M32)
-        pw[e, u] = w
+        pw[u, e] = w
         if w != 0:
             top = 4 * u + nbytes(w)
     t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
@@ -345,7 +318,7 @@ def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, p
         hi = 0
     t[e], pn[e] = base + tz, 1 if neg else 0
     plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
-    pw[e, 0], pw[e, 1], pw[e, 2], pw[e, 3] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
+    pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
 
 
 @jit
@@ -365,7 +338,7 @@ def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, ac
             if x < (1 << 31) and y < (1 << 31):  # float32 data: the product in one int64, odd
                 z = x * y
                 t[e], pn[e], plen[e] = ws[i, p] + vs[j, i], vn[j, i], nbytes(z)
-                pw[e, 0], pw[e, 1] = z & _M32, z >> 32
+                pw[0, e], pw[1, e] = z & _M32, z >> 32
                 continue
             for q in range(5):
                 acc[q] = 0
@@ -426,7 +399,7 @@ def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int,
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)  # sums of integers below 2^52: exact in any order
-def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> None:
+def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Any:
     """P[lx·Ly + ly, l] = Σ_u XL[lx, j, u]·YL[ly, u, l] over the S neurons: every product and partial sum an
     integer below 2^52, so float64 is exact."""
     C = YL.shape[2]
@@ -445,6 +418,21 @@ def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Non
                 x, yrow = XL[lx, j, r], YL[ly, r]
                 for l_ in range(C):
                     prow[l_] += x * yrow[l_]
+    return P
+
+
+@jit
+def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
+    """:func:`_products` for every j at once (Q[j] is its P), by BLAS: integers below 2^52, exact in any order."""
+    k, C = XL.shape[1], YL.shape[2]
+    Q = np.empty((k, Lx * Ly, C))
+    for lx in range(Lx):
+        X = np.ascontiguousarray(XL[lx, :, :S])
+        for ly in range(Ly):
+            R = np.dot(X, YL[ly][:S])
+            for j in range(k):
+                Q[j, lx * Ly + ly] = R[j]
+    return Q
 
 
 @jit
@@ -487,28 +475,29 @@ def _affine(lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) ->
     _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
+    Q = _gemm(XL, YL, S, Lx, Ly) if k * S * C >= _GEMM else np.empty((0, 0, 0))
     if top - base <= _WIDE:  # every partial sum below 2^(top − base + 1): two int64 words, no carries to chase
-        _sums128(XL, YL, P, cv, out, S, Lx, Ly, xb, off, base)
+        _sums128(XL, YL, P, Q, cv, out, S, Lx, Ly, xb, off, base)
     else:
-        _sums_words(XL, YL, P, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+        _sums_words(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
     return True
 
 
 @jit
 def _sums128(
-    XL: Any, YL: Any, P: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
+    XL: Any, YL: Any, P: Any, Q: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
 ) -> None:
     """The entries of M and e from the limbs (:func:`_affine`) in 128-bit integers, split into ``out``."""
     co, cs, cn = cv
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
-        _products(XL, YL, P, j, S, Lx, Ly)
+        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             hi, lo = 0, 0
             for lx in range(Lx):
                 for ly in range(Ly):
-                    hi, lo = _add128(hi, lo, int(P[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
+                    hi, lo = _add128(hi, lo, int(Pj[lx * Ly + ly, l_]), off + xb * lx + 24 * ly)
             if l_ == C - 1 and co[j] != 0:
                 hi, lo = _add128(hi, lo, -co[j] if cn[j] else co[j], cs[j] - base)
             _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
@@ -519,6 +508,7 @@ def _sums_words(
     XL: Any,
     YL: Any,
     P: Any,
+    Q: Any,
     cv: Any,
     out: Any,
     acc: Any,
@@ -535,13 +525,13 @@ def _sums_words(
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
-        _products(XL, YL, P, j, S, Lx, Ly)
+        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             for q in range(NW):
                 acc[q] = 0
             for lx in range(Lx):
                 for ly in range(Ly):
-                    f = P[lx * Ly + ly, l_]
+                    f = Pj[lx * Ly + ly, l_]
                     if f != 0.0:
                         _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
             if l_ == C - 1 and co[j] != 0:
@@ -550,12 +540,18 @@ def _sums_words(
 
 
 @jit
-def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any) -> int:
+def stack_bytes(
+    V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any, sha: int, digests: Any
+) -> int:
     """The encodings of networks start, start + 1, … of the stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k, float32
     or float64, C-contiguous) written one after the other into ``out`` from 0: network start + u's bytes are
     out[offs[u]:offs[u + 1]] (empty, and flag set, for a network the kernel leaves).  Returns the index of the
     first network not done (B when all are): the buffer is full, or (when none was done) too small for it, whose
-    size is then offs[0]."""
+    size is then offs[0].
+
+    With ``sha`` the address of OpenSSL's ``SHA256`` (0: none), each network's bytes are hashed as soon as they
+    are written (still in the cache), the digest into digests[bi] (B×32 bytes), and the next network's bytes
+    overwrite them (offs then holds empty slices)."""
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
@@ -567,9 +563,9 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
     gs = np.empty((3, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
-           np.zeros((n * k, 6), np.int64))  # fmt: skip
+           np.zeros((6, n * k), np.int64))  # fmt: skip
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
-           np.zeros((k * C, MAX_WORDS + 2), np.int64))  # fmt: skip
+           np.zeros((MAX_WORDS + 2, k * C), np.int64))  # fmt: skip
     work = (
         np.empty((_LIMBS, k, n)),
         np.empty((_LIMBS // 2, n, C)),
@@ -584,7 +580,7 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
         offs[u] = pos
         offs[u + 1] = pos
         ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
-        ok = ok and _rows(wo, ws, wn, vo, n, C, m, mag, sg, lam, gs)
+        ok = ok and _rows((wo, ws, wn), vo, n, C, m, mag, sg, lam, gs)
         order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         if order.size == 0 or not _affine(lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
             flag[bi] = True
@@ -595,6 +591,10 @@ def stack_bytes(V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any,
             if u == 0:
                 offs[0] = size
             return int(bi)
-        pos = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
-        offs[u + 1] = pos
+        end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
+        if sha != 0:
+            sha256_into(sha, out, pos, end - pos, digests, bi)
+            end = pos
+        offs[u + 1] = end
+        pos = end
     return int(B)
