@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,3 +238,49 @@ def test_unit_status_hands_second_layer_leftovers_to_the_cells() -> None:
     # the second layer's covers (at most 16 leaves here) cannot close a margin of 1/512: the cells do
     assert (c0.method, c1.method) == ("cells", "cells")
     assert all(check_certificate(net, BOX, c) for c in (c0, c1))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_acas_second_layer_units_on_a_sub_box() -> None:
+    import relusym
+
+    path = Path(__file__).parent / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.nnet"
+    net = relusym.load(path)
+    box = relusym.io.input_box(path)
+    assert isinstance(net, MLP) and isinstance(box, Box)
+    # a sub-box of 1/8 of each side: the second-layer units its root table leaves open, proved or shown crossing
+    lo = tuple(a + (b - a) * Fraction(3, 8) for a, b in zip(box.lo, box.hi, strict=True))
+    hi = tuple(a + (b - a) * Fraction(4, 8) for a, b in zip(box.lo, box.hi, strict=True))
+    sub = Box(lo, hi)
+    layers = ExactLayers.of(net)
+    root: Region = (sub.lo, sub.hi)
+    t = certified_bounds(layers, sub.lo, sub.hi, 1)
+    todo = [j for j in range(layers.widths[2]) if t.raw_lower[1][j] < 0 < t.raw_upper[1][j]]
+    wit = Witnesses(layers)
+    pts = [tuple(hi[q] if c >> q & 1 else lo[q] for q in range(5)) for c in range(32)]
+    pts.append(tuple((a + b) / 2 for a, b in zip(lo, hi, strict=True)))
+    zs = [wit.record(x) for x in pts]
+    cache: dict[Region, BoundTable] = {}
+
+    def table(r: Region, upto: int) -> BoundTable:
+        if r not in cache or len(cache[r].lower) <= upto:
+            cache[r] = certified_bounds(layers, r[0], r[1], upto)
+        return cache[r]
+
+    search = CellSearch(layers, root, wit, table)
+    settled = 0
+    for j in todo:
+        if wit.crossing(1, j):
+            continue
+        found = search.run(1, j, Deadline(60), 2048)
+        if found is None:
+            settled += wit.crossing(1, j)
+            continue
+        c = _cert(1, j, *found)
+        assert check_certificate(net, sub, c)
+        vals = [z[1][j] for z in zs]
+        assert c.bound is not None
+        assert (max(vals) <= c.bound <= 0) if c.status == DEAD else (min(vals) >= c.bound >= 0)
+        settled += 1
+    assert settled >= 1

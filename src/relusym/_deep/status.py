@@ -72,9 +72,9 @@ _WALK_SHARE = 0.5
 # after the second layer's covers, the cell search's share of the stage's time left for the second-layer units
 # the covers left (units_cells: LP leaves, far fewer than the covers' CROWN leaves; it ends when they are settled)
 _CELLS_SHARE = 0.7
-# the second layer's covers may use this many times ``cover_leaves`` leaves when the cell search follows them (64
-# without it): on ACAS Xu (1_2, 1_3, 1_7) the covers that close do so within about 1,100 leaves, and the rounds up
-# to 16,384 leaves took 4 to 5 s on the unit they could not close, which the cell search proves in 2 to 8 s
+# the second layer's covers may use this many times ``cover_leaves`` leaves (the cell search follows them): on ACAS
+# Xu (1_2, 1_3, 1_7) the covers that close do so within about 1,100 leaves, and the rounds up to 16,384 leaves took
+# 4 to 5 s on the one unit each they could not close (the cell search proves it in 2 to 8 s alone)
 _SECOND_WIDE = 16
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
@@ -92,6 +92,10 @@ class UnitCertificate:
     exact points of the domain and ``values`` the exact pre-activations there (``method`` ``"walk"`` when the
     walk over linear regions, :mod:`relusym._deep.units_walk`, found the missing sign, else empty).
     undecided: ``reason``.
+    method ``"cells"`` (:mod:`relusym._deep.units_cells`): ``regions``, ``phases`` and ``proofs`` are parallel,
+    one entry a leaf: the inputs of ``regions[i]`` where the fixes ``phases[i]`` hold, proved by the exact dual
+    proof ``proofs[i]`` on the region's exact table of the earlier layers with the fixes applied (None, with no
+    fixes: the region's interval bound); the distinct regions tile the box and each region's fix sets cover it.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
     the region's exact interval/relaxation bounds of the earlier layers.
@@ -441,8 +445,7 @@ def _cover_stage(
     hunt(wit, net, root, pending, until.sub(_HUNT_SHARE))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
     later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
-    wide = _SECOND_WIDE if cells is not None else 64
-    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves, wide)
+    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves, _SECOND_WIDE)
     # the second layer's units the covers left: the cell search (LP leaves finished by phase splitting)
     done = {(p.ell, p.j) for p in proved}
     left2 = [(ell, j) for ell, j in second if ell == 1 and (ell, j) not in done and not wit.crossing(ell, j)]
@@ -499,8 +502,11 @@ def unit_status(
     certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
     search for their missing sign, walks over linear regions towards it (:mod:`relusym._deep.units_walk`, one LP
     a region; a crossing so found has method ``"walk"``) and covers by input splitting
-    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 64 times as many in the second layer,
-    each leaf's bound exact; 0 turns the stage off).  Units left unproved are "undecided" with the reason.
+    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 16 times as many in the second layer,
+    each leaf's bound exact; 0 turns the stage off); the second-layer units the covers leave go to the cell search
+    (:mod:`relusym._deep.units_cells`, method ``"cells"``: sub-boxes each closed by its own exact table's interval
+    bound, its triangle LP's exact dual proof or, when few earlier units are unstable on it, a phase branch and
+    bound there).  Units left unproved are "undecided" with the reason.
     ``only``: the (layer, unit) pairs to classify (layers 1-based, as the certificates number them); the other
     units keep the cheap statuses (witnesses, the root's bound table) and are otherwise "undecided" with reason
     "not requested"."""

@@ -37,7 +37,7 @@ from relusym._deep.bab_phase import Fix, PhaseSearch
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, interval_bounds
 from relusym._deep.box_witnesses import Witnesses
 from relusym._deep.lp import DualProof, FloatLP, prove
-from relusym._deep.witness import exact_point
+from relusym._deep.witness import GRID, FloatNet, exact_point
 
 __all__ = ["CellLeaf", "CellSearch", "bisect", "split_axis", "unit_interval", "MAX_UNSTABLE", "PHASE_LEAVES"]
 
@@ -120,11 +120,16 @@ class CellSearch:
         self.max_unstable, self.phase_leaves = max_unstable, phase_leaves
         self.lo = np.array([float(v) for v in root[0]])
         self.width = np.array([float(b - a) for a, b in zip(root[0], root[1], strict=True)])
+        self.net = FloatNet(layers, root[0], root[1])
 
-    def _offer(self, x: np.ndarray) -> None:
-        """A float input (original coordinates) as a witness candidate: its grid point, evaluated exactly."""
+    def _offer(self, x: np.ndarray, ell: int, j: int, sign: int) -> None:
+        """A float input (original coordinates) as a witness candidate for sign·z[ell][j] > 0: its grid point,
+        evaluated exactly when the floats give it that sign there (an LP maximizer of a relaxation rarely has it,
+        and the exact evaluation of the whole network is the dearer part)."""
         u = np.where(self.width > 0, (x - self.lo) / np.where(self.width > 0, self.width, 1.0), 0.0)
-        self.wit.record(exact_point(self.root[0], self.root[1], u))
+        u = np.clip(np.rint(u * GRID), 0, GRID) / GRID
+        if sign * self.net.preactivations(u[None, :], ell)[ell][0, j] > 0:
+            self.wit.record(exact_point(self.root[0], self.root[1], u))
 
     def run(self, ell: int, j: int, deadline: Deadline, max_boxes: int = 4096) -> tuple[int, list[CellLeaf]] | None:
         """(sign, leaves) proving sign·z[ell][j] ≤ 0 on the box (ell ≥ 1, 0-based), the sign the witnesses leave
@@ -163,7 +168,7 @@ class CellSearch:
             return None
         opt, mus, x = r
         if opt > 0:
-            self._offer(x)
+            self._offer(x, ell, j, sign)
         else:
             p = prove(self.layers, ell, j, sign, mus, box, t.lower[:ell], t.upper[:ell])
             if p.value <= 0:
@@ -173,7 +178,7 @@ class CellSearch:
             side = self.wit.pos if sign > 0 else self.wit.neg
 
             def seen(x: np.ndarray) -> bool:
-                self._offer(x)
+                self._offer(x, ell, j, sign)
                 return side[ell][j] is not None
 
             ps = PhaseSearch(self.layers, box, t.lower[:ell], t.upper[:ell])
