@@ -275,7 +275,6 @@ def test_acas_second_layer_units_on_a_sub_box() -> None:
             continue
         found = search.run(1, j, Deadline(60), 2048)
         if found is None:
-            settled += wit.crossing(1, j)
             continue
         c = _cert(1, j, *found)
         assert check_certificate(net, sub, c)
@@ -283,4 +282,4 @@ def test_acas_second_layer_units_on_a_sub_box() -> None:
         assert c.bound is not None
         assert (max(vals) <= c.bound <= 0) if c.status == DEAD else (min(vals) >= c.bound >= 0)
         settled += 1
-    assert settled >= 1
+    assert settled >= 1  # (units 15 and 34 are proved dead, by phase leaves on one sub-box each)
