@@ -295,10 +295,12 @@ class PhaseSearch:
         deadline: Deadline,
         max_leaves: int,
         witness: Callable[[np.ndarray], bool],
+        first: tuple[float, list[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[Leaf, ...] | None:
         """Leaves covering the box, each proving sign·z[T][unit] ≤ value ≤ 0 exactly; None when a leaf's LP
         maximizer (given to ``witness``, which returns True to stop: the unit is settled otherwise) or the
-        deadline or ``max_leaves`` stops the search."""
+        deadline or ``max_leaves`` stops the search.  ``first``: the root leaf's LP solution when the caller
+        has it (:meth:`FloatLP.solve` on the same bounds; its maximizer was offered already)."""
         stack: list[tuple[Fix, ...]] = [()]
         done: list[Leaf] = []
         while stack:
@@ -312,11 +314,11 @@ class PhaseSearch:
                     fl[k][i] = 0.0
                 else:
                     fu[k][i] = 0.0
-            r = self._solve(T, unit, sign, fl, fu)
+            r = first if first is not None and not fixes else self._solve(T, unit, sign, fl, fu)
             if r is None:
                 return None
             opt, mus, x = r
-            if x is not None and opt > 0 and witness(x):
+            if x is not None and opt > 0 and (r is not first) and witness(x):
                 return None
             if opt <= 0:
                 lw, up = apply_fixes(self.lower[:T], self.upper[:T], fixes)

@@ -25,6 +25,7 @@ from relusym._deep.status import (
     first_layer_exact,
     interval_unit,
 )
+from relusym._deep.units_cells import unit_interval
 from relusym._deep.units_leaves import LeafTables
 from relusym._exact.numbers import common_denominator
 
@@ -109,6 +110,8 @@ class _Checker:
             return False
         if cert.method == "phase-bab":
             return _check_phases(self, cert)
+        if cert.method == "cells":
+            return _check_cells(self, cert)
         return self._check_regions(cert)
 
     def _check_crossing(self, cert: UnitCertificate) -> bool:
@@ -214,5 +217,42 @@ def _check_phases(ck: _Checker, cert: UnitCertificate) -> bool:
         if p is None or not check_leaf(layers, Leaf(tuple(fixes), p), root, lower, upper, ell, j, sign):
             return False
         worst = p.value if worst is None else max(worst, p.value)
+    assert worst is not None
+    return cert.bound == (worst if sign > 0 else -worst)
+
+
+def _check_cells(ck: _Checker, cert: UnitCertificate) -> bool:
+    """A certificate of input splitting finished by phase splitting (:mod:`relusym._deep.units_cells`): the
+    distinct regions tile the domain's box, the fix sets of each region cover it, and every leaf's bound is
+    recomputed on its region's exact table (the fixes applied): the dual proof's value, or with no proof and no
+    fixes the region's interval bound; each ≤ 0, the worst equal to the certificate's bound."""
+    layers = ck.layers
+    ell, j = cert.layer - 1, cert.unit
+    n = len(cert.regions)
+    if ell < 1 or n == 0 or len(cert.phases) != n or len(cert.proofs) != n:
+        return False
+    groups: dict[Region, list[int]] = {}
+    for i, r in enumerate(cert.regions):
+        groups.setdefault(r, []).append(i)
+    if not _covers(list(groups), ck.root):
+        return False
+    sign = 1 if cert.status == DEAD else -1
+    worst: Fraction | None = None
+    for r, idx in groups.items():
+        if not covers([cert.phases[i] for i in idx]):
+            return False
+        t = ck.table(r, ell - 1)
+        for i in idx:
+            fixes, p = tuple(cert.phases[i]), cert.proofs[i]
+            if p is None:
+                il, iu = unit_interval(layers, t, ell, j)
+                v = iu if sign > 0 else -il
+                if fixes or v > 0:
+                    return False
+            elif check_leaf(layers, Leaf(fixes, p), r, t.lower, t.upper, ell, j, sign):
+                v = p.value
+            else:
+                return False
+            worst = v if worst is None else max(worst, v)
     assert worst is not None
     return cert.bound == (worst if sign > 0 else -worst)

@@ -121,11 +121,11 @@ class _Tables:
         return unit_bound(self.layers, r[0], r[1], t.lower, t.upper, ell, j, sign)
 
 
-def _wider(ell: int) -> int:
-    """How many times ``max_leaves`` a unit of layer ``ell`` may use: second-layer leaves are cheap to prove
-    (:mod:`relusym._deep.box_leaves`, about 0.3 ms a leaf), and on ACAS Xu their covers need 100 to 10,000
-    leaves."""
-    return 64 if ell == 1 else 1
+def _wider(ell: int, second: int) -> int:
+    """How many times ``max_leaves`` a unit of layer ``ell`` may use: ``second`` in the second layer, whose leaves
+    are cheap to prove (:mod:`relusym._deep.box_leaves`, about 0.3 ms a leaf; on ACAS Xu its covers need 100 to
+    10,000 leaves), else 1."""
+    return second if ell == 1 else 1
 
 
 def cover_units(
@@ -135,11 +135,12 @@ def cover_units(
     units: Sequence[tuple[int, int]],
     deadline: Deadline,
     max_leaves: int = 256,
+    second: int = 64,
 ) -> list[Proved]:
     """Prove as many of ``units`` (layer, unit; 0-based layers) dead or active on the box ``root`` as the deadline
     allows, layer by layer (the floats bound only the layers needed); every leaf's bound is exact.  A unit's cover
-    may use ``max_leaves`` leaves, 64 times as many in the second layer (its leaves are proved in one batch),
-    reached in rounds of ``max_leaves``, twice, four times … as many."""
+    may use ``max_leaves`` leaves, ``second`` times as many in the second layer (its leaves are proved in one
+    batch), reached in rounds of ``max_leaves``, twice, four times … as many."""
     net = FloatNet(layers, root[0], root[1])
     tables = _Tables(layers)
     out: list[Proved] = []
@@ -153,7 +154,7 @@ def cover_units(
         # in rounds of a larger cap each (the leaves of a round are kept), so the units with small covers are
         # proved before the hard ones take the time
         sp = Splitter(net, ell, js)
-        top = max_leaves * _wider(ell)
+        top = max_leaves * _wider(ell, second)
         cap = min(max_leaves, top)
         while not deadline.expired():
             out += _cover_round(tables, net, sp, root, wit, ell, js, cap, deadline)

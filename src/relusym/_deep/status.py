@@ -34,11 +34,11 @@ from relusym._deep.bounds import (
     Point,
     Region,
     certified_bounds,
-    interval_bounds,
 )
 from relusym._deep.box_witnesses import Witnesses, sample_points
 from relusym._deep.lp import DualProof, FloatLP, prove
 from relusym._deep.mlp import as_mlp
+from relusym._deep.units_cells import CellLeaf, CellSearch, bisect, split_axis, unit_interval
 from relusym._deep.witness import exact_point
 from relusym._exact.numbers import fraction_str
 from relusym.errors import InvalidNetworkError
@@ -69,6 +69,13 @@ _COVER_SHARE, _HUNT_SHARE, _SECOND_SHARE = 0.95, 0.15, 0.8
 # after the second layer's covers, the walks' share of the time left to the stage (they end early: a few LPs a
 # start, at most 16 starts a unit)
 _WALK_SHARE = 0.5
+# after the second layer's covers, the cell search's share of the stage's time left for the second-layer units
+# the covers left (units_cells: LP leaves, far fewer than the covers' CROWN leaves; it ends when they are settled)
+_CELLS_SHARE = 0.7
+# the second layer's covers may use this many times ``cover_leaves`` leaves (the cell search follows them): on ACAS
+# Xu (1_2, 1_3, 1_7) the covers that close do so within about 1,100 leaves, and the rounds up to 16,384 leaves took
+# 4 to 5 s on the one unit each they could not close (the cell search proves it in 2 to 8 s alone)
+_SECOND_WIDE = 16
 _LONG_HUNT = (128, 400)  # the last hunt's starts per unit and steps per start
 _SEARCHES = ("box", "phases", "box+phases")
 
@@ -85,6 +92,10 @@ class UnitCertificate:
     exact points of the domain and ``values`` the exact pre-activations there (``method`` ``"walk"`` when the
     walk over linear regions, :mod:`relusym._deep.units_walk`, found the missing sign, else empty).
     undecided: ``reason``.
+    method ``"cells"`` (:mod:`relusym._deep.units_cells`): ``regions``, ``phases`` and ``proofs`` are parallel,
+    one entry a leaf: the inputs of ``regions[i]`` where the fixes ``phases[i]`` hold, proved by the exact dual
+    proof ``proofs[i]`` on the region's exact table of the earlier layers with the fixes applied (None, with no
+    fixes: the region's interval bound); the distinct regions tile the box and each region's fix sets cover it.
     ``proofs`` (method ``"lp"``), one per region or None: the exact dual certificate of the triangle relaxation
     (:class:`relusym._deep.lp.DualProof`, sign +1 for dead, −1 for active) that proves the region's bound from
     the region's exact interval/relaxation bounds of the earlier layers.
@@ -198,47 +209,7 @@ def _table(
     return certified_bounds(layers, box[0], box[1], upto, first=first)
 
 
-def _split(box: Region, root: Region, axis: int | None = None) -> tuple[Region, Region]:
-    lo, hi = box
-    j = axis
-    if j is None or hi[j] <= lo[j] or (hi[j] - lo[j]) * 4096 < root[1][j] - root[0][j]:
-        j = max(range(len(lo)), key=lambda t: (hi[t] - lo[t]) / (root[1][t] - root[0][t]))
-    mid = (lo[j] + hi[j]) / 2
-    return (lo, hi[:j] + (mid,) + hi[j + 1 :]), (lo[:j] + (mid,) + lo[j + 1 :], hi)
-
-
-def interval_unit(layers: ExactLayers, t: BoundTable, ell: int, j: int) -> tuple[Fraction, Fraction]:
-    """Exact interval bounds of z[ell][j] from the table's (rounded) bounds of layer ell − 1."""
-    zero = Fraction(0)
-    lo = [max(v, zero) for v in t.lower[ell - 1]]
-    hi = [max(v, zero) for v in t.upper[ell - 1]]
-    one = ExactLayers([layers.rows[ell][j : j + 1]], len(lo))
-    il, iu = interval_bounds(one, 0, lo, hi)
-    return il[0], iu[0]
-
-
-def _split_axis(
-    layers: ExactLayers,
-    mus: Sequence[np.ndarray],
-    fl: Sequence[np.ndarray],
-    fu: Sequence[np.ndarray],
-    width: np.ndarray,
-) -> int:
-    """The input coordinate to bisect: each unsettled earlier unit's relaxation gap (|μ|·(−l·u/(u − l)), the
-    height of its triangle weighted by its multiplier) shared among the inputs by their interval influence on it
-    (|W| products times the widths)."""
-    score = np.zeros(len(width))
-    S = np.diag(width)
-    for k, mu in enumerate(mus):
-        S = np.abs(layers.Wf[k]) @ S
-        l, u = fl[k], fu[k]
-        cross = (l < 0) & (u > 0)
-        if not cross.any():
-            continue
-        gap = np.abs(mu[cross]) * (-l[cross] * u[cross] / (u[cross] - l[cross]))
-        share = S[cross] / np.maximum(S[cross].sum(axis=1, keepdims=True), 1e-300)
-        score += gap @ share
-    return int(np.argmax(score)) if score.any() else int(np.argmax(width))
+interval_unit = unit_interval  # exact interval bounds of z[ell][j] from a table's bounds of layer ell − 1
 
 
 class _Search:
@@ -268,7 +239,7 @@ class _Search:
             return None, None
         opt, mus, x = r
         width = np.array([float(b - a) for a, b in zip(box[0], box[1], strict=True)])
-        axis = _split_axis(self.layers, mus, fl, fu, width)
+        axis = split_axis(self.layers, mus, fl, fu, width)
         lo = np.array([float(v) for v in box[0]])
         u = np.where(width > 0, (x - lo) / np.where(width > 0, width, 1.0), 0.0)
         pt = exact_point(box[0], box[1], u)
@@ -318,7 +289,7 @@ class _Search:
                 self.wit.record(centre)
                 if self.wit.crossing(ell, j):
                     return _crossing_cert(self.wit, ell, j)
-            stack.extend(_split(box, self.root, axis))
+            stack.extend(bisect(box, self.root, axis))
         for side, status in ((dead, DEAD), (active, ACTIVE)):
             other = active if side is dead else dead
             if side and not other:
@@ -398,6 +369,40 @@ def _phase_cert(
     )
 
 
+def _cells_units(
+    cells: CellSearch,
+    wit: Witnesses,
+    certs: list[list[UnitCertificate]],
+    units: Sequence[tuple[int, int]],
+    deadline: Deadline,
+    max_boxes: int,
+) -> set[tuple[int, int]]:
+    """The cell search for each unit in turn (an equal share of the time left each); the units proved, their
+    certificates written into ``certs`` (a crossing found is left to the caller, in ``wit``)."""
+    out = set()
+    for i, (ell, j) in enumerate(units):
+        found = None if deadline.expired() else cells.run(ell, j, deadline.sub(1 / (len(units) - i)), max_boxes)
+        if found is not None:
+            certs[ell][j] = _cells_cert(ell, j, *found)
+            out.add((ell, j))
+    return out
+
+
+def _cells_cert(ell: int, j: int, sign: int, leaves: Sequence[CellLeaf]) -> UnitCertificate:
+    worst = max(lf.value for lf in leaves)
+    status, bound = (DEAD, worst) if sign > 0 else (ACTIVE, -worst)
+    return UnitCertificate(
+        ell + 1,
+        j,
+        status,
+        bound,
+        "cells",
+        tuple(lf.region for lf in leaves),
+        proofs=tuple(lf.proof for lf in leaves),
+        phases=tuple(lf.fixes for lf in leaves),
+    )
+
+
 def _crossing_cert(wit: Witnesses, ell: int, j: int, how: str = "") -> UnitCertificate:
     neg, pos = wit.neg[ell][j], wit.pos[ell][j]
     assert neg is not None and pos is not None
@@ -422,10 +427,12 @@ def _cover_stage(
     pending: list[tuple[int, int]],
     deadline: Deadline,
     leaves: int,
+    cells: CellSearch | None = None,
 ) -> list[tuple[int, int]]:
-    """The witness hunt, the walks of :mod:`relusym._deep.units_walk` and the covers of
-    :mod:`relusym._deep.box_cover` for the pending units (with ``_COVER_SHARE`` of the time left); returns the
-    units still pending."""
+    """The witness hunt, the walks of :mod:`relusym._deep.units_walk`, the covers of
+    :mod:`relusym._deep.box_cover` and, for the second layer's units the covers leave, the cell search of
+    :mod:`relusym._deep.units_cells` (``cells``), for the pending units (with ``_COVER_SHARE`` of the time left);
+    returns the units still pending."""
     from relusym._deep.box_cover import cover_units, hunt
     from relusym._deep.units_walk import walk_units
     from relusym._deep.witness import FloatNet
@@ -438,7 +445,12 @@ def _cover_stage(
     hunt(wit, net, root, pending, until.sub(_HUNT_SHARE))
     second = [(ell, j) for ell, j in pending if ell <= 1 and not wit.crossing(ell, j)]
     later = [(ell, j) for ell, j in pending if ell > 1 and not wit.crossing(ell, j)]
-    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves)
+    proved = cover_units(layers, root, wit, second, until.sub(_SECOND_SHARE) if later else until, leaves, _SECOND_WIDE)
+    # the second layer's units the covers left: the cell search (LP leaves finished by phase splitting)
+    done = {(p.ell, p.j) for p in proved}
+    left2 = [(ell, j) for ell, j in second if ell == 1 and (ell, j) not in done and not wit.crossing(ell, j)]
+    if cells is not None and left2:
+        done |= _cells_units(cells, wit, certs, left2, until.sub(_CELLS_SHARE) if later else until, leaves * 16)
     # then the walks over linear regions (units_walk: a local maximum of the missing sign, one LP a region) for the
     # later layers' units, whose covers rarely close: they end early, and a unit shown crossing costs no cover (the
     # second layer's covers go first: they prove the most units a second, and the walks would take their time)
@@ -447,7 +459,7 @@ def _cover_stage(
     proved += cover_units(layers, root, wit, later, until, leaves) if later else []
     # what the covers left: a long hunt for the missing sign with the rest of the stage's time (on ACAS Xu it finds
     # the sign of about one unit in ten of those, a region no uniform sample and no short ascent hits)
-    done = {(p.ell, p.j) for p in proved}
+    done |= {(p.ell, p.j) for p in proved}
     rest = [(ell, j) for ell, j in pending if (ell, j) not in done and not wit.crossing(ell, j)]
     walked |= set(walk_units(wit, net, root, [(ell, j) for ell, j in rest if ell <= 1], until))
     rest = [(ell, j) for ell, j in rest if not wit.crossing(ell, j)]
@@ -490,8 +502,11 @@ def unit_status(
     certificates; costly on deep networks).  On a box, before the box searches, the pending units get a long float
     search for their missing sign, walks over linear regions towards it (:mod:`relusym._deep.units_walk`, one LP
     a region; a crossing so found has method ``"walk"``) and covers by input splitting
-    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 64 times as many in the second layer,
-    each leaf's bound exact; 0 turns the stage off).  Units left unproved are "undecided" with the reason.
+    (:mod:`relusym._deep.box_cover`: at most ``cover_leaves`` leaves a unit, 16 times as many in the second layer,
+    each leaf's bound exact; 0 turns the stage off); the second-layer units the covers leave go to the cell search
+    (:mod:`relusym._deep.units_cells`, method ``"cells"``: sub-boxes each closed by its own exact table's interval
+    bound, its triangle LP's exact dual proof or, when few earlier units are unstable on it, a phase branch and
+    bound there).  Units left unproved are "undecided" with the reason.
     ``only``: the (layer, unit) pairs to classify (layers 1-based, as the certificates number them); the other
     units keep the cheap statuses (witnesses, the root's bound table) and are otherwise "undecided" with reason
     "not requested"."""
@@ -530,8 +545,9 @@ def unit_status(
                 c = UnitCertificate(ell + 1, j, UNDECIDED, reason="pending")
             row.append(c)
         certs.append(row)
+    cells = CellSearch(layers, root, wit, search_.table) if isinstance(dom, Box) else None
     if isinstance(dom, Box) and pending and cover_leaves > 0 and search != "phases":
-        pending = _cover_stage(layers, root, wit, certs, pending, deadline, cover_leaves)
+        pending = _cover_stage(layers, root, wit, certs, pending, deadline, cover_leaves, cells)
     use_box, use_phases = search in ("box", "box+phases"), search in ("phases", "box+phases")
     phase = _Phases(layers, dom, root, wit, table, tighten_bounds) if use_phases and table is not None else None
     for i, (ell, j) in enumerate(pending):
