@@ -280,3 +280,22 @@ def true_max_gap_1d(la: Layers, lb: Layers, lo: Fraction, hi: Fraction) -> Fract
         for x in [lo, hi, *(t for t in d.xs if lo <= t <= hi)]:
             best = max(best, abs(d(x)))
     return best
+
+
+def arrangement_vertices(net, box) -> list[tuple[Fraction, ...]]:
+    """Every vertex of the arrangement of the first layer's lines and the box's sides inside the box (m = 2): with
+    a fine grid, the points where a small network's exact oracles look for the extremes of its first layer."""
+    lines = [(Fraction(w[0]), Fraction(w[1]), Fraction(b)) for w, b in zip(net.weights[0], net.biases[0], strict=True)]
+    for t in range(2):
+        for v in (box.lo[t], box.hi[t]):
+            lines.append((Fraction(int(t == 0)), Fraction(int(t == 1)), -v))
+    out = []
+    for i, (a1, b1, c1) in enumerate(lines):
+        for a2, b2, c2 in lines[i + 1 :]:
+            det = a1 * b2 - a2 * b1
+            if det:
+                x = ((-c1) * b2 - (-c2) * b1) / det
+                y = (a1 * (-c2) - a2 * (-c1)) / det
+                if box.contains((x, y)):
+                    out.append((x, y))
+    return out

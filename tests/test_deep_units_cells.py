@@ -22,6 +22,8 @@ from relusym._deep.mlp import MLP
 from relusym._deep.status import ACTIVE, CROSSING, DEAD, UnitCertificate, unit_status
 from relusym._deep.units_cells import CellLeaf, CellSearch
 
+from deep_oracles import arrangement_vertices
+
 BOX = Box([-1, -1], [1, 1])
 ROOT: Region = (BOX.lo, BOX.hi)
 EPS = Fraction(1, 512)
@@ -61,22 +63,7 @@ def _grid(box: Box, n: int) -> list[tuple[Fraction, ...]]:
     ]
 
 
-def _vertices(net: MLP, box: Box) -> list[tuple[Fraction, ...]]:
-    """Every vertex of the arrangement of the first layer's lines and the box's sides inside the box (m = 2)."""
-    lines = [(Fraction(w[0]), Fraction(w[1]), Fraction(b)) for w, b in zip(net.weights[0], net.biases[0], strict=True)]
-    for t in range(2):
-        for v in (box.lo[t], box.hi[t]):
-            lines.append((Fraction(int(t == 0)), Fraction(int(t == 1)), -v))
-    out = []
-    for i, (a1, b1, c1) in enumerate(lines):
-        for a2, b2, c2 in lines[i + 1 :]:
-            det = a1 * b2 - a2 * b1
-            if det:
-                x = ((-c1) * b2 - (-c2) * b1) / det
-                y = (a1 * (-c2) - a2 * (-c1)) / det
-                if box.contains((x, y)):
-                    out.append((x, y))
-    return out
+_vertices = arrangement_vertices
 
 
 def _dead_on_the_box() -> MLP:
