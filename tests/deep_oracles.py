@@ -299,3 +299,19 @@ def arrangement_vertices(net, box) -> list[tuple[Fraction, ...]]:
                 if box.contains((x, y)):
                     out.append((x, y))
     return out
+
+
+def third_layer_dead_net():
+    """A planted 2-4-4-2-1 MLP whose third-layer unit 0 is (σ(p) + 2) − (σ(p) + 2) − σ(q)/2 − ε with p = x + y/2
+    (two copies) and q = y − x/3, ε = 1/64: ≤ −ε everywhere, equal to −ε where q ≤ 0.  The two copies of σ(p) are
+    relaxed independently, so neither interval arithmetic nor one triangle LP sees it; unit 1 of that layer and
+    unit 3 of the first cross."""
+    from relusym._deep.mlp import MLP
+
+    eps = Fraction(1, 64)
+    W1 = [[1, Fraction(1, 2)], [1, Fraction(1, 2)], [Fraction(-1, 3), 1], [1, -1]]
+    b1 = [0, 0, 0, Fraction(1, 5)]
+    W2 = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 1, 0]]
+    b2 = [2, 2, Fraction(-1, 10), 0]
+    W3 = [[1, -1, 0, Fraction(-1, 2)], [0, 0, 1, 0]]
+    return MLP([W1, W2, W3, [[1, 1]]], [b1, b2, [-eps, Fraction(-1, 20)], [0]])

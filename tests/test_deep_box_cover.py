@@ -22,7 +22,7 @@ from relusym._deep.mlp import MLP
 from relusym._deep.status import ACTIVE, DEAD, UnitCertificate, unit_status
 from relusym._deep.witness import FloatNet
 
-from deep_oracles import arrangement_vertices
+from deep_oracles import arrangement_vertices, third_layer_dead_net
 
 BOX = Box([-1, 0], [1, 2])
 DATA = Path(__file__).parent / "data" / "acasxu"
@@ -271,13 +271,8 @@ def test_planted_dead_unit_with_a_tiny_margin_in_the_third_layer() -> None:
     # (σ(p) + 2) − (σ(p) + 2) − σ(q)/2 − ε ≤ −ε, equal to −ε wherever q ≤ 0.  Neither interval arithmetic nor
     # the triangle relaxation sees it (the two copies of σ(p) are relaxed independently): only a cover of thin
     # leaves along p = 0 proves it
-    eps = Fraction(1, 64)
-    W1 = [[1, Fraction(1, 2)], [1, Fraction(1, 2)], [Fraction(-1, 3), 1], [1, -1]]
-    b1 = [0, 0, 0, Fraction(1, 5)]
-    W2 = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 1, 0]]
-    b2 = [2, 2, Fraction(-1, 10), 0]
-    W3 = [[1, -1, 0, Fraction(-1, 2)], [0, 0, 1, 0]]
-    net = MLP([W1, W2, W3, [[1, 1]]], [b1, b2, [-eps, Fraction(-1, 20)], [0]])
+    eps = Fraction(1, 64)  # the planted margin of third_layer_dead_net
+    net = third_layer_dead_net()
     box = Box([-1, -1], [1, 1])
     layers = ExactLayers.of(net)
     assert certified_bounds(layers, box.lo, box.hi).raw_upper[2][0] > 0  # the root's exact bounds leave it open

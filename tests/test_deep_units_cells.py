@@ -22,7 +22,7 @@ from relusym._deep.mlp import MLP
 from relusym._deep.status import ACTIVE, CROSSING, DEAD, UnitCertificate, unit_status
 from relusym._deep.units_cells import CellLeaf, CellSearch
 
-from deep_oracles import arrangement_vertices
+from deep_oracles import arrangement_vertices, third_layer_dead_net
 
 BOX = Box([-1, -1], [1, 1])
 ROOT: Region = (BOX.lo, BOX.hi)
@@ -99,13 +99,7 @@ def test_planted_dead_and_active_units_with_a_tiny_margin() -> None:
 def _third_layer_dead() -> MLP:
     """Third layer, unit 0: (σ(p) + 2) − (σ(p) + 2) − σ(q)/2 − ε with p = x + y/2 twice and q = y − x/3: ≤ −ε on
     the box, equal to −ε where q ≤ 0; the two copies of σ(p) are relaxed independently, so no single LP sees it."""
-    eps = Fraction(1, 64)
-    W1 = [[1, Fraction(1, 2)], [1, Fraction(1, 2)], [Fraction(-1, 3), 1], [1, -1]]
-    b1 = [0, 0, 0, Fraction(1, 5)]
-    W2 = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 1, 0]]
-    b2 = [2, 2, Fraction(-1, 10), 0]
-    W3 = [[1, -1, 0, Fraction(-1, 2)], [0, 0, 1, 0]]
-    return MLP([W1, W2, W3, [[1, 1]]], [b1, b2, [-eps, Fraction(-1, 20)], [0]])
+    return third_layer_dead_net()
 
 
 @pytest.mark.parametrize("max_unstable", [0, 8])
