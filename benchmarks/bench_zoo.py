@@ -13,8 +13,10 @@ each side by side with its baseline in one run.
 * **parallel**: the same job serial, on a process pool of 2 and on a real multi-worker Dask ``LocalCluster`` (2
   workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
   the tables compared byte for byte;
-* **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2`` and
-  ``--dask-local 2``, on a stacked shard and a folder, with the load before and after each run.
+* **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
+  ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
+  workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
+  folder, with the load before and after each run.
 
 BLAS runs on one thread per process (set OPENBLAS_NUM_THREADS to override).  The machine's load matters: compare
 the ratios measured in one run, and read the load column.
@@ -262,7 +264,8 @@ def parallel_rows(tmp: Path, B: int, files: int) -> list[str]:
                 dask_workers = sum(client.run(_worker_cpu).values()) - w0
             ld = load()
         finally:
-            cluster.close()
+            if cluster is not None:
+                cluster.close()
         same = (tmp / "s.parquet").read_bytes() == (tmp / "p.parquet").read_bytes() == (tmp / "d.parquet").read_bytes()
         out.append(
             f"| {name} | {serial.wall:.1f} s (load {ls}) | "
@@ -282,12 +285,44 @@ def _uptime() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+class _Cluster:
+    """A real multi-worker Dask ``LocalCluster`` started before the rows that use it (2 worker processes of one
+    thread each on 127.0.0.1, as a cluster user runs one: Dask's defaults otherwise), for ``--scheduler ADDR``:
+    the job then pays no start-up of its own.  :meth:`cpu` is the CPU seconds of its worker processes (their own
+    counters) and of this process, which holds the scheduler and the nannies while the CLI runs in another."""
+
+    def __init__(self, workers: int = 2) -> None:
+        import logging
+
+        from distributed import Client, LocalCluster
+
+        self.cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
+        self.client = Client(self.cluster)
+        self.address = str(self.cluster.scheduler_address)
+
+    def cpu(self) -> float:
+        return sum(self.client.run(_worker_cpu).values()) + time.process_time()
+
+    def close(self) -> None:
+        self.client.close()
+        self.cluster.close()
+
+
 def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     """``relusym zoo --no-fibre`` as a user runs it (a fresh process each: imports, reading, the job, the table),
-    serial against ``--workers 2`` and ``--dask-local 2`` (the cluster's start-up included), on a stacked shard
-    and on a folder of files: wall time, CPU time of the process and all its children (the pool's workers; the
-    Dask nanny's workers are its grandchildren and are counted once they exit), the load before and after, and
-    whether the tables are byte-identical."""
+    serial against ``--workers 2``, ``--dask-local 2`` (the cluster's start-up included) and ``--scheduler ADDR``
+    of a real ``LocalCluster`` of 2 workers started before (:class:`_Cluster`; its first job, whose workers import
+    relusym and load the compiled kernels, and a second one), on a stacked shard and on a folder of files: wall
+    time, CPU time of the process and all its children (the pool's workers; the Dask nanny's workers are its
+    grandchildren and are counted once they exit; for ``--scheduler``, the cluster's workers and scheduler too),
+    the load before and after, and whether the tables are byte-identical."""
     import resource
     import subprocess
 
@@ -299,28 +334,46 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
         tables = []
         walls = []
         cpus = []
-        for mode, extra in (
-            ("serial", []),
-            ("--workers 2", ["--workers", "2"]),
-            ("--dask-local 2", ["--dask-local", "2"]),
-        ):
-            dest = tmp / f"cli_{len(tables)}.parquet"
-            before = _uptime()
-            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t0 = time.perf_counter()
-            cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
-            subprocess.run(cmd + extra, check=True, env=env, stdout=subprocess.DEVNULL)
-            wall = time.perf_counter() - t0
-            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-            tables.append(dest.read_bytes())
-            walls.append(wall)
-            cpus.append(cpu)
-            ratio = "" if mode == "serial" else f", {walls[0] / wall:.2f}× serial"
-            # the CPU of the client and all its workers against the serial run's: the overhead of going parallel,
-            # which the load of a shared machine disturbs less than the wall ratio
-            cpu_ratio = "" if mode == "serial" else f" ({cpu / cpus[0]:.2f}× serial)"
-            out.append(f"| {name} | {mode} | {wall:.1f} s{ratio} | {cpu:.1f} s{cpu_ratio} | {before} | {_uptime()} |")
+        cluster: _Cluster | None = None  # started after the other rows, so that it idles through none of them
+        try:
+            for mode, extra in (
+                ("serial", []),
+                ("--workers 2", ["--workers", "2"]),
+                ("--dask-local 2 (start-up included)", ["--dask-local", "2"]),
+                (
+                    "--scheduler ADDR (LocalCluster of 2 started before; its first job)",
+                    ["--scheduler"],
+                ),
+                ("--scheduler ADDR (the same cluster, again)", ["--scheduler"]),
+            ):
+                if "--scheduler" in extra:
+                    cluster = cluster or _Cluster(2)
+                    extra = [*extra, cluster.address]
+                dest = tmp / f"cli_{len(tables)}.parquet"
+                before = _uptime()
+                c0 = cluster.cpu() if cluster is not None else 0.0
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
+                subprocess.run(cmd + extra, check=True, env=env, stdout=subprocess.DEVNULL)
+                wall = time.perf_counter() - t0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                if cluster is not None:
+                    cpu += cluster.cpu() - c0
+                tables.append(dest.read_bytes())
+                walls.append(wall)
+                cpus.append(cpu)
+                ratio = "" if mode == "serial" else f", {walls[0] / wall:.2f}× serial"
+                # the CPU of the client and all its workers against the serial run's: the overhead of going
+                # parallel, which the load of a shared machine disturbs less than the wall ratio
+                cpu_ratio = "" if mode == "serial" else f" ({cpu / cpus[0]:.2f}× serial)"
+                out.append(
+                    f"| {name} | {mode} | {wall:.1f} s{ratio} | {cpu:.1f} s{cpu_ratio} | {before} | {_uptime()} |"
+                )
+        finally:
+            if cluster is not None:
+                cluster.close()
         same = all(t == tables[0] for t in tables)
         out.append(f"| {name} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
     return out
@@ -334,7 +387,10 @@ def main() -> None:
     p.add_argument("--parallel", type=int, default=None, help="networks of the parallel shard (0: skip)")
     p.add_argument("--files", type=int, default=None, help="files of the parallel folder")
     p.add_argument(
-        "--cli", type=int, default=0, help="networks of the CLI rows (relusym zoo, serial/pool/Dask; 0: skip)"
+        "--cli",
+        type=int,
+        default=0,
+        help="networks of the CLI rows (relusym zoo: serial, pool, Dask, a cluster started before; 0: skip)",
     )
     p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
     p.add_argument("--only-digests", action="store_true", help="only the digest, memory and growth rows")

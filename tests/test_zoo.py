@@ -374,7 +374,7 @@ def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkey
     assert len(calls) == 1  # serial: one call, in the client
     serial = plan_job(root, chunk_size=3, files_per_chunk=4)
     with ThreadPoolExecutor(2) as ex:
-        probe = run._shapes_on(None, ex, None)
+        probe = run._shapes_on(run.Runner(executor=ex))
         assert plan_job(root, chunk_size=3, files_per_chunk=4, shapes=probe) == serial
         assert sorted(calls[1:]) == [1] * (len(calls) - 1) and len(calls) > 2  # one task per file
         scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, executor=ex, progress=False)

@@ -226,3 +226,102 @@ def test_census_help_and_options_are_the_census_modules():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     text = sub.choices["census"].format_help()
     assert all(opt in text for opt in ("--shape", "--values", "--sample", "--json"))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one runner per job: the planning tasks and the chunks on the same pool, client and cluster
+
+
+def _npz_folder(folder: Path, count: int, shard_rows: int = 0) -> Path:
+    """A folder of ``count`` model files (.npz, 3-4-2) and, when ``shard_rows``, one stacked shard."""
+    folder.mkdir()
+    rng = np.random.default_rng(8)
+    for i in range(count):
+        np.savez(
+            folder / f"n{i:02d}.npz",
+            V=rng.standard_normal((2, 4)),
+            A=rng.standard_normal((4, 3)),
+            b=rng.standard_normal(4),
+            c=rng.standard_normal(2),
+        )
+    if shard_rows:
+        B = shard_rows
+        np.savez(
+            folder / "shard.npz",
+            V=rng.standard_normal((B, 2, 4)),
+            A=rng.standard_normal((B, 4, 3)),
+            b=rng.standard_normal((B, 4)),
+            c=rng.standard_normal((B, 2)),
+        )
+    return folder
+
+
+def test_runner_refuses_two_executors_and_no_workers():
+    from relusym._zoo._jobs import Runner
+    from relusym.errors import InvalidNetworkError
+
+    with pytest.raises(InvalidNetworkError, match="at most one"):
+        Runner(workers=2, dask_local=2)
+    with pytest.raises(InvalidNetworkError, match="at least 1 worker"):
+        Runner(dask_local=0)
+    serial = Runner()
+    assert not serial.parallel and list(serial.run(divmod, [(7, 2), (9, 4)])) == [(0, (3, 1)), (1, (2, 1))]
+    assert not serial.started  # a serial runner starts nothing
+
+
+def test_planning_and_chunks_share_one_process_pool(tmp_path, monkeypatch):
+    """A folder planned on the pool (one file per planning task here) and its chunks run on one process pool,
+    started once, and write the serial table byte for byte (the oracle: the serial job)."""
+    import concurrent.futures
+
+    folder = _npz_folder(tmp_path / "zoo", 9, shard_rows=40)
+    kw = {"chunk_size": 7, "files_per_chunk": 2, "progress": False}
+    scan_zoo(folder, tmp_path / "serial.parquet", **kw)
+    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
+    real = concurrent.futures.ProcessPoolExecutor
+    pools: list[object] = []
+
+    def counted(*args, **kwargs):
+        pool = real(*args, **kwargs)
+        pools.append(pool)
+        return pool
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counted)
+    scan_zoo(folder, tmp_path / "pool.parquet", workers=2, **kw)
+    assert len(pools) == 1
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "pool.parquet").read_bytes()
+
+
+@pytest.mark.slow
+def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeypatch):
+    """``dask_local=2`` and ``scheduler=ADDR`` of a real LocalCluster started before (2 workers, one thread each,
+    on 127.0.0.1): a folder planned on the cluster (one file per planning task) and its chunks use one client
+    (and, local, one cluster started for both), and write the serial table byte for byte; the cluster started
+    before serves two jobs in a row."""
+    distributed = pytest.importorskip("distributed")
+    from relusym._zoo import _jobs
+
+    folder = _npz_folder(tmp_path / "zoo", 9, shard_rows=40)
+    kw = {"chunk_size": 7, "files_per_chunk": 2, "progress": False}
+    scan_zoo(folder, tmp_path / "serial.parquet", **kw)
+    want = (tmp_path / "serial.parquet").read_bytes()
+    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
+    real = _jobs._dask_client
+    calls: list[tuple[object, object]] = []
+
+    def counted(scheduler, dask_local):
+        calls.append((scheduler, dask_local))
+        return real(scheduler, dask_local)
+
+    monkeypatch.setattr(_jobs, "_dask_client", counted)
+    scan_zoo(folder, tmp_path / "local.parquet", dask_local=2, **kw)
+    assert calls == [(None, 2)]
+    assert (tmp_path / "local.parquet").read_bytes() == want
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        addr = cluster.scheduler_address
+        for name in ("first.parquet", "second.parquet"):
+            scan_zoo(folder, tmp_path / name, scheduler=addr, **kw)
+            assert (tmp_path / name).read_bytes() == want
+    assert calls[1:] == [(addr, None), (addr, None)]

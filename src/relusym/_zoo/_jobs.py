@@ -23,6 +23,7 @@ from relusym.errors import InvalidNetworkError
 
 __all__ = [
     "PartsFolder",
+    "Runner",
     "execute",
     "run_tuned",
     "local_start_method",
@@ -55,37 +56,120 @@ def execute(
     """Run ``fn(*task)`` for every task and yield ``(position, result)`` as tasks finish: serially (in order), on a
     process pool of ``workers`` (each holding BLAS to one thread), on ``executor``, on the Dask scheduler at
     ``scheduler`` or on a local Dask cluster of ``dask_local`` workers.  ``fn`` must be a module-level function
-    (it is pickled); ``key`` and ``labels`` (one per task, default the positions) name the Dask tasks."""
-    chosen = sum(x is not None for x in (workers, executor, scheduler, dask_local))
-    if chosen > 1:
-        raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
+    (it is pickled); ``key`` and ``labels`` (one per task, default the positions) name the Dask tasks.  One
+    :class:`Runner`, started for these tasks and closed after them."""
+    runner = Runner(workers=workers, executor=executor, scheduler=scheduler, dask_local=dask_local)
     if not tasks:
         return
-    if scheduler is not None or dask_local is not None:
-        names = list(labels) if labels is not None else list(range(len(tasks)))
-        yield from _execute_dask(fn, tasks, scheduler, dask_local, key, names)
-        return
-    if executor is not None:
-        yield from _execute_futures(executor, fn, tasks)
-        return
-    if workers is not None and workers > 1:
+    with runner:
+        yield from runner.run(fn, tasks, key=key, labels=labels)
+
+
+class Runner:
+    """Where the tasks of one job run (see :func:`execute`), started on first use and kept until :meth:`close`, so
+    that a job's planning tasks and its chunks share one process pool, one Dask client and one local cluster: a
+    folder's planning on the workers then costs no second pool, client connection (with its handshake, about
+    0.1 s of the client's time) or cluster (forked workers, seconds before their first task).  A serial runner
+    starts nothing."""
+
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        executor: Executor | None = None,
+        scheduler: str | None = None,
+        dask_local: int | None = None,
+    ) -> None:
+        if sum(x is not None for x in (workers, executor, scheduler, dask_local)) > 1:
+            raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
+        if dask_local is not None and dask_local < 1:
+            raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
+        self.workers, self.executor, self.scheduler, self.dask_local = workers, executor, scheduler, dask_local
+        self._pool: Any = None
+        self._client: Any = None
+        self._cluster: Any = None
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the tasks run in other processes (or on ``executor``)."""
+        dask = self.scheduler is not None or self.dask_local is not None
+        return dask or self.executor is not None or (self.workers or 0) > 1
+
+    @property
+    def dask(self) -> bool:
+        return self.scheduler is not None or self.dask_local is not None
+
+    @property
+    def started(self) -> bool:
+        """Whether a process pool, a Dask client or a local cluster has been started."""
+        return self._pool is not None or self._client is not None
+
+    def start(self) -> None:
+        """Start the pool, or connect to the scheduler, or start the local cluster (once)."""
+        if self.started or not self.parallel or self.executor is not None:
+            return
+        if self.dask:
+            try:
+                import distributed  # noqa: F401
+            except ModuleNotFoundError:
+                raise InvalidNetworkError(
+                    "running on Dask needs the packages dask and distributed: pip install 'relusym[zoo]'"
+                ) from None
+            self._client, self._cluster = _dask_client(self.scheduler, self.dask_local)
+            return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         context = multiprocessing.get_context(_pool_start_method())
         init = partial(pool_worker, os.getpid())
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=init) as pool:
-            try:
-                yield from _execute_futures(pool, fn, tasks)
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        return
-    from threadpoolctl import threadpool_limits
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=init)
 
-    with threadpool_limits(limits=1, user_api="blas"):  # as in the workers: see one_blas_thread
-        for t, args in enumerate(tasks):
-            yield t, fn(*args)
+    def run(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[tuple[Any, ...]],
+        *,
+        key: str = "job",
+        labels: Sequence[int] | None = None,
+    ) -> Iterator[tuple[int, Any]]:
+        """``fn(*task)`` for every task, ``(position, result)`` yielded as tasks finish (see :func:`execute`)."""
+        if not tasks:
+            return
+        if self.executor is not None:
+            yield from _execute_futures(self.executor, fn, tasks)
+            return
+        if not self.parallel:
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1, user_api="blas"):  # as in the workers: see one_blas_thread
+                for t, args in enumerate(tasks):
+                    yield t, fn(*args)
+            return
+        self.start()
+        if self._pool is not None:
+            yield from _execute_futures(self._pool, fn, tasks)
+            return
+        names = list(labels) if labels is not None else list(range(len(tasks)))
+        yield from _execute_dask(self._client, fn, tasks, key, names)
+
+    def close(self, failed: bool = False) -> None:
+        """Stop what :meth:`start` started: a failed job's pool without waiting for its running tasks."""
+        pool, client, cluster = self._pool, self._client, self._cluster
+        self._pool = self._client = self._cluster = None
+        if pool is not None:
+            pool.shutdown(wait=not failed, cancel_futures=True)
+        try:
+            if client is not None:
+                client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        self.close(failed=exc_type is not None)
 
 
 def pool_worker(parent: int) -> None:
@@ -206,43 +290,28 @@ def _execute_futures(
 
 
 def _execute_dask(
-    fn: Callable[..., Any],
-    tasks: Sequence[tuple[Any, ...]],
-    scheduler: str | None,
-    dask_local: int | None,
-    key: str,
-    labels: list[int],
+    client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], key: str, labels: list[int]
 ) -> Iterator[tuple[int, Any]]:
-    """Run the tasks on Dask, each task once on a worker (a lost worker's tasks are retried elsewhere).
+    """Run the tasks on Dask, each task once on a worker (a lost worker's tasks are retried elsewhere), one
+    future per task (a task is a chunk of seconds, described by a few hundred bytes: no graph per network).
 
-    The cluster is up before this process runs anything else: a local cluster forks its workers (see
-    :func:`local_start_method`) from the nannies' threads, and a fork while this process's main thread is inside
-    an import copies that module's import lock held for ever into the worker, whose first task that imports it
-    then waits for ever (seen with the client running tasks while the cluster started)."""
+    A local cluster is up before this process runs anything else (:meth:`Runner.start`, called by the job before
+    its planning tasks or its chunks): it forks its workers (see :func:`local_start_method`) from the nannies'
+    threads, and a fork while this process's main thread is inside an import copies that module's import lock
+    held for ever into the worker, whose first task that imports it then waits for ever (seen with the client
+    running tasks while the cluster started)."""
+    from distributed import as_completed as dask_completed
+
+    futures = {
+        client.submit(run_tuned, fn, *tasks[t], key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
+        for t in range(len(tasks))
+    }
     try:
-        from distributed import as_completed as dask_completed
-    except ModuleNotFoundError:
-        raise InvalidNetworkError(
-            "running on Dask needs the packages dask and distributed: pip install 'relusym[zoo]'"
-        ) from None
-    if dask_local is not None and dask_local < 1:
-        raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
-    client, cluster = _dask_client(scheduler, dask_local)
-    try:
-        futures = {
-            client.submit(run_tuned, fn, *tasks[t], key=f"relusym-{key}-{labels[t]}", retries=5, pure=False): t
-            for t in range(len(tasks))
-        }
-        try:
-            for f in dask_completed(futures):
-                yield futures[f], f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+        for f in dask_completed(futures):
+            yield futures[f], f.result()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        for f in futures:
+            f.cancel()
 
 
 def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, Any]:

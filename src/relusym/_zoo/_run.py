@@ -19,7 +19,7 @@ from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._digest_jit import jit_available
-from relusym._zoo._jobs import PartsFolder, execute, owns_folder, part_name, write_outputs, write_part
+from relusym._zoo._jobs import PartsFolder, Runner, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
 from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
@@ -345,15 +345,13 @@ def _written(parts: PartsFolder | None, chunk: Chunk, options: Options) -> Any:
 _PLAN_FILES = 2048  # files per planning task: the header reads of a folder's .npz files, on the job's workers
 
 
-def _shapes_on(
-    workers: int | None, executor: Executor | None, scheduler: str | None
-) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
-    """How the planning of a folder finds its stacked shards: on the job's process pool, executor or Dask
-    scheduler when it has more than :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read
-    each: serial in the client, they were half of its time on a folder of 20,000 files, and on a cluster the
-    files are the workers' to read); else here.  A local Dask cluster starts after the planning, so it plans
+def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
+    """How the planning of a folder finds its stacked shards: on the job's process pool, executor, Dask scheduler
+    or local Dask cluster (the runner of its chunks, started here then) when it has more than
+    :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read each: serial in the client, they were
+    half of its time on a folder of 20,000 files, and on a cluster the files are the workers' to read); else
     here.  The shapes, and so the chunks and the job's fingerprint, are the same wherever they are read."""
-    if (workers or 0) <= 1 and executor is None and scheduler is None:
+    if not runner.parallel:
         return stack_shapes
 
     def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
@@ -362,9 +360,7 @@ def _shapes_on(
         batches = [(paths[s : s + _PLAN_FILES],) for s in range(0, len(paths), _PLAN_FILES)]
         found: list[list[tuple[int, ...] | None]] = [[] for _ in batches]
         key = hashlib.sha256("\0".join(paths).encode()).hexdigest()[:16]
-        for t, res in execute(
-            stack_shapes, batches, workers=workers, executor=executor, scheduler=scheduler, key=f"zoo-plan-{key}"
-        ):
+        for t, res in runner.run(stack_shapes, batches, key=f"zoo-plan-{key}"):
             found[t] = res
         return [x for part in found for x in part]
 
@@ -387,26 +383,22 @@ def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def run_job(
+def _run_chunks(
     source: Any,
-    output: str | os.PathLike[str] | None = None,
-    *,
-    options: Options | None = None,
-    workers: int | None = None,
-    executor: Executor | None = None,
-    scheduler: str | None = None,
-    dask_local: int | None = None,
-    chunk_size: int | None = None,
-    files_per_chunk: int = 256,
-    resume: bool = False,
-    progress: bool | None = None,
-    on_part: Callable[[int], None] | None = None,
-) -> ZooResult:
-    """Run a zoo job (see :func:`relusym.zoo.scan_zoo`)."""
+    output: str | os.PathLike[str] | None,
+    runner: Runner,
+    options: Options,
+    chunk_size: int | None,
+    files_per_chunk: int,
+    resume: bool,
+    progress: bool | None,
+    on_part: Callable[[int], None] | None,
+) -> tuple[Any, list[Chunk], int, PartsFolder | None]:
+    """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
+    too, when resumed), the chunks, the skipped files and the parts folder."""
     import pyarrow as pa
 
-    options = options or Options()
-    probe = _shapes_on(workers, executor, scheduler)
+    probe = _shapes_on(runner)
     found: dict[str, tuple[int, ...]] = {}
 
     def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
@@ -415,8 +407,9 @@ def run_job(
         return res
 
     chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
-    if executor is None and scheduler is None and any(_eager(c, found) for c in chunks):
-        _load_kernels()  # see _eager
+    if not runner.started and runner.executor is None and runner.scheduler is None:
+        if any(_eager(c, found) for c in chunks):
+            _load_kernels()  # see _eager
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
@@ -433,15 +426,10 @@ def run_job(
     try:
         with progress_bar(total=total, desc="zoo", unit="net", progress=progress) as bar:
             bar.update(sum(c.size for c in chunks if c.index in done))
-            parallel = any(x is not None for x in (executor, scheduler, dask_local)) or (workers or 0) > 1
-            here = parts.path if parts is not None and parallel else None  # workers write their own parts
-            for t, table in execute(
+            here = parts.path if parts is not None and runner.parallel else None  # workers write their own parts
+            for t, table in runner.run(
                 run_chunk_part,
                 [(c, options, str(here / part_name(c.index)) if here else None, key) for c in todo],
-                workers=workers,
-                executor=executor,
-                scheduler=scheduler,
-                dask_local=dask_local,
                 key=f"zoo-{key[:16]}",
                 labels=[c.index for c in todo],
             ):
@@ -464,7 +452,33 @@ def run_job(
     done_tables = [tables[c.index] for c in chunks]
     schema = table_schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
+    return raw, chunks, skipped, parts
+
+
+def run_job(
+    source: Any,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    options: Options | None = None,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    chunk_size: int | None = None,
+    files_per_chunk: int = 256,
+    resume: bool = False,
+    progress: bool | None = None,
+    on_part: Callable[[int], None] | None = None,
+) -> ZooResult:
+    """Run a zoo job (see :func:`relusym.zoo.scan_zoo`)."""
+    options = options or Options()
+    runner = Runner(workers=workers, executor=executor, scheduler=scheduler, dask_local=dask_local)
+    with runner:
+        raw, chunks, skipped, parts = _run_chunks(
+            source, output, runner, options, chunk_size, files_per_chunk, resume, progress, on_part
+        )
     table, summary = finish_job(raw, chunks, options)
     summary["skipped_files"] = skipped
+    out = Path(output) if output is not None else None
     summary_path = write_outputs(table, summary, out, parts, ("digest", "source")) if out is not None else None
     return ZooResult(table, summary, out, summary_path)
