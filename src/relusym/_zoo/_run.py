@@ -397,7 +397,12 @@ def _run_chunks(
     """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
     too, when resumed), the chunks, the skipped files and the parts folder."""
     import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 - imported before the runner forks its workers: see below
+    import pyarrow.parquet  # noqa: F401
 
+    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end, the parts read back); imported
+    # before a pool or a local cluster forks its workers, they are there too (each worker's first task imported
+    # them: 0.1 s of CPU time per worker, on the path to its first part)
     probe = _shapes_on(runner)
     found: dict[str, tuple[int, ...]] = {}
 
