@@ -294,10 +294,9 @@ def test_planning_and_chunks_share_one_process_pool(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeypatch):
-    """``dask_local=2`` and ``scheduler=ADDR`` of a real LocalCluster started before (2 workers, one thread each,
-    on 127.0.0.1): a folder planned on the cluster (one file per planning task) and its chunks use one client
-    (and, local, one cluster started for both), and write the serial table byte for byte; the cluster started
-    before serves two jobs in a row."""
+    """``scheduler=ADDR`` of a real LocalCluster started before (2 workers, one thread each, on 127.0.0.1): a
+    folder planned on the cluster (one file per planning task) and its chunks use one client, and write the
+    serial table byte for byte, in two jobs in a row; ``dask_local=2`` plans here and starts one cluster."""
     distributed = pytest.importorskip("distributed")
     from relusym._zoo import _jobs
 

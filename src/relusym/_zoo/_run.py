@@ -346,12 +346,15 @@ _PLAN_FILES = 2048  # files per planning task: the header reads of a folder's .n
 
 
 def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
-    """How the planning of a folder finds its stacked shards: on the job's process pool, executor, Dask scheduler
-    or local Dask cluster (the runner of its chunks, started here then) when it has more than
-    :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read each: serial in the client, they were
-    half of its time on a folder of 20,000 files, and on a cluster the files are the workers' to read); else
-    here.  The shapes, and so the chunks and the job's fingerprint, are the same wherever they are read."""
-    if not runner.parallel:
+    """How the planning of a folder finds its stacked shards: on the job's process pool, executor or Dask
+    scheduler (the runner of its chunks, started here then) when it has more than :data:`_PLAN_FILES` ``.npz`` /
+    ``.safetensors`` files (one header read each: serial in the client, they were half of its time on a folder
+    of 20,000 files, and on a cluster the files are the workers' to read); else here.  A local Dask cluster
+    starts after the planning, so it plans here: started for the planning, its first chunk began 2.6 s later on
+    a folder of 20,000 files (its fresh workers read the headers slower than the client, and the client no
+    longer loads a large shard's kernels before they fork, see :func:`_eager`).  The shapes, and so the chunks
+    and the job's fingerprint, are the same wherever they are read."""
+    if not runner.parallel or (runner.dask_local is not None and not runner.started):
         return stack_shapes
 
     def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
