@@ -67,10 +67,10 @@ def execute(
 
 class Runner:
     """Where the tasks of one job run (see :func:`execute`), started on first use and kept until :meth:`close`, so
-    that a job's planning tasks and its chunks share one process pool, one Dask client and one local cluster: a
-    folder's planning on the workers then costs no second pool, client connection (with its handshake, about
-    0.1 s of the client's time) or cluster (forked workers, seconds before their first task).  A serial runner
-    starts nothing."""
+    that a job's planning tasks and its chunks share one process pool or one Dask client: a folder's planning on
+    the workers then costs no second pool (forked workers, their start and shutdown) or client connection (with
+    its handshake).  A local Dask cluster is started once, for the chunks (the zoo plans in the client before,
+    see :func:`relusym._zoo._run._shapes_on`).  A serial runner starts nothing."""
 
     def __init__(
         self,
@@ -259,7 +259,7 @@ def local_start_method() -> str:
     cluster's event loop runs in one), it comes from a fork server (0.2 s for 2 workers, plus the server's own
     imports once).  Elsewhere Dask's default.  A fork copies the import locks of the modules other threads are
     importing at that moment, held: the cluster is started before this process does anything else
-    (:func:`_execute_dask`), so its main thread is waiting, not importing, while the nannies fork."""
+    (:meth:`Runner.start`), so its main thread is waiting, not importing, while the nannies fork."""
     if not sys.platform.startswith("linux"):
         import dask
 
