@@ -5,14 +5,16 @@ exact values of the unit on a rational grid plus the vertices of the first layer
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from relusym._bounded.domain import Box
-from relusym._deep.alpha import _forward, alpha_bound, alpha_dual, alpha_table
+from relusym._deep.alpha import _forward, alpha_bound, alpha_dual, alpha_proof, alpha_table
 from relusym._deep.bounds import ExactLayers, certified_bounds, dual_bounds, exact_preactivations, quantize
+from relusym._deep.lp import check_proof
 from relusym._deep.mlp import MLP
 
 from deep_oracles import arrangement_vertices, third_layer_dead_net
@@ -141,3 +143,31 @@ def test_planted_thin_margin_third_layer_unit() -> None:
     t = certified_bounds(layers, box.lo, box.hi)
     (v,) = alpha_dual(layers, 2, [1], [0], box.lo, box.hi, t.lower, t.upper)
     assert v >= Fraction(-1, 64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_alpha_proof_is_a_checkable_dual_proof(seed: int) -> None:
+    """alpha_proof's proof (the cell search's leaves) re-checks exactly and bounds the oracle's values; a lowered
+    value is refused by the checker."""
+    net = _net(seed + 30)
+    layers = ExactLayers.of(net)
+    box = Box([Fraction(-1, 4), Fraction(0)], [Fraction(1, 4), Fraction(1, 2)])
+    t = certified_bounds(layers, box.lo, box.hi)
+    vals = _values(layers, _points(net, box))
+    region = (box.lo, box.hi)
+    fl = [np.array([float(v) for v in lay]) for lay in t.lower]
+    fu = [np.array([float(v) for v in lay]) for lay in t.upper]
+    checked = 0
+    for T in range(1, layers.hidden + 1):
+        for u in range(layers.widths[T + 1]):
+            for sg in (1, -1):
+                val, _, p = alpha_proof(layers, T, u, sg, region, t.lower[:T], t.upper[:T], fl[:T], fu[:T])
+                if p is None:
+                    assert not val < 0
+                    continue
+                assert check_proof(layers, p, region, t.lower, t.upper)
+                assert all(sg * z[T][u] <= p.value for z in vals)
+                low = replace(p, value=p.value - Fraction(1, 1 << 20))
+                assert not check_proof(layers, low, region, t.lower, t.upper)
+                checked += 1
+    assert checked

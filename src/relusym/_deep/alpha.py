@@ -21,9 +21,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._deep.bounds import ExactLayers, dual_bounds, quantize
+from relusym._deep.bounds import ExactLayers, Region, dual_bounds, quantize
+from relusym._deep.lp import DualProof, prove
 
-__all__ = ["STEPS", "alpha_bound", "alpha_table", "alpha_dual"]
+__all__ = ["STEPS", "alpha_bound", "alpha_table", "alpha_dual", "alpha_proof"]
 
 STEPS = 24  # projected-gradient steps per optimisation
 _LR = 0.25  # Adam's step on α (α ∈ [0, 1])
@@ -181,3 +182,29 @@ def alpha_dual(
     _, mus = alpha_bound(layers.Wf, layers.bf, T, C, fl, fu, L, U, steps)
     qm = [quantize(np.nan_to_num(mu[0], nan=0.0, posinf=0.0, neginf=0.0)) for mu in mus]
     return dual_bounds(layers, T, signs, units, qm, lo, hi, lower[:T], upper[:T])
+
+
+def alpha_proof(
+    layers: ExactLayers,
+    T: int,
+    unit: int,
+    sign: int,
+    box: Region,
+    lower: Sequence[Sequence[Fraction]],
+    upper: Sequence[Sequence[Fraction]],
+    fl: Sequence[np.ndarray],
+    fu: Sequence[np.ndarray],
+    steps: int = STEPS,
+) -> tuple[float, list[np.ndarray], DualProof | None]:
+    """The float bound of sign·z[T][unit] on ``box`` with the optimised slopes, its multipliers μ_k (one vector a
+    layer k < T) and, when that bound is below 0, the exact dual proof at those μ (:func:`relusym._deep.lp.prove`,
+    the same kind as the triangle LP's), given proved bounds lower/upper of the layers before T (``fl``/``fu``:
+    the same in floats)."""
+    C = np.zeros((1, layers.widths[T + 1]))
+    C[0, unit] = sign
+    L = np.array([[float(v) for v in box[0]]])
+    U = np.array([[float(v) for v in box[1]]])
+    val, mus = alpha_bound(layers.Wf, layers.bf, T, C, [v[None] for v in fl], [v[None] for v in fu], L, U, steps)
+    mu1 = [np.nan_to_num(mu[0, 0], nan=0.0, posinf=0.0, neginf=0.0) for mu in mus]
+    v = float(val[0, 0])
+    return v, mu1, (prove(layers, T, unit, sign, mu1, box, lower, upper) if v < 0 else None)
