@@ -30,7 +30,7 @@ EPS = Fraction(1, 512)
 A, B = Fraction(1, 3), Fraction(-1, 5)  # kinks that no bisection lands on
 
 
-def _search(layers: ExactLayers, wit: Witnesses, **kw: int) -> CellSearch:
+def _search(layers: ExactLayers, wit: Witnesses, **kw: int | bool) -> CellSearch:
     cache: dict[Region, BoundTable] = {}
 
     def table(r: Region, upto: int) -> BoundTable:
@@ -77,7 +77,8 @@ def _dead_on_the_box() -> MLP:
     return MLP([W0, W1, [[1, 1]]], [b0, [-EPS, EPS], [0]])
 
 
-def test_planted_dead_and_active_units_with_a_tiny_margin() -> None:
+@pytest.mark.parametrize("alpha", [False, True])
+def test_planted_dead_and_active_units_with_a_tiny_margin(alpha: bool) -> None:
     net = _dead_on_the_box()
     layers = ExactLayers.of(net)
     t = certified_bounds(layers, BOX.lo, BOX.hi)
@@ -89,7 +90,7 @@ def test_planted_dead_and_active_units_with_a_tiny_margin() -> None:
     assert max(z[0] for z in zs) == -EPS and min(z[1] for z in zs) == EPS  # the oracle: dead and active by EPS
     assert exact_preactivations(layers, (1 + EPS, Fraction(0)))[1][0] > 0  # not dead outside the box
     for j, sign in ((0, 1), (1, -1)):
-        found = _search(layers, wit).run(1, j, Deadline(60))
+        found = _search(layers, wit, alpha=alpha).run(1, j, Deadline(60))
         assert found is not None and found[0] == sign
         c = _cert(1, j, sign, found[1])
         assert check_certificate(net, BOX, c)
@@ -143,8 +144,9 @@ def _net(seed: int) -> MLP:
     return MLP([rng.integers(-4, 5, s).tolist() for s in shapes], [rng.integers(-4, 5, s[0]).tolist() for s in shapes])
 
 
+@pytest.mark.parametrize("alpha", [False, True])
 @pytest.mark.parametrize("seed", [3, 10])
-def test_random_networks_agree_with_the_grid(seed: int) -> None:
+def test_random_networks_agree_with_the_grid(seed: int, alpha: bool) -> None:
     net = _net(seed)
     layers = ExactLayers.of(net)
     t = certified_bounds(layers, BOX.lo, BOX.hi)
@@ -157,7 +159,7 @@ def test_random_networks_agree_with_the_grid(seed: int) -> None:
     wit = Witnesses(layers)
     pts = _grid(BOX, 24) + _vertices(net, BOX)
     zs = [wit.record(x) for x in pts]
-    search = _search(layers, wit)
+    search = _search(layers, wit, alpha=alpha)
     proved = 0
     for ell, j in todo:
         vals = [z[ell][j] for z in zs]

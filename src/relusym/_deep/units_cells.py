@@ -5,6 +5,9 @@ sub-box B the bounds of the layers before T are B's own exact bound table (:func
 certified_bounds` on B, far tighter than the root's on a small B), and B is closed by the first of:
 
 * interval arithmetic of the unit from that table (no multipliers);
+* optimised slopes (:func:`relusym._deep.alpha.alpha_proof`, about the triangle LP's optimum without a solve):
+  their multipliers' exact dual proof when their float bound is below 0; when it is not and the phase search
+  below cannot run, B is bisected by their multipliers without an LP;
 * the triangle LP on B, its float multipliers rounded to dyadics and the Lagrangian bound evaluated exactly
   (:func:`relusym._deep.lp.prove`);
 * when at most ``max_unstable`` earlier units are unstable on B (a small sub-box is crossed by few of the
@@ -33,6 +36,7 @@ from fractions import Fraction
 import numpy as np
 
 from relusym._base.deadline import Deadline
+from relusym._deep.alpha import alpha_proof
 from relusym._deep.bab_phase import Fix, PhaseSearch
 from relusym._deep.bounds import BoundTable, ExactLayers, Region, interval_bounds
 from relusym._deep.box_witnesses import Witnesses
@@ -115,8 +119,10 @@ class CellSearch:
         table: TableOf,
         max_unstable: int = MAX_UNSTABLE,
         phase_leaves: int = PHASE_LEAVES,
+        alpha: bool = True,
     ) -> None:
         self.layers, self.root, self.wit, self.table = layers, root, wit, table
+        self.alpha = alpha
         self.max_unstable, self.phase_leaves = max_unstable, phase_leaves
         self.lo = np.array([float(v) for v in root[0]])
         self.width = np.array([float(b - a) for a, b in zip(root[0], root[1], strict=True)])
@@ -163,6 +169,17 @@ class CellSearch:
             return [CellLeaf(box, (), None, v)]
         fl = [np.array([float(q) for q in r]) for r in t.lower[:ell]]
         fu = [np.array([float(q) for q in r]) for r in t.upper[:ell]]
+        unstable = sum(int(np.count_nonzero((a < 0) & (b > 0))) for a, b in zip(fl, fu, strict=True))
+        if self.alpha:
+            # optimised slopes first (alpha.py: about the LP's optimum, without a solve); a box they leave open with
+            # too many unstable units for the phase search is split by their multipliers, its centre offered
+            val, amus, p = alpha_proof(self.layers, ell, j, sign, box, t.lower[:ell], t.upper[:ell], fl, fu)
+            if p is not None and p.value <= 0:
+                return [CellLeaf(box, (), p, p.value)]
+            if unstable > self.max_unstable:
+                lo, hi = (np.array([float(q) for q in c]) for c in box)
+                self._offer((lo + hi) / 2, ell, j, sign)
+                return split_axis(self.layers, amus, fl, fu, hi - lo)
         r = FloatLP(self.layers, box[0], box[1]).solve(ell, j, sign, fl, fu)
         if r is None:
             return None
@@ -173,7 +190,6 @@ class CellSearch:
             p = prove(self.layers, ell, j, sign, mus, box, t.lower[:ell], t.upper[:ell])
             if p.value <= 0:
                 return [CellLeaf(box, (), p, p.value)]
-        unstable = sum(int(np.count_nonzero((a < 0) & (b > 0))) for a, b in zip(fl, fu, strict=True))
         if unstable <= self.max_unstable:
             side = self.wit.pos if sign > 0 else self.wit.neg
 
