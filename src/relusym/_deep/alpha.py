@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from relusym._deep.bounds import ExactLayers, Region, dual_bounds, quantize
+from relusym._deep.bounds import ExactLayers, Region, dual_bounds, quantize, target_rows
 from relusym._deep.lp import DualProof, prove
 
 __all__ = ["STEPS", "alpha_bound", "alpha_table", "alpha_dual", "alpha_proof"]
@@ -171,10 +171,7 @@ def alpha_dual(
     """EXACT upper bounds of sign·z[T][unit] (T ≥ 1) on the box [lo, hi] from proved bounds lower/upper of the layers
     before T: the Lagrangian bound :func:`relusym._deep.bounds.dual_bounds` at the multipliers :func:`alpha_bound`
     proposes (rounded to dyadics).  Valid whatever the floats did: any multipliers give a valid bound."""
-    n = len(units)
-    C = np.zeros((n, layers.widths[T + 1]))
-    for r, (sg, u) in enumerate(zip(signs, units, strict=True)):
-        C[r, u] = sg
+    C = target_rows(layers, T, signs, units)
     fl = [np.array([[float(v) for v in lay]]) for lay in lower[:T]]
     fu = [np.array([[float(v) for v in lay]]) for lay in upper[:T]]
     L = np.array([[float(v) for v in lo]])

@@ -238,6 +238,14 @@ exact_matmul = _matmul  # for the batched leaves (units_leaves): the same produc
 crown_back_substitution = _multipliers  # the float multipliers certified_bounds proposes, for the batched leaves
 
 
+def target_rows(layers: ExactLayers, T: int, signs: Sequence[int], units: Sequence[int]) -> np.ndarray:
+    """The float rows c (one per target) of the targets sign·z_{T,unit}: c[r, unit] = sign."""
+    C = np.zeros((len(units), layers.widths[T + 1]))
+    for r, (sg, u) in enumerate(zip(signs, units, strict=True)):
+        C[r, u] = sg
+    return C
+
+
 def _relaxation(
     layers: ExactLayers,
     T: int,
@@ -249,10 +257,7 @@ def _relaxation(
     upper: list[list[Fraction]],
 ) -> list[Fraction]:
     """Exact upper bounds of sign·z_{T,unit} for each (sign, unit) from the Lagrangian certificate."""
-    n = len(units)
-    C = np.zeros((n, layers.widths[T + 1]))
-    for r, (sg, u) in enumerate(zip(signs, units, strict=True)):
-        C[r, u] = sg
+    C = target_rows(layers, T, signs, units)
     fl = [np.array([float(v) for v in lay]) for lay in lower]
     fu = [np.array([float(v) for v in lay]) for lay in upper]
     mus = [quantize(mu) for mu in _multipliers(layers, T, C, fl, fu)]
