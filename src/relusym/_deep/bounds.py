@@ -41,6 +41,7 @@ __all__ = [
     "certified_bounds",
     "dual_bounds",
     "unit_bound",
+    "target_rows",
     "ROUND_BITS",
     "MU_BITS",
     "exact_preactivations",
