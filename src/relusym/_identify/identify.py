@@ -40,7 +40,9 @@ random rationals.  Float mode states the precision reached, estimated from the o
 (measured on collinear triples, modelled as ε(y0 + |y| + g0·|x|)), the step sizes used and the misses of the
 recovered hyperplanes at the kinks of the check lines; an oracle that answers in float32 is taken to round its
 inputs too.  An oracle that is not piecewise linear within that noise (added noise, rounded outputs, tanh) ends
-in :class:`~relusym.errors.IdentificationError`.
+in :class:`~relusym.errors.IdentificationError`; one that is smooth where its rounding lets that be seen (a float64
+tanh, softplus or GELU network) at once, from the second differences on the first line, without retries
+(:mod:`relusym._identify.smooth`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from relusym._identify.regions import (
 )
 from relusym._identify.result import Identification, build_network, describe_fiber, describe_limits
 from relusym._identify.session import ERR_SAFETY, Session, estimate_noise, random_line
+from relusym._identify.smooth import NotPiecewiseLinearError, refuse_smooth
 from relusym.errors import BudgetExceededError, IdentificationError, InvalidNetworkError
 
 __all__ = ["Identification", "identify"]
@@ -145,7 +148,17 @@ def identify(
             session.kink_points = []
             try:
                 res = _identify(session, clock, check_lines, heldout, min_bits, fiber_budget)
+            except NotPiecewiseLinearError:
+                raise  # a smooth oracle is smooth on every line: no retry can help
             except IdentificationError as exc:
+                if not exact and _attempt < retries:  # before a retry: is the oracle smooth (then none can help)?
+                    p, d = random_line(session)
+                    try:
+                        refuse_smooth(session, p, d, float(scale))
+                    except NotPiecewiseLinearError:
+                        raise
+                    except IdentificationError:
+                        pass  # an oracle breaking its contract (a wrong shape) fails the retry with its own message
                 # a failure can come from one unlucky line (two kinks closer than the noise separates); a
                 # fresh start on new random lines settles that, while an oracle that is not a ReLU network
                 # fails every time
@@ -233,9 +246,13 @@ class _Recovery:
         refined)."""
         T0: Any = Fraction(session.scale).limit_denominator(2**20) if session.exact else float(session.scale)
         p, d = random_line(session)
+        search = LineSearch(session, p, d)
         if not session.exact:
             estimate_noise(session, p, d, float(T0))
-        L1 = LineSearch(session, p, d).run(T0)
+            # a smooth oracle shows itself by many kinks on the first line (a tanh network of 16 neurons: over
+            # a thousand); only then is the smoothness test's cost (276 queries) spent
+            search.watch = lambda: refuse_smooth(session, p, d, float(T0))
+        L1 = search.run(T0)
         window = max(abs(float(L1.lo)), abs(float(L1.hi)))
         regs = line_regions(session, L1, T0)
         N1 = len(L1.kinks)

@@ -5,7 +5,7 @@ located to the precision the oracle allows.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -27,7 +27,9 @@ from relusym._identify.session import (
 )
 from relusym.errors import IdentificationError
 
-__all__ = ["LineResult", "LineSearch", "pred_error"]
+__all__ = ["LineResult", "LineSearch", "WATCH_KINKS", "pred_error"]
+
+WATCH_KINKS = 32  # kinks found on the first line before it looks at whether the oracle is smooth (see LineSearch)
 
 
 class _Piece:
@@ -123,6 +125,10 @@ class LineSearch:
         self.anchors: list[_Anchor] = []
         self.samples: list[tuple[Any, np.ndarray]] = []
         self.pn = 0.0 if session.exact else float(np.linalg.norm(np.asarray(p, dtype=np.float64)))
+        # called once (then dropped) when the search has found ``watch_at`` kinks: the first line's look at
+        # whether the oracle is smooth (relusym._identify.smooth), which raises to end the search
+        self.watch: Callable[[], None] | None = None
+        self.watch_at = WATCH_KINKS
 
     # -- evaluation --------------------------------------------------------------------------------------
     def point(self, t: Any) -> Any:
@@ -246,6 +252,9 @@ class LineSearch:
             gap = self._open_gap()
             if gap is None:
                 return
+            if self.watch is not None and self.count_kinks() >= self.watch_at:
+                look, self.watch = self.watch, None
+                look()
             if len(self.anchors) > 64 * (self.count_kinks() + 8):
                 raise IdentificationError(
                     f"the breakpoint search on a line does not settle ({len(self.anchors)} probes for "
