@@ -250,9 +250,9 @@ def _sha_runner() -> Any:
     from relusym._zoo._jit_bytes import sha256_into
 
     @numba.njit
-    def run(addr: int, src: Any, starts: Any, lens: Any, dst: Any) -> None:
+    def run(fns: Any, src: Any, starts: Any, lens: Any, dst: Any) -> None:
         for r in range(starts.size):
-            sha256_into(addr, src, starts[r], lens[r], dst, r)
+            sha256_into(fns, src, starts[r], lens[r], dst, r)
 
     return run
 
@@ -260,21 +260,22 @@ def _sha_runner() -> Any:
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
 def test_the_kernels_sha256_is_hashlibs(sizes, seed):
-    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256`` by its address, ``sha256_into``) on random byte
-    strings at any offset (block boundaries, empty ones included) gives hashlib's digests."""
+    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256_Init``/``Update``/``Final`` by their addresses,
+    ``sha256_into``) on random byte strings at any offset (block boundaries, empty ones included) gives
+    hashlib's digests."""
     import hashlib
 
     from relusym._zoo._digest_jit import sha_address
 
-    addr = sha_address()
-    if not addr:
+    fns = sha_address()
+    if not fns[0]:
         pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
     rng = np.random.default_rng(seed)
     src = rng.integers(0, 256, sum(sizes) + 64, dtype=np.uint8)
     starts = np.array([int(rng.integers(0, 64)) + sum(sizes[:r]) for r in range(len(sizes))], dtype=np.int64)
     lens = np.array(sizes, dtype=np.int64)
     dst = np.zeros((len(sizes), 32), dtype=np.uint8)
-    _sha_runner()(addr, src, starts, lens, dst)
+    _sha_runner()(fns, src, starts, lens, dst)
     for r, (s0, n) in enumerate(zip(starts.tolist(), sizes, strict=True)):
         assert dst[r].tobytes() == hashlib.sha256(src[s0 : s0 + n].tobytes()).digest()
 
@@ -289,7 +290,7 @@ def test_digests_with_and_without_the_c_sha256_are_equal(monkeypatch):
     monkeypatch.setattr(_digest_jit, "_STATE", {**_digest_jit._STATE})
     monkeypatch.setenv("RELUSYM_NO_CSHA", "1")
     _digest_jit._STATE.pop("sha", None)
-    assert _digest_jit.sha_address() == 0
+    assert _digest_jit.sha_address() == (0, 0, 0)
     for size in (1 << 24, 3000):
         monkeypatch.setattr(_digest_jit, "_BUFFER", size)
         without = jit_digests(V, A, b, c)

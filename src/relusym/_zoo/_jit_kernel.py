@@ -541,7 +541,7 @@ def _sums_words(
 
 @jit
 def stack_bytes(
-    V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any, sha: int, digests: Any
+    V: Any, A: Any, b: Any, c: Any, start: int, out: Any, offs: Any, flag: Any, sha: Any, digests: Any
 ) -> int:
     """The encodings of networks start, start + 1, … of the stack (V: B×k×n, A: B×n×m, b: B×n, c: B×k, float32
     or float64, C-contiguous) written one after the other into ``out`` from 0: network start + u's bytes are
@@ -549,7 +549,7 @@ def stack_bytes(
     first network not done (B when all are): the buffer is full, or (when none was done) too small for it, whose
     size is then offs[0].
 
-    With ``sha`` the address of OpenSSL's ``SHA256`` (0: none), each network's bytes are hashed as soon as they
+    With ``sha`` the addresses of OpenSSL's ``SHA256_Init``, ``_Update``, ``_Final`` (zeros: none), each network's bytes are hashed as soon as they
     are written (still in the cache), the digest into digests[bi] (B×32 bytes), and the next network's bytes
     overwrite them (offs then holds empty slices)."""
     B, n, m = A.shape
@@ -592,7 +592,7 @@ def stack_bytes(
                 offs[0] = size
             return int(bi)
         end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
-        if sha != 0:
+        if sha[0] != 0:
             sha256_into(sha, out, pos, end - pos, digests, bi)
             end = pos
         offs[u + 1] = end
