@@ -4,13 +4,14 @@ numba is the optional extra ``relusym[fast]``; it is imported on the first stack
 relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :func:`jit_digests` answers None
 and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
 bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
-buffer and hashes them there at once, still in the cache, by OpenSSL's one-shot ``SHA256`` called from the
-compiled code (the low-level ``SHA256_Init``/``Update``/``Final`` of the libcrypto hashlib uses, found by ctypes and
-checked against hashlib; SHA-NI where the CPU has it): no Python work per network but the hex text.  Without those functions (or with ``RELUSYM_NO_CSHA=1``) the
-kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a memoryview
-slice.  The networks it flags go on to the numpy path.  A process loads the
-kernel only after its first 2^24 weights (the numpy path digests those): numba's import and cache load would
-cost small jobs more than the kernel saves them.
+buffer and hashes them there at once, still in the cache, by OpenSSL's low-level ``SHA256_Init``/``Update``/
+``Final`` called from the compiled code (those of the libcrypto hashlib uses, found by ctypes and checked against
+hashlib; SHA-NI where the CPU has it; not the one-shot ``SHA256``, which OpenSSL 3 looks up by name on each
+call): no Python work per network but the hex text.  Without those functions (or with ``RELUSYM_NO_CSHA=1``)
+the kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a
+memoryview slice.  The networks it flags go on to the numpy path.  A process loads the kernel only after its
+first 2^24 weights (the numpy path digests those): numba's import and cache load would cost small jobs more
+than the kernel saves them.
 """
 
 from __future__ import annotations
