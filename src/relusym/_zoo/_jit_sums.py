@@ -4,18 +4,21 @@
 M and e are Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c (entry j·C + l; e at l = m).  Every sum is
 computed exactly, by one of three paths (:func:`affine` chooses):
 
-* **float32 data** (odd parts below 2^24, every product v·w exact in float64): one pass over all the rows,
+* **float32 data**, below ``_GEMM`` products k·n·(m + 1) (odd parts below 2^24, every product v·w exact in
+  float64; n < 2^11 then): one pass over all the rows,
   the λ_i ≥ 0 ones multiplied by 0, no branch on the data.  With K = e₀ + 52 (e₀ ≤ the lowest set bit of every
   product), each product z = v·w is cut exactly into h = trunc(z / 2^K) and (z − h·2^K) / 2^e₀, two int64
   integers (below 2^52 each, 2^63 with their sums), summed in int64 (vector lanes, any order is exact), then
   joined with c_j in one 128-bit integer (:func:`madd128`) and split (:func:`_sums_f32`).  Taken when the
   products span at most ``_F32_SPAN`` bits above e₀ less bitlen(n) and the entry at most ``_WIDE`` bits;
   the bounds are from every row, branch-free (looser than those of the negative rows alone, never wrong).
-* **spans up to ``_WIDE`` bits** (float64 data): each product of odd parts o_v·o_w (below 2^106) shifted to its
-  offset and added into one 128-bit integer (:func:`_sums128`).
-* **wider**: float64 limbs of both factors, their products summed exactly over the neurons (by BLAS for all of
-  M's rows at once from ``_GEMM`` products), each sum added at its offset into base-2³² words (int64, carried
-  at the end), then split (trailing zeros, odd part; its words in pw[q, e], entry by entry along the rows).
+* **spans up to ``_WIDE`` bits**, below ``_GEMM`` products k·S·(m + 1) (S the neurons with λ_i < 0): each
+  product of odd parts o_v·o_w (below 2^106) shifted to its offset and added into one 128-bit integer
+  (:func:`_sums128`).
+* **else** (wider, or many products): float64 limbs of both factors, their products summed exactly over the
+  neurons (by BLAS for all of M's rows at once from ``_GEMM`` products), each sum added at its offset into
+  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part; its words in pw[q, e], entry
+  by entry along the rows).
 
 Imported only when numba is importable (the optional extra ``relusym[fast]``)."""
 
@@ -303,7 +306,7 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     n, C = wo.shape
     k = vo.shape[0]
     nb = 64 - leading_zeros(n)
-    if raw[0].itemsize == 4 and nb <= 11:  # float32: bounds from every row, the sums in one branch-free pass
+    if raw[0].itemsize == 4 and k * n * C < _GEMM:  # float32: bounds from every row, one branch-free pass
         eW, tW = _bounds(wo, ws)
         eV, tV = _bounds(vo, vs)
         e0, base, top = eW + eV, eW + eV, tW + tV + nb
@@ -330,7 +333,7 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     NW = (top - base) // 32 + 3
     if NW > MAX_WORDS:
         return False
-    if top - base <= _WIDE:  # every partial sum below 2^(top − base): one 128-bit integer per entry
+    if top - base <= _WIDE and k * S * C < _GEMM:  # every partial sum below 2^(top − base): 128 bits an entry
         _sums128(negs, S, w, v, cv, out, base)
         return True
     xb = 28 - (64 - leading_zeros(S + 1))
