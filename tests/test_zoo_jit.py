@@ -209,36 +209,46 @@ def _sums128_runner() -> Any:
     """The 128-bit sums through the kernel's own helpers, compiled once for the whole test (not per example)."""
     import numba
 
-    from relusym._zoo._jit_kernel import _add128, _split128
+    from relusym._zoo._jit_bytes import madd128
+    from relusym._zoo._jit_sums import _split128
 
     @numba.njit
-    def run(fs: Any, ss: Any, base: int, out: Any) -> None:
+    def run(xs: Any, ys: Any, ss: Any, negs: Any, base: int, out: Any) -> None:
         hi, lo = 0, 0
-        for u in range(fs.size):
-            hi, lo = _add128(hi, lo, fs[u], ss[u])
+        for u in range(xs.size):
+            hi, lo = madd128(hi, lo, xs[u], ys[u], ss[u], negs[u])
         _split128(hi, lo, base, 0, out[0], out[1], out[2], out[3])
 
     return run
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
-    terms=st.lists(st.tuples(st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 66)), max_size=12),
+    terms=st.lists(
+        st.tuples(st.integers(0, 2**53 - 1), st.integers(0, 2**53 - 1), st.integers(0, 116), st.booleans()),
+        max_size=12,
+    ),
     base=st.integers(-300, 300),
+    odd=st.booleans(),
 )
-def test_sums_in_128_bits_equal_python_integers(terms, base):
-    """The 128-bit sums of M and e (``_add128``, ``_split128``: carries between the two words, negative sums,
-    sums in the high word alone, powers of two) equal Python's integers, split as the words' path splits them."""
+def test_sums_in_128_bits_equal_python_integers(terms, base, odd):
+    """The 128-bit sums of M and e (``madd128``: products of two integers below 2^53 shifted and added or
+    subtracted in LLVM's i128, ``_split128``: carries between the two words, negative sums, sums in the high word
+    alone, powers of two, zeros at any shift) equal Python's integers, split as the words' path splits them."""
     run = _sums128_runner()
-    terms = terms + [(1, 0)] if not terms else terms
-    fs = np.array([f for f, _ in terms], dtype=np.int64)
-    ss = np.array([s for _, s in terms], dtype=np.int64)
+    terms = terms + [(1, 1, 0, False)] if not terms else terms
+    if odd:  # odd factors, as the kernel's odd parts
+        terms = [(x | 1, y | 1, s, g) for x, y, s, g in terms]
+    # each product below 2^116 (12 of them below 2^120, as the kernel's), a zero product at any shift
+    terms = [(x, y, min(s, 116 - (x * y).bit_length()) if x and y else s + 200, g) for x, y, s, g in terms]
+    xs, ys, ss = (np.array([t[r] for t in terms], dtype=np.int64) for r in range(3))
+    negs = np.array([int(t[3]) for t in terms], dtype=np.int64)
     out = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((4, 1), np.int64))
-    run(fs, ss, base, out)
-    total = sum(f << s for f, s in terms)
-    t, sign, size, odd = _split_of(total, base)
+    run(xs, ys, ss, negs, base, out)
+    total = sum((-1 if g else 1) * (x * y << s) for x, y, s, g in terms if x and y)
+    t, sign, size, odd_part = _split_of(total, base)
     assert (int(out[0][0]), int(out[1][0]), int(out[2][0])) == (t, sign, size)
-    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][:, 0])) == odd
+    assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][:, 0])) == odd_part
     assert all(0 <= int(w) < 2**32 for w in out[3][:, 0])
 
 
@@ -250,9 +260,9 @@ def _sha_runner() -> Any:
     from relusym._zoo._jit_bytes import sha256_into
 
     @numba.njit
-    def run(addr: int, src: Any, starts: Any, lens: Any, dst: Any) -> None:
+    def run(fns: Any, src: Any, starts: Any, lens: Any, dst: Any) -> None:
         for r in range(starts.size):
-            sha256_into(addr, src, starts[r], lens[r], dst, r)
+            sha256_into(fns, src, starts[r], lens[r], dst, r)
 
     return run
 
@@ -260,21 +270,22 @@ def _sha_runner() -> Any:
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
 def test_the_kernels_sha256_is_hashlibs(sizes, seed):
-    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256`` by its address, ``sha256_into``) on random byte
-    strings at any offset (block boundaries, empty ones included) gives hashlib's digests."""
+    """The C SHA-256 the kernel calls (OpenSSL's ``SHA256_Init``/``Update``/``Final`` by their addresses,
+    ``sha256_into``) on random byte strings at any offset (block boundaries, empty ones included) gives
+    hashlib's digests."""
     import hashlib
 
     from relusym._zoo._digest_jit import sha_address
 
-    addr = sha_address()
-    if not addr:
+    fns = sha_address()
+    if not fns[0]:
         pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
     rng = np.random.default_rng(seed)
     src = rng.integers(0, 256, sum(sizes) + 64, dtype=np.uint8)
     starts = np.array([int(rng.integers(0, 64)) + sum(sizes[:r]) for r in range(len(sizes))], dtype=np.int64)
     lens = np.array(sizes, dtype=np.int64)
     dst = np.zeros((len(sizes), 32), dtype=np.uint8)
-    _sha_runner()(addr, src, starts, lens, dst)
+    _sha_runner()(fns, src, starts, lens, dst)
     for r, (s0, n) in enumerate(zip(starts.tolist(), sizes, strict=True)):
         assert dst[r].tobytes() == hashlib.sha256(src[s0 : s0 + n].tobytes()).digest()
 
@@ -289,7 +300,7 @@ def test_digests_with_and_without_the_c_sha256_are_equal(monkeypatch):
     monkeypatch.setattr(_digest_jit, "_STATE", {**_digest_jit._STATE})
     monkeypatch.setenv("RELUSYM_NO_CSHA", "1")
     _digest_jit._STATE.pop("sha", None)
-    assert _digest_jit.sha_address() == 0
+    assert _digest_jit.sha_address() == (0, 0, 0)
     for size in (1 << 24, 3000):
         monkeypatch.setattr(_digest_jit, "_BUFFER", size)
         without = jit_digests(V, A, b, c)
@@ -329,12 +340,30 @@ def test_sums_by_blas_equal_the_definition(dtype):
     """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
     dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
     and wide spreads too (more limbs, 32-bit words): every digest the definition's."""
-    from relusym._zoo._jit_kernel import _GEMM
+    from relusym._zoo._jit_sums import _GEMM
 
     rng = np.random.default_rng(31 if dtype == np.float32 else 37)
     for m, n, k, spread in ((16, 48, 4, 0), (12, 64, 3, 12), (2, 6, 1, 4)):
         V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 6, m, n, k, spread))
         if dtype == np.float64:
             V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        else:  # v spread over 2^±45: the float32 sums span more than 120 bits, past their 128-bit paths
+            V = (V * 2.0 ** rng.integers(-45, 46, size=V.shape)).astype(dtype)
         assert (k * n * (m + 1) >= 2 * _GEMM) == (m > 2)  # about half the neurons are negative
         assert _check(V, A, b, c).any()
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sv=st.integers(0, 40), sw=st.integers(0, 18), sc=st.integers(0, 120))
+def test_float32_sums_at_the_edges_of_their_paths(seed, sv, sw, sc):
+    """float32 stacks whose sums of M and e span from a few bits to past the float32 path's bounds (``_F32_SPAN``,
+    ``_WIDE``: v spread over 2^±sv, (a, b) over 2^±sw, c scaled down by up to 2^−120, whole networks near 2^−60):
+    the int64 sums of the cut products, the 128-bit and the words' paths all give the definition's digests."""
+    rng = np.random.default_rng(seed)
+    m, n, k = int(rng.integers(1, 6)), int(rng.integers(1, 40)), int(rng.integers(1, 3))
+    V, A, b, c = dense_stack(rng, 4, m, n, k, sw)
+    V = (V * 2.0 ** rng.integers(-sv, sv + 1, size=V.shape)).astype(np.float32)
+    c = (c * 2.0 ** -float(rng.integers(0, sc + 1))).astype(np.float32)
+    if seed % 3 == 0:  # the whole network tiny: products below float32's smallest normal, exact in float64
+        V, A, b, c = (x * np.float32(2.0**-60) for x in (V, A, b, c))
+    _check(V, A, b, c)

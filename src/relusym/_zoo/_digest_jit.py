@@ -4,13 +4,14 @@ numba is the optional extra ``relusym[fast]``; it is imported on the first stack
 relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :func:`jit_digests` answers None
 and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
 bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
-buffer and hashes them there at once, still in the cache, by OpenSSL's one-shot ``SHA256`` called from the
-compiled code (the libcrypto hashlib uses, found by ctypes and checked against hashlib; SHA-NI where the CPU has
-it): no Python work per network but the hex text.  Without that function (or with ``RELUSYM_NO_CSHA=1``) the
-kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a memoryview
-slice.  The networks it flags go on to the numpy path.  A process loads the
-kernel only after its first 2^24 weights (the numpy path digests those): numba's import and cache load would
-cost small jobs more than the kernel saves them.
+buffer and hashes them there at once, still in the cache, by OpenSSL's low-level ``SHA256_Init``/``Update``/
+``Final`` called from the compiled code (those of the libcrypto hashlib uses, found by ctypes and checked against
+hashlib; SHA-NI where the CPU has it; not the one-shot ``SHA256``, which OpenSSL 3 looks up by name on each
+call): no Python work per network but the hex text.  Without those functions (or with ``RELUSYM_NO_CSHA=1``)
+the kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a
+memoryview slice.  The networks it flags go on to the numpy path.  A process loads the kernel only after its
+first 2^24 weights (the numpy path digests those): numba's import and cache load would cost small jobs more
+than the kernel saves them.
 """
 
 from __future__ import annotations
@@ -53,38 +54,48 @@ def _kernel() -> Any:
     return _STATE["kernel"]
 
 
-def _openssl_sha256() -> int:
-    """The address of OpenSSL's one-shot ``SHA256(d, n, md)`` in the libcrypto hashlib uses, checked against
-    hashlib on a few inputs; 0 when there is none (another build of Python, a libcrypto without the symbol):
-    the digests are then taken by hashlib from Python, one call per network."""
+def _openssl_sha256() -> tuple[int, int, int]:
+    """The addresses of OpenSSL's low-level ``SHA256_Init``, ``SHA256_Update`` and ``SHA256_Final`` in the
+    libcrypto hashlib uses, checked against hashlib on a few inputs; (0, 0, 0) when there are none (another build
+    of Python, a libcrypto without them): the digests are then taken by hashlib from Python, one call per
+    network.  (The one-shot ``SHA256`` of OpenSSL 3 fetches the algorithm by name on each call: about 1 µs more
+    per network.)"""
     if os.environ.get("RELUSYM_NO_CSHA", "") not in ("", "0"):
-        return 0
+        return (0, 0, 0)
     try:
         import ctypes
         import ctypes.util
 
         name = ctypes.util.find_library("crypto")
         if name is None:
-            return 0
-        fn = ctypes.CDLL(name).SHA256
-        fn.restype = ctypes.c_void_p
-        fn.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)
+            return (0, 0, 0)
+        lib = ctypes.CDLL(name)
+        init, update, final = lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final
+        init.restype = update.restype = final.restype = ctypes.c_int
+        init.argtypes = (ctypes.c_char_p,)
+        update.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
+        final.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
         for size in (0, 1, 55, 56, 64, 1000, 4099):
             data = bytes(range(256)) * (size // 256 + 1)
             md = ctypes.create_string_buffer(32)
-            fn(data[:size], size, md)
+            ctx = ctypes.create_string_buffer(128)  # sizeof(SHA256_CTX) is 112
+            if not (init(ctx) and update(ctx, data[:size], size) and final(md, ctx)):
+                return (0, 0, 0)
             if md.raw != hashlib.sha256(data[:size]).digest():
-                return 0
-        return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+                return (0, 0, 0)
+        addrs = tuple(int(ctypes.cast(f, ctypes.c_void_p).value or 0) for f in (init, update, final))
+        return (addrs[0], addrs[1], addrs[2]) if all(addrs) else (0, 0, 0)
     except (OSError, AttributeError, TypeError, ValueError):
-        return 0
+        return (0, 0, 0)
 
 
-def sha_address() -> int:
-    """The address of the C SHA-256 the kernel calls (:func:`_openssl_sha256`), looked up once per process."""
+def sha_address() -> tuple[int, int, int]:
+    """The addresses of the C SHA-256 functions the kernel calls (:func:`_openssl_sha256`; (0, 0, 0): none),
+    looked up once per process."""
     if "sha" not in _STATE:
         _STATE["sha"] = _openssl_sha256()
-    return int(_STATE["sha"])
+    init, update, final = _STATE["sha"]
+    return (int(init), int(update), int(final))
 
 
 def jit_available() -> bool:
@@ -121,7 +132,7 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
     flag = np.zeros(B, dtype=bool)
     offs = np.zeros(B + 1, dtype=np.int64)
     sha = sha_address()
-    digests = np.empty((B if sha else 0, 32), dtype=np.uint8)
+    digests = np.empty((B if sha[0] else 0, 32), dtype=np.uint8)
     buf = _buffer(_BUFFER)
     out: list[str] = []
     start = 0
@@ -130,10 +141,10 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
         if end == start:  # one network larger than the buffer
             buf = _buffer(max(2 * buf.size, int(offs[0])))
             continue
-        if not sha:
+        if not sha[0]:
             out += _hashed(buf, offs, ~flag[start:end])
         start = end
-    if sha:
+    if sha[0]:
         text = digests[~flag].tobytes().hex()
         out = [text[i : i + 64] for i in range(0, len(text), 64)]
     return ~flag, out

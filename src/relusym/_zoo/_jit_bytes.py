@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.cpython.unsafe import numbers as _unsafe
 from numba.extending import intrinsic
 
@@ -25,6 +25,7 @@ __all__ = [
     "float_bits",
     "lshr",
     "ult",
+    "madd128",
     "nbytes",
     "encoded_size",
     "write_network",
@@ -49,6 +50,8 @@ def inline(f: _F) -> _F:
 
 
 trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped for mypy)
+_alloca_once: Any = cgutils.alloca_once  # numba's helpers below untyped for mypy too
+_UniTuple: Any = types.UniTuple
 leading_zeros: Any = _unsafe.leading_zeros
 _MAGIC = np.frombuffer(b"relusym.nf/2\n", dtype=np.uint8).copy()
 
@@ -79,33 +82,61 @@ def _ult_typing(typingctx: Any, x: Any, y: Any) -> Any:
     return types.int64(types.int64, types.int64), codegen
 
 
+def _madd128_typing(typingctx: Any, hi: Any, lo: Any, x: Any, y: Any, sh: Any, neg: Any) -> Any:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i128 = ir.IntType(128)
+        wide = [builder.zext(a, i128) for a in args[:5]]
+        acc = builder.or_(builder.shl(wide[0], ir.Constant(i128, 64)), wide[1])
+        p = builder.shl(builder.mul(wide[2], wide[3]), builder.and_(wide[4], ir.Constant(i128, 127)))
+        acc = builder.select(builder.trunc(args[5], ir.IntType(1)), builder.sub(acc, p), builder.add(acc, p))
+        h = builder.trunc(builder.lshr(acc, ir.Constant(i128, 64)), ir.IntType(64))
+        return context.make_tuple(builder, signature.return_type, [h, builder.trunc(acc, ir.IntType(64))])
+
+    i64 = types.int64
+    return _UniTuple(i64, 2)(i64, i64, i64, i64, i64, i64), codegen
+
+
 lshr: Any = intrinsic(_lshr_typing)
 lshr.__doc__ = """lshr(x, s): the int64 x's bits shifted right by s (0 ≤ s ≤ 63), zeros shifted in (x read unsigned)."""
 ult: Any = intrinsic(_ult_typing)
+madd128: Any = intrinsic(_madd128_typing)
+madd128.__doc__ = """madd128(hi, lo, x, y, s, neg): the 128-bit two's complement integer (hi, lo) (lo's bits
+read unsigned) plus x·y·2^(s mod 128), minus it when neg's low bit is set, wrapping modulo 2^128 (LLVM's i128:
+a multiply, a shift and an add or subtract, no branches); x, y ≥ 0."""
 ult.__doc__ = """ult(x, y): 1 when the int64 x < y read as unsigned 64-bit integers, else 0."""
 
 
-def _sha_typing(typingctx: Any, addr: Any, src: Any, pos: Any, n: Any, dst: Any, row: Any) -> Any:
+def _sha_typing(typingctx: Any, fns: Any, src: Any, pos: Any, n: Any, dst: Any, row: Any) -> Any:
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         i8p = ir.IntType(8).as_pointer()
         i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+        ctx = _alloca_once(builder, ir.ArrayType(i64, 16))  # a SHA256_CTX (112 bytes), in the entry block
+        cp = builder.bitcast(ctx, i8p)
+        init, update, final = (builder.extract_value(args[0], q) for q in range(3))
         sa = context.make_array(signature.args[1])(context, builder, args[1])
         da = context.make_array(signature.args[4])(context, builder, args[4])
-        fn = builder.inttoptr(args[0], ir.FunctionType(i8p, [i8p, i64, i8p]).as_pointer())
+        f_init = builder.inttoptr(init, ir.FunctionType(i32, [i8p]).as_pointer())
+        f_update = builder.inttoptr(update, ir.FunctionType(i32, [i8p, i8p, i64]).as_pointer())
+        f_final = builder.inttoptr(final, ir.FunctionType(i32, [i8p, i8p]).as_pointer())
         sp = builder.gep(builder.bitcast(sa.data, i8p), [args[2]])
         dp = builder.gep(builder.bitcast(da.data, i8p), [builder.mul(args[5], ir.Constant(i64, 32))])
-        builder.call(fn, [sp, args[3], dp])
+        builder.call(f_init, [cp])
+        builder.call(f_update, [cp, sp, args[3]])
+        builder.call(f_final, [dp, cp])
         return context.get_dummy_value()
 
-    return types.void(types.int64, src, types.int64, types.int64, dst, types.int64), codegen
+    sig = types.void(_UniTuple(types.int64, 3), src, types.int64, types.int64, dst, types.int64)
+    return sig, codegen
 
 
 sha256_into: Any = intrinsic(_sha_typing)
-sha256_into.__doc__ = """sha256_into(addr, src, pos, n, dst, row): calls the C function at ``addr`` with the
-signature of OpenSSL's ``SHA256(const unsigned char *d, size_t n, unsigned char *md)`` on src[pos:pos + n] (a
-uint8 array), the 32 bytes of the digest into dst[row] (a C-contiguous uint8 array of rows of 32 bytes).  The
-address is an argument, not a constant of the compiled code, so that numba's cache stays valid from process to
-process."""
+sha256_into.__doc__ = """sha256_into(fns, src, pos, n, dst, row): OpenSSL's low-level ``SHA256_Init``,
+``SHA256_Update`` and ``SHA256_Final`` (their addresses in the tuple ``fns``) on src[pos:pos + n] (a uint8 array)
+with a context on the stack, the 32 bytes of the digest into dst[row] (a C-contiguous uint8 array of rows of 32
+bytes).  Not the one-shot ``SHA256``: OpenSSL 3 looks the algorithm up by name on each call of that one (about
+1 µs).  The addresses are an argument, not constants of the compiled code, so that numba's cache stays valid
+from process to process."""
 
 
 @inline

@@ -1,0 +1,407 @@
+"""The exact sums of M and e of the zoo digests' compiled kernel (:mod:`relusym._zoo._jit_kernel`), and its
+2-adic splits of wide integers.
+
+M and e are Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c (entry j·C + l; e at l = m).  Every sum is
+computed exactly, by one of three paths (:func:`affine` chooses):
+
+* **float32 data**, below ``_GEMM`` products k·n·(m + 1) (odd parts below 2^24, every product v·w exact in
+  float64; n < 2^11 then): one pass over all the rows,
+  the λ_i ≥ 0 ones multiplied by 0, no branch on the data.  With K = e₀ + 52 (e₀ ≤ the lowest set bit of every
+  product), each product z = v·w is cut exactly into h = trunc(z / 2^K) and (z − h·2^K) / 2^e₀, two int64
+  integers (below 2^52 each, 2^63 with their sums), summed in int64 (vector lanes, any order is exact), then
+  joined with c_j in one 128-bit integer (:func:`madd128`) and split (:func:`_sums_f32`).  Taken when the
+  products span at most ``_F32_SPAN`` bits above e₀ less bitlen(n) and the entry at most ``_WIDE`` bits;
+  the bounds are from every row, branch-free (looser than those of the negative rows alone, never wrong).
+* **spans up to ``_WIDE`` bits**, below ``_GEMM`` products k·S·(m + 1) (S the neurons with λ_i < 0): each
+  product of odd parts o_v·o_w (below 2^106) shifted to its offset and added into one 128-bit integer
+  (:func:`_sums128`).
+* **else** (wider, or many products): float64 limbs of both factors, their products summed exactly over the
+  neurons (by BLAS for all of M's rows at once from ``_GEMM`` products), each sum added at its offset into
+  base-2³² words (int64, carried at the end), then split (trailing zeros, odd part; its words in pw[q, e], entry
+  by entry along the rows).
+
+Imported only when numba is importable (the optional extra ``relusym[fast]``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from relusym._zoo._jit_bytes import inline, jit, leading_zeros, lshr, madd128, nbytes, trailing_zeros
+
+__all__ = ["affine", "affine_work", "add_product", "split_words", "MAX_WORDS"]
+
+_LIMBS = 8  # float64 limbs of v (and half as many of (a, b): 96 bits) in the sums of M and e; more: flagged
+_GEMM = 1024  # sums of M and e by BLAS (one dgemm per limb pair) from this many products k·S·(m + 1) per limb pair
+_WIDE = 120  # sums of M and e spanning at most this many bits go through 128-bit integers
+_F32_SPAN = 115  # float32 path: top − e₀ + bitlen(n) of the products at most this (the h sums below 2^63)
+MAX_WORDS = 24  # 32-bit words of an exact sum of M or e (768 bits); more: the network is flagged
+_M32 = 0xFFFFFFFF
+
+
+@inline
+def _add(acc: Any, p: int, off: int, neg: int) -> None:
+    """acc += ±p·2^off in base-2³² words (0 ≤ p < 2^62, off ≥ 0)."""
+    q = off >> 5
+    r = off & 31
+    a = (p & _M32) << r
+    h = (p >> 32) << r
+    if neg:
+        acc[q] -= a & _M32
+        acc[q + 1] -= (a >> 32) + (h & _M32)
+        acc[q + 2] -= h >> 32
+    else:
+        acc[q] += a & _M32
+        acc[q + 1] += (a >> 32) + (h & _M32)
+        acc[q + 2] += h >> 32
+
+
+@inline
+def add_product(acc: Any, x: int, y: int, off: int, neg: int) -> None:
+    """acc += ±x·y·2^off (x, y < 2^53): one product below 2^62, or four of 27-bit halves."""
+    if x < (1 << 31) and y < (1 << 31):
+        _add(acc, x * y, off, neg)
+        return
+    xl, xh = x & ((1 << 27) - 1), x >> 27
+    yl, yh = y & ((1 << 27) - 1), y >> 27
+    _add(acc, xl * yl, off, neg)
+    _add(acc, xl * yh + xh * yl, off + 27, neg)  # each below 2^53: the sum below 2^54
+    _add(acc, xh * yh, off + 54, neg)
+
+
+@inline
+def _carry(acc: Any, NW: int) -> None:
+    for q in range(NW - 1):
+        acc[q + 1] += acc[q] >> 32
+        acc[q] &= _M32
+
+
+@jit
+def split_words(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
+    """The 2-adic split of 2^base · Σ acc[q]·2^(32 q) into entry e: t, the sign, the bytes of the odd part and
+    its 32-bit words."""
+    _carry(acc, NW)
+    neg = acc[NW - 1] < 0
+    if neg:
+        for q in range(NW):
+            acc[q] = -acc[q]
+        _carry(acc, NW)
+    q0 = 0
+    while q0 < NW and acc[q0] == 0:
+        q0 += 1
+    if q0 == NW:
+        t[e], pn[e], plen[e] = 0, 0, 0
+        return
+    tz = trailing_zeros(acc[q0])
+    top = 0
+    for u in range(NW - q0):
+        hi = acc[q0 + u + 1] if q0 + u + 1 < NW else 0
+        w = (acc[q0 + u] >> tz) | ((hi << (32 - tz)) & _M32)
+        pw[u, e] = w
+        if w != 0:
+            top = 4 * u + nbytes(w)
+    t[e], pn[e], plen[e] = base + 32 * q0 + tz, 1 if neg else 0, top
+
+
+@inline
+def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
+    """The 2-adic split of 2^base · (hi, lo) (a 128-bit two's complement integer) into entry e, as
+    :func:`_split`."""
+    neg = hi < 0
+    if neg:
+        lo = -lo
+        hi = ~hi + (lo == 0)
+    if hi == 0 and lo == 0:
+        t[e], pn[e], plen[e] = 0, 0, 0
+        return
+    if lo != 0:
+        tz = trailing_zeros(lo)
+        lo = lshr(lo, tz) | ((hi << (63 - tz)) << 1)
+        hi = hi >> tz
+    else:
+        tz = 64 + trailing_zeros(hi)
+        lo = hi >> (tz - 64)
+        hi = 0
+    t[e], pn[e] = base + tz, 1 if neg else 0
+    plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
+    pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
+
+
+@inline
+def _limb(o: int, d: int, lo: int, bits: int) -> int:
+    """Bits lo … lo + bits − 1 of o·2^d (0 ≤ o < 2^53, d ≥ 0)."""
+    sh = lo - d
+    if sh >= 64 or -sh >= bits:
+        return 0
+    x = o >> sh if sh >= 0 else o << -sh
+    return x & ((1 << bits) - 1)
+
+
+@jit
+def _span(idx: Any, S: int, o: Any, s: Any, axis: int) -> tuple[int, int]:
+    """(lowest set bit, top bit + 1) of the nonzero o·2^s over the rows (axis 0) or columns (axis 1) idx[:S] of
+    o; (2^40, −2^40) when all are 0."""
+    lo, hi = 1 << 40, -(1 << 40)
+    for u in range(S):
+        for t in range(o.shape[1 - axis]):
+            x, e = (o[idx[u], t], s[idx[u], t]) if axis == 0 else (o[t, idx[u]], s[t, idx[u]])
+            if x != 0:
+                lo, hi = min(lo, e), max(hi, e + 64 - leading_zeros(x))
+    return lo, hi
+
+
+@jit
+def _fill(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, bits: int, out: Any, axis: int) -> None:
+    """out[l, …] = ± limb l (``bits`` bits) of the integers |x|·2^(−e0) of the rows (axis 0: out[l, u, t]) or
+    columns (axis 1: out[l, t, u]) idx[:S] of (o, s, ng), as float64: shifts of one int64 when the integers
+    fit 63 bits (``L·bits`` ≤ 63), else :func:`_limb` per limb."""
+    T = o.shape[1 - axis]
+    mask = (1 << bits) - 1
+    for u in range(S):
+        r = idx[u]
+        for t in range(T):
+            x, e, g = (o[r, t], s[r, t], ng[r, t]) if axis == 0 else (o[t, r], s[t, r], ng[t, r])
+            sign = 1.0 - 2.0 * g
+            if L * bits <= 63:
+                z = x << max(min(e - e0, 63), 0)  # 0 stays 0 whatever its s
+                for li in range(L):
+                    f = sign * float((z >> (li * bits)) & mask)
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+            else:
+                for li in range(L):
+                    f = sign * float(_limb(x, e - e0, li * bits, bits)) if x != 0 else 0.0
+                    if axis == 0:
+                        out[li, u, t] = f
+                    else:
+                        out[li, t, u] = f
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)  # sums of integers below 2^52: exact in any order
+def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Any:
+    """P[lx·Ly + ly, l] = Σ_u XL[lx, j, u]·YL[ly, u, l] over the S neurons: every product and partial sum an
+    integer below 2^52, so float64 is exact."""
+    C = YL.shape[2]
+    P[: Lx * Ly, :C] = 0.0
+    for lx in range(Lx):
+        for ly in range(Ly):
+            prow = P[lx * Ly + ly]  # 1-D contiguous rows: vectorized loops, four neurons a pass
+            u = 0
+            while u + 4 <= S:
+                x0, x1, x2, x3 = XL[lx, j, u], XL[lx, j, u + 1], XL[lx, j, u + 2], XL[lx, j, u + 3]
+                y0, y1, y2, y3 = YL[ly, u], YL[ly, u + 1], YL[ly, u + 2], YL[ly, u + 3]
+                for l_ in range(C):
+                    prow[l_] += (x0 * y0[l_] + x1 * y1[l_]) + (x2 * y2[l_] + x3 * y3[l_])
+                u += 4
+            for r in range(u, S):
+                x, yrow = XL[lx, j, r], YL[ly, r]
+                for l_ in range(C):
+                    prow[l_] += x * yrow[l_]
+    return P
+
+
+@jit
+def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
+    """:func:`_products` for every j at once (Q[j] is its P), by BLAS: integers below 2^52, exact in any order."""
+    k, C = XL.shape[1], YL.shape[2]
+    Q = np.empty((k, Lx * Ly, C))
+    for lx in range(Lx):
+        X = np.ascontiguousarray(XL[lx, :, :S])
+        for ly in range(Ly):
+            R = np.dot(X, YL[ly][:S])
+            for j in range(k):
+                Q[j, lx * Ly + ly] = R[j]
+    return Q
+
+
+@jit
+def _bounds(o: Any, s: Any) -> tuple[int, int]:
+    """(lowest set bit, top bit + 1) of the nonzero o·2^s over all of o (C-contiguous; a 0 pushed out of both by
+    2^41 or 2^42, no branch on the data: vector lanes); at least 2^40 and at most −2^40 when all are 0."""
+    lo, hi = 1 << 40, -(1 << 40)
+    of, sf = o.ravel(), s.ravel()
+    for u in range(of.size):
+        x, e = of[u], sf[u]
+        a = e + ((x == 0) << 41)
+        lo = a if a < lo else lo
+        h = e + 64 - leading_zeros(x | 1) - ((x == 0) << 42)
+        hi = h if h > hi else hi
+    return lo, hi
+
+
+@jit
+def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int, xs: Any, hl: Any) -> None:
+    """The entries of M and e of network bi of the float32 stack raw = (A, b, V) (:func:`affine`'s first path):
+    each product z = v·w (exact in float64) cut into h = trunc(z·2^−K) and (z − h·2^K)·2^−e₀ (both exact
+    integers), summed in int64, joined with c_j in 128 bits at base and split into ``out``."""
+    A, b, V = raw
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    n, m = A.shape[1], A.shape[2]
+    k, C = V.shape[1], A.shape[2] + 1
+    K = e0 + 52
+    sK, uK, s0 = math.ldexp(1.0, -K), math.ldexp(1.0, K), math.ldexp(1.0, -e0)
+    H, L = hl
+    for j in range(k):
+        for i in range(n):
+            xs[i] = float(V[bi, j, i]) if lam[i] < 0 else 0.0
+        H[:C] = 0
+        L[:C] = 0
+        for i in range(n):
+            x = xs[i]
+            for l_ in range(m):
+                z = x * float(A[bi, i, l_])
+                h = int(z * sK)
+                H[l_] += h
+                L[l_] += int((z - float(h) * uK) * s0)
+        h_, l0 = 0, 0
+        for i in range(n):  # the bias column apart: A's rows stay contiguous above
+            z = xs[i] * float(b[bi, i])
+            h = int(z * sK)
+            h_ += h
+            l0 += int((z - float(h) * uK) * s0)
+        H[m], L[m] = h_, l0
+        for l_ in range(C):
+            hi, lo = madd128(0, 0, abs(H[l_]), 1, K - base, H[l_] < 0)
+            hi, lo = madd128(hi, lo, abs(L[l_]), 1, e0 - base, L[l_] < 0)
+            if l_ == m:
+                hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
+            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+
+
+@jit
+def affine_work(n: int, k: int, C: int) -> tuple[Any, ...]:
+    """The scratch arrays of :func:`affine` for networks of n neurons, k outputs, C = m + 1 columns (allocated
+    once per kernel call)."""
+    return (
+        np.empty((_LIMBS, k, n)),
+        np.empty((_LIMBS // 2, n, C)),
+        np.empty((_LIMBS * _LIMBS, C)),
+        np.empty(n, np.int64),
+        np.empty(n),
+        (np.empty(C, np.int64), np.empty(C, np.int64)),
+    )
+
+
+@jit
+def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
+    """M and e of network bi of the stack raw = (A, b, V) (entry j·C + l; e at l = m): Σ over the neurons with
+    λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at l = m, exactly, from the rows' odd parts and exponents w, v, cv
+    (and the floats themselves for float32 data); False when the sums need more than MAX_WORDS words or too many
+    limbs.  The module's docstring describes the three paths.
+
+    Beyond ``_WIDE`` bits, (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on
+    2^(e_V) into limbs of xb = 52 − 24 − bitlen(S) bits (S the neurons): every sum over the neurons of limb
+    products is an exact float64 integer; those sums go into base-2³² words at their offsets, c_j too, and are
+    split."""
+    wo, ws, wn = w
+    vo, vs, vn = v
+    co, cs, cn = cv
+    XL, YL, P, negs, xs, hl = work
+    n, C = wo.shape
+    k = vo.shape[0]
+    nb = 64 - leading_zeros(n)
+    if raw[0].itemsize == 4 and k * n * C < _GEMM:  # float32: bounds from every row, one branch-free pass
+        eW, tW = _bounds(wo, ws)
+        eV, tV = _bounds(vo, vs)
+        e0, base, top = eW + eV, eW + eV, tW + tV + nb
+        for j in range(k):
+            if co[j] != 0:
+                base, top = min(base, cs[j]), max(top, cs[j] + 64 - leading_zeros(co[j]))
+        if eW < (1 << 40) and eV < (1 << 40) and tW + tV + nb - e0 <= _F32_SPAN and top - base <= _WIDE:
+            _sums_f32(raw, bi, lam, cv, out, e0, base, xs, hl)
+            return True
+    S = 0
+    for i in range(n):
+        if lam[i] < 0:
+            negs[S] = i
+            S += 1
+    eW, tW = _span(negs, S, wo, ws, 0)
+    eV, tV = _span(negs, S, vo, vs, 1)
+    live = eW < (1 << 40) and eV < (1 << 40)
+    base, top = (eV + eW, tV + tW + 64 - leading_zeros(S + 1)) if live else (1 << 40, -(1 << 40))
+    for j in range(k):
+        if co[j] != 0:
+            base, top = min(base, cs[j]), max(top, cs[j] + 64 - leading_zeros(co[j]))
+    if base == 1 << 40:
+        base = top = 0
+    NW = (top - base) // 32 + 3
+    if NW > MAX_WORDS:
+        return False
+    if top - base <= _WIDE and k * S * C < _GEMM:  # every partial sum below 2^(top − base): 128 bits an entry
+        _sums128(negs, S, w, v, cv, out, base)
+        return True
+    xb = 28 - (64 - leading_zeros(S + 1))
+    Ly = (tW - eW + 23) // 24 if live else 0
+    Lx = (tV - eV + xb - 1) // xb if live else 0
+    if Ly > YL.shape[0] or Lx > XL.shape[0]:
+        return False
+    _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
+    _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
+    off = eV + eW - base
+    Q = _gemm(XL, YL, S, Lx, Ly) if k * S * C >= _GEMM else np.empty((0, 0, 0))
+    _sums_words(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+    return True
+
+
+@jit
+def _sums128(negs: Any, S: int, w: Any, v: Any, cv: Any, out: Any, base: int) -> None:
+    """The entries of M and e (:func:`_affine`) when they span at most ``_WIDE`` bits: each product of odd parts
+    o_v·o_w (below 2^106) shifted to its offset s_v + s_w − base and added to (or subtracted from) one 128-bit
+    integer (:func:`madd128`), c_j too, then split into ``out``."""
+    wo, ws, wn = w
+    vo, vs, vn = v
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = vo.shape[0], wo.shape[1]
+    for j in range(k):
+        for l_ in range(C):
+            hi, lo = 0, 0
+            for u in range(S):  # a 0 factor adds 0 whatever its shift
+                i = negs[u]
+                x, y = vo[j, i], wo[i, l_]
+                hi, lo = madd128(hi, lo, x, y, vs[j, i] + ws[i, l_] - base, vn[j, i] ^ wn[i, l_])
+            if l_ == C - 1:
+                hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
+            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+
+
+@jit
+def _sums_words(
+    XL: Any,
+    YL: Any,
+    P: Any,
+    Q: Any,
+    cv: Any,
+    out: Any,
+    acc: Any,
+    S: int,
+    Lx: int,
+    Ly: int,
+    xb: int,
+    off: int,
+    base: int,
+    NW: int,
+) -> None:
+    """The entries of M and e from the limbs (:func:`_affine`) in NW base-2³² words, split into ``out``."""
+    co, cs, cn = cv
+    t, pn, plen, pw = out
+    k, C = XL.shape[1], YL.shape[2]
+    for j in range(k):
+        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
+        for l_ in range(C):
+            for q in range(NW):
+                acc[q] = 0
+            for lx in range(Lx):
+                for ly in range(Ly):
+                    f = Pj[lx * Ly + ly, l_]
+                    if f != 0.0:
+                        _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
+            if l_ == C - 1 and co[j] != 0:
+                _add(acc, co[j], cs[j] - base, cn[j])
+            split_words(acc, NW, base, j * C + l_, t, pn, plen, pw)
