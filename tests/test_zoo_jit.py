@@ -335,11 +335,12 @@ def test_row_gcd_steps_equal_math_gcd(g, x):
     assert _gcd_runner()(g, xs).tolist() == [math.gcd(g, int(v)) for v in xs.tolist()]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sums_by_blas_equal_the_definition(dtype):
+@pytest.mark.parametrize("dtype,wide", [(np.float32, True), (np.float32, False), (np.float64, False)])
+def test_sums_by_blas_equal_the_definition(dtype, wide):
     """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
     dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
-    and wide spreads too (more limbs, 32-bit words): every digest the definition's."""
+    and wide spreads too (more limbs), float32 with sums within 120 bits (the limb sums in one 128-bit integer,
+    ``_limb_sums128``) and beyond (32-bit words): every digest the definition's."""
     from relusym._zoo._jit_sums import _GEMM
 
     rng = np.random.default_rng(31 if dtype == np.float32 else 37)
@@ -347,7 +348,7 @@ def test_sums_by_blas_equal_the_definition(dtype):
         V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 6, m, n, k, spread))
         if dtype == np.float64:
             V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
-        else:  # v spread over 2^±45: the float32 sums span more than 120 bits, past their 128-bit paths
+        elif wide:  # v spread over 2^±45: the float32 sums span more than 120 bits, past their 128-bit paths
             V = (V * 2.0 ** rng.integers(-45, 46, size=V.shape)).astype(dtype)
         assert (k * n * (m + 1) >= 2 * _GEMM) == (m > 2)  # about half the neurons are negative
         assert _check(V, A, b, c).any()
