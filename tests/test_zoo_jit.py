@@ -340,7 +340,7 @@ def test_sums_by_blas_equal_the_definition(dtype, wide):
     """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
     dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
     and wide spreads too (more limbs), float32 with sums within 120 bits (the limb sums in one 128-bit integer,
-    ``_limb_sums128``) and beyond (32-bit words): every digest the definition's."""
+    ``_limb_sums``) and beyond (32-bit words): every digest the definition's."""
     from relusym._zoo._jit_sums import _GEMM
 
     rng = np.random.default_rng(31 if dtype == np.float32 else 37)

@@ -17,7 +17,7 @@ computed exactly, by one of three paths (:func:`affine` chooses):
   (:func:`_sums128`).
 * **else** (wider, or many products): float64 limbs of both factors, their products summed exactly over the
   neurons (by BLAS for all of M's rows at once from ``_GEMM`` products), each sum added at its offset into one
-  128-bit integer when the entry spans at most ``_WIDE`` bits (:func:`_limb_sums128`; every float32 network of
+  128-bit integer when the entry spans at most ``_WIDE`` bits (:func:`_limb_sums`; every float32 network of
   that size), else into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part; its
   words in pw[q, e], entry by entry along the rows).
 
@@ -346,34 +346,9 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
     Q = _gemm(XL, YL, S, Lx, Ly) if k * S * C >= _GEMM else np.empty((0, 0, 0))
-    if top - base <= _WIDE:  # every partial sum below 2^(top − base + 1): one 128-bit integer, no carries to chase
-        _limb_sums128(XL, YL, P, Q, cv, out, S, Lx, Ly, xb, off, base)
-    else:
-        _sums_words(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+    # every partial sum below 2^(top − base + 1): within _WIDE bits one 128-bit integer, no carries to chase
+    _limb_sums(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW if top - base > _WIDE else 0)
     return True
-
-
-@jit
-def _limb_sums128(
-    XL: Any, YL: Any, P: Any, Q: Any, cv: Any, out: Any, S: int, Lx: int, Ly: int, xb: int, off: int, base: int
-) -> None:
-    """The entries of M and e from the limbs (:func:`affine`'s last path, when they span at most ``_WIDE`` bits)
-    in 128-bit integers (:func:`madd128`), split into ``out``: the float64 limb sums are exact integers below
-    2^53."""
-    co, cs, cn = cv
-    t, pn, plen, pw = out
-    k, C = XL.shape[1], YL.shape[2]
-    for j in range(k):
-        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
-        for l_ in range(C):
-            hi, lo = 0, 0
-            for lx in range(Lx):
-                for ly in range(Ly):
-                    f = Pj[lx * Ly + ly, l_]
-                    hi, lo = madd128(hi, lo, int(abs(f)), 1, off + xb * lx + 24 * ly, f < 0.0)
-            if l_ == C - 1 and co[j] != 0:
-                hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
-            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
 
 
 @jit
@@ -399,7 +374,7 @@ def _sums128(negs: Any, S: int, w: Any, v: Any, cv: Any, out: Any, base: int) ->
 
 
 @jit
-def _sums_words(
+def _limb_sums(
     XL: Any,
     YL: Any,
     P: Any,
@@ -415,13 +390,25 @@ def _sums_words(
     base: int,
     NW: int,
 ) -> None:
-    """The entries of M and e from the limbs (:func:`_affine`) in NW base-2³² words, split into ``out``."""
+    """The entries of M and e from the limbs (:func:`affine`'s last path), split into ``out``: in one 128-bit
+    integer each (:func:`madd128`) when ``NW`` is 0 (they span at most ``_WIDE`` bits), else in NW base-2³²
+    words.  The float64 limb sums are exact integers below 2^53."""
     co, cs, cn = cv
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
         Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
+            if NW == 0:
+                hi, lo = 0, 0
+                for lx in range(Lx):
+                    for ly in range(Ly):
+                        f = Pj[lx * Ly + ly, l_]
+                        hi, lo = madd128(hi, lo, int(abs(f)), 1, off + xb * lx + 24 * ly, f < 0.0)
+                if l_ == C - 1 and co[j] != 0:
+                    hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
+                _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+                continue
             for q in range(NW):
                 acc[q] = 0
             for lx in range(Lx):
