@@ -252,13 +252,14 @@ class LineSearch:
             gap = self._open_gap()
             if gap is None:
                 return
-            if self.watch is not None and self.count_kinks() >= self.watch_at:
+            kinks = self.count_kinks()
+            if self.watch is not None and kinks >= self.watch_at:
                 look, self.watch = self.watch, None
                 look()
-            if len(self.anchors) > 64 * (self.count_kinks() + 8):
+            if len(self.anchors) > 64 * (kinks + 8):
                 raise IdentificationError(
                     f"the breakpoint search on a line does not settle ({len(self.anchors)} probes for "
-                    f"{self.count_kinks()} kinks): the oracle is not piecewise linear"
+                    f"{kinks} kinks): the oracle is not piecewise linear"
                     + (
                         " (an exact oracle must return exact values)"
                         if self.session.exact
