@@ -12,8 +12,8 @@ is integers:
   magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd: that of the first two
   nonzero entries for all rows in lockstep, the others only in the rows where it is not 1), the signs of the
   row flipped where λ_i < 0; a row whose o_j·2^(s_j − min s) need more than 63 bits is flagged.
-* **order.**  The rows sorted by their first entry's little-endian bytes (byte-swapped as a uint64 key); runs of
-  equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
+* **order.**  The rows sorted by their first entry's first 4 little-endian bytes (byte-swapped as a uint32 key);
+  runs of equal keys sorted by the whole row (magnitudes entry by entry, then the sign bytes); equal rows: flagged.
   Up to ``_RANKS`` rows the keys are ranked by counting (n² compares in vector lanes, no allocation).
 * **kinks.**  |o_λ|·o_v·2^(s_λ + s_v): a product of odd integers, already its 2-adic split.
 * **M and e.**  Σ over the neurons with λ_i < 0 of v_i (a_i, b_i), plus c, exactly: :mod:`relusym._zoo._jit_sums`
@@ -28,6 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from relusym._zoo._jit_bytes import (
     encoded_size,
@@ -35,6 +38,7 @@ from relusym._zoo._jit_bytes import (
     gcd_with,
     inline,
     jit,
+    leading_zeros,
     lockstep_gcds,
     nbytes,
     sha256_into,
@@ -52,39 +56,50 @@ _FRAC = (1 << 52) - 1
 
 
 @inline
-def _part(x: float) -> tuple[int, int, int, int]:
-    """x = ±o·2^s as (o, s, sign, whether x is not finite): o odd, or o = s = 0 and no sign for 0; from x's bits
-    and without branches on the data."""
+def _part(x: float) -> tuple[int, int, int, int, int, int]:
+    """x = ±o·2^s as (o, s, sign, whether x is not finite, lo, hi): o odd, or o = s = 0 and no sign for 0; lo = s
+    and hi = s + bitlen(o) (the lowest set bit and the top bit + 1 of |x|), pushed out of any minimum and maximum
+    by 2^41 and 2^42 for 0; from x's bits and without branches on the data."""
     v = float_bits(x)
     ef = (v >> 52) & 0x7FF
     mant = (v & _FRAC) | (min(ef, 1) << 52)
     nz = mant != 0
     tz = trailing_zeros(mant | (1 << 62))
-    return mant >> tz, (max(ef, 1) - 1075 + tz) * nz, ((v >> 63) & 1) * nz, ef == 0x7FF
+    s = (max(ef, 1) - 1075 + tz) * nz
+    hi = max(ef, 1) - 1011 - leading_zeros(mant | 1) - ((1 - nz) << 42)  # s + bitlen(o) = e − 1075 + bitlen(mant)
+    return mant >> tz, s, ((v >> 63) & 1) * nz, ef == 0x7FF, s + ((1 - nz) << 41), hi
 
 
 @jit
-def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> bool:
+def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> tuple[bool, int, int, int, int]:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
-    False when an entry is not finite.  One loop per array, entries written in place (2-D, no flattened views,
-    no other reduction than the finiteness: vector lanes)."""
+    (whether every entry is finite, then the lowest set bit and the top bit + 1 of the nonzero entries of W and of
+    V, as :func:`relusym._zoo._jit_sums.affine` takes them: at least 2^40 and at most −2^40 when all are 0).  One
+    loop per array, entries written in place (2-D, no flattened views, reductions only: vector lanes)."""
     n, m = A.shape[1], A.shape[2]
     k = V.shape[1]
     wo, ws, wn = w
     vo, vs, vn = v
     co, cs, cn = cv
     bad = 0
-    for i in range(n):
-        for j in range(m + 1):
-            wo[i, j], ws[i, j], wn[i, j], f = _part(float(A[bi, i, j]) if j < m else float(b[bi, i]))
+    eW, tW, eV, tV = 1 << 40, -(1 << 40), 1 << 40, -(1 << 40)
+    for i in range(n):  # A and b in two loops, the minima and maxima as selects: vector lanes
+        for j in range(m):
+            wo[i, j], ws[i, j], wn[i, j], f, lo, hi = _part(float(A[bi, i, j]))
             bad |= f
+            eW, tW = lo if lo < eW else eW, hi if hi > tW else tW
+    for i in range(n):
+        wo[i, m], ws[i, m], wn[i, m], f, lo, hi = _part(float(b[bi, i]))
+        bad |= f
+        eW, tW = lo if lo < eW else eW, hi if hi > tW else tW
     for j in range(k):
         for i in range(n):
-            vo[j, i], vs[j, i], vn[j, i], f = _part(float(V[bi, j, i]))
+            vo[j, i], vs[j, i], vn[j, i], f, lo, hi = _part(float(V[bi, j, i]))
             bad |= f
-        co[j], cs[j], cn[j], f = _part(float(c[bi, j]))
+            eV, tV = lo if lo < eV else eV, hi if hi > tV else tV
+        co[j], cs[j], cn[j], f, lo, hi = _part(float(c[bi, j]))
         bad |= f
-    return bad == 0
+    return bad == 0, eW, tW, eV, tV
 
 
 @jit
@@ -150,14 +165,18 @@ def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, 
     return True
 
 
-@inline
-def _swapped(x: int) -> np.uint64:
-    """A magnitude's 8 little-endian bytes read as a big-endian uint64 (so keys compare as the bytes do)."""
-    u = np.uint64(x)
-    key = np.uint64(0)
-    for t in range(8):
-        key = (key << np.uint64(8)) | ((u >> np.uint64(8 * t)) & np.uint64(255))
-    return key
+def _key_typing(typingctx: Any, x: Any) -> Any:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i64 = ir.IntType(64)
+        swapped = builder.call(builder.module.declare_intrinsic("llvm.bswap", [i64]), [args[0]])
+        return builder.trunc(builder.lshr(swapped, ir.Constant(i64, 32)), ir.IntType(32))
+
+    return types.uint32(types.int64), codegen
+
+
+_key: Any = intrinsic(_key_typing)
+_key.__doc__ = """_key(x): the first 4 of the int64 x's 8 little-endian bytes read as a big-endian uint32 (keys
+compare as those bytes do; LLVM's bswap)."""
 
 
 @inline
@@ -176,16 +195,20 @@ def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
 
 @jit
 def _order(mag: Any, sg: Any, n: int, C: int, keys: Any, ranks: Any) -> Any:
-    """The order of the rows by their bytes; empty when two rows are equal (one class)."""
+    """The order of the rows by their bytes; empty when two rows are equal (one class).  Sorted by the first 4
+    bytes of their first entry (uint32 keys), then each run of equal keys by the whole rows."""
     for i in range(n):
-        keys[i] = _swapped(mag[i, 0])
-    if n <= _RANKS:  # each row's rank by counting (n² compares in vector lanes, no allocation); ties by index
+        keys[i] = _key(mag[i, 0])
+    if n <= _RANKS:  # each row's rank by counting (n² compares in vector lanes, no allocation)
         order = ranks[:n]
+        order[:] = -1
         for i in range(n):
             x = keys[i]
             r = 0
             for j in range(n):
-                r += (keys[j] < x) | ((keys[j] == x) & (j < i))
+                r += keys[j] < x
+            while order[r] >= 0:  # equal keys: the next free place (their order is settled below)
+                r += 1
             order[r] = i
     else:
         order = np.argsort(keys[:n])
@@ -255,7 +278,7 @@ def stack_bytes(
     vo, vs, vn = np.empty((k, n), np.int64), np.empty((k, n), np.int64), np.empty((k, n), np.int64)
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
-    lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint64), np.empty(n, np.int64)
+    lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.int64)
     gs = np.empty((3, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
@@ -270,10 +293,11 @@ def stack_bytes(
         u = bi - start
         offs[u] = pos
         offs[u + 1] = pos
-        ok = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
+        ok, eW, tW, eV, tV = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
         ok = ok and _rows((wo, ws, wn), vo, n, C, m, mag, sg, lam, gs)
         order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
-        if order.size == 0 or not affine((A, b, V), bi, lam, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), acc, aff, work):
+        raw, cv, bounds = (A, b, V), (co, cs, cn), (eW, tW, eV, tV)
+        if order.size == 0 or not affine(raw, bi, lam, (wo, ws, wn), (vo, vs, vn), cv, acc, aff, work, bounds):
             flag[bi] = True
             continue
         _kinks(order, lam, wo, ws, vo, vs, vn, acc, kin)

@@ -221,21 +221,6 @@ def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
 
 
 @jit
-def _bounds(o: Any, s: Any) -> tuple[int, int]:
-    """(lowest set bit, top bit + 1) of the nonzero o·2^s over all of o (C-contiguous; a 0 pushed out of both by
-    2^41 or 2^42, no branch on the data: vector lanes); at least 2^40 and at most −2^40 when all are 0."""
-    lo, hi = 1 << 40, -(1 << 40)
-    of, sf = o.ravel(), s.ravel()
-    for u in range(of.size):
-        x, e = of[u], sf[u]
-        a = e + ((x == 0) << 41)
-        lo = a if a < lo else lo
-        h = e + 64 - leading_zeros(x | 1) - ((x == 0) << 42)
-        hi = h if h > hi else hi
-    return lo, hi
-
-
-@jit
 def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int, xs: Any, hl: Any) -> None:
     """The entries of M and e of network bi of the float32 stack raw = (A, b, V) (:func:`affine`'s first path):
     each product z = v·w (exact in float64) cut into h = trunc(z·2^−K) and (z − h·2^K)·2^−e₀ (both exact
@@ -290,10 +275,12 @@ def affine_work(n: int, k: int, C: int) -> tuple[Any, ...]:
 
 
 @jit
-def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any) -> bool:
+def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: Any, work: Any, bounds: Any) -> bool:
     """M and e of network bi of the stack raw = (A, b, V) (entry j·C + l; e at l = m): Σ over the neurons with
     λ_i < 0 of v_ji·(a_i, b_i)_l, plus c_j at l = m, exactly, from the rows' odd parts and exponents w, v, cv
-    (and the floats themselves for float32 data); False when the sums need more than MAX_WORDS words or too many
+    (and the floats themselves for float32 data), and ``bounds``: the lowest set bit and the top bit + 1 of the
+    nonzero entries of all of W, then of V (at least 2^40 and at most −2^40 when all are 0; the kernel's reader
+    finds them in its pass); False when the sums need more than MAX_WORDS words or too many
     limbs.  The module's docstring describes the three paths.
 
     Beyond ``_WIDE`` bits, (a, b) on the grid 2^(e_W) of those rows is cut into float64 limbs of 24 bits, v on
@@ -308,8 +295,7 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     k = vo.shape[0]
     nb = 64 - leading_zeros(n)
     if raw[0].itemsize == 4 and k * n * C < _GEMM:  # float32: bounds from every row, one branch-free pass
-        eW, tW = _bounds(wo, ws)
-        eV, tV = _bounds(vo, vs)
+        eW, tW, eV, tV = bounds
         e0, base, top = eW + eV, eW + eV, tW + tV + nb
         for j in range(k):
             if co[j] != 0:
