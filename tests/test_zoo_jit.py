@@ -119,6 +119,24 @@ def test_dense_stacks_are_taken_and_equal_the_definition(seed, m, n, k, spread, 
         assert (done == _one_class_each(V, A, b, c)).all()
 
 
+def test_rows_and_runs_of_more_than_64_entries_equal_the_definition():
+    """The byte writer packs sign bits up to 64 of a run at a time: rows of the hyperplane block of 64, 65 and 129
+    entries (a run of exactly 64, one just past it, two and a bit), of M of 63, 64 and 128, κ in one run of 140,
+    float32 and float64 (p's of more than 8 bytes): every digest the definition's."""
+    rng = np.random.default_rng(17)
+    for m, n, k, dtype in (
+        (63, 3, 2, np.float32),
+        (64, 2, 1, np.float64),
+        (128, 3, 1, np.float32),
+        (2, 70, 2, np.float32),
+    ):
+        V, A, b, c = (x.astype(dtype) for x in dense_stack(rng, 3, m, n, k, 2, ints=False))
+        if dtype == np.float64:
+            V, A, b, c = (x * (1 + rng.random(x.shape) * 2.0**-30) for x in (V, A, b, c))
+        done = _check(V, A, b, c)
+        assert done.sum() >= 2  # the writer ran on most
+
+
 def _float64_rows(A: np.ndarray, b: np.ndarray) -> int:
     """The widest span of bits (lowest set bit to highest) of a row (a_i, b_i) of float64 values."""
     W = np.concatenate([A, b[..., None]], axis=-1).astype(np.float64)

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
-import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.cpython.unsafe import numbers as _unsafe
@@ -43,6 +42,14 @@ def jit(f: _F) -> _F:
     return cast(_F, numba.njit(cache=True, nogil=True)(f))
 
 
+def flat(f: _F) -> _F:
+    """numba's compiled function without reference counts (numba's private ``_nrt`` flag off, numba ≥ 0.59 has
+    it): for a function that allocates nothing and whose helpers are inlined.  With them, each array argument of
+    an inlined helper and each array unpacked from a tuple pays an atomic increment and decrement (a call into
+    numba's runtime), which the byte writer would pay dozens of times a network."""
+    return cast(_F, cast(Any, numba.njit)(cache=True, nogil=True, _nrt=False)(f))  # _nrt: not in the stubs
+
+
 def inline(f: _F) -> _F:
     """A helper of the inner loops, inlined into its callers by numba (a call that passes an array pays two
     atomic reference-count updates)."""
@@ -53,7 +60,6 @@ trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped fo
 _alloca_once: Any = cgutils.alloca_once  # numba's helpers below untyped for mypy too
 _UniTuple: Any = types.UniTuple
 leading_zeros: Any = _unsafe.leading_zeros
-_MAGIC = np.frombuffer(b"relusym.nf/2\n", dtype=np.uint8).copy()
 
 
 def _bitcast_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -190,27 +196,6 @@ def gcd_with(g: int, x: int) -> int:
     return gcd_odd(g, r >> trailing_zeros(r))
 
 
-@jit
-def _widths(t: Any, plen: Any, e0: int, L: int, step: int) -> tuple[int, int]:
-    """The widths of the t block and the p block of entries e0, e0 + step, … (L of them): the bytes of the OR of
-    the |t| (its top bit is the largest one's) and the largest p length, reductions without branches."""
-    ot, wp = 0, 1
-    for u in range(L):
-        e = e0 + u * step
-        x = t[e]
-        ot |= x if x >= 0 else -x
-        wp = max(wp, plen[e])
-    return max(nbytes(ot), 1), wp
-
-
-@inline
-def _bits(out: Any, pos: int, L: int) -> int:
-    """Zero the ⌈L/8⌉ bytes of a sign-bit field at pos; returns its end."""
-    end = pos + (L + 7) // 8
-    out[pos:end] = 0
-    return end
-
-
 def _store_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
     ary = context.make_array(signature.args[0])(context, builder, args[0])
     ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
@@ -225,122 +210,180 @@ def _store_typing(typingctx: Any, arr: Any, pos: Any, val: Any) -> Any:
 _store: Any = intrinsic(_store_typing)
 
 
+_ONES = 0x0101010101010101  # eight bytes of 1: the q's of a rational block
+_MAGIC = (int.from_bytes(b"relusym.", "little"), int.from_bytes(b"nf/2\n", "little"))  # 13 bytes, two stores
+
+
 @inline
-def _sign_bits(out: Any, pos: int, vals: Any, idx: Any, below: bool) -> int:
-    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of idx, packed at pos, least
-    significant bit first: 64 at a time into one 8-byte store (no branch on the data; the last store's excess
-    is overwritten by the next field); returns the end."""
-    L = idx.size
-    bits, nb, h = 0, 0, 0
-    for u in range(L):
-        x = vals[idx[u]]
-        bits |= ((x < 0) if below else (x != 0)) << nb
-        nb += 1
-        if nb == 64:
-            _store(out, pos + 8 * h, bits)
-            bits, nb, h = 0, 0, h + 1
-    _store(out, pos + 8 * h, bits)
-    return int(pos + (L + 7) // 8)
+def _widths(t: Any, plen: Any, blk: Any) -> tuple[int, int]:
+    """The widths of the t block and the p block of the entries of ``blk`` (e0, R, Lr, stride: the entries
+    e0 + r·stride + l for r < R, l < Lr, in that order): the bytes of the OR of the |t| (its top bit is the
+    largest one's) and the largest p length, reductions without branches."""
+    e0, R, Lr, stride = blk
+    ot, wp = 0, 1
+    for r in range(R):
+        e = e0 + r * stride
+        for u in range(Lr):
+            x = t[e + u]
+            ot |= x if x >= 0 else -x
+            wp = max(wp, plen[e + u])
+    return max(nbytes(ot), 1), wp
+
+
+@inline
+def _blocks(n: int, C: int, k: int, m: int) -> tuple[Any, Any, Any]:
+    """The entries of the rational blocks of κ (all n·k, in one run), of M (k rows of m, C apart) and of e (the
+    last entry of each of the k rows of C), as ``blk`` tuples (e0, R, Lr, stride)."""
+    return (0, 1, n * k, 0), (0, k, m, C), (m, k, 1, C)
+
+
+@inline
+def _push(acc: int, nb: int, v: int, c: int) -> tuple[int, int, int, int]:
+    """A bit field under construction (its nb < 64 pending bits in ``acc``, least significant first) with the
+    c ≤ 64 bits v appended: (the word to store at the field's current 8 bytes, the new pending bits, their
+    count, 1 when the word is full: the next word's turn).  The caller stores the word every time (a store
+    rather than a branch on the data); without arrays, so that it costs no reference counts."""
+    word = acc | (v << nb)
+    nb += c
+    full = nb >> 6
+    nb &= 63
+    rest = lshr(lshr(v, (c - nb - 1) & 63), 1)  # v's bits past a full word: a shift by c − nb ∈ [1, 64]
+    return word, rest if full else word, nb, full
+
+
+@inline
+def _sign_bits(out: Any, pos: int, vals: Any, blk: Any, below: bool) -> int:
+    """The bits [vals[e] < 0] (``below``) or [vals[e] != 0] of the entries e of ``blk``, packed at pos, least
+    significant bit first: up to 64 of a run at a time (an OR of shifted bits, vector lanes), appended to the
+    field (:func:`_push`); returns the end (the last store's excess is overwritten by the next field)."""
+    e0, R, Lr, stride = blk
+    acc, nb, h = 0, 0, 0
+    for r in range(R):
+        e = e0 + r * stride
+        for q in range((Lr + 63) >> 6):  # not range(0, Lr, 64): numba's stepped range is slow
+            c0 = q << 6
+            c = min(Lr - c0, 64)
+            v = 0
+            for u in range(c):
+                x = vals[e + c0 + u]
+                v |= ((x < 0) if below else (x != 0)) << u
+            word, acc, nb, full = _push(acc, nb, v, c)
+            _store(out, pos + 8 * h, word)
+            h += full
+    _store(out, pos + 8 * h, acc)
+    return int(pos + (R * Lr + 7) // 8)
 
 
 @jit
-def _wide(out: Any, pos: int, wp: int, pw: Any, plen: Any, idx: Any) -> None:
+def _wide(out: Any, pos: int, wp: int, pw: Any, plen: Any, blk: Any) -> None:
     """The p block's magnitudes when some p has more than 8 bytes: 8 at a time, entry after entry."""
-    for u in range(idx.size):
-        e = idx[u]
-        rest = plen[e]
-        for ch in range((wp + 7) >> 3):
-            x = pw[2 * ch, e] | (pw[2 * ch + 1, e] << 32) if rest > 0 else 0
-            if rest < 8:
-                x &= (1 << (8 * max(rest, 0))) - 1
-            _store(out, pos + u * wp + 8 * ch, x)
-            rest -= 8
+    e0, R, Lr, stride = blk
+    for r in range(R):
+        for u in range(Lr):
+            e = e0 + r * stride + u
+            rest = plen[e]
+            at = pos + (r * Lr + u) * wp
+            for ch in range((wp + 7) >> 3):
+                x = pw[2 * ch, e] | (pw[2 * ch + 1, e] << 32) if rest > 0 else 0
+                if rest < 8:
+                    x &= (1 << (8 * max(rest, 0))) - 1
+                _store(out, at + 8 * ch, x)
+                rest -= 8
 
 
-@jit
-def _rational(out: Any, pos: int, ent: Any, idx: Any) -> int:
-    """The rational block of the entries idx: the integer blocks of the t's, the p's and the q's (ones).
-    Magnitudes first (8-byte stores, each overwriting the last one's excess), then the sign bits."""
+@inline
+def _rational(out: Any, pos: int, ent: Any, blk: Any, wt: int, wp: int) -> int:
+    """The rational block of the entries of ``blk`` (widths wt, wp from :func:`_widths`): the integer blocks
+    of the t's, the p's and the q's (ones).  Magnitudes first (8-byte stores, each overwriting the last one's
+    excess), then the sign bits; the q's ones and zero signs by 8-byte stores too (no slices: a view each)."""
     t, pn, plen, pw = ent
-    L = idx.size
-    wt, wp = 1, 1
-    for e in idx:
-        wt = max(wt, nbytes(t[e]))
-        wp = max(wp, plen[e])
+    e0, R, Lr, stride = blk
+    L = R * Lr
     _store(out, pos, wt)
     pos += 4
-    for u in range(L):
-        x = t[idx[u]]
-        _store(out, pos + u * wt, -x if x < 0 else x)
-    end = _sign_bits(out, pos + L * wt, t, idx, True)
+    for r in range(R):
+        for u in range(Lr):
+            x = t[e0 + r * stride + u]
+            _store(out, pos + (r * Lr + u) * wt, -x if x < 0 else x)
+    end = _sign_bits(out, pos + L * wt, t, blk, True)
     _store(out, end, wp)
     pos = end + 4
     if wp <= 8:  # one store per p (its words beyond plen may be stale: masked off)
-        for u in range(L):
-            e = idx[u]
-            rest = plen[e]
-            keep = ((1 << (8 * min(rest, 7))) - 1) | -(rest >= 8)
-            _store(out, pos + u * wp, (pw[0, e] | (pw[1, e] << 32)) & keep)
+        for r in range(R):
+            for u in range(Lr):
+                e = e0 + r * stride + u
+                rest = plen[e]
+                keep = ((1 << (8 * min(rest, 7))) - 1) | -(rest >= 8)
+                _store(out, pos + (r * Lr + u) * wp, (pw[0, e] | (pw[1, e] << 32)) & keep)
     else:
-        _wide(out, pos, wp, pw, plen, idx)
-    end = _sign_bits(out, pos + L * wp, pn, idx, False)
+        _wide(out, pos, wp, pw, plen, blk)
+    end = _sign_bits(out, pos + L * wp, pn, blk, False)
     _store(out, end, 1)
     pos = end + 4
-    out[pos : pos + L] = 1
-    return _bits(out, pos + L, L)
+    for u in range((L + 7) >> 3):
+        _store(out, pos + 8 * u, _ONES)
+    pos += L
+    nz = (L + 7) >> 3
+    for u in range((nz + 7) >> 3):
+        _store(out, pos + 8 * u, 0)
+    return int(pos + nz)
 
 
-@jit
-def encoded_size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple[int, int]:
-    """(bytes of the encoding, width of the hyperplane block)."""
+@flat
+def encoded_size(mag: Any, n: int, C: int, k: int, m: int, kin: Any, aff: Any) -> tuple[int, Any]:
+    """(bytes of the encoding, its widths for :func:`write_network`: the hyperplane block's w, then (wt, wp) of
+    the rational blocks of κ, M and e)."""
     om = 0
-    for i in range(n):
-        for j in range(C):
-            om |= mag[i, j]  # magnitudes ≥ 0: the OR's top bit is the largest one's
+    every = mag.reshape(n * C)  # one run (vector lanes; rows of a few entries each are not)
+    for u in range(n * C):
+        om |= every[u]  # magnitudes ≥ 0: the OR's top bit is the largest one's
     w = max(nbytes(om), 1)
-    size = 37 + 4 + n * C * w + (n * C + 7) // 8
-    wt, wp = _widths(kin[0], kin[2], 0, n * k, 1)
-    size += 12 + n * k * (wt + wp + 1) + 3 * ((n * k + 7) // 8)
-    wt, wp = 1, 1
-    for j in range(k):
-        a, b = _widths(aff[0], aff[2], j * C, m, 1)
-        wt, wp = max(wt, a), max(wp, b)
-    size += 12 + k * m * (wt + wp + 1) + 3 * ((k * m + 7) // 8)
-    wt, wp = _widths(aff[0], aff[2], m, k, C)
-    size += 12 + k * (wt + wp + 1) + 3 * ((k + 7) // 8)
-    return size, w
+    bk, bm, be = _blocks(n, C, k, m)
+    tk, pk = _widths(kin[0], kin[2], bk)
+    tm, pm = _widths(aff[0], aff[2], bm)
+    te, pe = _widths(aff[0], aff[2], be)
+    size = 41 + n * C * w + (n * C + 7) // 8
+    for L, wt, wp in ((n * k, tk, pk), (k * m, tm, pm), (k, te, pe)):
+        size += 12 + L * (wt + wp + 1) + 3 * ((L + 7) // 8)
+    return size, (w, tk, pk, tm, pm, te, pe)
 
 
-@jit
-def write_network(out: Any, pos: int, head: Any, rows: Any, order: Any, w: int, kin: Any, aff: Any, idx: Any) -> int:
-    """The bytes of one network at pos (the sizes from :func:`_size`); ``idx`` holds the entries of the blocks
-    (all n·C, κ's, M's, e's) and a scratch for the signs of ŵ in block order."""
+@flat
+def write_network(out: Any, pos: int, head: Any, rows: Any, order: Any, w: Any, kin: Any, aff: Any) -> int:
+    """The bytes of one network at pos (its size and widths ``w`` from :func:`encoded_size`); returns the end.
+    One call per network: everything below is inlined (a call that passes arrays pays atomic reference-count
+    updates)."""
     mag, sg = rows
     n, C = mag.shape
     k, m = head
-    every, ik, im, ie, sgo = idx
-    out[pos : pos + 13] = _MAGIC
+    wh = w[0]
+    _store(out, pos, _MAGIC[0])
+    _store(out, pos + 8, _MAGIC[1])
     _store(out, pos + 13, m)
     _store(out, pos + 21, k)
     _store(out, pos + 29, n)
-    _store(out, pos + 37, w)
+    _store(out, pos + 37, wh)
     pos += 41
     for r in range(n):
         i = order[r]
         for j in range(C):
-            _store(out, pos + (r * C + j) * w, mag[i, j])
-    pos += n * C * w
-    bits, nb, h = 0, 0, 0  # the sign bits in block order, 64 at a time (their last store's excess overwritten)
+            _store(out, pos + (r * C + j) * wh, mag[i, j])
+    pos += n * C * wh
+    acc, nb, h = 0, 0, 0  # the sign bits in block order: up to 64 of a row at a time (as in :func:`_sign_bits`)
     for r in range(n):
         i = order[r]
-        for j in range(C):
-            bits |= sg[i, j] << nb
-            nb += 1
-            if nb == 64:
-                _store(out, pos + 8 * h, bits)
-                bits, nb, h = 0, 0, h + 1
-    _store(out, pos + 8 * h, bits)
+        for q in range((C + 63) >> 6):
+            c0 = q << 6
+            c = min(C - c0, 64)
+            v = 0
+            for u in range(c):
+                v |= sg[i, c0 + u] << u
+            word, acc, nb, full = _push(acc, nb, v, c)
+            _store(out, pos + 8 * h, word)
+            h += full
+    _store(out, pos + 8 * h, acc)
     pos += (n * C + 7) // 8
-    pos = _rational(out, pos, kin, ik)
-    pos = _rational(out, pos, aff, im)
-    return _rational(out, pos, aff, ie)
+    bk, bm, be = _blocks(n, C, k, m)
+    pos = _rational(out, pos, kin, bk, w[1], w[2])
+    pos = _rational(out, pos, aff, bm, w[3], w[4])
+    return _rational(out, pos, aff, be, w[5], w[6])

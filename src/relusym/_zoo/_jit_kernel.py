@@ -286,8 +286,6 @@ def stack_bytes(
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
            np.zeros((MAX_WORDS + 2, k * C), np.int64))  # fmt: skip
     work = affine_work(n, k, C)
-    em = np.arange(k * C).reshape(k, C)
-    idx = (np.arange(n * C), np.arange(n * k), em[:, :m].copy().reshape(-1), em[:, m].copy(), np.empty(n * C, np.int64))
     pos = 0
     for bi in range(start, B):
         u = bi - start
@@ -306,7 +304,7 @@ def stack_bytes(
             if u == 0:
                 offs[0] = size
             return int(bi)
-        end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff, idx)
+        end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff)
         if sha[0] != 0:
             sha256_into(sha, out, pos, end - pos, digests, bi)
             end = pos
