@@ -18,6 +18,7 @@ from numba.extending import intrinsic
 
 __all__ = [
     "jit",
+    "flat",
     "inline",
     "trailing_zeros",
     "leading_zeros",
@@ -166,7 +167,7 @@ def gcd_odd(a: int, b: int) -> int:
     return a
 
 
-@jit
+@flat
 def lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
     """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
     over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
@@ -274,7 +275,7 @@ def _sign_bits(out: Any, pos: int, vals: Any, blk: Any, below: bool) -> int:
     return int(pos + (R * Lr + 7) // 8)
 
 
-@jit
+@flat
 def _wide(out: Any, pos: int, wp: int, pw: Any, plen: Any, blk: Any) -> None:
     """The p block's magnitudes when some p has more than 8 bytes: 8 at a time, entry after entry."""
     e0, R, Lr, stride = blk

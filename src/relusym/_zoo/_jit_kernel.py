@@ -34,6 +34,7 @@ from numba.extending import intrinsic
 
 from relusym._zoo._jit_bytes import (
     encoded_size,
+    flat,
     float_bits,
     gcd_with,
     inline,
@@ -70,7 +71,7 @@ def _part(x: float) -> tuple[int, int, int, int, int, int]:
     return mant >> tz, s, ((v >> 63) & 1) * nz, ef == 0x7FF, s + ((1 - nz) << 41), hi
 
 
-@jit
+@flat
 def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> tuple[bool, int, int, int, int]:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
     (whether every entry is finite, then the lowest set bit and the top bit + 1 of the nonzero entries of W and of
@@ -102,7 +103,7 @@ def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> t
     return bad == 0, eW, tW, eV, tV
 
 
-@jit
+@flat
 def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
     """Per row i: λ's index (into lam), the odd parts of λ and of the next nonzero entry (into gs[0], gs[1];
     λ's twice when there is none) and the index after that (gs[2]); False for a dead or constant neuron."""
@@ -127,7 +128,7 @@ def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
     return True
 
 
-@jit
+@flat
 def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
@@ -193,47 +194,64 @@ def _compare(mag: Any, sg: Any, i: int, j: int, C: int) -> int:
     return 0
 
 
-@jit
-def _order(mag: Any, sg: Any, n: int, C: int, keys: Any, ranks: Any) -> Any:
-    """The order of the rows by their bytes; empty when two rows are equal (one class).  Sorted by the first 4
-    bytes of their first entry (uint32 keys), then each run of equal keys by the whole rows."""
+@flat
+def _keys(mag: Any, n: int, keys: Any, ranks: Any) -> None:
+    """The rows' keys (the first 4 bytes of their first entry, as uint32) and, up to ``_RANKS`` rows, their order
+    by the keys in ``ranks`` (each row's rank by counting: n² compares in vector lanes, no allocation; equal keys
+    in any order, settled by :func:`_runs`)."""
     for i in range(n):
         keys[i] = _key(mag[i, 0])
-    if n <= _RANKS:  # each row's rank by counting (n² compares in vector lanes, no allocation)
-        order = ranks[:n]
-        order[:] = -1
-        for i in range(n):
-            x = keys[i]
-            r = 0
-            for j in range(n):
-                r += keys[j] < x
-            while order[r] >= 0:  # equal keys: the next free place (their order is settled below)
-                r += 1
-            order[r] = i
-    else:
-        order = np.argsort(keys[:n])
+    if n > _RANKS:
+        return
+    for i in range(n):
+        ranks[i] = -1
+    for i in range(n):
+        x = keys[i]
+        r = 0
+        for j in range(n):
+            r += keys[j] < x
+        while ranks[r] >= 0:  # equal keys: the next free place
+            r += 1
+        ranks[r] = i
+
+
+@flat
+def _runs(mag: Any, sg: Any, C: int, keys: Any, order: Any) -> bool:
+    """Each run of equal keys in ``order`` sorted by the whole rows' bytes (insertion: runs are short); False
+    when two rows are equal (one class)."""
+    n = order.size
     r0 = 0
     while r0 < n:
         r1 = r0 + 1
         while r1 < n and keys[order[r1]] == keys[order[r0]]:
             r1 += 1
-        for u in range(r0 + 1, r1):  # insertion sort of a run of equal first entries (short)
+        for u in range(r0 + 1, r1):
             x = order[u]
             v = u - 1
             while v >= r0:
                 c = _compare(mag, sg, order[v], x, C)
                 if c == 0:
-                    return order[:0]
+                    return False
                 if c < 0:
                     break
                 order[v + 1] = order[v]
                 v -= 1
             order[v + 1] = x
         r0 = r1
-    return order
+    return True
 
 
 @jit
+def _order(mag: Any, sg: Any, n: int, C: int, keys: Any, ranks: Any) -> Any:
+    """The order of the rows by their bytes; empty when two rows are equal (one class).  Sorted by the first 4
+    bytes of their first entry (uint32 keys; :func:`_keys`, np.argsort beyond ``_RANKS`` rows), then each run
+    of equal keys by the whole rows (:func:`_runs`)."""
+    _keys(mag, n, keys, ranks)
+    order = ranks[:n] if n <= _RANKS else np.argsort(keys[:n])
+    return order if _runs(mag, sg, C, keys, order) else order[:0]
+
+
+@flat
 def _kinks(order: Any, lam: Any, wo: Any, ws: Any, vo: Any, vs: Any, vn: Any, acc: Any, out: Any) -> None:
     """κ of the classes in their order: |o_λ|·o_v·2^(s_λ + s_v), entry r·k + j of (t, sign, bytes, words)."""
     t, pn, plen, pw = out

@@ -31,7 +31,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from relusym._zoo._jit_bytes import inline, jit, leading_zeros, lshr, madd128, nbytes, trailing_zeros
+from relusym._zoo._jit_bytes import flat, inline, jit, leading_zeros, lshr, madd128, nbytes, trailing_zeros
 
 __all__ = ["affine", "affine_work", "add_product", "split_words", "MAX_WORDS"]
 
@@ -80,7 +80,7 @@ def _carry(acc: Any, NW: int) -> None:
         acc[q] &= _M32
 
 
-@jit
+@flat
 def split_words(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
     """The 2-adic split of 2^base · Σ acc[q]·2^(32 q) into entry e: t, the sign, the bytes of the odd part and
     its 32-bit words."""
@@ -220,7 +220,7 @@ def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
     return Q
 
 
-@jit
+@flat
 def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int, xs: Any, hl: Any) -> None:
     """The entries of M and e of network bi of the float32 stack raw = (A, b, V) (:func:`affine`'s first path):
     each product z = v·w (exact in float64) cut into h = trunc(z·2^−K) and (z − h·2^K)·2^−e₀ (both exact
