@@ -137,6 +137,26 @@ def test_rows_and_runs_of_more_than_64_entries_equal_the_definition():
         assert done.sum() >= 2  # the writer ran on most
 
 
+def test_rows_whose_keys_tie_are_ordered_by_their_whole_bytes():
+    """The kernel orders the rows by the first 4 bytes of their first magnitude, then each run of equal keys by
+    the whole rows: first entries 1 + j·2^32 (equal low 4 bytes, so one run of up to 12 rows, in shuffled order,
+    settled by a later byte), some with equal first entries (settled by a later entry), at n = 12 (ranks by
+    counting) and n = 200 (np.argsort); every digest the definition's, every network taken."""
+    rng = np.random.default_rng(23)
+    for n in (12, 200):
+        B, m, k = 4, 3, 2
+        A = rng.integers(-50, 50, size=(B, n, m)).astype(np.float64)
+        first = np.where(np.arange(n) % 3 == 0, 1.0 + (np.arange(n) % 12) * 2.0**32, 1.0 + np.arange(n) * 2.0**33)
+        first[1::5] = first[0]  # equal first entries: settled by the second entry
+        A[:, :, 0] = rng.permuted(np.broadcast_to(first, (B, n)), axis=1) * rng.choice([-1.0, 1.0], size=(B, n))
+        A[:, :, 1] = np.arange(n) + 2.0  # rows stay distinct, a row's gcd 1
+        b = rng.integers(-9, 9, size=(B, n)).astype(np.float64)
+        V = rng.integers(1, 9, size=(B, k, n)) * rng.choice([-1.0, 1.0], size=(B, k, n))
+        c = rng.integers(-9, 9, size=(B, k)).astype(np.float64)
+        done = _check(V, A, b, c)
+        assert done.all()
+
+
 def _float64_rows(A: np.ndarray, b: np.ndarray) -> int:
     """The widest span of bits (lowest set bit to highest) of a row (a_i, b_i) of float64 values."""
     W = np.concatenate([A, b[..., None]], axis=-1).astype(np.float64)
