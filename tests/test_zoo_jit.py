@@ -157,6 +157,26 @@ def test_rows_whose_keys_tie_are_ordered_by_their_whole_bytes():
         assert done.all()
 
 
+def test_rows_with_common_odd_factors_equal_the_definition():
+    """Rows whose odd parts share a factor in every entry (each row's gcd goes past its first and last nonzero
+    entries, and the division by it is a multiplication by its inverse modulo 2^64): common factors 3..45 times
+    powers of two, zeros before λ (λ not in the first column) and between, a zero bias, λ < 0; float32 and
+    float64 (odd parts of 53 bits): every digest the definition's, most networks taken."""
+    rng = np.random.default_rng(36)
+    for dtype, top in ((np.float32, 2**10), (np.float64, 2**40)):
+        B, m, n, k = 6, 6, 9, 2
+        g = rng.choice([3, 5, 9, 15, 21, 45], size=(B, n, 1))
+        W = g * (2 * rng.integers(1, top, size=(B, n, m + 1)) + 1) * 2.0 ** rng.integers(-8, 8, size=(B, n, m + 1))
+        W *= rng.choice([-1.0, 1.0], size=W.shape)
+        W[:, ::2, 0] = 0.0  # λ in the second column
+        W[:, 1::3, 3] = 0.0
+        W[:, ::4, m] = 0.0
+        A, b = W[..., :m].astype(dtype), W[..., m].astype(dtype)
+        V = rng.standard_normal((B, k, n)).astype(dtype)
+        c = rng.standard_normal((B, k)).astype(dtype)
+        assert _check(V, A, b, c).sum() >= B - 1
+
+
 def _float64_rows(A: np.ndarray, b: np.ndarray) -> int:
     """The widest span of bits (lowest set bit to highest) of a row (a_i, b_i) of float64 values."""
     W = np.concatenate([A, b[..., None]], axis=-1).astype(np.float64)

@@ -169,20 +169,19 @@ def gcd_odd(a: int, b: int) -> int:
 
 @flat
 def lockstep_gcds(ga: Any, gb: Any, n: int) -> None:
-    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of one binary-gcd step
-    over every row (vector lanes, no branch on the data; a finished pair (a, a) stays put), until every pair
-    is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
+    """ga[i] = gcd(ga[i], gb[i]) for odd positive pairs, all rows in lockstep: passes of 8 binary-gcd steps over
+    every row, each row's steps in registers (vector lanes, no branch on the data; a finished pair (a, a) stays
+    put), until every pair is finished (each step halves a·b: at most 106 steps for 53-bit odd parts)."""
     while True:
-        for _ in range(8):
-            for i in range(n):
-                a, b = ga[i], gb[i]
-                d = a - b
-                ad = abs(d)
-                ga[i] = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a
-                gb[i] = min(a, b)
         done = True
         for i in range(n):
-            done &= ga[i] == gb[i]
+            a, b = ga[i], gb[i]
+            for _ in range(8):
+                d = a - b
+                ad = abs(d)
+                a, b = (ad >> trailing_zeros(ad | (1 << 62))) if d != 0 else a, min(a, b)
+            ga[i], gb[i] = a, b
+            done &= a == b
         if done:
             return
 

@@ -72,11 +72,16 @@ def _part(x: float) -> tuple[int, int, int, int, int, int]:
 
 
 @flat
-def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> tuple[bool, int, int, int, int]:
+def _read(
+    A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any, lam: Any, rw: Any
+) -> tuple[bool, int, int, int, int]:
     """Network bi of the stack as odd integers times powers of two: W = (A | b) into w, V into v, c into cv;
     (whether every entry is finite, then the lowest set bit and the top bit + 1 of the nonzero entries of W and of
     V, as :func:`relusym._zoo._jit_sums.affine` takes them: at least 2^40 and at most −2^40 when all are 0).  One
-    loop per array, entries written in place (2-D, no flattened views, reductions only: vector lanes)."""
+    loop per array, entries written in place (2-D, no flattened views, reductions only: vector lanes).  On the
+    way, per row i of A, what :func:`_rows` needs, as reductions of the same loop (no pass of its own): the index
+    of its first and last nonzero entries in lam[i] (m: none) and rw[2, i] (−1), its lowest set bit in rw[3, i]
+    (≥ 2^41: none); b's column is left to :func:`_rows` (in this loop it costs more than it saves)."""
     n, m = A.shape[1], A.shape[2]
     k = V.shape[1]
     wo, ws, wn = w
@@ -85,10 +90,15 @@ def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> t
     bad = 0
     eW, tW, eV, tV = 1 << 40, -(1 << 40), 1 << 40, -(1 << 40)
     for i in range(n):  # A and b in two loops, the minima and maxima as selects: vector lanes
+        rl, p, q = 1 << 42, m, -1
         for j in range(m):
-            wo[i, j], ws[i, j], wn[i, j], f, lo, hi = _part(float(A[bi, i, j]))
+            x, e, sn, f, lo, hi = _part(float(A[bi, i, j]))
+            wo[i, j], ws[i, j], wn[i, j] = x, e, sn
             bad |= f
-            eW, tW = lo if lo < eW else eW, hi if hi > tW else tW
+            eW, tW, rl = lo if lo < eW else eW, hi if hi > tW else tW, lo if lo < rl else rl
+            jp, jq = j if x != 0 else m, j if x != 0 else -1
+            p, q = jp if jp < p else p, jq if jq > q else q
+        lam[i], rw[2, i], rw[3, i] = p, q, rl
     for i in range(n):
         wo[i, m], ws[i, m], wn[i, m], f, lo, hi = _part(float(b[bi, i]))
         bad |= f
@@ -104,66 +114,71 @@ def _read(A: Any, b: Any, V: Any, c: Any, bi: int, w: Any, v: Any, cv: Any) -> t
 
 
 @flat
-def _pairs(wo: Any, vo: Any, n: int, m: int, C: int, gs: Any, lam: Any) -> bool:
-    """Per row i: λ's index (into lam), the odd parts of λ and of the next nonzero entry (into gs[0], gs[1];
-    λ's twice when there is none) and the index after that (gs[2]); False for a dead or constant neuron."""
-    for i in range(n):
-        live = False
-        for j in range(vo.shape[0]):
-            live |= vo[j, i] != 0
-        p = -1
-        for j in range(m):
-            if wo[i, j] != 0:
-                p = j
+def _gcds(wo: Any, C: int, lam: Any, ga: Any, gb: Any) -> int:
+    """The rows whose gcd so far (in ga, that of two entries) is not 1, listed in gb (u of them, returned: no
+    branch per row), their gcds with the row's other entries (:func:`gcd_with`) into ga."""
+    u = 0
+    for i in range(ga.size):
+        gb[u] = i
+        u += ga[i] != 1
+    for t in range(u):
+        i = gb[t]
+        g = ga[i]
+        for j in range(lam[i] + 1, C):
+            g = gcd_with(g, wo[i, j])
+            if g == 1:
                 break
-        if p < 0 or not live:
-            return False
-        q = p + 1
-        while q < C and wo[i, q] == 0:
-            q += 1
-        gs[0, i] = wo[i, p]
-        gs[1, i] = wo[i, q] if q < C else wo[i, p]
-        gs[2, i] = q + 1
-        lam[i] = p
-    return True
+        ga[i] = g
+    return u
 
 
 @flat
-def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, gs: Any) -> bool:
+def _rows(w: Any, vo: Any, n: int, C: int, m: int, mag: Any, sg: Any, lam: Any, rw: Any) -> bool:
     """The primitive vectors of the rows (magnitudes in ``mag``, signs in ``sg``) and λ's index per neuron in
     ``lam`` (sign in its top bit: lam < 0 means λ_i < 0, index ~lam); False for a network the kernel leaves.
-    The gcd of a row's odd parts: that of λ's and the next nonzero one, for all rows at once
-    (:func:`lockstep_gcds`), then, in the rows where it is not 1 (about one in five), with the others; the
-    other gcds by one remainder each (:func:`gcd_with`)."""
+    From :func:`_read`'s per-row indices and lowest bits of A in lam and rw, with b's column.  The gcd g of a
+    row's odd parts: that of its first and last nonzero ones, for all rows at once (:func:`lockstep_gcds`), then,
+    only in the rows where it is not 1 (about one in five), with the others (:func:`_gcds`); in
+    those rows, the division by g is a multiplication by its inverse modulo 2^64 (exact for multiples of the odd
+    g; Newton's iteration, 4 steps from 5 bits: no 64-bit divisions)."""
     wo, ws, wn = w
-    if not _pairs(wo, vo, n, m, C, gs, lam):
-        return False
-    ga, nx = gs[0], gs[2]
-    lockstep_gcds(ga, gs[1], n)
+    ga, gb, last, low, live = rw[0], rw[1], rw[2], rw[3], rw[4]
     for i in range(n):
-        p = lam[i]
-        lo = 1 << 40
-        for j in range(C):  # no branch: vector lanes
-            lo = min(lo, ws[i, j] if wo[i, j] != 0 else 1 << 40)
-        g = ga[i]
-        for j in range(nx[i], C):
-            if g == 1:
-                break
-            g = gcd_with(g, wo[i, j])
+        live[i] = 0
+    for j in range(vo.shape[0]):
+        for i in range(n):
+            live[i] |= vo[j, i]
+    bad = False
+    for i in range(n):  # a neuron without λ (a = 0) or dead (v = 0); b's column
+        x, rl = wo[i, m], low[i]
+        low[i] = min(rl, ws[i, m] if x != 0 else rl)
+        last[i] = m if x != 0 else last[i]
+        bad |= (lam[i] >= m) | (live[i] == 0)
+    if bad:
+        return False
+    for i in range(n):
+        ga[i], gb[i] = wo[i, lam[i]], wo[i, last[i]]
+    lockstep_gcds(ga, gb, n)
+    u = _gcds(wo, C, lam, ga, gb)
+    big = 0
+    for i in range(n):
+        p, lo = lam[i], low[i]
         flip = wn[i, p]
         lam[i] = ~p if flip else p
-        big = 0
         for j in range(C):  # no branch on the data: vector lanes (0 has o = 0 and no sign)
             x = wo[i, j]
             d = ws[i, j] - lo if x != 0 else 0
             big |= x >> max(63 - d, 0)  # nonzero when x·2^d needs more than 63 bits
             mag[i, j], sg[i, j] = x << min(d, 63), wn[i, j] ^ (flip & (x != 0))
-        if big != 0:
-            return False
-        if g != 1:
-            for j in range(C):
-                mag[i, j] //= g
-    return True
+    for t in range(u):  # ÷ g: × g's inverse modulo 2^64 (3g ^ 2 is one to 5 bits; each step doubles them)
+        i = gb[t]
+        g = ga[i]
+        x = (3 * g) ^ 2
+        for _ in range(4):
+            x *= 2 - g * x
+        for j in range(C):
+            mag[i, j] *= x
+    return big == 0
 
 
 def _key_typing(typingctx: Any, x: Any) -> Any:
@@ -297,7 +312,7 @@ def stack_bytes(
     co, cs, cn = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     mag, sg = np.empty((n, C), np.int64), np.empty((n, C), np.int64)
     lam, keys, ranks = np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.int64)
-    gs = np.empty((3, n), np.int64)
+    rw = np.empty((5, n), np.int64)
     acc = np.zeros(MAX_WORDS + 2, np.int64)
     kin = (np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.int64),
            np.zeros((6, n * k), np.int64))  # fmt: skip
@@ -309,8 +324,8 @@ def stack_bytes(
         u = bi - start
         offs[u] = pos
         offs[u + 1] = pos
-        ok, eW, tW, eV, tV = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn))
-        ok = ok and _rows((wo, ws, wn), vo, n, C, m, mag, sg, lam, gs)
+        ok, eW, tW, eV, tV = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), lam, rw)
+        ok = ok and _rows((wo, ws, wn), vo, n, C, m, mag, sg, lam, rw)
         order = _order(mag, sg, n, C, keys, ranks) if ok else lam[:0]
         raw, cv, bounds = (A, b, V), (co, cs, cn), (eW, tW, eV, tV)
         if order.size == 0 or not affine(raw, bi, lam, (wo, ws, wn), (vo, vs, vn), cv, acc, aff, work, bounds):
