@@ -234,20 +234,20 @@ def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int
     sK, uK, s0 = math.ldexp(1.0, -K), math.ldexp(1.0, K), math.ldexp(1.0, -e0)
     H, L = hl
     for j in range(k):
-        for i in range(n):
-            xs[i] = float(V[bi, j, i]) if lam[i] < 0 else 0.0
+        for i in range(n):  # float64 (numba's float() of a float32 stays float32: a product of two would round)
+            xs[i] = np.float64(V[bi, j, i]) if lam[i] < 0 else 0.0
         H[:C] = 0
         L[:C] = 0
         for i in range(n):
             x = xs[i]
             for l_ in range(m):
-                z = x * float(A[bi, i, l_])
+                z = x * np.float64(A[bi, i, l_])
                 h = int(z * sK)
                 H[l_] += h
                 L[l_] += int((z - float(h) * uK) * s0)
         h_, l0 = 0, 0
         for i in range(n):  # the bias column apart: A's rows stay contiguous above
-            z = xs[i] * float(b[bi, i])
+            z = xs[i] * np.float64(b[bi, i])
             h = int(z * sK)
             h_ += h
             l0 += int((z - float(h) * uK) * s0)
