@@ -9,7 +9,7 @@ bits, every entry finite.  Then each neuron is a kink class of its own with κ_i
 is integers:
 
 * **rows.**  Each entry x = o·2^s (o odd, read from the float64 bits); the row's primitive vector has the
-  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd: that of the first two
+  magnitudes (o_j / g)·2^(s_j − min s) with g the gcd of the odd parts (binary gcd: that of the first and last
   nonzero entries for all rows in lockstep, the others only in the rows where it is not 1), the signs of the
   row flipped where λ_i < 0; a row whose o_j·2^(s_j − min s) need more than 63 bits is flagged.
 * **order.**  The rows sorted by their first entry's first 4 little-endian bytes (byte-swapped as a uint32 key);
@@ -20,7 +20,11 @@ is integers:
   (float32 data in one branch-free pass of int64 sums; else 128-bit integers or base-2³² words), split (trailing
   zeros, odd part; its words in pw[q, e], entry by entry along the rows).
 * **bytes.**  :mod:`relusym._zoo._jit_bytes` writes them.  All integer arithmetic is in int64 (numba turns a mix
-  of uint64 and int64 into floats); a sort key alone is a uint64.
+  of uint64 and int64 into floats); a sort key alone is unsigned (uint32).
+
+The per-network phases allocate nothing and are compiled without numba's reference counts (``flat``): each array
+argument of a call or of an inlined helper would otherwise cost two atomic updates, more than some phases' work.
+Beware numba's ``float()``: of a float32 scalar it stays float32 (a product of two would be rounded).
 """
 
 from __future__ import annotations
