@@ -426,3 +426,20 @@ def test_float32_sums_at_the_edges_of_their_paths(seed, sv, sw, sc):
     if seed % 3 == 0:  # the whole network tiny: products below float32's smallest normal, exact in float64
         V, A, b, c = (x * np.float32(2.0**-60) for x in (V, A, b, c))
     _check(V, A, b, c)
+
+
+def test_flat_falls_back_to_reference_counts_without_numbas_private_flag(monkeypatch):
+    """``flat`` compiles without numba's reference counts through numba's private ``_nrt`` option; a numba
+    without it gets the ordinary compiled function (same results), not an error at the kernel's first call."""
+    from relusym._zoo import _jit_bytes
+
+    def total(x: Any) -> int:
+        s = 0
+        for v in x:
+            s += v
+        return s
+
+    data = np.arange(10, dtype=np.int64)
+    assert _jit_bytes.flat(total)(data) == 45
+    monkeypatch.setattr(_jit_bytes, "_NRT_FLAG", False)
+    assert _jit_bytes.flat(total)(data) == 45

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 import numba
 from llvmlite import ir
 from numba.core import cgutils, types
+from numba.core import cpu as _cpu
 from numba.cpython.unsafe import numbers as _unsafe
 from numba.extending import intrinsic
 
@@ -43,11 +44,17 @@ def jit(f: _F) -> _F:
     return cast(_F, numba.njit(cache=True, nogil=True)(f))
 
 
+_NRT_FLAG = hasattr(_cpu.CPUTargetOptions, "_nrt")  # numba's private option of :func:`flat`
+
+
 def flat(f: _F) -> _F:
     """numba's compiled function without reference counts (numba's private ``_nrt`` flag off, numba ≥ 0.59 has
     it): for a function that allocates nothing and whose helpers are inlined.  With them, each array argument of
     an inlined helper and each array unpacked from a tuple pays an atomic increment and decrement (a call into
-    numba's runtime), which the byte writer would pay dozens of times a network."""
+    numba's runtime), which the byte writer would pay dozens of times a network.  A numba without the flag gets
+    :func:`jit` (the same results, with the reference counts)."""
+    if not _NRT_FLAG:
+        return jit(f)
     return cast(_F, cast(Any, numba.njit)(cache=True, nogil=True, _nrt=False)(f))  # _nrt: not in the stubs
 
 
