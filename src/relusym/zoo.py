@@ -45,7 +45,7 @@ data themselves, so they need the same file system paths (and relusym installed)
 pool, executor or scheduler too (a local Dask cluster starts after it, so it runs in the client there).  The
 table does not depend on the executor.
 
-**Resuming**: with ``output``, every finished chunk is written atomically as a Parquet part in
+**Resuming**: with ``output``, every finished chunk is written atomically as a part (an Arrow IPC file) in
 ``<output>.parts/``; ``resume=True`` skips the parts already there (of the same job: same source files and
 options), so a job killed at any point and restarted ends with exactly the same table.  The parts are removed
 once the table is written.  A network that cannot be read or is invalid becomes a row with ``status = "error"``

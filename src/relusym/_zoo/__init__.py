@@ -1,4 +1,4 @@
 """Internals of :mod:`relusym.zoo`: batched normal-form digests (``_digest``), the readers of zoo stores and
-their chunk descriptions (``_sources``), and the job runner with its Parquet parts (``_run``)."""
+their chunk descriptions (``_sources``), and the job runner with its parts (Arrow IPC files) (``_run``)."""
 
 __all__: list[str] = []

@@ -1,7 +1,7 @@
 """Resumable chunked jobs, shared by the zoo and the census: the executors a chunk runs on (serial, a local
 process pool, any ``concurrent.futures.Executor``, a Dask scheduler or a local Dask cluster) and the folder of
-finished chunks (one Parquet part per chunk, written atomically, next to a ``job.json`` manifest that names the
-job), so that a job killed at any point and restarted skips what is done."""
+finished chunks (one part per chunk, an Arrow IPC file, written atomically, next to a ``job.json`` manifest that
+names the job), so that a job killed at any point and restarted skips what is done."""
 
 from __future__ import annotations
 
@@ -367,12 +367,7 @@ def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, An
 
 def part_name(index: int) -> str:
     """The file name of chunk ``index``'s part."""
-    return f"part-{index:07d}.parquet"
-
-
-# a part is read once, by the same job: written plain (no compression, dictionaries or statistics), it costs the
-# client a quarter of a default write and a fifth of a default read
-_PART_OPTIONS: dict[str, Any] = {"compression": "none", "use_dictionary": False, "write_statistics": False}
+    return f"part-{index:07d}.arrow"
 
 
 def write_parquet(table: Any, path: Path, **options: Any) -> None:
@@ -385,8 +380,15 @@ def write_parquet(table: Any, path: Path, **options: Any) -> None:
 
 
 def write_part(table: Any, path: Path) -> None:
-    """Write a part (plain, atomically): by the client, or by the worker that computed it (:func:`owns_folder`)."""
-    write_parquet(table, path, **_PART_OPTIONS)
+    """Write a part atomically, by the client or by the worker that computed it (:func:`owns_folder`).  A part is
+    read once, by the same job and the same pyarrow: an Arrow IPC file (the columns' buffers as they are in memory),
+    written in a fifth of the CPU time of an uncompressed Parquet file (0.15 against 0.72 s per 10^6 rows of
+    8-64-1) and read in a fifth (0.08 against 0.46 s)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    with atomic_path(path) as tmp, pa.OSFile(str(tmp), "wb") as fh, ipc.new_file(fh, table.schema) as writer:
+        writer.write_table(table)
 
 
 def owns_folder(folder: Path, fingerprint: str) -> bool:
@@ -425,8 +427,8 @@ def write_outputs(
 
 
 class PartsFolder:
-    """``OUT.parts/`` beside the output ``OUT``: one Parquet part per finished chunk and ``job.json``, the job's
-    manifest (its schema, a fingerprint of everything that determines the parts, and optionally the job's
+    """``OUT.parts/`` beside the output ``OUT``: one part (an Arrow IPC file) per finished chunk and ``job.json``,
+    the job's manifest (its schema, a fingerprint of everything that determines the parts, and optionally the job's
     description, so that a refusal can name what differs).
 
     Opening with ``resume=True`` keeps the parts of the same job and refuses a folder of another job; without it
@@ -483,12 +485,13 @@ class PartsFolder:
         return (self.path / part_name(index)).is_file()
 
     def read(self, index: int) -> Any:
-        """A part, read back whole (``ParquetFile.read``: ``pq.read_table`` imports ``pyarrow.dataset``, 0.4 s
-        of the client's CPU time, more than reading the parts of a folder of 5,000 files)."""
-        import pyarrow.parquet as pq
+        """A part, read back whole (copied from the file: no memory map, so that the folder can be removed on any
+        system while the table lives)."""
+        import pyarrow as pa
+        import pyarrow.ipc as ipc
 
-        with pq.ParquetFile(str(self.path / part_name(index))) as pf:
-            return pf.read()
+        with pa.OSFile(str(self.path / part_name(index))) as fh:
+            return ipc.open_file(fh).read_all()
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Running a zoo job: the work of one chunk (read, digest, width, fibre), its Parquet part, the executors, resuming,
+"""Running a zoo job: the work of one chunk (read, digest, width, fibre), its part, the executors, resuming,
 and the final table with exact duplicate groups and near-duplicate clusters."""
 
 from __future__ import annotations

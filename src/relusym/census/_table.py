@@ -304,7 +304,7 @@ def _function_keys(spec: CensusSpec, num: Any, den: Any) -> list[bytes]:
 
 
 def census_part(spec: CensusSpec, chunk: int) -> Any:
-    """The Parquet part (a pyarrow table) of chunk ``chunk``: networks chunk·C .. (chunk + 1)·C − 1 of the census.
+    """The part (a pyarrow table) of chunk ``chunk``: networks chunk·C .. (chunk + 1)·C − 1 of the census.
 
     The fibre ρ⁻¹(ρ(θ)) ⊂ Ω(m, n, k) is determined by the function ρ(θ) alone, and so is everything a row
     reports: whether θ is generic (then the fibre is the free orbit H_n·θ and every point of it is generic),
@@ -433,7 +433,7 @@ def run_census_table(
 ) -> CensusTable:
     """Run the census ``spec`` chunk by chunk, serially or on the executors of :mod:`relusym.zoo`, and return
     its table (rows ordered by index) and summary.  With ``output`` every finished chunk is written atomically
-    as a Parquet part in ``OUTPUT.parts/`` (with a ``job.json`` manifest); ``resume=True`` skips the parts
+    as a part (an Arrow IPC file) in ``OUTPUT.parts/`` (with a ``job.json`` manifest); ``resume=True`` skips the parts
     already there and refuses the parts of a census with other options.  The table and the summary
     (``OUTPUT`` and ``OUTPUT.summary.json`` without the suffix) do not depend on how the job was run or
     interrupted."""
