@@ -13,6 +13,10 @@ each side by side with its baseline in one run.
 * **parallel**: the same job serial, on a process pool of 2 and on a real multi-worker Dask ``LocalCluster`` (2
   workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
   the tables compared byte for byte;
+* **end to end, larger shapes** (``--end-to-end B1 B2``): ``relusym zoo --no-fibre`` in a fresh process on a
+  stacked shard of B1 networks of 64-256-10 and B2 of 784-128-10 (imports, the numba kernel's load, the first
+  2^24 weights by numpy, reading, probes, the table), against the loop over ``normal_form(net).digest()`` of
+  this process, per network, in one run;
 * **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
   ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
   workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
@@ -24,6 +28,7 @@ the ratios measured in one run, and read the load column.
     python benchmarks/bench_zoo.py --quick
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000 --parallel 100000
     python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
+    python benchmarks/bench_zoo.py --end-to-end 5000 1000 --only-cli
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -315,6 +321,51 @@ class _Cluster:
         self.cluster.close()
 
 
+def _cli_job(source: Path, dest: Path, extra: list[str] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (the process and its children) of ``relusym zoo SOURCE -o DEST --no-fibre`` in a
+    fresh process."""
+    import resource
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
+    subprocess.run(cmd + (extra or []), check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def end_to_end_rows(tmp: Path, sizes: list[int]) -> list[str]:
+    """``relusym zoo --no-fibre`` on a stacked shard in a fresh process (everything a user waits for), per
+    network, against a loop over ``normal_form(net).digest()`` in this process on the same networks' first L,
+    at 64-256-10 and 784-128-10; the digests of those L checked against the table's."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for (m, n, k), B, L in zip(((64, 256, 10), (784, 128, 10)), sizes, (24, 8), strict=False):
+        src = shard(tmp / f"e2e_{m}_{n}_{k}.npz", m, n, k, B)
+        with np.load(src) as z:
+            V, A, b, c = (z[x][:L] for x in "VAbc")
+        la = load()
+        with Clock() as loop:
+            ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
+        dest = tmp / "e2e.parquet"
+        lb = load()
+        wall, cpu = _cli_job(src, dest)
+        if pq.read_table(dest, columns=["digest"]).column(0).to_pylist()[:L] != ref:
+            raise AssertionError(f"digests differ for {m}-{n}-{k}")
+        us_loop, us_job = loop.cpu / L * 1e6, cpu / B * 1e6
+        out.append(
+            f"| {m}-{n}-{k} | {B:,} | {us_job:,.0f} µs ({wall / B * 1e6:,.0f} µs wall) | {us_loop:,.0f} µs (load "
+            f"{la}) | {us_loop / us_job:.1f}× | {lb} → {load()} |"
+        )
+        dest.unlink()
+        src.unlink()
+    return out
+
+
 def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     """``relusym zoo --no-fibre`` as a user runs it (a fresh process each: imports, reading, the job, the table),
     serial against ``--workers 2``, ``--dask-local 2`` (the cluster's start-up included) and ``--scheduler ADDR``
@@ -323,12 +374,8 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     time, CPU time of the process and all its children (the pool's workers; the Dask nanny's workers are its
     grandchildren and are counted once they exit; for ``--scheduler``, the cluster's workers and scheduler too),
     the load before and after, and whether the tables are byte-identical."""
-    import resource
-    import subprocess
-
     src = shard(tmp / "cli.npz", 8, 64, 1, B)
     folder = files_folder(tmp / "cli_files", files)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
     out = []
     for name, source in ((f"stacked shard, {B:,} × 8-64-1", src), (f"folder, {files:,} files 16-64-4", folder)):
         tables = []
@@ -352,13 +399,7 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
                 dest = tmp / f"cli_{len(tables)}.parquet"
                 before = _uptime()
                 c0 = cluster.cpu() if cluster is not None else 0.0
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t0 = time.perf_counter()
-                cmd = [sys.executable, "-m", "relusym", "zoo", str(source), "-o", str(dest), "--no-fibre", "--quiet"]
-                subprocess.run(cmd + extra, check=True, env=env, stdout=subprocess.DEVNULL)
-                wall = time.perf_counter() - t0
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                wall, cpu = _cli_job(source, dest, extra)
                 if cluster is not None:
                     cpu += cluster.cpu() - c0
                 tables.append(dest.read_bytes())
@@ -379,6 +420,17 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     return out
 
 
+def _table(header: str, rows: Any) -> None:
+    """Print a Markdown table: the header, its rule, then the rows ``rows(tmp)`` yields (tmp: a fresh temporary
+    folder), each as soon as it is measured."""
+    print(header)
+    print("|---" * (header.count("|") - 1) + "|")
+    with tempfile.TemporaryDirectory() as d:
+        for row in rows(Path(d)):
+            print(row, flush=True)
+    print()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
@@ -392,7 +444,15 @@ def main() -> None:
         default=0,
         help="networks of the CLI rows (relusym zoo: serial, pool, Dask, a cluster started before; 0: skip)",
     )
-    p.add_argument("--only-cli", action="store_true", help="only the CLI rows")
+    p.add_argument(
+        "--end-to-end",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("B1", "B2"),
+        help="networks of the end-to-end CLI rows at 64-256-10 and 784-128-10 (fresh processes, against the loop)",
+    )
+    p.add_argument("--only-cli", action="store_true", help="only the CLI rows (and the end-to-end rows)")
     p.add_argument("--only-digests", action="store_true", help="only the digest, memory and growth rows")
     p.add_argument("--no-jit", action=_NoJit, nargs=0, help="without the compiled kernel (RELUSYM_NO_JIT=1)")
     args = p.parse_args()
@@ -403,14 +463,18 @@ def main() -> None:
     print(f"load at start: {load()}\n")
     print(jit_row() + "\n")
     if args.cli:
-        print("| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |")
-        print("|---|---|---|---|---|---|")
-        with tempfile.TemporaryDirectory() as d:
-            for row in cli_rows(Path(d), args.cli, args.files if args.files is not None else 1000):
-                print(row, flush=True)
-        print()
-        if args.only_cli:
-            return
+        _table(
+            "| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |",
+            lambda tmp: cli_rows(tmp, args.cli, args.files if args.files is not None else 1000),
+        )
+    if args.end_to_end:
+        _table(
+            "| shape m-n-k | networks | `relusym zoo --no-fibre`, fresh process, CPU per network | loop over "
+            "normal_form(net).digest(), CPU per network | ratio (CPU) | load |",
+            lambda tmp: end_to_end_rows(tmp, args.end_to_end),
+        )
+    if args.only_cli:
+        return
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "
         "network | ratio (CPU) | reading the weights once, CPU per network | SHA-256 of the digest's bytes, one call "
