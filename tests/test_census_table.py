@@ -229,15 +229,21 @@ def test_executors_and_chunks_do_not_change_the_table(tmp_path):
 # after the part's data is in its temporary file, before the rename that publishes it
 KILL_AT_PART = """
 import os, runpy, signal, sys
-import pyarrow.parquet as pq
-write, left = pq.write_table, [int(os.environ["RELUSYM_TEST_KILL_AT_PART"])]
-def write_table(table, where, *args, **kwargs):
-    write(table, where, *args, **kwargs)
-    if ".parts" in str(where):
+import pyarrow.ipc as ipc
+new_file, left = ipc.new_file, [int(os.environ["RELUSYM_TEST_KILL_AT_PART"])]
+class Writer:  # a part's writer (parts are Arrow IPC files) that kills the process once the Nth part's data is in
+    def __init__(self, w):
+        self.w = w
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return self.w.__exit__(*exc)
+    def write_table(self, table, *args, **kwargs):
+        self.w.write_table(table, *args, **kwargs)
         left[0] -= 1
         if left[0] == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-pq.write_table = write_table
+ipc.new_file = lambda sink, schema, *args, **kwargs: Writer(new_file(sink, schema, *args, **kwargs))
 sys.argv = ["relusym", *sys.argv[1:]]
 runpy.run_module("relusym", run_name="__main__", alter_sys=True)
 """
@@ -257,7 +263,7 @@ def test_sigkill_and_resume_give_the_same_table(tmp_path):
     env = dict(os.environ, PYTHONPATH=SRC, RELUSYM_TEST_KILL_AT_PART="4")
     proc = subprocess.run([sys.executable, "-c", KILL_AT_PART, "census", *args, "-o", str(out)], env=env, timeout=600)
     assert proc.returncode == -signal.SIGKILL
-    assert len(list(parts.glob("part-*.parquet"))) == 3 and not out.exists()
+    assert len(list(parts.glob("part-*.arrow"))) == 3 and not out.exists()
     assert [p for p in parts.iterdir() if TMP_MARK in p.name]  # the 4th part's temporary, left by the kill
     written = 3
     # a resume with other options is refused: exit 2, one sentence naming the option
@@ -267,7 +273,7 @@ def test_sigkill_and_resume_give_the_same_table(tmp_path):
     ):
         r = _cli("--shape", "1,2,1", *bad, "--check-every", "1", "--quiet", "-o", str(out), "--resume")
         assert r.returncode == 2 and word in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert len(list(parts.glob("part-*.parquet"))) == written  # the refusal touched nothing
+    assert len(list(parts.glob("part-*.arrow"))) == written  # the refusal touched nothing
     r = _cli(*args, "-o", str(out), "--resume")
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == ref.read_bytes()

@@ -507,7 +507,7 @@ def test_sigkill_and_resume_gives_the_same_table(tmp_path):
     env = dict(os.environ, PYTHONPATH=SRC, RELUSYM_TEST_KILL_AT_PART="6")
     proc = subprocess.run([sys.executable, "-c", KILL_AT_PART, "zoo", *args, "-o", str(out)], env=env, timeout=600)
     assert proc.returncode == -signal.SIGKILL
-    assert len(list(parts.glob("part-*.parquet"))) == 5 and not out.exists()
+    assert len(list(parts.glob("part-*.arrow"))) == 5 and not out.exists()
     assert [p for p in parts.iterdir() if TMP_MARK in p.name]  # the 6th part's temporary, left by the kill
     # a resumed run with other options is refused, one sentence, exit 2
     r = _cli("zoo", *args, "-o", str(out), "--resume", "--rtol", "1e-3")

@@ -284,7 +284,7 @@ def test_resume_over_parts_of_the_old_schema_is_refused(tmp_path, monkeypatch):
     monkeypatch.undo()
     parts = out.with_name(out.name + ".parts")
     assert json.loads((parts / "job.json").read_text())["schema"] == "relusym.zoo/1"
-    assert len(list(parts.glob("part-*.parquet"))) == 1
+    assert len(list(parts.glob("part-*.arrow"))) == 1
     with pytest.raises(relusym.InvalidNetworkError) as exc:
         scan_zoo(shard, out, chunk_size=4, fibre=False, resume=True, progress=False)
     msg = str(exc.value)
