@@ -4,10 +4,11 @@ A copy of the loop of ``relusym._zoo._jit_kernel.stack_bytes`` (the same compile
 order on the same scratch arrays) with the processor's cycle counter (LLVM's ``readcyclecounter``) read between
 the phases, so that every phase is measured in one run, on the same networks, under the same load: reading the
 floats into odd parts and exponents, the rows' primitive vectors, their order, the exact sums of M and e, the
-kinks, the size, the bytes, and SHA-256 (the floor of the digest's definition).  The cycles are converted to
-microseconds by the run's CPU time; the copy's digests are checked against the kernel's own (``jit_digests``)
-before anything is printed, so a loop that drifted from the kernel's is refused.  Needs numba (``relusym[fast]``)
-and OpenSSL's low-level SHA-256 (as the kernel does).
+kinks, the size, the bytes, and SHA-256 (the floor of the digest's definition; each shape twice when the kernel
+hashes 16 networks at once in its own lanes: so, and with OpenSSL's SHA-256 one network at a time).  The cycles
+are converted to microseconds by the run's CPU time; the copy's digests are checked against the kernel's own
+(``jit_digests``) before anything is printed, so a loop that drifted from the kernel's is refused.  Needs numba
+(``relusym[fast]``) and a compiled SHA-256 (the kernel's lanes or OpenSSL's low-level one, as the kernel uses).
 
     python benchmarks/bench_kernel_phases.py
     python benchmarks/bench_kernel_phases.py --shape 8-64-1 --networks 50000 --dtype float64
@@ -29,9 +30,10 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from relusym._zoo._digest_jit import jit_available, jit_digests, sha_address
+from relusym._zoo._digest_jit import _openssl_sha256, jit_available, jit_digests, sha_address
 from relusym._zoo._jit_bytes import encoded_size, sha256_into, write_network
 from relusym._zoo._jit_kernel import _kinks, _order, _read, _rows
+from relusym._zoo._jit_sha import LANES, hash_lanes, lane_work, pad
 from relusym._zoo._jit_sums import MAX_WORDS, affine, affine_work
 
 PHASES = ("read", "rows", "order", "sums of M and e", "kinks", "size", "bytes", "SHA-256")
@@ -50,8 +52,9 @@ cycles: Any = intrinsic(_cycles_typing)
 
 @numba.njit(nogil=True)
 def phases(V: Any, A: Any, b: Any, c: Any, out: Any, digests: Any, sha: Any, cyc: Any, flag: Any) -> None:
-    """``stack_bytes``' loop (SHA-256 on, one network's bytes at a time) with the cycles of each phase summed
-    into cyc[0..7]; flag[bi] set for a network the kernel leaves (its later phases not run, as in the kernel)."""
+    """``stack_bytes``' loop (SHA-256 on: 16 networks at a time in the kernel's own lanes when ``sha`` is
+    (1, 0, 0), else OpenSSL's, one network at a time) with the cycles of each phase summed into cyc[0..7]; flag[bi]
+    set for a network the kernel leaves (its later phases not run, as in the kernel)."""
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
@@ -67,6 +70,9 @@ def phases(V: Any, A: Any, b: Any, c: Any, out: Any, digests: Any, sha: Any, cyc
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
            np.zeros((MAX_WORDS + 2, k * C), np.int64))  # fmt: skip
     work = affine_work(n, k, C)
+    together = sha[0] == 1
+    lanes = lane_work()
+    count = pos = 0
     for bi in range(B):
         t0 = cycles()
         ok, eW, tW, eV, tV = _read(A, b, V, c, bi, (wo, ws, wn), (vo, vs, vn), (co, cs, cn), lam, rw)
@@ -89,22 +95,32 @@ def phases(V: Any, A: Any, b: Any, c: Any, out: Any, digests: Any, sha: Any, cyc
         t5 = cycles()
         size, w = encoded_size(mag, n, C, k, m, kin, aff)
         t6 = cycles()
-        end = write_network(out, 0, (k, m), (mag, sg), order, w, kin, aff)
+        end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff)
         t7 = cycles()
-        sha256_into(sha, out, 0, end, digests, bi)
+        if together:  # padded in place, hashed 16 at a time (the kernel's own SHA-256 in lanes)
+            blocks = pad(out, pos, end - pos)
+            lanes[0][0, count], lanes[0][1, count], lanes[0][2, count] = pos, blocks, bi
+            count += 1
+            pos += 64 * blocks
+            if count == LANES or pos + size + 80 > out.size:
+                hash_lanes(out, count, lanes, digests)
+                count, pos = 0, 0
+        else:
+            sha256_into(sha, out, 0, end, digests, bi)
         t8 = cycles()
         cyc[4] += t5 - t4
         cyc[5] += t6 - t5
         cyc[6] += t7 - t6
         cyc[7] += t8 - t7
+    if count > 0:
+        t0 = cycles()
+        hash_lanes(out, count, lanes, digests)
+        cyc[7] += cycles() - t0
 
 
-def row(m: int, n: int, k: int, B: int, dtype: Any, repeat: int) -> str:
+def row(m: int, n: int, k: int, B: int, dtype: Any, repeat: int, sha: tuple[int, int, int]) -> str:
     rng = np.random.default_rng(0)
     V, A, b, c = (rng.standard_normal(s).astype(dtype) for s in ((B, k, n), (B, n, m), (B, n), (B, k)))
-    sha = sha_address()
-    if not sha[0]:
-        raise SystemExit("OpenSSL's low-level SHA-256 is not available here: the kernel hashes from Python")
     out = np.empty(1 << 24, np.uint8)
     digests = np.zeros((B, 32), np.uint8)
     cyc = np.zeros(8, np.int64)
@@ -128,7 +144,8 @@ def row(m: int, n: int, k: int, B: int, dtype: Any, repeat: int) -> str:
         raise SystemExit(f"{m}-{n}-{k}: this copy of the kernel's loop no longer gives the kernel's digests")
     per = t / B * 1e6 / max(int(cyc.sum()), 1)
     cells = " | ".join(f"{x * per:,.2f}" for x in cyc)
-    head = f"| {m}-{n}-{k} {np.dtype(dtype).name} | {B:,} | {t / B * 1e6:,.2f} µs"
+    how = "16 lanes" if sha[0] == 1 else "OpenSSL"
+    head = f"| {m}-{n}-{k} {np.dtype(dtype).name} | {how} | {B:,} | {t / B * 1e6:,.2f} µs"
     return f"{head} | {cells} | {int(flag.sum())} | {os.getloadavg()[0]:.1f} |"
 
 
@@ -142,11 +159,18 @@ def main() -> None:
     shapes = a.shape or ["8-64-1", "64-256-10", "784-128-10"]
     default = {"8-64-1": 50_000, "64-256-10": 2_000, "784-128-10": 300}
     print(f"load at start: {os.getloadavg()[0]:.1f}\n")
-    print("| shape | networks | CPU per network | " + " | ".join(f"{x} (µs)" for x in PHASES) + " | left | load |")
-    print("|---|---|---|" + "---|" * len(PHASES) + "---|---|")
+    ways = [sha_address(), _openssl_sha256()]  # the kernel's own choice, then OpenSSL's beside it
+    ways = [w for i, w in enumerate(ways) if w[0] and w not in ways[:i]]
+    if not ways:
+        raise SystemExit("no compiled SHA-256 here: the kernel's digests are taken by hashlib, from Python")
+    cols = " | ".join(f"{x} (µs)" for x in PHASES)
+    print(f"| shape | SHA-256 | networks | CPU per network | {cols} | left | load |")
+    print("|---|---|---|---|" + "---|" * len(PHASES) + "---|---|")
     for s in shapes:
         m, n, k = (int(x) for x in s.split("-"))
-        print(row(m, n, k, a.networks or default.get(s, 1000), np.dtype(a.dtype).type, a.repeat), flush=True)
+        for sha in ways:
+            B = a.networks or default.get(s, 1000)
+            print(row(m, n, k, B, np.dtype(a.dtype).type, a.repeat, sha), flush=True)
 
 
 if __name__ == "__main__":

@@ -333,9 +333,9 @@ def test_the_kernels_sha256_is_hashlibs(sizes, seed):
     hashlib's digests."""
     import hashlib
 
-    from relusym._zoo._digest_jit import sha_address
+    from relusym._zoo._digest_jit import _openssl_sha256
 
-    fns = sha_address()
+    fns = _openssl_sha256()
     if not fns[0]:
         pytest.skip("no C SHA-256 here: the kernel's digests are taken by hashlib")
     rng = np.random.default_rng(seed)
@@ -366,6 +366,106 @@ def test_digests_with_and_without_the_c_sha256_are_equal(monkeypatch):
         assert (with_c[0] == without[0]).all() and with_c[1] == without[1]
         assert with_c[1] == [d for d, t in zip(stack_definition(V, A, b, c), with_c[0].tolist(), strict=True) if t]
     assert not with_c[0][3]
+
+
+@functools.cache
+def _lanes_runner() -> Any:
+    """The kernel's 16-lane SHA-256 on messages copied to 64-byte aligned places and padded in place, as the
+    kernel does (compiled once for the whole test)."""
+    import numba
+
+    from relusym._zoo._jit_sha import LANES, hash_lanes, lane_work, pad
+
+    @numba.njit
+    def run(src: Any, starts: Any, lens: Any, buf: Any, dst: Any, group: int) -> None:
+        work = lane_work()
+        lanes = work[0]
+        N = lens.size
+        i = 0
+        while i < N:
+            count = min(group, LANES, N - i)
+            pos = 64 * (i % 3)  # a few offsets of the first lane
+            for lane in range(count):
+                size = lens[i + lane]
+                for q in range(size):
+                    buf[pos + q] = src[starts[i + lane] + q]
+                lanes[0, lane], lanes[1, lane], lanes[2, lane] = pos, pad(buf, pos, size), i + lane
+                pos += 64 * lanes[1, lane]
+            hash_lanes(buf, count, work, dst)
+            i += count
+
+    return run
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 5000) | st.sampled_from([0, 1, 55, 56, 63, 64, 65, 119, 120, 128]), min_size=1,
+                   max_size=40),
+    group=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_the_kernels_own_sha256_in_lanes_is_hashlibs(sizes, group, seed):
+    """The kernel's SHA-256 of up to 16 messages at once (:mod:`relusym._zoo._jit_sha`: lanes of 32-bit vectors,
+    messages of different block counts, lanes left empty) gives hashlib's digests, at every padding boundary."""
+    import hashlib
+
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, 256, sum(sizes) + 1, dtype=np.uint8)
+    starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+    buf = np.zeros(16 * 5200 + 256, dtype=np.uint8)
+    dst = np.zeros((len(sizes), 32), dtype=np.uint8)
+    _lanes_runner()(src, starts, np.array(sizes, dtype=np.int64), buf, dst, group)
+    for r, (s0, n) in enumerate(zip(starts.tolist(), sizes, strict=True)):
+        assert dst[r].tobytes() == hashlib.sha256(src[s0 : s0 + n].tobytes()).digest()
+
+
+def test_digests_by_lanes_by_openssl_and_by_hashlib_are_equal(monkeypatch):
+    """The kernel's digests are the same whichever SHA-256 takes them (its own 16 lanes, OpenSSL's one network at
+    a time, hashlib from Python), with flagged networks among them and with buffers that fill up after a few
+    networks (the lanes hashed early, the rest in a later call), and equal the definition's."""
+    rng = np.random.default_rng(33)
+    V, A, b, c = (x.astype(np.float32) for x in dense_stack(rng, 70, 3, 9, 2, 6))
+    for i in (0, 17, 18, 40, 69):
+        V[i, :, 2] = 0.0  # dead neurons: flagged
+    want = stack_definition(V, A, b, c)
+    monkeypatch.setattr(_digest_jit, "_STATE", {**_digest_jit._STATE})
+    ways = {"lanes": (1, 0, 0), "openssl": _digest_jit._openssl_sha256(), "hashlib": (0, 0, 0)}
+    for name, sha in ways.items():
+        if name == "openssl" and not sha[0]:
+            continue
+        _digest_jit._STATE["sha"] = sha
+        for size in (1 << 24, 5000, 1200):
+            monkeypatch.setattr(_digest_jit, "_BUFFER", size)
+            monkeypatch.setattr(_digest_jit._LOCAL, "buffer", None, raising=False)
+            got = jit_digests(V, A, b, c)
+            assert got is not None, name
+            assert not got[0][[0, 17, 18, 40, 69]].any() and got[0].sum() == 65, name
+            assert got[1] == [d for d, t in zip(want, got[0].tolist(), strict=True) if t], (name, size)
+
+
+def test_the_lanes_are_chosen_by_the_processor_and_the_environment(monkeypatch):
+    """16 lanes on x86-64 with AVX-512 F and VL; ``RELUSYM_NO_LANES`` keeps OpenSSL, ``RELUSYM_NO_CSHA`` hashlib."""
+    import platform
+
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features()
+    here = (
+        platform.machine().lower() in ("x86_64", "amd64")
+        and bool(features.get("avx512f", False))
+        and bool(features.get("avx512vl", False))
+    )
+    monkeypatch.setattr(_digest_jit, "_STATE", {**_digest_jit._STATE})
+    _digest_jit._STATE.pop("sha", None)
+    assert (_digest_jit.sha_address() == (1, 0, 0)) == here
+    for var in ("RELUSYM_NO_LANES", "RELUSYM_NO_CSHA"):
+        monkeypatch.setenv(var, "1")
+        _digest_jit._STATE.pop("sha", None)
+        assert _digest_jit.sha_address() != (1, 0, 0)
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("RELUSYM_NO_CSHA", "1")
+    _digest_jit._STATE.pop("sha", None)
+    assert _digest_jit.sha_address() == (0, 0, 0)
 
 
 @functools.cache

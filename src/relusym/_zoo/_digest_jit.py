@@ -4,10 +4,12 @@ numba is the optional extra ``relusym[fast]``; it is imported on the first stack
 relusym``.  Without it, or with the environment variable ``RELUSYM_NO_JIT=1``, :func:`jit_digests` answers None
 and the numpy path of :mod:`relusym._zoo._digest` does everything, unchanged.  With it, the kernel writes the
 bytes of relusym.nf/2 for the networks it takes (the common case: every neuron a class of its own) into one
-buffer and hashes them there at once, still in the cache, by OpenSSL's low-level ``SHA256_Init``/``Update``/
-``Final`` called from the compiled code (those of the libcrypto hashlib uses, found by ctypes and checked against
-hashlib; SHA-NI where the CPU has it; not the one-shot ``SHA256``, which OpenSSL 3 looks up by name on each
-call): no Python work per network but the hex text.  Without those functions (or with ``RELUSYM_NO_CSHA=1``)
+buffer and hashes them there at once, still in the cache: on x86-64 with AVX-512 16 networks at a time in the
+kernel's own vector SHA-256 (:mod:`relusym._zoo._jit_sha`; ``RELUSYM_NO_LANES=1`` turns it off), elsewhere one
+at a time by OpenSSL's low-level ``SHA256_Init``/``Update``/``Final`` called from the compiled code (those of the
+libcrypto hashlib uses, found by ctypes and checked against hashlib; SHA-NI where the CPU has it; not the
+one-shot ``SHA256``, which OpenSSL 3 looks up by name on each call): no Python work per network but the hex
+text.  Without those functions (or with ``RELUSYM_NO_CSHA=1``)
 the kernel writes the bytes a few megabytes at a time and each is hashed by ``hashlib.sha256`` over a
 memoryview slice.  The networks it flags go on to the numpy path.  A process loads the kernel only after its
 first 2^24 weights (the numpy path digests those): numba's import and cache load would cost small jobs more
@@ -89,11 +91,32 @@ def _openssl_sha256() -> tuple[int, int, int]:
         return (0, 0, 0)
 
 
+def _lanes() -> bool:
+    """Whether the kernel hashes 16 networks at once (:mod:`relusym._zoo._jit_sha`): on an x86-64 processor with
+    AVX-512 (F and VL: the lanes' rotations and three-input functions are single instructions), where it takes
+    half the time of OpenSSL's SHA-NI per network; elsewhere OpenSSL's own SHA-256 (SHA instructions on most
+    recent processors) is kept.  ``RELUSYM_NO_LANES=1`` keeps OpenSSL; ``RELUSYM_NO_CSHA=1`` hashes by hashlib."""
+    if any(os.environ.get(v, "") not in ("", "0") for v in ("RELUSYM_NO_LANES", "RELUSYM_NO_CSHA")):
+        return False
+    try:
+        import platform
+
+        from llvmlite import binding
+
+        features = binding.get_host_cpu_features()
+        return platform.machine().lower() in ("x86_64", "amd64") and all(
+            features.get(f, False) for f in ("avx512f", "avx512vl")
+        )
+    except (ImportError, RuntimeError, AttributeError):
+        return False
+
+
 def sha_address() -> tuple[int, int, int]:
-    """The addresses of the C SHA-256 functions the kernel calls (:func:`_openssl_sha256`; (0, 0, 0): none),
-    looked up once per process."""
+    """How the kernel hashes each network's bytes: (1, 0, 0) with its own 16 lanes (:func:`_lanes`), else the
+    addresses of the C SHA-256 functions it calls (:func:`_openssl_sha256`), else (0, 0, 0): by hashlib, from
+    Python.  Decided once per process."""
     if "sha" not in _STATE:
-        _STATE["sha"] = _openssl_sha256()
+        _STATE["sha"] = (1, 0, 0) if _lanes() else _openssl_sha256()
     init, update, final = _STATE["sha"]
     return (int(init), int(update), int(final))
 

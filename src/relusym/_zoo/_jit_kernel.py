@@ -50,6 +50,7 @@ from relusym._zoo._jit_bytes import (
     trailing_zeros,
     write_network,
 )
+from relusym._zoo._jit_sha import LANES, hash_lanes, lane_work, pad
 from relusym._zoo._jit_sums import MAX_WORDS, add_product, affine, affine_work, split_words
 
 __all__ = ["stack_bytes", "MAX_WORDS"]
@@ -305,9 +306,12 @@ def stack_bytes(
     first network not done (B when all are): the buffer is full, or (when none was done) too small for it, whose
     size is then offs[0].
 
-    With ``sha`` the addresses of OpenSSL's ``SHA256_Init``, ``_Update``, ``_Final`` (zeros: none), each
-    network's bytes are hashed as soon as they are written (still in the cache), the digest into digests[bi]
-    (B×32 bytes), and the next network's bytes overwrite them (offs then holds empty slices)."""
+    With ``sha`` (0, 0, 0) the bytes are left in ``out`` for the caller to hash.  Else each network's SHA-256
+    goes into digests[bi] (B×32 bytes) while its bytes are still in the cache, and later networks overwrite them
+    (offs then holds empty slices): with ``sha`` (1, 0, 0) by :mod:`relusym._zoo._jit_sha`, 16 networks at once
+    (each network's bytes padded in place, the next network's after them; hashed when 16 are written, when the
+    buffer is full, and at the end), with the addresses of OpenSSL's ``SHA256_Init``, ``_Update``, ``_Final``
+    one network at a time."""
     B, n, m = A.shape
     k = V.shape[1]
     C = m + 1
@@ -323,6 +327,9 @@ def stack_bytes(
     aff = (np.empty(k * C, np.int64), np.empty(k * C, np.int64), np.empty(k * C, np.int64),
            np.zeros((MAX_WORDS + 2, k * C), np.int64))  # fmt: skip
     work = affine_work(n, k, C)
+    together = sha[0] == 1  # 16 networks' SHA-256 at once
+    lanes = lane_work()
+    count = 0  # networks written and padded, not hashed yet (together)
     pos = 0
     for bi in range(start, B):
         u = bi - start
@@ -337,14 +344,31 @@ def stack_bytes(
             continue
         _kinks(order, lam, wo, ws, vo, vs, vn, acc, kin)
         size, w = encoded_size(mag, n, C, k, m, kin, aff)
-        if pos + size + 8 > out.size:  # 8 bytes for the last store's excess
+        if together and count > 0 and pos + size + 80 > out.size:  # the written ones hashed: room from 0
+            hash_lanes(out, count, lanes, digests)
+            count, pos = 0, 0
+            offs[u], offs[u + 1] = 0, 0
+        if pos + size + 80 > out.size:  # 8 bytes for the last store's excess, 72 for SHA-256's padding
             if u == 0:
-                offs[0] = size
+                offs[0] = size + 80
             return int(bi)
         end = write_network(out, pos, (k, m), (mag, sg), order, w, kin, aff)
-        if sha[0] != 0:
+        if together:
+            blocks = pad(out, pos, end - pos)
+            lanes[0][0, count], lanes[0][1, count], lanes[0][2, count] = pos, blocks, bi
+            count += 1
+            end = pos + 64 * blocks
+            if count == LANES:
+                hash_lanes(out, count, lanes, digests)
+                count, end = 0, 0
+            offs[u + 1] = offs[u]
+        elif sha[0] != 0:
             sha256_into(sha, out, pos, end - pos, digests, bi)
             end = pos
-        offs[u + 1] = end
+            offs[u + 1] = end
+        else:
+            offs[u + 1] = end
         pos = end
+    if count > 0:
+        hash_lanes(out, count, lanes, digests)
     return int(B)
