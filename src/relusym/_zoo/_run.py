@@ -403,7 +403,7 @@ def _run_chunks(
     import pyarrow.compute  # noqa: F401 - imported before the runner forks its workers: see below
     import pyarrow.parquet  # noqa: F401
 
-    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end, the parts read back); imported
+    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end and its write); imported
     # before a pool or a local cluster forks its workers, they are there too (each worker's first task imported
     # them: 0.1 s of CPU time per worker, on the path to its first part)
     probe = _shapes_on(runner)
