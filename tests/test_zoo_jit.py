@@ -421,8 +421,9 @@ def test_the_kernels_own_sha256_in_lanes_is_hashlibs(sizes, group, seed):
 
 def test_digests_by_lanes_by_openssl_and_by_hashlib_are_equal(monkeypatch):
     """The kernel's digests are the same whichever SHA-256 takes them (its own 16 lanes, OpenSSL's one network at
-    a time, hashlib from Python), with flagged networks among them and with buffers that fill up after a few
-    networks (the lanes hashed early, the rest in a later call), and equal the definition's."""
+    a time, hashlib from Python), with flagged networks among them, with buffers that fill up after a few
+    networks (the lanes hashed early, the rest in a later call) and with one too small for a single network (grown
+    by the caller), and equal the definition's."""
     rng = np.random.default_rng(33)
     V, A, b, c = (x.astype(np.float32) for x in dense_stack(rng, 70, 3, 9, 2, 6))
     for i in (0, 17, 18, 40, 69):
@@ -434,13 +435,14 @@ def test_digests_by_lanes_by_openssl_and_by_hashlib_are_equal(monkeypatch):
         if name == "openssl" and not sha[0]:
             continue
         _digest_jit._STATE["sha"] = sha
-        for size in (1 << 24, 5000, 1200):
+        for size in (1 << 24, 5000, 1200, 400):  # 400: smaller than one network (about 500 bytes): grown
             monkeypatch.setattr(_digest_jit, "_BUFFER", size)
             monkeypatch.setattr(_digest_jit._LOCAL, "buffer", None, raising=False)
             got = jit_digests(V, A, b, c)
             assert got is not None, name
             assert not got[0][[0, 17, 18, 40, 69]].any() and got[0].sum() == 65, name
             assert got[1] == [d for d, t in zip(want, got[0].tolist(), strict=True) if t], (name, size)
+            assert _digest_jit._LOCAL.buffer.size >= (size if size > 400 else 500)  # grown when too small
 
 
 def test_the_lanes_are_chosen_by_the_processor_and_the_environment(monkeypatch):
