@@ -14,9 +14,9 @@ each side by side with its baseline in one run.
   workers on 127.0.0.1; the cluster's start-up timed apart), on a stacked shard and on a folder of model files;
   the tables compared byte for byte;
 * **end to end, larger shapes** (``--end-to-end B1 B2``): ``relusym zoo --no-fibre`` in a fresh process on a
-  stacked shard of B1 networks of 64-256-10 and B2 of 784-128-10 (imports, the numba kernel's load, the first
-  2^24 weights by numpy, reading, probes, the table), against the loop over ``normal_form(net).digest()`` of
-  this process, per network, in one run;
+  stacked shard of B1 networks of 64-256-10 and B2 of 784-128-10 (imports, the numba kernel's load, reading,
+  the digests, the probe values, the table), against the loop over ``normal_form(net).digest()`` of this
+  process, per network, in one run;
 * **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
   ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
   workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
@@ -421,8 +421,8 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
 
 
 def _table(header: str, rows: Any) -> None:
-    """Print a Markdown table: the header, its rule, then the rows ``rows(tmp)`` yields (tmp: a fresh temporary
-    folder), each as soon as it is measured."""
+    """Print a Markdown table: the header, its rule, then the rows ``rows(tmp)`` returns (tmp: a fresh temporary
+    folder, removed afterwards)."""
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     with tempfile.TemporaryDirectory() as d:
