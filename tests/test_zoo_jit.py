@@ -545,3 +545,25 @@ def test_flat_falls_back_to_reference_counts_without_numbas_private_flag(monkeyp
     assert _jit_bytes.flat(total)(data) == 45
     monkeypatch.setattr(_jit_bytes, "_NRT_FLAG", False)
     assert _jit_bytes.flat(total)(data) == 45
+
+
+def test_the_kernels_caches_are_keyed_by_all_its_files():
+    """numba keeps a cached function while its own file is unchanged; the kernel's functions include helpers from
+    its other files, so each one's cache is keyed by the times and sizes of all four (a change to any of them
+    recompiles the kernel instead of loading stale code)."""
+    import os
+
+    from relusym._zoo import _jit_bytes, _jit_kernel, _jit_sha, _jit_sums
+
+    stamp = _jit_bytes._STAMP
+    names = ["_jit_bytes.py", "_jit_sums.py", "_jit_sha.py", "_jit_kernel.py"]
+    assert [x[0] for x in stamp] == names
+    here = os.path.dirname(_jit_bytes.__file__)
+    assert [x[1:] for x in stamp] == [
+        (os.stat(os.path.join(here, x)).st_mtime, os.stat(os.path.join(here, x)).st_size) for x in names
+    ]
+    for f in (_jit_kernel.stack_bytes, _jit_kernel._rows, _jit_sums.affine, _jit_sha.hash_lanes, _jit_sha.pad):
+        cache_file = getattr(getattr(f, "_cache", None), "_cache_file", None)
+        if cache_file is None or not hasattr(cache_file, "_source_stamp"):
+            pytest.skip("this numba keeps its cache stamps elsewhere: each function keyed by its own file")
+        assert cache_file._source_stamp == stamp

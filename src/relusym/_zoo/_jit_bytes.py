@@ -7,6 +7,7 @@ Imported only when numba is importable (the optional extra ``relusym[fast]``).""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -39,9 +40,37 @@ __all__ = [
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+def _stamp() -> tuple[tuple[str, float, int], ...]:
+    """The modification times and sizes of the kernel's four source files."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    for name in ("_jit_bytes.py", "_jit_sums.py", "_jit_sha.py", "_jit_kernel.py"):
+        try:
+            st = os.stat(os.path.join(here, name))
+        except OSError:
+            out.append((name, 0.0, -1))
+        else:
+            out.append((name, st.st_mtime, st.st_size))
+    return tuple(out)
+
+
+_STAMP = _stamp()
+
+
+def _stamped(d: _F) -> _F:
+    """``d`` with its numba cache keyed by all four kernel files, not only its own.  numba keeps a cached
+    function valid while its own file's time and size are unchanged, and its compiled code includes the helpers it
+    calls from the other files; a change to one of those would otherwise load stale code (numba's private
+    ``IndexDataCacheFile._source_stamp``; without it, numba's own stamp)."""
+    cache_file = getattr(getattr(d, "_cache", None), "_cache_file", None)
+    if cache_file is not None and hasattr(cache_file, "_source_stamp"):
+        cache_file._source_stamp = _STAMP
+    return d
+
+
 def jit(f: _F) -> _F:
     """numba's compiled function, cached on disk (a later process loads it), without the GIL."""
-    return cast(_F, numba.njit(cache=True, nogil=True)(f))
+    return _stamped(cast(_F, numba.njit(cache=True, nogil=True)(f)))
 
 
 _NRT_FLAG = hasattr(_cpu.CPUTargetOptions, "_nrt")  # numba's private option of :func:`flat`
@@ -55,13 +84,13 @@ def flat(f: _F) -> _F:
     :func:`jit` (the same results, with the reference counts)."""
     if not _NRT_FLAG:
         return jit(f)
-    return cast(_F, cast(Any, numba.njit)(cache=True, nogil=True, _nrt=False)(f))  # _nrt: not in the stubs
+    return _stamped(cast(_F, cast(Any, numba.njit)(cache=True, nogil=True, _nrt=False)(f)))  # _nrt: not in stubs
 
 
 def inline(f: _F) -> _F:
     """A helper of the inner loops, inlined into its callers by numba (a call that passes an array pays two
     atomic reference-count updates)."""
-    return cast(_F, numba.njit(cache=True, nogil=True, inline="always")(f))
+    return _stamped(cast(_F, numba.njit(cache=True, nogil=True, inline="always")(f)))
 
 
 trailing_zeros: Any = _unsafe.trailing_zeros  # LLVM's cttz and ctlz (untyped for mypy)
