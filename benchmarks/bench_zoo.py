@@ -17,6 +17,8 @@ each side by side with its baseline in one run.
   stacked shard of B1 networks of 64-256-10 and B2 of 784-128-10 (imports, the numba kernel's load, reading,
   the digests, the probe values, the table), against the loop over ``normal_form(net).digest()`` of this
   process, per network, in one run;
+* **probe values** (``--probes``): the near-duplicate filter's values at the probe points, by the compiled
+  loops, by a compiled BLAS product per network and by the numpy path, per shape, and the way a job takes;
 * **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
   ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
   workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
@@ -29,6 +31,7 @@ the ratios measured in one run, and read the load column.
     python benchmarks/bench_zoo.py --growth 10000 100000 1000000 --parallel 100000
     python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
     python benchmarks/bench_zoo.py --end-to-end 5000 1000 --only-cli
+    python benchmarks/bench_zoo.py --probes
 """
 
 from __future__ import annotations
@@ -420,6 +423,53 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     return out
 
 
+PROBE_SHAPES = ((8, 64, 1), (16, 64, 4), (32, 64, 4), (64, 64, 10), (32, 128, 10), (64, 256, 10), (784, 128, 10))
+
+
+def probe_rows() -> list[str]:
+    """The probe values of the near-duplicate filter three ways, on the same stacks (about 4·10^7 weights a
+    shape), best of 3, CPU per network: the compiled loops, the compiled per-network BLAS product, the numpy path
+    (blocks of networks); their values compared (within 1e-12 of the values' scale), and the way a job takes."""
+    from relusym._zoo import _run, _summary
+
+    _run._load_kernels()
+    if _summary.probe_kernel() is None:
+        return ["| (the compiled kernels are off: numba missing or RELUSYM_NO_JIT=1) |"]
+    out = []
+    for m, n, k in PROBE_SHAPES:
+        B = max(200, min(20000, (1 << 25) // (n * m)))
+        V, A, b, c = stack(m, n, k, B, seed=m + n)
+        X = _summary._probe_points(m, 8)
+        times, vals = [], []
+        la = load()
+        for way in ("kernel", "blas", "numpy"):
+            best = float("inf")
+            for _ in range(3):
+                v, d = np.empty((B, 8 * k)), np.empty((B, 5))
+                with Clock() as t:
+                    if way == "numpy":
+                        old = _summary._PROBE_JIT["kernel"]
+                        _summary._PROBE_JIT["kernel"] = None
+                        try:
+                            v, d = _summary.probe_stack(V, A, b, c, 8)
+                        finally:
+                            _summary._PROBE_JIT["kernel"] = old
+                    else:
+                        _summary._PROBE_JIT["kernel"](V, A, b, c, X, v, d, way == "blas")
+                best = min(best, t.cpu)
+            times.append(best / B * 1e6)
+            vals.append(v)
+        scale = np.abs(vals[0]).max() + 1.0
+        if max(float(np.abs(x - vals[0]).max()) for x in vals[1:]) > 1e-12 * scale:
+            raise AssertionError(f"probe values differ at {m}-{n}-{k}")
+        pick = "BLAS" if _summary._blas_shape(n, m) else "loops"
+        out.append(
+            f"| {m}-{n}-{k} | {B:,} | {times[0]:,.1f} µs | {times[1]:,.1f} µs | {times[2]:,.1f} µs | "
+            f"{times[0] / times[1]:.2f}× | {pick} | {la} → {load()} |"
+        )
+    return out
+
+
 def _table(header: str, rows: Any) -> None:
     """Print a Markdown table: the header, its rule, then the rows ``rows(tmp)`` returns (tmp: a fresh temporary
     folder, removed afterwards)."""
@@ -429,6 +479,29 @@ def _table(header: str, rows: Any) -> None:
         for row in rows(Path(d)):
             print(row, flush=True)
     print()
+
+
+def _cli_tables(args: argparse.Namespace) -> bool:
+    """The tables of ``--probes``, ``--cli`` and ``--end-to-end``; whether the run ends with them."""
+    if args.probes:
+        _table(
+            "| shape m-n-k | networks | compiled loops, CPU per network | compiled BLAS per network | numpy path "
+            "(blocks) | loops / BLAS | the job's way | load |",
+            lambda tmp: probe_rows(),
+        )
+        return True
+    if args.cli:
+        _table(
+            "| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |",
+            lambda tmp: cli_rows(tmp, args.cli, args.files if args.files is not None else 1000),
+        )
+    if args.end_to_end:
+        _table(
+            "| shape m-n-k | networks | `relusym zoo --no-fibre`, fresh process, CPU per network | loop over "
+            "normal_form(net).digest(), CPU per network | ratio (CPU) | load |",
+            lambda tmp: end_to_end_rows(tmp, args.end_to_end),
+        )
+    return bool(args.only_cli)
 
 
 def main() -> None:
@@ -452,6 +525,7 @@ def main() -> None:
         metavar=("B1", "B2"),
         help="networks of the end-to-end CLI rows at 64-256-10 and 784-128-10 (fresh processes, against the loop)",
     )
+    p.add_argument("--probes", action="store_true", help="only the probe-value rows (loops, BLAS, numpy)")
     p.add_argument("--only-cli", action="store_true", help="only the CLI rows (and the end-to-end rows)")
     p.add_argument("--only-digests", action="store_true", help="only the digest, memory and growth rows")
     p.add_argument("--no-jit", action=_NoJit, nargs=0, help="without the compiled kernel (RELUSYM_NO_JIT=1)")
@@ -462,18 +536,7 @@ def main() -> None:
         sizes = {(8, 64, 1): (16384, 300), (64, 256, 10): (256, 24), (784, 128, 10): (64, 8)}
     print(f"load at start: {load()}\n")
     print(jit_row() + "\n")
-    if args.cli:
-        _table(
-            "| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |",
-            lambda tmp: cli_rows(tmp, args.cli, args.files if args.files is not None else 1000),
-        )
-    if args.end_to_end:
-        _table(
-            "| shape m-n-k | networks | `relusym zoo --no-fibre`, fresh process, CPU per network | loop over "
-            "normal_form(net).digest(), CPU per network | ratio (CPU) | load |",
-            lambda tmp: end_to_end_rows(tmp, args.end_to_end),
-        )
-    if args.only_cli:
+    if _cli_tables(args):
         return
     print(
         "| shape m-n-k | networks | stack digests, CPU per network | loop over normal_form(net).digest(), CPU per "

@@ -49,7 +49,9 @@ def _definition(V, A, b, c, P):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(64, 1, 64, 8), (30, 3, 5, 2), (12, 10, 7, 30), (6, 2, 1, 1)])
+@pytest.mark.parametrize(
+    "shape", [(64, 1, 64, 8), (30, 3, 5, 2), (12, 10, 7, 30), (6, 2, 1, 1), (3, 4, 64, 64), (5, 2, 64, 16)]
+)
 def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, monkeypatch):
     _numba()
     _run._load_kernels()
@@ -66,10 +68,16 @@ def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, mon
     V[2 % B, :, -1] = 0.0
     want_vals, want_nd = _definition(V, A, b, c, 8)
     jit_vals, jit_nd = _summary.probe_stack(V, A, b, c, 8)
+    both = []  # the compiled kernel both ways (loops, BLAS), whichever the shape picks
+    for blas in (False, True):
+        v, d = np.empty_like(want_vals), np.empty_like(want_nd)
+        kernel(V, A, b, c, _summary._probe_points(m, 8), v, d, blas)
+        both.append((v, d))
+    assert _summary._blas_shape(n, m) == (shape in ((3, 4, 64, 64), (5, 2, 64, 16)))
     monkeypatch.setitem(_summary._PROBE_JIT, "kernel", None)
     np_vals, np_nd = _summary.probe_stack(V, A, b, c, 8)
     scale = np.abs(want_vals).max(axis=1, keepdims=True) + want_nd[:, [0]] + want_nd[:, [2]]
-    for vals, nd in ((jit_vals, jit_nd), (np_vals, np_nd)):
+    for vals, nd in ((jit_vals, jit_nd), (np_vals, np_nd), *both):
         assert vals.shape == want_vals.shape and nd.shape == want_nd.shape
         assert np.all(np.abs(vals - want_vals) <= 1e-13 * scale)  # far inside the radius's slack of 1e-12
         assert np.allclose(nd, want_nd, rtol=1e-13, atol=0.0)

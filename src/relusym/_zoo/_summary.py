@@ -40,7 +40,7 @@ def probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: i
     (flattened P·k) and the scale quantities (T = Σ‖v_i‖‖(a_i, b_i)‖, max term, ‖c‖, n, max ‖(a_i, b_i)‖/‖a_i‖)
     of the near-duplicate filter.
 
-    In a process that has loaded the compiled digest kernel, :func:`_probe_loops` computes them (float32 or
+    In a process that has loaded the compiled digest kernel, :mod:`relusym._zoo._jit_probe` computes them (float32 or
     float64 stacks).  Else the hidden layer's values come a block of networks at a time from one matrix product
     of all their rows (``A``'s rows against the probe points: one BLAS call per block, not one per network), so
     that the float64 temporaries of a block stay in cache; the norms come from the same float64 block."""
@@ -50,7 +50,7 @@ def probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: i
     kernel = probe_kernel()
     if kernel is not None and B and len({x.dtype for x in (V, A, b, c)}) == 1 and V.dtype in (np.float32, np.float64):
         vals, nd = np.empty((B, P * k)), np.empty((B, 5))
-        kernel(*(np.ascontiguousarray(x) for x in (V, A, b, c)), X, vals, nd)
+        kernel(*(np.ascontiguousarray(x) for x in (V, A, b, c)), X, vals, nd, _blas_shape(n, m))
         return vals, nd
     out = np.empty((B, k, P))
     an2 = np.empty((B, n))
@@ -80,85 +80,32 @@ def probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: i
     return vals.reshape(B, -1), nd
 
 
-def _probe_loops(V: Any, A: Any, b: Any, c: Any, X: Any, vals: Any, nd: Any) -> None:  # pragma: no cover - numba
-    """:func:`probe_stack`'s two arrays (``vals`` B×(P·k), ``nd`` B×5, written) network by network, compiled by
-    numba (:func:`probe_kernel`): the same quantities by the same formulas in float64, in loops over the neurons
-    that vectorize (sums in any order: their rounding, about n·2^-53 of the magnitudes, is far inside the slack of
-    the near-duplicate radius, see :func:`relusym._zoo._summary._near_pairs`), with nothing but the weights read
-    from memory."""
-    B, n, m = A.shape
-    k = V.shape[1]
-    P = X.shape[0]
-    aT = np.empty((m, n))
-    hp = np.empty(n)
-    an2 = np.empty(n)
-    bb = np.empty(n)
-    vn2 = np.empty(n)
-    for i in range(B):
-        for j in range(n):
-            an2[j] = 0.0
-            vn2[j] = 0.0
-            bb[j] = b[i, j]
-        for ell in range(m):
-            for j in range(n):
-                x = np.float64(A[i, j, ell])
-                aT[ell, j] = x
-                an2[j] += x * x
-        for p in range(P):
-            for j in range(n):
-                hp[j] = bb[j]
-            for ell in range(m):
-                xp = X[p, ell]
-                for j in range(n):
-                    hp[j] += xp * aT[ell, j]
-            for q in range(k):
-                s = 0.0
-                for j in range(n):
-                    s += np.float64(V[i, q, j]) * max(hp[j], 0.0)
-                vals[i, p * k + q] = s + np.float64(c[i, q])
-        cn2 = 0.0
-        for q in range(k):
-            cq = np.float64(c[i, q])
-            cn2 += cq * cq
-            for j in range(n):
-                v = np.float64(V[i, q, j])
-                vn2[j] += v * v
-        tsum = 0.0
-        tmax = 0.0
-        wmax = 0.0
-        for j in range(n):
-            hn = np.sqrt(an2[j] + bb[j] * bb[j])  # ‖(a_j, b_j)‖
-            an = np.sqrt(an2[j])
-            term = np.sqrt(vn2[j]) * hn
-            tsum += term
-            tmax = max(tmax, term)
-            wmax = max(wmax, hn / an if an > 0.0 else 0.0)
-        nd[i, 0] = tsum
-        nd[i, 1] = tmax
-        nd[i, 2] = np.sqrt(cn2)
-        nd[i, 3] = float(n)
-        nd[i, 4] = wmax
+def _blas_shape(n: int, m: int) -> bool:
+    """Whether the compiled probe values (:mod:`relusym._zoo._jit_probe`) of networks of n neurons and m inputs
+    come from BLAS, not from its loops (``python benchmarks/bench_zoo.py --probes``, CPU per network, loops
+    against BLAS: 0.93× at 8-64-1, 1.2× at 16-64-4, 2.2× at 64-256-10, 3.6× at 784-128-10)."""
+    return m >= 16 and n * m >= 1024
 
 
 _PROBE_JIT: dict[str, Any] = {}
 
 
 def probe_kernel() -> Any:
-    """:func:`_probe_loops` compiled by numba (cached on disk like the digest kernel), or None: only in a process
+    """:func:`relusym._zoo._jit_probe.probe_values` (compiled by numba, cached on disk like the digest kernel), or
+    None: only in a process
     that has loaded the compiled digest kernel (:mod:`relusym._zoo._digest_jit`: numba installed,
     ``RELUSYM_NO_JIT`` unset, and a job large enough), so that small jobs never import numba for it.  About half
-    the CPU time of the numpy path at 8-64-1 (1.8 µs a network against 3.5)."""
+    the CPU time of the numpy path at 8-64-1 (1.7 µs a network against 4.2), a fifth at 784-128-10 (BLAS)."""
     if "kernel" not in _PROBE_JIT:
         if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
             return None
         try:
-            import numba
+            from relusym._zoo._jit_probe import probe_values
 
-            fastmath = {"reassoc", "contract", "arcp"}  # sums in any order; no assumption about inf or NaN
-            kernel = numba.njit(cache=True, nogil=True, fastmath=fastmath)(_probe_loops)
+            kernel: Any = probe_values
             for dtype in (np.float32, np.float64):  # compiled (first use) or loaded from numba's cache, now
                 z = np.ones((1, 1, 1), dtype=dtype)
-                kernel(z, z, z[0], z[0], np.ones((1, 1)), np.empty((1, 1)), np.empty((1, 5)))
+                kernel(z, z, z[0], z[0], np.ones((1, 1)), np.empty((1, 1)), np.empty((1, 5)), False)
         except Exception:  # noqa: BLE001 - the numpy path is always there
             kernel = None
         _PROBE_JIT["kernel"] = kernel
