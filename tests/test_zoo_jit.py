@@ -311,6 +311,58 @@ def test_sums_in_128_bits_equal_python_integers(terms, base, odd):
 
 
 @functools.cache
+def _passes_runner() -> Any:
+    """The limb sums' 128-bit accumulation (``_add128``, one shift a pass over all entries: the loop runs in
+    vector lanes) and the branch-free split of every entry (``_split_all``, c added to the last), compiled once."""
+    import numba
+
+    from relusym._zoo._jit_sums import _add128, _split_all
+
+    @numba.njit
+    def run(zs: Any, shifts: Any, c: Any, base: int, out: Any) -> None:
+        E = zs.shape[1]
+        hi, lo = np.zeros(E, np.int64), np.zeros(E, np.int64)
+        for q in range(shifts.size):
+            sh = shifts[q]
+            for e in range(E):
+                hi[e], lo[e] = _add128(hi[e], lo[e], zs[q, e], sh)
+        _split_all((hi, lo), c, out, 1, E, base)
+
+    return run
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    E=st.integers(1, 40),
+    shifts=st.lists(st.integers(0, 72), min_size=1, max_size=4),
+    c=st.tuples(st.integers(0, 2**53 - 1), st.integers(0, 60), st.booleans()),
+    base=st.integers(-300, 300),
+)
+def test_passes_of_shifted_sums_and_their_split_equal_python_integers(data, E, shifts, c, base):
+    """Entries summed pass by pass (each pass one shift for all entries, signed limb sums below 2^53: negative
+    entries, carries, high words alone, zeros) and split without branches equal Python's integers, split as the
+    128-bit path splits them."""
+    zs = np.array(
+        [data.draw(st.lists(st.integers(-(2**53) + 1, 2**53 - 1), min_size=E, max_size=E)) for _ in shifts],
+        dtype=np.int64,
+    )
+    if data.draw(st.booleans()):  # many zero entries and passes that cancel
+        zs[:, ::2] = 0
+        zs[-1, 1::3] = -zs[0, 1::3] if len(shifts) > 1 and shifts[-1] == shifts[0] else zs[-1, 1::3]
+    co, cs, cn = (np.array([x], dtype=np.int64) for x in (c[0], base + c[1], c[2]))  # c_j at or above base
+    out = (np.zeros(E, np.int64), np.zeros(E, np.int64), np.zeros(E, np.int64), np.zeros((4, E), np.int64))
+    _passes_runner()(zs, np.array(shifts, dtype=np.int64), (co, cs, cn), base, out)
+    for e in range(E):
+        total = sum(int(zs[q, e]) << sh for q, sh in enumerate(shifts))
+        if e == E - 1 and c[0]:
+            total += (-1 if c[2] else 1) * (c[0] << c[1])
+        t, sign, size, odd_part = _split_of(total, base)
+        assert (int(out[0][e]), int(out[1][e]), int(out[2][e])) == (t, sign, size), e
+        assert sum(int(w) << (32 * q) for q, w in enumerate(out[3][:, e])) == odd_part
+
+
+@functools.cache
 def _sha_runner() -> Any:
     """The kernel's C SHA-256 call over many slices, compiled once for the whole test (not per example)."""
     import numba
@@ -498,9 +550,9 @@ def test_row_gcd_steps_equal_math_gcd(g, x):
 @pytest.mark.parametrize("dtype,wide", [(np.float32, True), (np.float32, False), (np.float64, False)])
 def test_sums_by_blas_equal_the_definition(dtype, wide):
     """Stacks large enough for the sums of M and e by BLAS (k·S·(m + 1) ≥ ``_GEMM`` products per limb pair: one
-    dgemm per limb pair for all of M's rows) and small ones (the compiled loops), float64 with full mantissas
-    and wide spreads too (more limbs), float32 with sums within 120 bits (the limb sums in one 128-bit integer,
-    ``_limb_sums``) and beyond (32-bit words): every digest the definition's."""
+    dgemm for every limb pair and all of M's rows) and small ones (the compiled loops), float64 with full
+    mantissas and wide spreads too (more limbs), float32 with sums within 120 bits (the limb sums in one 128-bit
+    integer, ``_limb_sums128``) and beyond (32-bit words): every digest the definition's."""
     from relusym._zoo._jit_sums import _GEMM
 
     rng = np.random.default_rng(31 if dtype == np.float32 else 37)

@@ -9,17 +9,19 @@ computed exactly, by one of three paths (:func:`affine` chooses):
   the λ_i ≥ 0 ones multiplied by 0, no branch on the data.  With K = e₀ + 52 (e₀ ≤ the lowest set bit of every
   product), each product z = v·w is cut exactly into h = trunc(z / 2^K) and (z − h·2^K) / 2^e₀, two int64
   integers (below 2^52 each, 2^63 with their sums), summed in int64 (vector lanes, any order is exact), then
-  joined with c_j in one 128-bit integer (:func:`madd128`) and split (:func:`_sums_f32`).  Taken when the
+  joined in one 128-bit integer (:func:`_add128`) and split with c_j (:func:`_sums_f32`).  Taken when the
   products span at most ``_F32_SPAN`` bits above e₀ less bitlen(n) and the entry at most ``_WIDE`` bits;
   the bounds are from every row, branch-free (looser than those of the negative rows alone, never wrong).
 * **spans up to ``_WIDE`` bits**, below ``_GEMM`` products k·S·(m + 1) (S the neurons with λ_i < 0): each
   product of odd parts o_v·o_w (below 2^106) shifted to its offset and added into one 128-bit integer
   (:func:`_sums128`).
 * **else** (wider, or many products): float64 limbs of both factors, their products summed exactly over the
-  neurons (by BLAS for all of M's rows at once from ``_GEMM`` products), each sum added at its offset into one
-  128-bit integer when the entry spans at most ``_WIDE`` bits (:func:`_limb_sums`; every float32 network of
-  that size), else into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part; its
-  words in pw[q, e], entry by entry along the rows).
+  neurons (from ``_GEMM`` products by one BLAS product for every limb pair and all of M's rows at once,
+  :func:`_gemm`), each sum added at its offset into one 128-bit integer when the entry spans at most ``_WIDE``
+  bits (every float32 network of that size: :func:`_limb_sums128`, a pass per limb pair over all entries in
+  vector lanes), else into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part;
+  its words in pw[q, e], entry by entry along the rows; without branches on the data where the sums are in
+  128 bits, :func:`_split_all`).
 
 Imported only when numba is importable (the optional extra ``relusym[fast]``)."""
 
@@ -31,7 +33,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from relusym._zoo._jit_bytes import flat, inline, jit, leading_zeros, lshr, madd128, nbytes, trailing_zeros
+from relusym._zoo._jit_bytes import flat, inline, jit, leading_zeros, lshr, madd128, nbytes, trailing_zeros, ult
 
 __all__ = ["affine", "affine_work", "add_product", "split_words", "MAX_WORDS"]
 
@@ -207,27 +209,75 @@ def _products(XL: Any, YL: Any, P: Any, j: int, S: int, Lx: int, Ly: int) -> Any
 
 
 @jit
-def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int) -> Any:
-    """:func:`_products` for every j at once (Q[j] is its P), by BLAS: integers below 2^52, exact in any order."""
+def _fill_rows(idx: Any, S: int, o: Any, s: Any, ng: Any, e0: int, L: int, out: Any) -> None:
+    """out[u, l, t] = ± limb l (24 bits) of the integer |x|·2^(−e0) of entry t of row idx[u] of (o, s, ng), as
+    float64 (:func:`_fill`'s rows, laid out for one BLAS product: row u of the S × L·C matrix holds its L limbs
+    one after the other); limb by limb along the row (vector lanes)."""
+    T = o.shape[1]
+    mask = (1 << 24) - 1
+    for u in range(S):
+        r = idx[u]
+        for li in range(L):
+            lo = 24 * li
+            for t in range(T):
+                x = o[r, t]
+                sh = lo - (s[r, t] - e0)  # bits lo … lo + 23 of x·2^(s − e0): x >> sh (sh ≥ 0) or x << −sh
+                z = (x >> min(sh, 63)) if sh >= 0 else (x << min(-sh, 63)) if -sh < 24 else 0
+                out[u, li, t] = (1.0 - 2.0 * ng[r, t]) * float(z & mask)
+
+
+@jit
+def _gemm(XL: Any, YL: Any, S: int, Lx: int, Ly: int, R: Any) -> Any:
+    """Every limb pair's sums over the S neurons in one BLAS product: XL (Lx, k, S) as an Lx·k × S matrix times YL
+    (S, Ly, C) as S × Ly·C, into R (Lx·k × Ly·C, entry [lx·k + j, ly·C + l]): integers below 2^52, exact in any
+    order."""
     k, C = XL.shape[1], YL.shape[2]
-    Q = np.empty((k, Lx * Ly, C))
+    X2 = XL.reshape((Lx * k, S))
+    Y2 = YL.reshape((S, Ly * C))
+    np.dot(X2, Y2, R)
+    return R
+
+
+@inline
+def _add128(hi: int, lo: int, z: int, sh: int) -> tuple[int, int]:
+    """The 128-bit two's complement integer (hi, lo) (lo's bits read unsigned) plus z·2^sh (z a signed int64,
+    0 ≤ sh; the sum below 2^127 in magnitude, z = 0 where sh ≥ 128), by int64 shifts and an unsigned carry: no
+    branch on the data, so that a loop of them runs in vector lanes (LLVM's vectors of i128, as in
+    :func:`relusym._zoo._jit_bytes.madd128`, gave wrong sums when a loop of them was vectorized)."""
+    if sh < 64:
+        a, h = z << sh, (z >> 1) >> (63 - sh)
+    else:
+        a, h = 0, z << min(sh - 64, 63)
+    x = lo + a
+    return hi + h + ult(x, a), x
+
+
+@jit
+def _limb_sums128(R: Any, k: int, C: int, Lx: int, Ly: int, xb: int, off: int, acc: Any) -> None:
+    """acc = (hi, lo) (each k·C int64, entry j·C + l) = Σ over the limb pairs of R's sums (:func:`_gemm`) at
+    their offsets off + xb·lx + 24·ly (below 2^128 in two's complement: every entry of this path spans at most
+    ``_WIDE`` bits), pass by pass: one offset a pass, so that each pass is shifts, adds and a carry in vector
+    lanes."""
+    hi, lo = acc
+    for e in range(k * C):
+        hi[e], lo[e] = 0, 0
     for lx in range(Lx):
-        X = np.ascontiguousarray(XL[lx, :, :S])
         for ly in range(Ly):
-            R = np.dot(X, YL[ly][:S])
+            sh = off + xb * lx + 24 * ly
             for j in range(k):
-                Q[j, lx * Ly + ly] = R[j]
-    return Q
+                row = R[lx * k + j]
+                for l_ in range(C):
+                    e = j * C + l_
+                    hi[e], lo[e] = _add128(hi[e], lo[e], int(row[ly * C + l_]), sh)
 
 
 @flat
-def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int, xs: Any, hl: Any) -> None:
+def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int, xs: Any, hl: Any, acc: Any) -> None:
     """The entries of M and e of network bi of the float32 stack raw = (A, b, V) (:func:`affine`'s first path):
     each product z = v·w (exact in float64) cut into h = trunc(z·2^−K) and (z − h·2^K)·2^−e₀ (both exact
-    integers), summed in int64, joined with c_j in 128 bits at base and split into ``out``."""
+    integers), summed in int64, joined in 128 bits at base (in ``acc``) and split into ``out`` with c_j
+    (:func:`_split_all`)."""
     A, b, V = raw
-    co, cs, cn = cv
-    t, pn, plen, pw = out
     n, m = A.shape[1], A.shape[2]
     k, C = V.shape[1], A.shape[2] + 1
     K = e0 + 52
@@ -252,12 +302,11 @@ def _sums_f32(raw: Any, bi: int, lam: Any, cv: Any, out: Any, e0: int, base: int
             h_ += h
             l0 += int((z - float(h) * uK) * s0)
         H[m], L[m] = h_, l0
-        for l_ in range(C):
-            hi, lo = madd128(0, 0, abs(H[l_]), 1, K - base, H[l_] < 0)
-            hi, lo = madd128(hi, lo, abs(L[l_]), 1, e0 - base, L[l_] < 0)
-            if l_ == m:
-                hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
-            _split128(hi, lo, base, j * C + l_, t, pn, plen, pw)
+        ah, al = acc
+        for l_ in range(C):  # int64 shifts and a carry, not madd128: this loop is vectorized
+            hi, lo = _add128(0, 0, H[l_], K - base)
+            ah[j * C + l_], al[j * C + l_] = _add128(hi, lo, L[l_], e0 - base)
+    _split_all(acc, cv, out, k, C, base)
 
 
 @jit
@@ -271,6 +320,8 @@ def affine_work(n: int, k: int, C: int) -> tuple[Any, ...]:
         np.empty(n, np.int64),
         np.empty(n),
         (np.empty(C, np.int64), np.empty(C, np.int64)),
+        np.empty(_LIMBS * k * (_LIMBS // 2) * C),
+        (np.empty(k * C, np.int64), np.empty(k * C, np.int64)),
     )
 
 
@@ -290,7 +341,7 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     wo, ws, wn = w
     vo, vs, vn = v
     co, cs, cn = cv
-    XL, YL, P, negs, xs, hl = work
+    XL, YL, P, negs, xs, hl, RB, acc2 = work
     n, C = wo.shape
     k = vo.shape[0]
     nb = 64 - leading_zeros(n)
@@ -301,7 +352,7 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
             if co[j] != 0:
                 base, top = min(base, cs[j]), max(top, cs[j] + 64 - leading_zeros(co[j]))
         if eW < (1 << 40) and eV < (1 << 40) and tW + tV + nb - e0 <= _F32_SPAN and top - base <= _WIDE:
-            _sums_f32(raw, bi, lam, cv, out, e0, base, xs, hl)
+            _sums_f32(raw, bi, lam, cv, out, e0, base, xs, hl, acc2)
             return True
     S = 0
     for i in range(n):
@@ -328,13 +379,54 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
     Lx = (tV - eV + xb - 1) // xb if live else 0
     if Ly > YL.shape[0] or Lx > XL.shape[0]:
         return False
-    _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
-    _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
     off = eV + eW - base
-    Q = _gemm(XL, YL, S, Lx, Ly) if k * S * C >= _GEMM else np.empty((0, 0, 0))
-    # every partial sum below 2^(top − base + 1): within _WIDE bits one 128-bit integer, no carries to chase
-    _limb_sums(XL, YL, P, Q, cv, out, acc, S, Lx, Ly, xb, off, base, NW if top - base > _WIDE else 0)
+    NW = NW if top - base > _WIDE else 0  # 0: every partial sum below 2^(top − base + 1), one 128-bit integer
+    if k * S * C < _GEMM:
+        _fill(negs, S, wo, ws, wn, eW, Ly, 24, YL, 0)
+        _fill(negs, S, vo, vs, vn, eV, Lx, xb, XL, 1)
+        _limb_sums(XL, YL, P, P, False, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+        return True
+    Xg = XL.reshape(-1)[: Lx * k * S].reshape((Lx, k, S))  # the scratch laid out for one BLAS product
+    Yg = YL.reshape(-1)[: S * Ly * C].reshape((S, Ly, C))
+    _fill(negs, S, vo, vs, vn, eV, Lx, xb, Xg, 1)
+    _fill_rows(negs, S, wo, ws, wn, eW, Ly, Yg)
+    R = _gemm(Xg, Yg, S, Lx, Ly, RB[: Lx * k * Ly * C].reshape((Lx * k, Ly * C)))
+    if NW:
+        _limb_sums(Xg, Yg, P, R, True, cv, out, acc, S, Lx, Ly, xb, off, base, NW)
+    else:
+        _limb_sums128(R, k, C, Lx, Ly, xb, off, acc2)
+        _split_all(acc2, cv, out, k, C, base)
     return True
+
+
+@flat
+def _split_all(acc: Any, cv: Any, out: Any, k: int, C: int, base: int) -> None:
+    """Each entry of acc = (hi, lo) (:func:`_limb_sums128`; c_j added to e's first) split into ``out`` as
+    :func:`_split128` does, without branches on the data: the sign, the magnitude, its trailing zeros and top
+    byte by selects, entry after entry (vector lanes; :func:`_split128`'s branches on the sign and on the
+    high word are mispredicted about half the time)."""
+    co, cs, cn = cv
+    hi, lo = acc
+    t, pn, plen, pw = out
+    for j in range(k):
+        if co[j] != 0:
+            e = j * C + C - 1
+            hi[e], lo[e] = madd128(hi[e], lo[e], co[j], 1, cs[j] - base, cn[j])
+    for e in range(k * C):
+        h, l_ = hi[e], lo[e]
+        ng = h >> 63  # −1 for a negative entry, else 0: the magnitude is (h ^ ng, l ^ ng) + (ng & 1)
+        l2 = (l_ ^ ng) - ng
+        h2 = (h ^ ng) + ((ng & 1) & (l_ == 0))
+        lnz = l2 != 0
+        tl = min(trailing_zeros(l2), 63)
+        th = min(trailing_zeros(h2), 63)
+        lo3 = (lshr(l2, tl) | ((h2 << (63 - tl)) << 1)) if lnz else h2 >> th
+        hi3 = h2 >> tl if lnz else 0
+        zero = (l2 | h2) == 0
+        t[e] = 0 if zero else base + (tl if lnz else 64 + th)
+        pn[e] = 0 if zero else ng & 1
+        plen[e] = 8 + ((71 - leading_zeros(hi3)) >> 3) if hi3 != 0 else (71 - leading_zeros(lo3)) >> 3
+        pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo3 & _M32, lshr(lo3, 32), hi3 & _M32, hi3 >> 32
 
 
 @jit
@@ -364,7 +456,8 @@ def _limb_sums(
     XL: Any,
     YL: Any,
     P: Any,
-    Q: Any,
+    R: Any,
+    gemm: bool,
     cv: Any,
     out: Any,
     acc: Any,
@@ -378,18 +471,19 @@ def _limb_sums(
 ) -> None:
     """The entries of M and e from the limbs (:func:`affine`'s last path), split into ``out``: in one 128-bit
     integer each (:func:`madd128`) when ``NW`` is 0 (they span at most ``_WIDE`` bits), else in NW base-2³²
-    words.  The float64 limb sums are exact integers below 2^53."""
+    words.  The float64 limb sums are exact integers below 2^53: from R (:func:`_gemm`'s layout) with ``gemm``,
+    else from :func:`_products`, output by output."""
     co, cs, cn = cv
     t, pn, plen, pw = out
     k, C = XL.shape[1], YL.shape[2]
     for j in range(k):
-        Pj = Q[j] if Q.shape[0] else _products(XL, YL, P, j, S, Lx, Ly)
+        Pj = P if gemm else _products(XL, YL, P, j, S, Lx, Ly)
         for l_ in range(C):
             if NW == 0:
                 hi, lo = 0, 0
                 for lx in range(Lx):
                     for ly in range(Ly):
-                        f = Pj[lx * Ly + ly, l_]
+                        f = R[lx * k + j, ly * C + l_] if gemm else Pj[lx * Ly + ly, l_]
                         hi, lo = madd128(hi, lo, int(abs(f)), 1, off + xb * lx + 24 * ly, f < 0.0)
                 if l_ == C - 1 and co[j] != 0:
                     hi, lo = madd128(hi, lo, co[j], 1, cs[j] - base, cn[j])
@@ -399,7 +493,7 @@ def _limb_sums(
                 acc[q] = 0
             for lx in range(Lx):
                 for ly in range(Ly):
-                    f = Pj[lx * Ly + ly, l_]
+                    f = R[lx * k + j, ly * C + l_] if gemm else Pj[lx * Ly + ly, l_]
                     if f != 0.0:
                         _add(acc, int(abs(f)), off + xb * lx + 24 * ly, f < 0.0)
             if l_ == C - 1 and co[j] != 0:
