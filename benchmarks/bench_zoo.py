@@ -15,8 +15,9 @@ each side by side with its baseline in one run.
   the tables compared byte for byte;
 * **end to end, larger shapes** (``--end-to-end B1 B2``): ``relusym zoo --no-fibre`` in a fresh process on a
   stacked shard of B1 networks of 64-256-10 and B2 of 784-128-10 (imports, the numba kernel's load, reading,
-  the digests, the probe values, the table), against the loop over ``normal_form(net).digest()`` of this
-  process, per network, in one run;
+  the digests, the probe values, the table), and on their first quarter, against the loop over
+  ``normal_form(net).digest()`` of this process, per network, in one run: all in, and per further network
+  beyond the fixed cost (the slope between the two sizes);
 * **probe values** (``--probes``): the near-duplicate filter's values at the probe points, by the compiled
   loops, by a compiled BLAS product per network and by the numpy path, per shape, and the way a job takes;
 * **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
@@ -341,31 +342,45 @@ def _cli_job(source: Path, dest: Path, extra: list[str] | None = None) -> tuple[
 
 
 def end_to_end_rows(tmp: Path, sizes: list[int]) -> list[str]:
-    """``relusym zoo --no-fibre`` on a stacked shard in a fresh process (everything a user waits for), per
-    network, against a loop over ``normal_form(net).digest()`` in this process on the same networks' first L,
-    at 64-256-10 and 784-128-10; the digests of those L checked against the table's."""
+    """``relusym zoo --no-fibre`` on a stacked shard in a fresh process (everything a user waits for), at
+    64-256-10 and 784-128-10, on B networks and on B/4 (the same networks' first quarter): CPU per network
+    all in at B; per network beyond the fixed cost (the slope between the two runs: what each further network
+    costs) and that fixed cost (imports, numba's load); against a loop over ``normal_form(net).digest()`` in this
+    process on L of the networks (half timed before the jobs, half after, so that the machine's drift falls on
+    both sides), the digests of those L checked against the table's."""
     import pyarrow.parquet as pq
 
     out = []
-    for (m, n, k), B, L in zip(((64, 256, 10), (784, 128, 10)), sizes, (24, 8), strict=False):
+    for (m, n, k), B, L in zip(((64, 256, 10), (784, 128, 10)), sizes, (60, 20), strict=False):
         src = shard(tmp / f"e2e_{m}_{n}_{k}.npz", m, n, k, B)
         with np.load(src) as z:
-            V, A, b, c = (z[x][:L] for x in "VAbc")
+            V, A, b, c = (z[x] for x in "VAbc")
+        small = tmp / f"e2e_{m}_{n}_{k}_q.npz"
+        np.savez(small, V=V[: B // 4], A=A[: B // 4], b=b[: B // 4], c=c[: B // 4])
+        V, A, b, c = (x[:L].copy() for x in (V, A, b, c))
         la = load()
-        with Clock() as loop:
-            ref = [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L)]
+        loop_cpu, ref = 0.0, []
+        with Clock() as t:
+            ref += [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L // 2)]
+        loop_cpu += t.cpu
         dest = tmp / "e2e.parquet"
-        lb = load()
+        _, cpu_q = _cli_job(small, dest)
         wall, cpu = _cli_job(src, dest)
+        with Clock() as t:
+            ref += [normal_form(Network(V[i], A[i], b[i], c[i])).digest() for i in range(L // 2, L)]
+        loop_cpu += t.cpu
         if pq.read_table(dest, columns=["digest"]).column(0).to_pylist()[:L] != ref:
             raise AssertionError(f"digests differ for {m}-{n}-{k}")
-        us_loop, us_job = loop.cpu / L * 1e6, cpu / B * 1e6
+        us_loop, us_job = loop_cpu / L * 1e6, cpu / B * 1e6
+        us_more = (cpu - cpu_q) / (B - B // 4) * 1e6
+        fixed = cpu - us_more * B * 1e-6
         out.append(
-            f"| {m}-{n}-{k} | {B:,} | {us_job:,.0f} µs ({wall / B * 1e6:,.0f} µs wall) | {us_loop:,.0f} µs (load "
-            f"{la}) | {us_loop / us_job:.1f}× | {lb} → {load()} |"
+            f"| {m}-{n}-{k} | {B:,} | {us_job:,.0f} µs ({wall / B * 1e6:,.0f} µs wall), {us_loop / us_job:.1f}× | "
+            f"{us_more:,.0f} µs, {us_loop / us_more:.1f}× | {fixed:.2f} s | {us_loop:,.0f} µs (L = {L}) | "
+            f"{la} → {load()} |"
         )
-        dest.unlink()
-        src.unlink()
+        for x in (dest, src, small):
+            x.unlink()
     return out
 
 
@@ -497,8 +512,9 @@ def _cli_tables(args: argparse.Namespace) -> bool:
         )
     if args.end_to_end:
         _table(
-            "| shape m-n-k | networks | `relusym zoo --no-fibre`, fresh process, CPU per network | loop over "
-            "normal_form(net).digest(), CPU per network | ratio (CPU) | load |",
+            "| shape m-n-k | networks B | `relusym zoo --no-fibre`, fresh process: CPU per network, the loop / it | "
+            "each further network (B/4 → B), the loop / it | fixed cost | loop over normal_form(net).digest(), "
+            "CPU per network | load |",
             lambda tmp: end_to_end_rows(tmp, args.end_to_end),
         )
     return bool(args.only_cli)

@@ -35,7 +35,7 @@ def test_a_process_loads_the_kernel_after_its_first_weights(monkeypatch):
     """Before the kernel is loaded, stacks go by numpy until 2^24 weights are done (small jobs do not pay numba's
     import); then by the kernel."""
     monkeypatch.setattr(_digest_jit, "_STATE", {})
-    monkeypatch.setattr(_digest_jit, "_WORK", 5000)
+    monkeypatch.setattr(_digest_jit, "JIT_WORK", 5000)
     V, A, b, c = dense_stack(np.random.default_rng(2), 10, 3, 8, 2, 4)  # 10·(16 + 24 + 8 + 2) = 500 weights
     assert [jit_digests(V, A, b, c) is None for _ in range(11)] == [True] * 9 + [False] * 2
     assert stack_digests(V, A, b, c).digest == stack_definition(V, A, b, c)

@@ -149,6 +149,42 @@ def test_eager_kernels_only_for_large_shard_tasks():
     assert not _run._eager(Chunk(0, "files", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
 
 
+def test_kernels_loaded_first_when_every_process_would_load_them(tmp_path, monkeypatch):
+    """A shard of small tasks (each below the eager size) whose weights exceed 2^24 per process of the run: the
+    kernels are loaded before the first task (serially; not with workers that each see less, not for a folder)."""
+    from relusym._zoo._jobs import Runner
+    from relusym._zoo._sources import auto_rows
+
+    shapes = {"s.npz": (1250, 256, 64)}  # 64-256-10: tasks of 79 networks, 1.3·10^6 weights each
+    rows = auto_rows(shapes["s.npz"])
+    assert rows == 79
+    chunks = [
+        Chunk(i, "shard", ("s.npz",), ("s.npz",), i * rows, min(1250, i * rows + rows), i * rows) for i in range(16)
+    ]
+    assert sum(c.size for c in chunks) == 1250 and not any(_run._eager(c, shapes) for c in chunks)
+    weights = 1250 * 256 * 65
+    assert weights >= _run.JIT_WORK
+    assert _run._each_pays(chunks, shapes, Runner())
+    assert _run._each_pays(chunks, shapes, Runner(workers=1))
+    assert not _run._each_pays(chunks, shapes, Runner(workers=2))  # 1.04·10^7 weights each: below 2^24
+    assert not _run._each_pays(chunks, shapes, Runner(dask_local=2))
+    assert not _run._each_pays(chunks, {}, Runner())  # shape unknown
+    files = [Chunk(i, "files", ("s.npz",), ("s.npz",), c.start, c.stop, c.first) for i, c in enumerate(chunks)]
+    assert not _run._each_pays(files, shapes, Runner())
+    # a real serial job: its client loads the kernels before its first task
+    calls: list[int] = []
+    monkeypatch.setattr(_run, "_load_kernels", lambda: calls.append(len(calls)))
+    monkeypatch.setattr(_run, "JIT_WORK", 64 * 3 * 5 + 1)
+    rng = np.random.default_rng(2)
+    V, A, b, c = (rng.standard_normal(x).astype(np.float32) for x in ((64, 1, 3), (64, 3, 4), (64, 3), (64, 1)))
+    np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
+    scan_zoo(tmp_path / "s.npz", fibre=False, progress=False)
+    assert calls == []  # 960 weights: below
+    monkeypatch.setattr(_run, "JIT_WORK", 64 * 3 * 5)
+    scan_zoo(tmp_path / "s.npz", fibre=False, progress=False)
+    assert calls == [0]
+
+
 @pytest.mark.slow
 def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch):
     """A shard of default tasks (2^22 weights): the client loads the kernels before its pool forks and every task

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jit_digests", "jit_available", "sha_address"]
+__all__ = ["jit_digests", "jit_available", "sha_address", "JIT_WORK"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
-_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
+JIT_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
 _STATE: dict[str, Any] = {}
 _LOCAL = threading.local()
 
@@ -145,7 +145,7 @@ def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> t
         # a process pays them once it has digested 2^24 weights by numpy (about as long), so small jobs (a
         # folder of a few thousand small files, each worker of a pool) never do and large ones lose little
         _STATE["work"] = _STATE.get("work", 0) + V.size + A.size + b.size + c.size
-        if _STATE["work"] < _WORK:
+        if _STATE["work"] < JIT_WORK:
             return None
     kernel = _kernel()
     arrays = _stack_arrays(V, A, b, c) if kernel is not None else None

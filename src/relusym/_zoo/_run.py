@@ -18,7 +18,7 @@ from relusym._base.progress import progress_bar
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
-from relusym._zoo._digest_jit import jit_available
+from relusym._zoo._digest_jit import JIT_WORK, jit_available
 from relusym._zoo._jobs import PartsFolder, Runner, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
 from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
@@ -381,6 +381,22 @@ def _eager(chunk: Chunk, shapes: dict[str, tuple[int, ...]]) -> bool:
     return shape is not None and chunk.size * int(shape[1]) * (int(shape[2]) + 1) >= _EAGER_JIT
 
 
+def _each_pays(chunks: list[Chunk], shapes: dict[str, tuple[int, ...]], runner: Runner) -> bool:
+    """Whether the job's stacked shards hold so many weights that every process of the run (the client of a
+    serial run, each worker of a pool or local cluster relusym starts, sharing them evenly) digests at least
+    ``JIT_WORK`` (2^24) of them, so that each would load the compiled kernel anyway
+    (:func:`relusym._zoo._digest_jit.jit_digests`): then it is loaded before the first task, as :func:`_eager`
+    does, and the numpy path's first 2^24 weights are saved (about 1 s of CPU time at 64-256-10, where a shard
+    of 1,250 networks has tasks of 79, each below :data:`_EAGER_JIT`).  Weights counted as in :func:`_eager`."""
+    weights = 0
+    for c in chunks:
+        shape = shapes.get(c.paths[0]) if c.kind == "shard" and c.paths else None
+        if shape is not None:
+            weights += c.size * int(shape[1]) * (int(shape[2]) + 1)
+    processes = max(1, runner.workers or 0, runner.dask_local or 0)
+    return weights >= JIT_WORK * processes
+
+
 def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
@@ -416,8 +432,8 @@ def _run_chunks(
 
     chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
     if not runner.started and runner.executor is None and runner.scheduler is None:
-        if any(_eager(c, found) for c in chunks):
-            _load_kernels()  # see _eager
+        if any(_eager(c, found) for c in chunks) or _each_pays(chunks, found, runner):
+            _load_kernels()  # see _eager and _each_pays
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
