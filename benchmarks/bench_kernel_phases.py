@@ -24,17 +24,20 @@ import os
 import time
 from typing import Any
 
-import numba
-import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as the zoo job's BLAS: one thread
+    os.environ.setdefault(_var, "1")
 
-from relusym._zoo._digest_jit import _openssl_sha256, jit_available, jit_digests, sha_address
-from relusym._zoo._jit_bytes import encoded_size, sha256_into, write_network
-from relusym._zoo._jit_kernel import _kinks, _order, _read, _rows
-from relusym._zoo._jit_sha import LANES, hash_lanes, lane_work, pad
-from relusym._zoo._jit_sums import MAX_WORDS, affine, affine_work
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba.core import types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+
+from relusym._zoo._digest_jit import _openssl_sha256, jit_available, jit_digests, sha_address  # noqa: E402
+from relusym._zoo._jit_bytes import encoded_size, sha256_into, write_network  # noqa: E402
+from relusym._zoo._jit_kernel import _kinks, _order, _read, _rows  # noqa: E402
+from relusym._zoo._jit_sha import LANES, hash_lanes, lane_work, pad  # noqa: E402
+from relusym._zoo._jit_sums import MAX_WORDS, affine, affine_work  # noqa: E402
 
 PHASES = ("read", "rows", "order", "sums of M and e", "kinks", "size", "bytes", "SHA-256")
 
