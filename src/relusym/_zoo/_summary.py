@@ -92,10 +92,10 @@ _PROBE_JIT: dict[str, Any] = {}
 
 def probe_kernel() -> Any:
     """:func:`relusym._zoo._jit_probe.probe_values` (compiled by numba, cached on disk like the digest kernel), or
-    None: only in a process
-    that has loaded the compiled digest kernel (:mod:`relusym._zoo._digest_jit`: numba installed,
-    ``RELUSYM_NO_JIT`` unset, and a job large enough), so that small jobs never import numba for it.  About half
-    the CPU time of the numpy path at 8-64-1 (1.7 µs a network against 4.2), a fifth at 784-128-10 (BLAS)."""
+    None: only in a process that has loaded the compiled digest kernel (:mod:`relusym._zoo._digest_jit`: numba
+    installed, ``RELUSYM_NO_JIT`` unset, and a job large enough), so that small jobs never import numba for it.
+    About half the CPU time of the numpy path at 8-64-1 (2.1 µs a network against 5.6), a fifth at 784-128-10
+    (97 against 462 µs, by BLAS)."""
     if "kernel" not in _PROBE_JIT:
         if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
             return None
