@@ -442,9 +442,10 @@ PROBE_SHAPES = ((8, 64, 1), (16, 64, 4), (32, 64, 4), (64, 64, 10), (32, 128, 10
 
 
 def probe_rows() -> list[str]:
-    """The probe values of the near-duplicate filter three ways, on the same stacks (about 4·10^7 weights a
-    shape), best of 3, CPU per network: the compiled loops, the compiled per-network BLAS product, the numpy path
-    (blocks of networks); their values compared (within 1e-12 of the values' scale), and the way a job takes."""
+    """The probe values of the near-duplicate filter three ways, on the same stacks (200 to 20,000 networks, at
+    most 2^25 weights of A a shape), best of 3, CPU per network: the compiled loops, the compiled per-network BLAS
+    product, the numpy path (blocks of networks); their values compared (within 1e-12 of the values' scale), and
+    the way a job takes."""
     from relusym._zoo import _run, _summary
 
     _run._load_kernels()
