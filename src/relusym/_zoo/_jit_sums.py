@@ -21,7 +21,7 @@ computed exactly, by one of three paths (:func:`affine` chooses):
   bits (every float32 network of that size: :func:`_limb_sums128`, a pass per limb pair over all entries in
   vector lanes), else into base-2³² words (int64, carried at the end), then split (trailing zeros, odd part;
   its words in pw[q, e], entry by entry along the rows; without branches on the data where the sums are in
-  128 bits, :func:`_split_all`).
+  128 bits, :func:`_split128`).
 
 Imported only when numba is importable (the optional extra ``relusym[fast]``)."""
 
@@ -112,25 +112,22 @@ def split_words(acc: Any, NW: int, base: int, e: int, t: Any, pn: Any, plen: Any
 @inline
 def _split128(hi: int, lo: int, base: int, e: int, t: Any, pn: Any, plen: Any, pw: Any) -> None:
     """The 2-adic split of 2^base · (hi, lo) (a 128-bit two's complement integer) into entry e, as
-    :func:`_split`."""
-    neg = hi < 0
-    if neg:
-        lo = -lo
-        hi = ~hi + (lo == 0)
-    if hi == 0 and lo == 0:
-        t[e], pn[e], plen[e] = 0, 0, 0
-        return
-    if lo != 0:
-        tz = trailing_zeros(lo)
-        lo = lshr(lo, tz) | ((hi << (63 - tz)) << 1)
-        hi = hi >> tz
-    else:
-        tz = 64 + trailing_zeros(hi)
-        lo = hi >> (tz - 64)
-        hi = 0
-    t[e], pn[e] = base + tz, 1 if neg else 0
-    plen[e] = 8 + ((71 - leading_zeros(hi)) >> 3) if hi != 0 else (71 - leading_zeros(lo)) >> 3
-    pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo & _M32, lshr(lo, 32), hi & _M32, hi >> 32
+    :func:`split_words`, without branches on the data: the sign, the magnitude, its trailing zeros and its top
+    byte by selects (branches on the sign and on the high word are mispredicted about half the time: at
+    784-128-10 the entries' split took about 300 µs a network with them, 63 µs without)."""
+    ng = hi >> 63  # −1 for a negative entry, else 0: the magnitude is (hi ^ ng, lo ^ ng) + (ng & 1)
+    l2 = (lo ^ ng) - ng
+    h2 = (hi ^ ng) + ((ng & 1) & (lo == 0))
+    lnz = l2 != 0
+    tl = min(trailing_zeros(l2), 63)
+    th = min(trailing_zeros(h2), 63)
+    lo3 = (lshr(l2, tl) | ((h2 << (63 - tl)) << 1)) if lnz else h2 >> th
+    hi3 = h2 >> tl if lnz else 0
+    zero = (l2 | h2) == 0
+    t[e] = 0 if zero else base + (tl if lnz else 64 + th)
+    pn[e] = 0 if zero else ng & 1
+    plen[e] = 8 + ((71 - leading_zeros(hi3)) >> 3) if hi3 != 0 else (71 - leading_zeros(lo3)) >> 3
+    pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo3 & _M32, lshr(lo3, 32), hi3 & _M32, hi3 >> 32
 
 
 @inline
@@ -401,10 +398,8 @@ def affine(raw: Any, bi: int, lam: Any, w: Any, v: Any, cv: Any, acc: Any, out: 
 
 @flat
 def _split_all(acc: Any, cv: Any, out: Any, k: int, C: int, base: int) -> None:
-    """Each entry of acc = (hi, lo) (:func:`_limb_sums128`; c_j added to e's first) split into ``out`` as
-    :func:`_split128` does, without branches on the data: the sign, the magnitude, its trailing zeros and top
-    byte by selects, entry after entry (:func:`_split128`'s branches on the sign and on the high word are
-    mispredicted about half the time; at 784-128-10 this took the entries' split from about 300 to 63 µs)."""
+    """Each entry of acc = (hi, lo) (:func:`_limb_sums128`, :func:`_sums_f32`), c_j added to e's first, split into
+    ``out`` (:func:`_split128`)."""
     co, cs, cn = cv
     hi, lo = acc
     t, pn, plen, pw = out
@@ -413,20 +408,7 @@ def _split_all(acc: Any, cv: Any, out: Any, k: int, C: int, base: int) -> None:
             e = j * C + C - 1
             hi[e], lo[e] = madd128(hi[e], lo[e], co[j], 1, cs[j] - base, cn[j])
     for e in range(k * C):
-        h, l_ = hi[e], lo[e]
-        ng = h >> 63  # −1 for a negative entry, else 0: the magnitude is (h ^ ng, l ^ ng) + (ng & 1)
-        l2 = (l_ ^ ng) - ng
-        h2 = (h ^ ng) + ((ng & 1) & (l_ == 0))
-        lnz = l2 != 0
-        tl = min(trailing_zeros(l2), 63)
-        th = min(trailing_zeros(h2), 63)
-        lo3 = (lshr(l2, tl) | ((h2 << (63 - tl)) << 1)) if lnz else h2 >> th
-        hi3 = h2 >> tl if lnz else 0
-        zero = (l2 | h2) == 0
-        t[e] = 0 if zero else base + (tl if lnz else 64 + th)
-        pn[e] = 0 if zero else ng & 1
-        plen[e] = 8 + ((71 - leading_zeros(hi3)) >> 3) if hi3 != 0 else (71 - leading_zeros(lo3)) >> 3
-        pw[0, e], pw[1, e], pw[2, e], pw[3, e] = lo3 & _M32, lshr(lo3, 32), hi3 & _M32, hi3 >> 32
+        _split128(hi[e], lo[e], base, e, t, pn, plen, pw)
 
 
 @jit
