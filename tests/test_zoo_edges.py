@@ -287,7 +287,7 @@ def test_close_pairs_are_all_pairs_within_the_radius(n: int, dim: int, radius: f
     """The near-duplicate search's candidate pairs (a grid over two coordinates, no k-d tree) are exactly the pairs
     within the radius, against brute force over all pairs: points in clusters, on a lattice (ties at the radius and
     at cell borders), repeated points."""
-    from relusym._zoo._summary import close_pairs
+    from relusym._zoo._near import close_pairs
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, dim)) * rng.uniform(0.05, 4.0, size=dim)
@@ -299,6 +299,67 @@ def test_close_pairs_are_all_pairs_within_the_radius(n: int, dim: int, radius: f
     d = np.linalg.norm(X[i] - X[j], axis=1)
     want = np.stack([i[d <= radius], j[d <= radius]], axis=1)
     assert np.array_equal(got, want)
+    # the same rows as blocks (the parts of a job, an empty one among them), numbered one after the other
+    cuts = np.sort(rng.integers(0, n + 1, size=int(rng.integers(1, 6))))
+    assert np.array_equal(close_pairs(np.split(X, cuts), radius), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 9), min_size=1, max_size=6),
+    width=st.integers(1, 4),
+    cut=st.integers(0, 2),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_list_blocks_are_the_rows_of_each_chunk(sizes: list[int], width: int, cut: int, seed: int) -> None:
+    """The probe values' blocks (2-D views of each chunk of a list column, no copy) hold each chunk's lists, row
+    for row, against the lists as Python values, on chunks sliced out of larger arrays; a column with a null list
+    or a list of another length has none (the search then copies, as before), and the near-duplicate search's
+    input per shape (:func:`probe_sets`) is the same by either way."""
+    import pyarrow as pa
+
+    from relusym._zoo._near import list_blocks, probe_sets
+
+    rng = np.random.default_rng(seed)
+    chunks, lists = [], []
+    for size in sizes:
+        rows = [rng.standard_normal(width).tolist() for _ in range(size + cut)]
+        chunks.append(pa.array(rows, type=pa.list_(pa.float64())).slice(cut))
+        lists += rows[cut:]
+    col = pa.chunked_array(chunks, type=pa.list_(pa.float64()))
+    blocks = list_blocks(col, width)
+    assert blocks is not None
+    got = [row.tolist() for block in blocks for row in block]
+    assert got == lists
+    assert all(not block.flags.owndata for block in blocks)  # views of the chunks' buffers
+    if lists:
+        assert list_blocks(col, width + 1) is None
+        holed = pa.chunked_array([*chunks, pa.array([None], type=pa.list_(pa.float64()))])
+        assert list_blocks(holed, width) is None
+    N = len(lists)
+    if N >= 2:
+        nd = [rng.standard_normal(5).tolist() for _ in range(N)]
+        cuts = np.cumsum([0, *sizes])
+        table = pa.table(
+            {
+                "m": pa.array([3] * N, type=pa.int32()),
+                "k": pa.array([1] * N, type=pa.int32()),
+                "_probe": col,
+                "_nd": pa.chunked_array(
+                    [pa.array(nd[a:b], type=pa.list_(pa.float64())) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+                ),
+            }
+        )
+        rows = np.arange(N)
+        ((m, got_rows, got_blocks, nd_max),) = list(probe_sets(table, rows))
+        assert m == 3 and np.array_equal(got_rows, rows)
+        assert np.concatenate(got_blocks).tolist() == lists
+        assert nd_max.tolist() == np.max(np.array(nd), axis=0).tolist()
+        rest = list(probe_sets(table, rows[1:]))  # not every row: copied (a shape of one row has no pairs)
+        assert len(rest) == (N >= 3)
+        for _, sub, sub_blocks, sub_max in rest:
+            assert np.array_equal(sub, rows[1:]) and np.concatenate(sub_blocks).tolist() == lists[1:]
+            assert sub_max.tolist() == np.max(np.array(nd[1:]), axis=0).tolist()
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
@@ -377,6 +438,15 @@ def test_group_codes_number_by_first_appearance(words: list[str], fixed: bool, c
     want = [seen.setdefault(w, len(seen)) for w in words]
     assert codes.tolist() == want
     assert first.tolist() == [words.index(w) for w in seen]
+    # the same strings in chunks (a job's parts; each sliced, some empty): keyed chunk by chunk, same codes
+    bounds = sorted({0, len(words), *[(7 * t + cut) % (len(words) + 1) for t in range(3)]})
+    parts = [
+        pa.array(["y" * 64] + words[a:b], type=pa.string()).slice(1)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+    chunked = pa.chunked_array([pa.array([], type=pa.string()), *parts], type=pa.string())
+    c2, f2 = group_codes(chunked)
+    assert c2.tolist() == want and f2.tolist() == first.tolist()
 
 
 def test_probe_values_and_scales_against_exact_evaluation() -> None:

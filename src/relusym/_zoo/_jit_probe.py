@@ -2,7 +2,7 @@
 numba: each network's values at the probe points and its scale quantities, in float64, network by network, with
 nothing but the weights read from memory.  Sums in any order (``fastmath`` reassociation): their rounding, about
 (n + m)·2^-53 of the magnitudes, is far inside the slack of the near-duplicate radius
-(:func:`relusym._zoo._summary._near_pairs`), whose candidates are then decided exactly.
+(:func:`relusym._zoo._near.near_pairs`), whose candidates are then decided exactly.
 
 Imported only by :func:`relusym._zoo._summary.probe_kernel`, when numba is importable (``relusym[fast]``)."""
 

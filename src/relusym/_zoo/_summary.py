@@ -1,9 +1,9 @@
 """The end of a zoo job, column by column: exact duplicate groups from the digests, near-duplicate clusters
-from verified near pairs (tolerance mode), and the summary."""
+from verified near pairs (tolerance mode, :mod:`relusym._zoo._near`), and the summary; and the probe values
+of the near-duplicate filter, computed by the chunks' tasks."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any
@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from relusym._base.rng import as_generator
-from relusym._core.network import Network
-from relusym._zoo._sources import Chunk, read_chunk
+from relusym._zoo._near import near_pairs, probe_sets
+from relusym._zoo._sources import Chunk
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
 
-__all__ = ["close_pairs", "finish_job", "group_codes", "probe_kernel", "probe_stack"]
+__all__ = ["finish_job", "group_codes", "probe_kernel", "probe_stack"]
 
 # ----------------------------------------------------------------------------------------------------------
 # the probe values of the near-duplicate filter (computed by the chunks' tasks, :mod:`relusym._zoo._run`)
@@ -116,132 +116,6 @@ def probe_kernel() -> Any:
 # the end of a job
 
 
-def _networks_at(chunks: list[Chunk], wanted: dict[int, int]) -> dict[int, Network]:
-    """The networks with the given indices (index → chunk), read again from their chunks."""
-    by_chunk: dict[int, set[int]] = {}
-    for idx, ch in wanted.items():
-        by_chunk.setdefault(ch, set()).add(idx)
-    out: dict[int, Network] = {}
-    for ch, idxs in by_chunk.items():
-        data = read_chunk(chunks[ch])
-        for items, V, A, b, c in data.stacks:
-            for t, item in enumerate(items):
-                if item.index in idxs:
-                    out[item.index] = item.net if isinstance(item.net, Network) else Network(V[t], A[t], b[t], c[t])
-        for item in data.singles:
-            if item.index in idxs and isinstance(item.net, Network):
-                out[item.index] = item.net
-    return out
-
-
-def _near_pairs(
-    idx: np.ndarray,
-    probes: np.ndarray,
-    nd: np.ndarray,
-    m: int,
-    options: Options,
-    chunk_of: np.ndarray,
-    chunks: list[Chunk],
-) -> list[tuple[int, int]]:
-    """Pairs of distinct-digest networks of one shape that ``equivalent_approx`` accepts.
-
-    Candidates come from the values at the probe points: for two networks accepted within (atol, rtol), the
-    difference of their functions on the unit ball is at most
-    √2·(n₁+n₂)·τ_κ·W + √2·(n₁+n₂)·τ_w·(T₁+T₂) + 2·τ_aff (each cluster's kink and the affine part are within
-    their tolerances τ_κ, τ_aff; each neuron's hyperplane lies within (n₁+n₂)·τ_w of its cluster's first one),
-    so no accepted pair is further apart than that bound (times √P) in probe space; every candidate is then
-    decided by ``equivalent_approx`` itself."""
-    from relusym._tolerance.approx import equivalent_approx
-
-    if len(idx) < 2 or (options.atol == 0 and options.rtol == 0):
-        return []
-    T, tmax, cn, n, wmax = (float(nd[:, j].max()) for j in range(5))
-    atol, rtol = options.atol, options.rtol
-    tol_kink = atol + rtol * max(cn, tmax)
-    tol_aff = atol + rtol * 2 * (cn + T)
-    tol_w = atol + rtol * wmax
-    bound = math.sqrt(2) * 2 * n * (tol_kink * wmax + tol_w * 2 * T) + 2 * tol_aff
-    P = probes.shape[1]
-    slack = 1e-12 * (n + m + 2) * (cn + T + 1.0)
-    radius = math.sqrt(P) * (bound + slack)
-    cand = close_pairs(probes, radius)
-    if not len(cand):
-        return []
-    need = {int(idx[i]): int(chunk_of[i]) for i in np.unique(cand).tolist()}
-    nets = _networks_at(chunks, need)
-    pairs = []
-    for i, j in cand.tolist():
-        a, b = int(idx[i]), int(idx[j])
-        if a in nets and b in nets and equivalent_approx(nets[a], nets[b], atol=atol, rtol=rtol):
-            pairs.append((min(a, b), max(a, b)))
-    return sorted(pairs)
-
-
-_SWEEP_PAIRS = 1 << 22  # the grid's candidate pairs at most (beyond: a k-d tree finds the close pairs)
-
-
-def close_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
-    """The pairs (i < j, as rows of an int array, sorted) of rows of ``probes`` within Euclidean distance
-    ``radius``.
-
-    A grid over the two coordinates of largest spread, of cells no smaller than ``radius`` (widened by a relative
-    1e-5, so that rounding cannot move a pair's cells more than one apart): two rows within ``radius`` lie in the
-    same or neighbouring cells, so each row's partners are found by binary search among the rows sorted by cell;
-    those pairs are then kept by their full distance.  Near-duplicate radii are small beside the spread of a
-    zoo's probe values, so the neighbouring cells are nearly empty and this costs a sort (no k-d tree, whose
-    import and build cost the client seconds on large zoos).  Crowded cells (many networks at one point) fall
-    back to the k-d tree."""
-    N = len(probes)
-    if N < 2 or probes.shape[1] < 2 or not np.isfinite(probes).all():
-        return _tree_pairs(probes, radius)
-    lo, hi = probes.min(axis=0), probes.max(axis=0)
-    axes = np.argsort(hi - lo, kind="stable")[::-1][:2]
-    size = max(radius * (1 + 1e-5), float((hi - lo)[axes].max()) / 2**30, 1e-300)
-    cells = np.floor((probes[:, axes] - lo[axes]) / size).astype(np.int64)
-    n1 = int(cells[:, 1].max()) + 3  # two empty columns: the offset (+1, −1) of a cell in column 0 finds nothing
-    key = cells[:, 0] * n1 + cells[:, 1]
-    order = np.argsort(key)  # any order within a cell: the pairs are sorted at the end
-    ks = key[order]
-    pos = np.arange(N)
-    found: list[np.ndarray] = []
-    total = 0
-    # the half of each row's neighbourhood, as two runs of the sorted rows: its own cell (the later rows) with the
-    # cell after it, and the three cells of the next column (cells are consecutive keys)
-    for lo_off, hi_off in ((0, 1), (n1 - 1, n1 + 1)):
-        start = pos + 1 if lo_off == 0 else np.searchsorted(ks, ks + lo_off, side="left")
-        stop = np.searchsorted(ks, ks + hi_off, side="right")
-        width = np.maximum(stop - start, 0)
-        total += int(width.sum())
-        if total > _SWEEP_PAIRS:
-            return _tree_pairs(probes, radius)
-        if not width.any():
-            continue
-        left = np.repeat(pos, width)
-        right = np.repeat(start - np.cumsum(width) + width, width) + np.arange(len(left))
-        a, b = order[left], order[right]
-        d = np.linalg.norm(probes[a] - probes[b], axis=1)
-        keep = d <= radius
-        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-
-
-def _tree_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
-    """:func:`close_pairs` by a k-d tree over a random projection (distances shrink under it, so no pair is
-    lost; the pairs found are then kept by their full distance)."""
-    from scipy.spatial import cKDTree
-
-    from relusym._tolerance.approx import project, projector
-
-    Q = projector(probes.shape[1])
-    tree = cKDTree(project(probes, Q))
-    cand = tree.query_pairs(radius, output_type="ndarray")
-    if len(cand):
-        d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
-        cand = cand[d <= radius]
-    return np.asarray(cand, dtype=np.int64).reshape(-1, 2)
-
-
 def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, dict[str, Any]]:
     """The table (public columns, with the exact groups and near clusters) and the summary, column by column:
     groups are the digests' codes in order of first appearance (rows by index), near clusters the connected
@@ -251,12 +125,12 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
 
     from relusym._zoo._categories import CATEGORIES
 
-    raw = _by_index(raw)
+    raw, index = _by_index(raw)
     N = raw.num_rows
     ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
     okmask = pa.array(ok)
     okrows = np.nonzero(ok)[0]
-    ok_digests = (raw["digest"] if ok.all() else raw["digest"].take(pa.array(okrows))).combine_chunks()
+    ok_digests = raw["digest"] if ok.all() else raw["digest"].take(pa.array(okrows))
     codes, first = group_codes(ok_digests)
     G = len(first)
     group = np.full(N, -1, dtype=np.int64)
@@ -264,28 +138,21 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     rep = okrows[first]
     counts = np.bincount(codes, minlength=G)
     size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
-    index = raw["index"].to_numpy()
     # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
     parent = np.arange(G)
     probe_len = pc.list_value_length(raw["_probe"]).to_numpy(zero_copy_only=False)
     with_probe = rep[np.nan_to_num(probe_len[rep], nan=0) > 0] if G else rep
-    ms, ks = raw["m"].to_numpy(zero_copy_only=False), raw["k"].to_numpy(zero_copy_only=False)
-    chunk_col = raw["_chunk"].to_numpy()
     pairs: list[tuple[int, int]] = []
     if with_probe.size >= 2 and (options.atol != 0 or options.rtol != 0):
-        shapes = ms[with_probe].astype(np.int64) << 32 | ks[with_probe].astype(np.int64)
-        kinds, inv = np.unique(shapes, return_inverse=True)
-        row_of_index = {}
-        for j, mk in enumerate(kinds.tolist()):
-            m = mk >> 32
-            rows = with_probe if len(kinds) == 1 else with_probe[inv.reshape(-1) == j]
-            if rows.size < 2:
-                continue
-            probes = _list_rows(raw["_probe"], rows)
-            nd = _list_rows(raw["_nd"], rows)
-            found = _near_pairs(index[rows], probes, nd, int(m), options, chunk_col[rows], chunks)
+        chunk_col = raw["_chunk"]
+        for m, rows, probes, nd_max in probe_sets(raw, with_probe):
+
+            def chunk_of(u: np.ndarray, rows: np.ndarray = rows) -> np.ndarray:
+                return np.asarray(chunk_col.take(pa.array(rows[u])).to_numpy())
+
+            found = near_pairs(index[rows], probes, nd_max, m, options, chunk_of, chunks)
             if found:
-                row_of_index.update({int(index[r]): int(r) for r in rows})
+                row_of_index = {int(index[r]): int(r) for r in rows}
                 pairs += [(row_of_index[a_], row_of_index[b_]) for a_, b_ in found]
     for ra, rb in pairs:
         ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
@@ -386,69 +253,87 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     return table, summary
 
 
-def _by_index(raw: Any) -> Any:
-    """The rows sorted by index: the parts come in chunk order, each sorted, so the rows are usually in order
-    already (no sort).  The columns stay in their parts' chunks (the table written is the same; copying the
-    probe lists into one buffer cost more than the groups)."""
-    if raw.num_rows > 1 and not bool(np.all(np.diff(raw["index"].to_numpy()) > 0)):
+def _by_index(raw: Any) -> tuple[Any, np.ndarray]:
+    """The rows sorted by index, and their indices: the parts come in chunk order, each sorted, so the rows are
+    usually in order already (no sort).  The columns stay in their parts' chunks (the table written is the same;
+    copying the probe lists into one buffer cost more than the groups)."""
+    index = raw["index"].to_numpy()
+    if raw.num_rows > 1 and not bool(np.all(np.diff(index) > 0)):
         raw = raw.sort_by("index")
-    return raw
+        index = raw["index"].to_numpy()
+    return raw, index
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
+def _fixed_width(arr: Any) -> np.ndarray | None:
+    """The strings of a pyarrow string array without nulls as a (rows × width) uint8 view of its buffer, when
+    they all have one width of at least 16 bytes; else None."""
+    import pyarrow as pa
+
+    N = len(arr)
+    if arr.type != pa.string() or arr.null_count or N == 0:
+        return None
+    buffers = arr.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=N + 1, offset=4 * arr.offset)
+    width = int(offsets[1] - offsets[0])
+    if width < 16 or not bool(np.all(np.diff(offsets) == width)):
+        return None
+    return np.frombuffer(buffers[2], dtype=np.uint8, count=N * width, offset=int(offsets[0])).reshape(N, width)
+
+
+def _keys(digests: Any) -> np.ndarray | None:
+    """64 bits of each digest's first 16 bytes, chunk by chunk (the strings are not copied), when every chunk
+    is a fixed-width matrix (:func:`_fixed_width`) of one width; else None."""
+    keys, widths = [], set()
+    for ch in getattr(digests, "chunks", [digests]):
+        if len(ch) == 0:
+            continue
+        data = _fixed_width(ch)
+        if data is None:
+            return None
+        widths.add(data.shape[1])
+        words = np.ascontiguousarray(data[:, :16]).view(np.uint64)
+        keys.append(words[:, 0] * _MIX ^ words[:, 1])
+    return np.concatenate(keys) if keys and len(widths) == 1 else None
+
+
 def group_codes(digests: Any) -> tuple[np.ndarray, np.ndarray]:
-    """For a pyarrow string array without nulls: each row's code (equal codes iff equal strings, numbered
-    0, 1, … in order of first appearance) and the first row of each code.
+    """For a pyarrow string array or chunked array without nulls: each row's code (equal codes iff equal strings,
+    numbered 0, 1, … in order of first appearance) and the first row of each code.
 
     The digests of a zoo have one length (64 hex digits): their bytes are then a fixed-width matrix, keyed by
-    64 bits of their first 16 characters: when the keys are all distinct (most zoos), so are the digests, and one
-    sort of the keys settles it; else they are grouped by one integer sort and every row is compared with its
-    key's first row byte for byte, so a collision of keys (distinct digests, equal keys) is detected and the
-    strings are grouped by a hash table instead (``pyarrow.compute.dictionary_encode``, which numbers the same
-    way and cost the client five times as much)."""
+    64 bits of their first 16 characters (read chunk by chunk, :func:`_keys`): when the keys are all distinct
+    (most zoos), so are the digests, and one sort of the keys settles it; else they are grouped by one integer
+    sort and every row is compared with its key's first row byte for byte, so a collision of keys (distinct
+    digests, equal keys) is detected and the strings are grouped by a hash table instead
+    (``pyarrow.compute.dictionary_encode``, which numbers the same way and cost the client five times as much)."""
     import pyarrow.compute as pc
 
     N = len(digests)
     if N == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if digests.null_count == 0:
-        buffers = digests.buffers()
-        offsets = np.frombuffer(buffers[1], dtype=np.int32, count=N + 1, offset=4 * digests.offset)
-        width = int(offsets[1] - offsets[0])
-        if width >= 16 and bool(np.all(np.diff(offsets) == width)):
-            data = np.frombuffer(buffers[2], dtype=np.uint8, count=N * width, offset=int(offsets[0]))
-            data = data.reshape(N, width)
-            words = np.ascontiguousarray(data[:, :16]).view(np.uint64)
-            key = words[:, 0] * _MIX ^ words[:, 1]
-            ordered = np.sort(key)
-            if not bool(np.any(ordered[1:] == ordered[:-1])):
-                # distinct keys, so distinct digests (most zoos: one sort, a third of the general path's time)
-                every = np.arange(N, dtype=np.int64)
-                return every, every.copy()
-            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-            if np.array_equal(data, data[first[inverse.reshape(-1)]]):
-                order = np.argsort(first, kind="stable")
-                rank = np.empty(len(first), dtype=np.int64)
-                rank[order] = np.arange(len(first))
-                return rank[inverse.reshape(-1)], first[order].astype(np.int64)
-    enc = pc.dictionary_encode(pc.fill_null(digests, ""))
+    key = _keys(digests)
+    if key is not None:
+        ordered = np.sort(key)
+        if not bool(np.any(ordered[1:] == ordered[:-1])):
+            # distinct keys, so distinct digests (most zoos: one sort, a third of the general path's time)
+            every = np.arange(N, dtype=np.int64)
+            return every, every.copy()
+    arr = digests.combine_chunks() if hasattr(digests, "combine_chunks") else digests
+    data = _fixed_width(arr) if key is not None else None
+    if key is not None and data is not None:
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        if np.array_equal(data, data[first[inverse.reshape(-1)]]):
+            order = np.argsort(first, kind="stable")
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[order] = np.arange(len(first))
+            return rank[inverse.reshape(-1)], first[order].astype(np.int64)
+    enc = pc.dictionary_encode(pc.fill_null(arr, ""))
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     _, first = np.unique(codes, return_index=True)
     return codes, first.astype(np.int64)
-
-
-def _list_rows(col: Any, rows: np.ndarray) -> np.ndarray:
-    """The rows ``rows`` of a list<double> column as a 2-D array (the rows all of one length)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
-    every = len(rows) == len(arr) and bool(np.all(rows == np.arange(len(arr))))
-    taken = arr if every else arr.take(pa.array(rows))
-    flat = pc.list_flatten(taken).to_numpy(zero_copy_only=False)
-    return np.ascontiguousarray(flat, dtype=np.float64).reshape(len(rows), -1)
 
 
 def _root(parent: np.ndarray, x: int) -> int:
