@@ -355,6 +355,21 @@ def test_same_table_serial_threads_pool(planted, tmp_path):
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
+def test_same_table_whether_the_parts_are_mapped_or_copied(planted, tmp_path, monkeypatch):
+    """A serial job keeps its parts as memory-mapped files where the system maps them (POSIX) and as tables
+    where it does not (Windows): the same table and summary byte for byte, and no parts folder left either way."""
+    from relusym._zoo._jobs import PartsFolder
+
+    root, _, _ = planted
+    scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    monkeypatch.setattr(PartsFolder, "mapped", property(lambda self: False))
+    scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, progress=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    summaries = [(tmp_path / f"{x}.summary.json").read_text() for x in "ab"]
+    assert summaries[0] == summaries[1]
+    assert not list(tmp_path.glob("*.parts"))
+
+
 def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkeypatch):
     """A folder's stacked shards found by planning tasks on the job's executor (one file per task here) give the
     chunks and the table of the serial planning, byte for byte (the oracle: the serial job)."""

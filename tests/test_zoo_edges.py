@@ -249,6 +249,42 @@ def test_stored_members_are_read_from_their_offset(tmp_path_factory, rows, start
     assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("start", [0, 3, 129])
+def test_rows_of_a_megabyte_or_more_are_mapped_and_equal_the_read_rows(tmp_path, start):
+    """A task's rows of a stored member of at least 1 MiB are memory-mapped (the map's offset rounded down to the
+    allocation granularity, the member's data at an odd offset in the archive); they equal numpy.load's rows and
+    the rows read from an archive in memory (no file descriptor: read, not mapped)."""
+    import io
+    import mmap
+    import zipfile
+
+    from relusym._zoo._shards import npz_rows as _npz_rows
+
+    x = np.random.default_rng(start).standard_normal((720, 32, 17)).astype("<f4")  # 2,176 bytes a row
+    bio = io.BytesIO()
+    np.save(bio, x)
+    path = tmp_path / "big.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("first.npy", b"\x00" * 13)
+        info = zipfile.ZipInfo("A.npy")
+        info.extra = b"\xfe\xca\x03\x00abc"
+        zf.writestr(info, bio.getvalue())
+    want = np.load(path)["A"][start : start + 590]
+    with zipfile.ZipFile(path) as zf:
+        got = _npz_rows(zf, "A", start, start + 590)
+    assert got.nbytes >= 1 << 20 and np.array_equal(got, want) and not got.flags.writeable
+
+    def owner(a: Any) -> Any:
+        while isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        return a.obj if isinstance(a, memoryview) else a
+
+    assert isinstance(owner(got), mmap.mmap)
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
+        read = _npz_rows(zf, "A", start, start + 590)
+    assert np.array_equal(read, want) and isinstance(owner(read), bytes)
+
+
 def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_reading_them(tmp_path):
     """A shard's task reads a stored .npy member from its offset; a header claiming 10^9 rows of a member that
     holds 4 is refused in one sentence (no read past the member, no allocation of the claimed size), while the

@@ -484,6 +484,13 @@ class PartsFolder:
     def has(self, index: int) -> bool:
         return (self.path / part_name(index)).is_file()
 
+    @property
+    def mapped(self) -> bool:
+        """Whether :meth:`read` maps the parts (POSIX systems): reading a part back then costs nothing, so a
+        serial job keeps its parts' files, not their tables (a table held cost the client its pages' faults, about
+        0.4 s of system time per 10^6 rows of 8-64-1, and as much memory as the parts)."""
+        return os.name == "posix"
+
     def read(self, index: int) -> Any:
         """A part, read back whole: memory-mapped on POSIX systems (the table's buffers are the file's pages; the
         folder can still be removed while the table lives, the pages stay until it is freed; a part is replaced only
@@ -494,7 +501,7 @@ class PartsFolder:
         import pyarrow.ipc as ipc
 
         path = str(self.path / part_name(index))
-        with pa.memory_map(path) if os.name == "posix" else pa.OSFile(path) as fh:
+        with pa.memory_map(path) if self.mapped else pa.OSFile(path) as fh:
             return ipc.open_file(fh).read_all()
 
     def remove(self) -> None:

@@ -462,7 +462,9 @@ def _run_chunks(
                     table = _written(parts, chunk, options)
                 elif parts is not None:
                     parts.write(chunk.index, table)
-                tables[chunk.index] = table  # kept: reading the parts back would cost the client as much again
+                    if parts.mapped:  # the part's memory freed for the next one: its file's pages are the table
+                        table = parts.read(chunk.index)
+                tables[chunk.index] = table
                 bar.update(chunk.size)
                 if on_part is not None:
                     on_part(chunk.index)
