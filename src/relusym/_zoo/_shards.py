@@ -193,11 +193,7 @@ def _mapped(fp: Any, pos: int, size: int) -> tuple[Any, int] | None:
             return None  # the caller's read reports the truncated archive
         base = pos - pos % mmap.ALLOCATIONGRANULARITY
         return mmap.mmap(fd, pos + size - base, offset=base, access=mmap.ACCESS_READ), pos - base
-    except (
-        AttributeError,
-        OSError,
-        ValueError,
-    ):  # no file descriptor (an archive in memory), a file system without maps
+    except (AttributeError, OSError, ValueError):  # no descriptor (an archive in memory), no maps: read it
         return None
 
 
