@@ -322,22 +322,65 @@ def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_readin
 def test_close_pairs_are_all_pairs_within_the_radius(n: int, dim: int, radius: float, grid: float, seed: int) -> None:
     """The near-duplicate search's candidate pairs (a grid over two coordinates, no k-d tree) are exactly the pairs
     within the radius, against brute force over all pairs: points in clusters, on a lattice (ties at the radius and
-    at cell borders), repeated points."""
-    from relusym._zoo._near import close_pairs
+    at cell borders), repeated points; by numpy and by the compiled sweep (when numba is installed), on one array
+    and on blocks of rows (a job's parts, an empty one among them, read-only as the parts' mapped columns)."""
+    from relusym._zoo._near import close_pairs, sweep_kernels
 
+    try:  # the compiled sweep is loaded beside the digest kernel, as in a large job's process
+        import relusym._zoo._jit_kernel  # noqa: F401
+    except ImportError:
+        pass
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, dim)) * rng.uniform(0.05, 4.0, size=dim)
     if grid:
         X = np.round(X / grid) * grid
     X[: n // 4] = X[0] + rng.standard_normal((n // 4, dim)) * radius / 4  # a crowded cluster
-    got = close_pairs(X, radius)
     i, j = np.triu_indices(n, 1)
     d = np.linalg.norm(X[i] - X[j], axis=1)
     want = np.stack([i[d <= radius], j[d <= radius]], axis=1)
-    assert np.array_equal(got, want)
-    # the same rows as blocks (the parts of a job, an empty one among them), numbered one after the other
     cuts = np.sort(rng.integers(0, n + 1, size=int(rng.integers(1, 6))))
-    assert np.array_equal(close_pairs(np.split(X, cuts), radius), want)
+    blocks = np.split(X.copy(), cuts)
+    for block in blocks:
+        block.flags.writeable = False
+    for compiled in (False, True) if sweep_kernels() is not None else (False,):
+        assert np.array_equal(close_pairs(X, radius, compiled=compiled), want)
+        assert np.array_equal(close_pairs(blocks, radius, compiled=compiled), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 300), min_size=1, max_size=5),
+    width=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_column_reduce_is_the_columns_min_and_max(sizes: list[int], width: int, seed: int) -> None:
+    """The columns' minima and maxima over blocks of rows (reduced as wide rows, then folded) equal numpy's own
+    reductions over all the rows at once: widths that divide 256 and do not, blocks shorter than the fold, ties."""
+    from relusym._zoo._near import column_reduce
+
+    rng = np.random.default_rng(seed)
+    blocks = [np.round(rng.standard_normal((n, width)) * 4) / 4 for n in sizes]  # quarter steps: many ties
+    whole = np.concatenate(blocks)
+    assert np.array_equal(column_reduce(blocks, np.minimum), whole.min(axis=0))
+    assert np.array_equal(column_reduce(blocks, np.maximum), whole.max(axis=0))
+
+
+def test_the_compiled_sweep_is_there_once_the_digest_kernel_is_loaded() -> None:
+    """In a process that has loaded the compiled digest kernel, the near-duplicate sweep is compiled too (so the
+    property test above checks both ways): its candidates equal the numpy path's on a grid with many ties."""
+    pytest.importorskip("numba")
+    import relusym._zoo._jit_kernel  # noqa: F401 - what a large job's process has loaded
+    from relusym._zoo._near import _runs, sweep_kernels
+
+    kernels = sweep_kernels()
+    assert kernels is not None
+    ks = np.sort(np.random.default_rng(1).integers(0, 60, size=400)).astype(np.int64)
+    got = _runs(ks, 7, kernels)
+    ref = _runs(ks, 7, None)
+    assert got is not None and ref is not None
+    pairs = {tuple(p) for left, right in got for p in zip(left.tolist(), right.tolist(), strict=True)}
+    expected = {tuple(p) for left, right in ref for p in zip(left.tolist(), right.tolist(), strict=True)}
+    assert pairs == expected and len(pairs) == sum(len(left) for left, _ in got)
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,6 +12,8 @@ memory."""
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -21,7 +23,7 @@ from relusym._core.network import Network
 from relusym._zoo._sources import Chunk, read_chunk
 from relusym._zoo._table import Options
 
-__all__ = ["close_pairs", "list_blocks", "near_pairs", "probe_sets"]
+__all__ = ["close_pairs", "column_reduce", "list_blocks", "near_pairs", "probe_sets", "sweep_kernels"]
 
 
 def list_blocks(col: Any, width: int) -> list[np.ndarray] | None:
@@ -41,6 +43,23 @@ def list_blocks(col: Any, width: int) -> list[np.ndarray] | None:
             return None
         out.append(flat.to_numpy(zero_copy_only=True).reshape(len(ch), width))
     return out
+
+
+def column_reduce(blocks: Sequence[np.ndarray], f: Any) -> np.ndarray:
+    """``f.reduce`` (np.minimum or np.maximum) of each column over all rows of the blocks (2-D, one width, not
+    empty).  Each block's rows are reduced as rows of about 256 values (several rows side by side, then their
+    columns): numpy's reduction along the first axis of a narrow array runs an element at a time (58 ms for the
+    8 columns of 10^6 rows, against 6 ms so); min and max are exact either way."""
+    out = []
+    for x in blocks:
+        n, d = x.shape
+        w = max(1, 256 // d)  # rows side by side
+        q = n // w * w
+        if q:
+            out.append(f.reduce(f.reduce(x[:q].reshape(q // w, w * d), axis=0).reshape(w, d), axis=0))
+        if q < n:
+            out.append(f.reduce(x[q:], axis=0))
+    return np.asarray(f.reduce(np.array(out), axis=0))
 
 
 def _list_rows(col: Any, rows: np.ndarray) -> np.ndarray:
@@ -69,7 +88,7 @@ def probe_sets(raw: Any, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, li
             width = len(first.values) if first.is_valid else 0
             probes, nd = list_blocks(raw["_probe"], width), list_blocks(raw["_nd"], 5)
             if probes is not None and nd is not None:
-                yield int(ms["min"]), rows, probes, np.max([x.max(axis=0) for x in nd], axis=0)
+                yield int(ms["min"]), rows, probes, column_reduce(nd, np.maximum)
                 return
     m_col = raw["m"].to_numpy(zero_copy_only=False)[rows].astype(np.int64)
     k_col = raw["k"].to_numpy(zero_copy_only=False)[rows].astype(np.int64)
@@ -159,18 +178,44 @@ def _gather(blocks: list[np.ndarray], starts: np.ndarray, idx: np.ndarray) -> np
 
 _SWEEP_PAIRS = 1 << 22  # the grid's candidate pairs at most (beyond: a k-d tree finds the close pairs)
 
+_NEAR_JIT: dict[str, Any] = {}
 
-def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float) -> np.ndarray:
+
+def sweep_kernels() -> tuple[Any, Any] | None:
+    """:func:`relusym._zoo._jit_near.cell_keys` and :func:`~relusym._zoo._jit_near.sweep_pairs` (compiled by numba,
+    cached on disk), or None: only in a process that has loaded the compiled digest kernel (numba installed,
+    ``RELUSYM_NO_JIT`` unset, a job large enough), as :func:`relusym._zoo._summary.probe_kernel`."""
+    if "kernels" not in _NEAR_JIT:
+        if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+            return None
+        try:
+            from relusym._zoo._jit_near import cell_keys, sweep_pairs
+
+            for writeable in (True, False):  # the parts' probe values are read-only views: numba's other type
+                z = np.zeros((1, 2))
+                z.flags.writeable = writeable
+                cell_keys(z, 0, 1, 0.0, 0.0, 1.0, 3, np.empty(1, dtype=np.int64))
+            kernels: Any = (cell_keys, sweep_pairs)
+            sweep_pairs(np.zeros(2, dtype=np.int64), 3, np.empty((0, 2), dtype=np.int64))
+        except Exception:  # noqa: BLE001 - the numpy path is always there
+            kernels = None
+        _NEAR_JIT["kernels"] = kernels
+    got: tuple[Any, Any] | None = _NEAR_JIT["kernels"]
+    return got
+
+
+def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float, compiled: bool | None = None) -> np.ndarray:
     """The pairs (i < j, as rows of an int array, sorted) of rows of ``probes`` (one 2-D array, or blocks of rows
     numbered one after the other) within Euclidean distance ``radius``.
 
     A grid over the two coordinates of largest spread, of cells no smaller than ``radius`` (widened by a relative
     1e-5, so that rounding cannot move a pair's cells more than one apart): two rows within ``radius`` lie in the
-    same or neighbouring cells, so each row's partners are found by binary search among the rows sorted by cell;
-    those pairs are then kept by their full distance.  Near-duplicate radii are small beside the spread of a
-    zoo's probe values, so the neighbouring cells are nearly empty and this costs a sort (no k-d tree, whose
-    import and build cost the client seconds on large zoos).  Crowded cells (many networks at one point) fall
-    back to the k-d tree."""
+    same or neighbouring cells, so each row's partners are found among the rows sorted by cell; those pairs are
+    then kept by their full distance.  Near-duplicate radii are small beside the spread of a zoo's probe values,
+    so the neighbouring cells are nearly empty and this costs a sort (no k-d tree, whose import and build cost the
+    client seconds on large zoos).  Crowded cells (many networks at one point) fall back to the k-d tree.  The
+    cells' keys and the candidates come from :func:`sweep_kernels` where they are loaded (``compiled``: None, as
+    loaded; False, the numpy path), else from numpy (the same pairs)."""
     blocks = [probes] if isinstance(probes, np.ndarray) else [x for x in probes if len(x)]
     N = sum(len(x) for x in blocks)
     if N < 2:
@@ -178,38 +223,63 @@ def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float) -> np.
     if blocks[0].shape[1] < 2 or not all(bool(np.isfinite(x).all()) for x in blocks):
         return _tree_pairs(blocks[0] if len(blocks) == 1 else np.concatenate(blocks), radius)
     starts = np.cumsum([0] + [len(x) for x in blocks])
-    lo = np.min([x.min(axis=0) for x in blocks], axis=0)  # block by block: each is read twice while in cache
-    hi = np.max([x.max(axis=0) for x in blocks], axis=0)
+    lo, hi = column_reduce(blocks, np.minimum), column_reduce(blocks, np.maximum)
     axes = np.argsort(hi - lo, kind="stable")[::-1][:2]
     size = max(radius * (1 + 1e-5), float((hi - lo)[axes].max()) / 2**30, 1e-300)
-    two = blocks[0][:, axes] if len(blocks) == 1 else np.concatenate([x[:, axes] for x in blocks])
-    cells = np.floor((two - lo[axes]) / size).astype(np.int64)
-    n1 = int(cells[:, 1].max()) + 3  # two empty columns: the offset (+1, −1) of a cell in column 0 finds nothing
-    key = cells[:, 0] * n1 + cells[:, 1]
+    kernels = sweep_kernels() if compiled is not False else None
+    if kernels is not None:
+        a0, a1 = int(axes[0]), int(axes[1])
+        n1 = int(np.floor((hi[a1] - lo[a1]) / size)) + 3  # floor is monotone: the largest cell of column 1, + 3
+        key = np.empty(N, dtype=np.int64)
+        for x, s in zip(blocks, starts.tolist(), strict=False):
+            x64 = x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
+            kernels[0](x64, a0, a1, float(lo[a0]), float(lo[a1]), size, n1, key[s : s + len(x)])
+    else:
+        two = blocks[0][:, axes] if len(blocks) == 1 else np.concatenate([x[:, axes] for x in blocks])
+        cells = np.floor((two - lo[axes]) / size).astype(np.int64)
+        n1 = int(cells[:, 1].max()) + 3  # two empty columns: the offset (+1, −1) of a cell in column 0 finds nothing
+        key = cells[:, 0] * n1 + cells[:, 1]
     order = np.argsort(key)  # any order within a cell: the pairs are sorted at the end
     ks = key[order]
-    pos = np.arange(N)
+    runs = _runs(ks, n1, kernels)
+    if runs is None:
+        return _tree_pairs(blocks[0] if len(blocks) == 1 else np.concatenate(blocks), radius)
     found: list[np.ndarray] = []
-    total = 0
-    # the half of each row's neighbourhood, as two runs of the sorted rows: its own cell (the later rows) with the
-    # cell after it, and the three cells of the next column (cells are consecutive keys)
-    for lo_off, hi_off in ((0, 1), (n1 - 1, n1 + 1)):
-        start = pos + 1 if lo_off == 0 else np.searchsorted(ks, ks + lo_off, side="left")
-        stop = np.searchsorted(ks, ks + hi_off, side="right")
-        width = np.maximum(stop - start, 0)
-        total += int(width.sum())
-        if total > _SWEEP_PAIRS:
-            return _tree_pairs(blocks[0] if len(blocks) == 1 else np.concatenate(blocks), radius)
-        if not width.any():
-            continue
-        left = np.repeat(pos, width)
-        right = np.repeat(start - np.cumsum(width) + width, width) + np.arange(len(left))
+    for left, right in runs:
         a, b = order[left], order[right]
         d = np.linalg.norm(_gather(blocks, starts, a) - _gather(blocks, starts, b), axis=1)
         keep = d <= radius
         found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
     pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def _runs(ks: np.ndarray, n1: int, kernels: Any) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The candidate pairs of the sorted cell keys ``ks`` as positions (left, right), in runs; None when there are
+    more than :data:`_SWEEP_PAIRS`.  A row's candidates are half its neighbourhood: its own cell (the later rows)
+    with the cell after it, and the three cells of the next column (cells are consecutive keys)."""
+    if kernels is not None:
+        total = int(kernels[1](ks, n1, np.empty((0, 2), dtype=np.int64)))  # counted, then written
+        if total > _SWEEP_PAIRS:
+            return None
+        cand = np.empty((total, 2), dtype=np.int64)
+        kernels[1](ks, n1, cand)
+        return [(cand[:, 0], cand[:, 1])] if total else []
+    N = len(ks)
+    pos = np.arange(N)
+    runs = []
+    total = 0
+    for lo_off, hi_off in ((0, 1), (n1 - 1, n1 + 1)):
+        start = pos + 1 if lo_off == 0 else np.searchsorted(ks, ks + lo_off, side="left")
+        stop = np.searchsorted(ks, ks + hi_off, side="right")
+        width = np.maximum(stop - start, 0)
+        total += int(width.sum())
+        if total > _SWEEP_PAIRS:
+            return None
+        if width.any():
+            left = np.repeat(pos, width)
+            runs.append((left, np.repeat(start - np.cumsum(width) + width, width) + np.arange(len(left))))
+    return runs
 
 
 def _tree_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
