@@ -158,9 +158,12 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
         ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
         if ga != gb:
             parent[max(ga, gb)] = min(ga, gb)
-    while G and not np.array_equal(parent, parent[parent]):
+    while pairs and not np.array_equal(parent, parent[parent]):
         parent = parent[parent]
-    roots, cluster_of_group = np.unique(parent, return_inverse=True)
+    if pairs:
+        roots, cluster_of_group = np.unique(parent, return_inverse=True)
+    else:  # no near pairs (most zoos): each group its own cluster, numbered as the groups (no sort of 10^6 codes)
+        roots, cluster_of_group = parent, parent
     near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1)
     public = [name for name, _, _ in COLUMNS if name not in ("group", "group_size", "near_cluster")]
     cols = {name: raw[name] for name in public}
@@ -224,8 +227,9 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     if int(np.isnan(wcol).sum()) if wcol.size else 0:
         widths["undecided"] = int(np.isnan(wcol).sum())
     bad = np.nonzero(~ok)[0]
-    err_src = source.take(pa.array(bad)).to_pylist()
-    err_msg = raw["error"].take(pa.array(bad)).to_pylist()
+    # (a take from the parts' chunks, even of no rows, combined the column first: 51 ms for 10^6 sources)
+    err_src = source.take(pa.array(bad)).to_pylist() if bad.size else []
+    err_msg = raw["error"].take(pa.array(bad)).to_pylist() if bad.size else []
     summary = {
         "schema": SCHEMA,
         "networks": N,
