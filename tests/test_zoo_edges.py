@@ -365,10 +365,11 @@ def test_column_reduce_is_the_columns_min_and_max(sizes: list[int], width: int, 
     assert np.array_equal(column_reduce(blocks, np.maximum), whole.max(axis=0))
 
 
-def test_the_compiled_sweep_is_there_once_the_digest_kernel_is_loaded() -> None:
+def test_the_compiled_sweep_is_there_once_the_digest_kernel_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """In a process that has loaded the compiled digest kernel, the near-duplicate sweep is compiled too (so the
     property test above checks both ways): its candidates equal the numpy path's on a grid with many ties."""
     pytest.importorskip("numba")
+    monkeypatch.delenv("RELUSYM_NO_JIT", raising=False)
     import relusym._zoo._jit_kernel  # noqa: F401 - what a large job's process has loaded
     from relusym._zoo._near import _runs, sweep_kernels
 
