@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from typing import Any
 
 import numpy as np
 
-__all__ = ["jit_digests", "jit_available", "sha_address", "JIT_WORK"]
+__all__ = ["jit_digests", "jit_available", "jit_loaded", "sha_address", "JIT_WORK"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
 JIT_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
@@ -119,6 +120,13 @@ def sha_address() -> tuple[int, int, int]:
         _STATE["sha"] = (1, 0, 0) if _lanes() else _openssl_sha256()
     init, update, final = _STATE["sha"]
     return (int(init), int(update), int(final))
+
+
+def jit_loaded() -> bool:
+    """Whether this process has loaded the compiled kernel (and ``RELUSYM_NO_JIT`` is unset): a zoo job's other
+    compiled helpers (the probe values, the near-duplicate sweep) are used only then, so that small jobs never
+    import numba for them.  Loads nothing."""
+    return "relusym._zoo._jit_kernel" in sys.modules and os.environ.get("RELUSYM_NO_JIT", "") in ("", "0")
 
 
 def jit_available() -> bool:

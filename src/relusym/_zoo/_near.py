@@ -12,14 +12,13 @@ memory."""
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from relusym._core.network import Network
+from relusym._zoo._digest_jit import jit_loaded
 from relusym._zoo._sources import Chunk, read_chunk
 from relusym._zoo._table import Options
 
@@ -186,7 +185,7 @@ def sweep_kernels() -> tuple[Any, Any] | None:
     cached on disk), or None: only in a process that has loaded the compiled digest kernel (numba installed,
     ``RELUSYM_NO_JIT`` unset, a job large enough), as :func:`relusym._zoo._summary.probe_kernel`."""
     if "kernels" not in _NEAR_JIT:
-        if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+        if not jit_loaded():
             return None
         try:
             from relusym._zoo._jit_near import cell_keys, sweep_pairs

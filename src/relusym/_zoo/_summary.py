@@ -4,13 +4,12 @@ of the near-duplicate filter, computed by the chunks' tasks."""
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import numpy as np
 
 from relusym._base.rng import as_generator
+from relusym._zoo._digest_jit import jit_loaded
 from relusym._zoo._near import near_pairs, probe_sets
 from relusym._zoo._sources import Chunk
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
@@ -97,7 +96,7 @@ def probe_kernel() -> Any:
     About half the CPU time of the numpy path at 8-64-1 (2.1 µs a network against 5.6), a fifth at 784-128-10
     (97 against 462 µs, by BLAS)."""
     if "kernel" not in _PROBE_JIT:
-        if "relusym._zoo._jit_kernel" not in sys.modules or os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+        if not jit_loaded():
             return None
         try:
             from relusym._zoo._jit_probe import probe_values
