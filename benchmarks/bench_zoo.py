@@ -346,8 +346,9 @@ _WARM: list[bool] = []
 
 def _warm_cli(tmp: Path) -> None:
     """One small ``relusym zoo`` job in a fresh process before the timed ones, once: after a fresh install, numba
-    compiles the kernels (the digests' and the probe values', about a minute) in the first job that loads them,
-    which would otherwise be the first timed row (a serial run of 10^6 networks measured 24 s against 11 s)."""
+    compiles the kernels (the digests', the probe values' and the near-duplicate sweep's, about a minute) in the
+    first job that loads them, which would otherwise be the first timed row (a serial run of 10^6 networks
+    measured 24 s against 11 s)."""
     if not _WARM:
         src = shard(tmp / "warm_cli.npz", 8, 64, 1, 40_000)  # over 2^24 weights: the job loads the kernels
         _cli_job(src, tmp / "warm_cli.parquet")
