@@ -143,3 +143,30 @@ def test_census_command_runs_a_small_census():
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert isinstance(d, dict) and d
+
+
+def test_script_returns_the_exit_code_and_keeps_the_output(monkeypatch, capsys):
+    """``relusym.cli.script`` (the console script and ``python -m relusym``) returns :func:`main`'s exit code with
+    its output flushed, and leaves the process's objects frozen for a fast exit; ``python -m relusym`` through it
+    prints the whole answer and exits with the code of interfaces.md (1: not equivalent)."""
+    import gc
+
+    from relusym import cli
+
+    monkeypatch.setattr(sys, "argv", ["relusym", "equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2.json")])
+    before = gc.get_freeze_count()
+    try:
+        assert cli.script() == 0
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+    assert "equivalent" in capsys.readouterr().out.lower()
+    pair = [str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2_flipped_wrong_bias.json")]
+    r = subprocess.run(
+        [sys.executable, "-m", "relusym", "equiv", *pair, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout)["equivalent"] is False

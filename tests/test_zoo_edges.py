@@ -180,17 +180,18 @@ def test_npz_rows_read_only_the_rows_asked(tmp_path, compressed):
 
 
 def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
-    """By default a shard is cut into tasks of about 2^22 weights (here forced small through the module constant):
-    the table is the same whatever the chunks and the executor."""
+    """By default a shard is cut into tasks of about 2^24 weights (here forced small through the module constant),
+    a multiple of 12 of them: the table is the same whatever the chunks and the executor."""
     from concurrent.futures import ThreadPoolExecutor
 
     import relusym._zoo._sources as sources
     from relusym._zoo._sources import auto_rows, plan_chunks
     from relusym.zoo import scan_zoo
 
-    assert auto_rows((10**6, 64, 8)) == 2**22 // (64 * 9)
+    # 10^6 of 8-64-1: 2^24 // 576 = 29,127 rows would be 35 tasks; 36 tasks of 27,778 rows (the last 27,770)
+    assert auto_rows((10**6, 64, 8)) == 27_778 and 35 * 27_778 < 10**6 <= 36 * 27_778
     assert auto_rows((10, 10**6, 100)) == 16 and auto_rows((10**7, 1, 1)) == 65536
-    assert auto_rows((50_000, 64, 8)) == 3125 and auto_rows((100, 1, 1)) == 16  # at least 16 tasks when B ≥ 256
+    assert auto_rows((50_000, 64, 8)) == 2084 and auto_rows((100, 1, 1)) == 16  # 24 tasks (at least 16, by 12)
     rng = np.random.default_rng(4)
     B, k, n, m = 300, 2, 6, 3
     V, A, b, c = (rng.integers(-2, 3, s).astype(np.float32) for s in ((B, k, n), (B, n, m), (B, n), (B, k)))
@@ -200,7 +201,7 @@ def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
     old = sources._TASK_WEIGHTS
     try:
         sources._TASK_WEIGHTS = 40 * n * (m + 1)
-        assert len(plan_chunks(tmp_path / "s.npz")) == -(-B // min(40, -(-B // 16)))
+        assert len(plan_chunks(tmp_path / "s.npz")) == -(-B // 16)  # 24 tasks of 13 rows, raised to 16 rows
         a = scan_zoo(tmp_path / "s.npz", tmp_path / "a.parquet", progress=False)
         with ThreadPoolExecutor(2) as ex:
             scan_zoo(tmp_path / "s.npz", tmp_path / "b.parquet", progress=False, executor=ex)
@@ -215,6 +216,29 @@ def test_stacked_shard_chunks_by_weights_and_same_table_on_executors(tmp_path):
     d = a.table.to_pydict()
     assert d["group"][0::7] == [d["group"][3]] * len(d["group"][0::7])
     assert a.summary["undecided_rate"] is not None
+
+
+@given(st.integers(1, 10**7), st.integers(1, 4096), st.integers(1, 4096))
+@settings(max_examples=300, deadline=None)
+def test_default_shard_tasks_bounded_and_balanced(B, n, m):
+    """The default rows per task of a shard: within [16, 65536]; at most 2^24 weights unless held at 16 rows; at
+    least 16 tasks for a shard of 256 rows or more (unless held at 16 rows); and, where the weight bound cut the
+    shard into tasks no more numerous than their rows, tasks in a multiple of 12, two or three workers' shares
+    differing by less than one task."""
+    from relusym._zoo._sources import auto_rows
+
+    rows = auto_rows((B, n, m))
+    assert 16 <= rows <= 65536
+    assert rows * n * (m + 1) <= 1 << 24 or rows == 16
+    tasks = -(-B // rows)
+    if B >= 256 and rows > 16:
+        assert tasks >= 16
+    if 16 < rows < 65536 and rows * rows >= 2 * B and tasks > 1:  # (equal shares need B ≥ T(T - 1))
+        assert tasks % 12 == 0
+        sizes = [rows] * (tasks - 1) + [B - (tasks - 1) * rows]
+        for w in (2, 3):
+            shares = [sum(sizes[i::w]) for i in range(w)]
+            assert max(shares) - min(shares) < rows
 
 
 @settings(max_examples=40, deadline=None)

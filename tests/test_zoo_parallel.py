@@ -155,11 +155,11 @@ def test_kernels_loaded_first_when_every_process_would_load_them(tmp_path, monke
     from relusym._zoo._jobs import Runner
     from relusym._zoo._sources import auto_rows
 
-    shapes = {"s.npz": (1250, 256, 64)}  # 64-256-10: tasks of 79 networks, 1.3·10^6 weights each
+    shapes = {"s.npz": (1250, 256, 64)}  # 64-256-10: 24 tasks of 53 networks, 8.8·10^5 weights each
     rows = auto_rows(shapes["s.npz"])
-    assert rows == 79
+    assert rows == 53
     chunks = [
-        Chunk(i, "shard", ("s.npz",), ("s.npz",), i * rows, min(1250, i * rows + rows), i * rows) for i in range(16)
+        Chunk(i, "shard", ("s.npz",), ("s.npz",), i * rows, min(1250, i * rows + rows), i * rows) for i in range(24)
     ]
     assert sum(c.size for c in chunks) == 1250 and not any(_run._eager(c, shapes) for c in chunks)
     weights = 1250 * 256 * 65

@@ -1,5 +1,5 @@
 import sys
 
-from relusym.cli import main
+from relusym.cli import script
 
-sys.exit(main())
+sys.exit(script())

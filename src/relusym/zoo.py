@@ -83,8 +83,8 @@ def scan_zoo(
 ) -> ZooResult:
     """Analyse every network of a zoo (see the module docstring) and return the table and its summary.
 
-    ``chunk_size`` networks per task for shards and tables (None: about 2^22 weights per task for a shard, and
-    at most 1/16 of its rows, seconds of work; 4096 rows for a table), ``files_per_chunk`` files per task for
+    ``chunk_size`` networks per task for shards and tables (None: about 2^24 weights per task for a shard, at
+    most 1/16 of its rows, a multiple of 12 tasks; 4096 rows for a table), ``files_per_chunk`` files per task for
     folders of model files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
     opts = Options(
         atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget), search=bool(fibre_search)

@@ -99,7 +99,7 @@ def add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], s
         "--chunk-size",
         type=int,
         default=None,
-        help="networks per task (default: about 2^22 weights of a shard and at most 1/16 of it, 4096 rows of a table)",
+        help="networks per task (default: about 2^24 weights of a shard and at most 1/16 of it, 4096 rows of a table)",
     )
     sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
     sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")

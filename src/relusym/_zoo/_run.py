@@ -149,11 +149,10 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
 
 
 # A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
-# digest, instead of after its process's first 2^24 weights (_digest_jit): half the default task of a shard (2^22
-# weights, :func:`relusym._zoo._sources.auto_rows`, whose rows are a little under it), so only a shard of at least
-# 2^25 weights has tasks this large, and there every process of a serial run or of two workers digests more than
-# 2^24 weights, so it pays the kernel's load anyway; the numpy path's first 2^24 weights (about 1 s of CPU time
-# at 8-64-1, twice the kernel's time on them) are saved in each process.
+# digest, instead of after its process's first 2^24 weights (_digest_jit): an eighth of the default task of a
+# shard (2^24 weights, :func:`relusym._zoo._sources.auto_rows`, whose rows are a little under it), so the default
+# tasks of any shard cut by weight (not by the 1/16 bound) load it first; the numpy path's first 2^24 weights
+# (about 1 s of CPU time at 8-64-1, twice the kernel's time on them) are saved in each process.
 _EAGER_JIT = 1 << 21
 
 
