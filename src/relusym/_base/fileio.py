@@ -1,7 +1,7 @@
 """Atomic file writes: the one mechanism every writer of relusym uses.
 
 A file is written to a temporary sibling named ``.<name>.relusym-<random>.tmp`` in the target's folder, flushed
-and fsynced, given the permissions a plain ``open(path, "w")`` would give (``0o666`` less the umask), and renamed
+and fsynced (except a zoo's parts, which their reader checks whole), given the permissions a plain ``open(path, "w")`` would give (``0o666`` less the umask), and renamed
 over the target with :func:`os.replace`.  A reader therefore sees the old file, or the complete new one, never a
 half-written one.  If the write fails (an exception, a full disk, a file-size limit) the temporary file is removed.
 Temporaries left by a process killed with SIGKILL (which no code can intercept) carry relusym's own naming and are
@@ -194,11 +194,13 @@ def sweep_stale(folder: Path, name: str | None = None) -> None:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, sync: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the block ends normally it is renamed onto ``path``.
 
     For writers that need a file name (torch.save, safetensors, onnx.save, h5py).  On any exception the temporary
-    file is removed and the exception propagates; the target is untouched.
+    file is removed and the exception propagates; the target is untouched.  ``sync=False`` skips the fsync before
+    the rename, for files whose reader checks them whole (a zoo's parts: after a power loss the renamed file can
+    be empty or short, never another file's or a half-written one's bytes that pass the reader's checks).
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -210,8 +212,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             yield tmp
             if not tmp.exists():
                 raise FileNotFoundError(f"the writer produced no file for {target}")
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
+            if sync:
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
             os.chmod(tmp, 0o666 & ~current_umask())
             os.replace(tmp, target)
         except (InvalidNetworkError, UnsupportedModelError, BudgetExceededError, OutputError):

@@ -383,11 +383,20 @@ def write_part(table: Any, path: Path) -> None:
     """Write a part atomically, by the client or by the worker that computed it (:func:`owns_folder`).  A part is
     read once, by the same job and the same pyarrow: an Arrow IPC file (the columns' buffers as they are in memory),
     written in a fifth of the CPU time of an uncompressed Parquet file (0.15 against 0.72 s per 10^6 rows of
-    8-64-1) and read in a fifth (0.08 against 0.46 s)."""
+    8-64-1) and read in a fifth (0.08 against 0.46 s).
+
+    Renamed into place without an fsync (1.5-10 ms a part, 0.2-0.3 s of a 10^6-network job): a resumed job
+    reopens the parts it keeps and recomputes any that does not read back whole (:meth:`PartsFolder.done`), so a
+    part emptied or cut short by a power loss costs its chunk again, never a wrong table.  The table, its summary
+    and the parts folder's manifest are fsynced."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    with atomic_path(path) as tmp, pa.OSFile(str(tmp), "wb") as fh, ipc.new_file(fh, table.schema) as writer:
+    with (
+        atomic_path(path, sync=False) as tmp,
+        pa.OSFile(str(tmp), "wb") as fh,
+        ipc.new_file(fh, table.schema) as writer,
+    ):
         writer.write_table(table)
 
 
@@ -474,9 +483,29 @@ class PartsFolder:
             text = json.dumps(d).encode()
             atomic_write(manifest, lambda fh: fh.write(text))
 
-    def done(self, indices: Sequence[int]) -> set[int]:
-        """Those of ``indices`` whose part is written."""
-        return {i for i in indices if (self.path / part_name(i)).is_file()}
+    def done(self, indices: Sequence[int], rows: Callable[[int], int] | None = None) -> set[int]:
+        """Those of ``indices`` whose part is written; with ``rows`` (a part's expected rows), only those whose part
+        opens as an Arrow IPC file holding that many rows, the others removed (written without an fsync, a part
+        can be empty or short after a power loss: see :func:`write_part`)."""
+        out = {i for i in indices if (self.path / part_name(i)).is_file()}
+        if rows is None:
+            return out
+        whole = set()
+        for i in sorted(out):
+            if self._rows(i) == rows(i):
+                whole.add(i)
+            else:
+                (self.path / part_name(i)).unlink(missing_ok=True)
+        return whole
+
+    def _rows(self, index: int) -> int | None:
+        """The rows of part ``index`` as its file reads back (footer, schema and every batch), or None."""
+        import pyarrow as pa
+
+        try:
+            return int(self.read(index).num_rows)
+        except (OSError, pa.ArrowException):
+            return None
 
     def write(self, index: int, table: Any) -> None:
         write_part(table, self.path / part_name(index))

@@ -442,7 +442,8 @@ def _run_chunks(
             raise InvalidNetworkError(f"cannot write {out}: folder {out.parent} does not exist")
         parts = PartsFolder(out, schema=SCHEMA, fingerprint=key, chunks=len(chunks), resume=resume)
         if resume:
-            done = parts.done([c.index for c in chunks])
+            size = {c.index: c.size for c in chunks}
+            done = parts.done(list(size), rows=size.__getitem__)
     total = sum(c.size for c in chunks)
     tables: dict[int, Any] = {}
     todo = [c for c in chunks if c.index not in done]

@@ -462,9 +462,9 @@ def run_census_table(
             description=description,
             mismatch=lambda old: _mismatch(str(out.with_name(out.name + ".parts")), spec, old),
         )
-        if resume:
-            done = parts.done(chunks)
     size = {c: min(spec.total, (c + 1) * spec.chunk_size) - c * spec.chunk_size for c in chunks}
+    if parts is not None and resume:
+        done = parts.done(chunks, rows=size.__getitem__)
     todo = [c for c in chunks if c not in done]
     tables: dict[int, Any] = {}
     with progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
