@@ -1,10 +1,11 @@
 """Atomic file writes: the one mechanism every writer of relusym uses.
 
 A file is written to a temporary sibling named ``.<name>.relusym-<random>.tmp`` in the target's folder, flushed
-and fsynced (except a zoo's parts, which their reader checks whole), given the permissions a plain ``open(path, "w")`` would give (``0o666`` less the umask), and renamed
-over the target with :func:`os.replace`.  A reader therefore sees the old file, or the complete new one, never a
-half-written one.  If the write fails (an exception, a full disk, a file-size limit) the temporary file is removed.
-Temporaries left by a process killed with SIGKILL (which no code can intercept) carry relusym's own naming and are
+and fsynced (except a zoo's parts, which their reader checks whole), given the permissions a plain
+``open(path, "w")`` would give (``0o666`` less the umask), and renamed over the target with :func:`os.replace`.
+A reader therefore sees the old file, or the complete new one, never a half-written one.  If the write fails (an
+exception, a full disk, a file-size limit) the temporary file is removed.  Temporaries left by a process killed
+with SIGKILL (which no code can intercept) carry relusym's own naming and are
 swept by :func:`sweep_stale` on the next write into the same folder.
 """
 
