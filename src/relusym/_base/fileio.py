@@ -5,8 +5,8 @@ and fsynced (except a zoo's parts, which their reader checks whole), given the p
 ``open(path, "w")`` would give (``0o666`` less the umask), and renamed over the target with :func:`os.replace`.
 A reader therefore sees the old file, or the complete new one, never a half-written one.  If the write fails (an
 exception, a full disk, a file-size limit) the temporary file is removed.  Temporaries left by a process killed
-with SIGKILL (which no code can intercept) carry relusym's own naming and are
-swept by :func:`sweep_stale` on the next write into the same folder.
+with SIGKILL (which no code can intercept) carry relusym's own naming and are swept by :func:`sweep_stale` on
+the next write into the same folder.
 """
 
 from __future__ import annotations
