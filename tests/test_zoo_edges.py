@@ -750,3 +750,22 @@ def test_resume_recomputes_the_parts_that_do_not_read_back_whole(tmp_path, monke
     run_census_table(spec, cout, progress=False, resume=True)
     assert sorted(computed) == [1, 2, 3, 5] + list(range(6, spec.chunks))
     assert cout.read_bytes() == (tmp_path / "cref.parquet").read_bytes()
+
+
+@given(st.lists(st.lists(st.one_of(st.none(), st.integers(0, 300)), max_size=30), max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_width_counts_against_counting_the_values(chunks):
+    """The summary's widths, counted chunk by chunk on the width column's values in place, equal a count of the
+    column as Python values (nulls: "undecided"), over empty chunks, all-null chunks and widths of any size."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from relusym._zoo._summary import _width_counts
+
+    col = pa.chunked_array([pa.array(c, type=pa.int32()) for c in chunks], type=pa.int32())
+    want = {str(w): n for w, n in Counter(x for c in chunks for x in c if x is not None).items()}
+    undecided = sum(x is None for c in chunks for x in c)
+    if undecided:
+        want["undecided"] = undecided
+    assert _width_counts(col) == want

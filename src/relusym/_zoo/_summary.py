@@ -219,12 +219,7 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
         return {x["values"]: int(x["counts"]) for x in vc}
 
     fib, gen = counted("fibre_type"), counted("generic")
-    wcol = okt["width"].to_numpy(zero_copy_only=False) if okt.num_rows else np.zeros(0)
-    decided = wcol[~np.isnan(wcol)].astype(np.int64) if wcol.size else np.zeros(0, dtype=np.int64)
-    wv, wc = np.unique(decided, return_counts=True)
-    widths = {str(w): int(c) for w, c in zip(wv.tolist(), wc.tolist(), strict=True)}
-    if int(np.isnan(wcol).sum()) if wcol.size else 0:
-        widths["undecided"] = int(np.isnan(wcol).sum())
+    widths = _width_counts(okt["width"]) if okt.num_rows else {}
     bad = np.nonzero(~ok)[0]
     # (a take from the parts' chunks, even of no rows, combined the column first: 51 ms for 10^6 sources)
     err_src = source.take(pa.array(bad)).to_pylist() if bad.size else []
@@ -300,6 +295,26 @@ def _keys(digests: Any) -> np.ndarray | None:
         words = np.ascontiguousarray(data[:, :16]).view(np.uint64)
         keys.append(words[:, 0] * _MIX ^ words[:, 1])
     return np.concatenate(keys) if keys and len(widths) == 1 else None
+
+
+def _width_counts(col: Any) -> dict[str, int]:
+    """How many rows of the width column (a chunked int32 column, nulls undecided) have each width, by width, and
+    ``undecided``: counted chunk by chunk on the chunks' values in place (widths are small non-negative integers),
+    not through a float copy of the column with NaNs and a sort (30 against 3 ms at 10^6 rows)."""
+    counts = np.zeros(0, dtype=np.int64)
+    for chunk in col.chunks:
+        values = chunk.drop_null().to_numpy() if chunk.null_count else chunk.to_numpy()
+        if values.size:
+            c = np.bincount(values.astype(np.int64, copy=False))
+            if c.size > counts.size:
+                c[: counts.size] += counts
+                counts = c
+            else:
+                counts[: c.size] += c
+    out = {str(w): int(counts[w]) for w in np.nonzero(counts)[0].tolist()}
+    if col.null_count:
+        out["undecided"] = int(col.null_count)
+    return out
 
 
 def group_codes(digests: Any) -> tuple[np.ndarray, np.ndarray]:
