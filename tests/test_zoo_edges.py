@@ -769,3 +769,48 @@ def test_width_counts_against_counting_the_values(chunks):
     if undecided:
         want["undecided"] = undecided
     assert _width_counts(col) == want
+
+
+@given(st.integers(0, 3_000_000))
+@settings(max_examples=300, deadline=None)
+def test_default_folder_tasks_bounded_and_balanced(files):
+    """The default model files per task of a folder: at most 1024; at least 16 tasks (one per file below 16),
+    and two or three workers' shares of the files differ by at most one task."""
+    from relusym._zoo._sources import auto_files
+
+    per = auto_files(files)
+    assert 1 <= per <= 1024
+    tasks = -(-files // per)
+    assert tasks >= min(16, files)
+    sizes = [per] * (tasks - 1) + [files - (tasks - 1) * per] if tasks else []
+    for w in (2, 3):
+        shares = [sum(sizes[i::w]) for i in range(w)]
+        assert max(shares) - min(shares) <= per
+
+
+def test_default_folder_chunks_on_a_folder(tmp_path):
+    """A folder of 40 model files and a stacked shard among them: by default the loose files go in tasks of
+    auto_files(40) = 1 (40 tasks: 24 would hold 1.7 files), the shard in its own tasks; an explicit
+    ``files_per_chunk`` still rules."""
+    from relusym._zoo._sources import auto_files, plan_chunks
+
+    rng = np.random.default_rng(3)
+    for i in range(40):
+        V, A, b, c = (
+            rng.standard_normal((1, 3)),
+            rng.standard_normal((3, 2)),
+            rng.standard_normal(3),
+            rng.standard_normal(1),
+        )
+        np.savez(tmp_path / f"n{i:02d}.npz", V=V, A=A, b=b, c=c)
+    B = 300
+    np.savez(
+        tmp_path / "n20_stack.npz",
+        **{x: rng.standard_normal(s) for x, s in zip("VAbc", ((B, 1, 3), (B, 3, 2), (B, 3), (B, 1)), strict=True)},
+    )
+    assert auto_files(40) == 1 and auto_files(20_000) == 833 and auto_files(10**6) == 1016
+    chunks = plan_chunks(tmp_path)
+    files = [c for c in chunks if c.kind == "files"]
+    assert [len(c.paths) for c in files] == [1] * 40 and sum(c.size for c in chunks) == 40 + B
+    # files sorted by path: n00..n20, then the shard n20_stack (it ends a run of loose files), then n21..n39
+    assert [len(c.paths) for c in plan_chunks(tmp_path, files_per_chunk=7) if c.kind == "files"] == [7, 7, 7, 7, 7, 5]

@@ -77,7 +77,7 @@ def scan_zoo(
     fibre_search: bool = False,
     budget: float = 1.0,
     chunk_size: int | None = None,
-    files_per_chunk: int = 256,
+    files_per_chunk: int | None = None,
     resume: bool = False,
     progress: bool | None = None,
 ) -> ZooResult:
@@ -85,7 +85,8 @@ def scan_zoo(
 
     ``chunk_size`` networks per task for shards and tables (None: about 2^24 weights per task for a shard, at
     most 1/16 of its rows, a multiple of 12 tasks; 4096 rows for a table), ``files_per_chunk`` files per task for
-    folders of model files.  ``progress``: None shows a bar when stderr is a terminal, False never."""
+    folders of model files (None: at most 1024, at least 16 tasks, a multiple of 12 tasks).  ``progress``: None
+    shows a bar when stderr is a terminal, False never."""
     opts = Options(
         atol=float(atol), rtol=float(rtol), fibre=bool(fibre), budget=float(budget), search=bool(fibre_search)
     )

@@ -101,6 +101,11 @@ def add_zoo_parser(add: Callable[[str, Callable[[argparse.Namespace], Result], s
         default=None,
         help="networks per task (default: about 2^24 weights of a shard and at most 1/16 of it, 4096 rows of a table)",
     )
-    sp.add_argument("--files-per-chunk", type=int, default=256, help="model files per task for folders")
+    sp.add_argument(
+        "--files-per-chunk",
+        type=int,
+        default=None,
+        help="model files per task for folders (default: at most 1024, at least 16 tasks, a multiple of 12 tasks)",
+    )
     sp.add_argument("--resume", action="store_true", help="keep the finished chunks of an interrupted run")
     # --quiet comes with every command (see add_edge_options)
