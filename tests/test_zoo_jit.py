@@ -619,3 +619,47 @@ def test_the_kernels_caches_are_keyed_by_all_its_files():
         if cache_file is None or not hasattr(cache_file, "_source_stamp"):
             pytest.skip("this numba keeps its cache stamps elsewhere: each function keyed by its own file")
         assert cache_file._source_stamp == stamp
+
+
+def _versions() -> dict[str, int]:
+    """How many versions (argument types) numba holds of each compiled entry point of a zoo job."""
+    import sys
+
+    return {
+        f"{mod}.{name}": len(getattr(sys.modules[mod], name).signatures)
+        for mod, name in (
+            ("relusym._zoo._jit_kernel", "stack_bytes"),
+            ("relusym._zoo._jit_probe", "probe_values"),
+            ("relusym._zoo._jit_near", "cell_keys"),
+        )
+        if mod in sys.modules
+    }
+
+
+def test_the_kernels_loaded_before_a_job_are_the_ones_it_runs(tmp_path):
+    """The kernels a client loads before its pool forks (``_load_kernels``, then the near-duplicate sweep's) are
+    the versions a job's tasks call: a task of a stored ``.npz`` shard gets its large members memory-mapped
+    (read-only) and its small ones copied (writable), which numba types apart; every input goes to the kernels
+    read-only, so no task loads a version of its own (each worker did, about 0.1 s, on its first task)."""
+    from relusym._zoo import _near, _run
+    from relusym._zoo._digest_jit import readonly
+    from relusym.zoo import scan_zoo
+
+    _run._load_kernels()
+    assert _near.sweep_kernels() is not None
+    before = _versions()
+    assert set(before) == {
+        "relusym._zoo._jit_kernel.stack_bytes",
+        "relusym._zoo._jit_probe.probe_values",
+        "relusym._zoo._jit_near.cell_keys",
+    }
+    rng = np.random.default_rng(5)
+    B = 1200  # A: 1200 × 64 × 8 float32, 2.4 MB (mapped); c: 4.8 kB (copied)
+    V, A, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((B, 1, 64), (B, 64, 8), (B, 64), (B, 1)))
+    np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
+    res = scan_zoo(tmp_path / "s.npz", tmp_path / "z.parquet", chunk_size=B, fibre=False, progress=False)
+    assert _versions() == before
+    assert res.table.column("digest").to_pylist()[:3] == stack_digests(V[:3], A[:3], b[:3], c[:3]).digest
+    x = np.ones(3)
+    assert readonly(x) is not x and not readonly(x).flags.writeable and x.flags.writeable
+    assert readonly(readonly(x)).base is x

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jit_digests", "jit_available", "jit_loaded", "sha_address", "JIT_WORK"]
+__all__ = ["jit_digests", "jit_available", "jit_loaded", "readonly", "sha_address", "JIT_WORK"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
 JIT_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
@@ -135,14 +135,29 @@ def jit_available() -> bool:
     return _kernel() is not None
 
 
+def readonly(x: np.ndarray) -> np.ndarray:
+    """``x``, or a read-only view of it: what the compiled kernels receive as their input arrays.  numba compiles
+    (or loads from its cache) one version of a function per combination of writable and read-only arguments,
+    each load about 0.05 s of LLVM's work in a fresh process; a job's rows come memory-mapped (read-only) or
+    copied (writable) by their size, so a task of a large shard saw a mix (V, A, b mapped, c copied) that the
+    kernels loaded before a pool forks did not cover, and each worker loaded it again on its first task.  With
+    every input read-only there is one version, the one loaded before the fork."""
+    if not x.flags.writeable:
+        return x
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
 def _stack_arrays(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """The four arrays in one float dtype the kernel is compiled for (float32 when all are float16/float32, else
-    float64: exact conversions), C-contiguous; None for other data (integers, complex, longdouble)."""
+    float64: exact conversions), C-contiguous and read-only (:func:`readonly`); None for other data (integers,
+    complex, longdouble)."""
     xs = (V, A, b, c)
     if not all(x.dtype.kind == "f" and x.dtype.itemsize <= 8 for x in xs):
         return None
     dtype = np.float32 if all(x.dtype.itemsize <= 4 for x in xs) else np.float64
-    return tuple(np.ascontiguousarray(x, dtype=dtype) for x in xs)
+    return tuple(readonly(np.ascontiguousarray(x, dtype=dtype)) for x in xs)
 
 
 def jit_digests(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, list[str]] | None:

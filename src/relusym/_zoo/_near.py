@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from relusym._core.network import Network
-from relusym._zoo._digest_jit import jit_loaded
+from relusym._zoo._digest_jit import jit_loaded, readonly
 from relusym._zoo._sources import Chunk, read_chunk
 from relusym._zoo._table import Options
 
@@ -190,10 +190,8 @@ def sweep_kernels() -> tuple[Any, Any] | None:
         try:
             from relusym._zoo._jit_near import cell_keys, sweep_pairs
 
-            for writeable in (True, False):  # the parts' probe values are read-only views: numba's other type
-                z = np.zeros((1, 2))
-                z.flags.writeable = writeable
-                cell_keys(z, 0, 1, 0.0, 0.0, 1.0, 3, np.empty(1, dtype=np.int64))
+            # the probe values as close_pairs passes them (read-only, :func:`readonly`): one version of cell_keys
+            cell_keys(readonly(np.zeros((1, 2))), 0, 1, 0.0, 0.0, 1.0, 3, np.empty(1, dtype=np.int64))
             kernels: Any = (cell_keys, sweep_pairs)
             sweep_pairs(np.zeros(2, dtype=np.int64), 3, np.empty((0, 2), dtype=np.int64))
         except Exception:  # noqa: BLE001 - the numpy path is always there
@@ -232,7 +230,7 @@ def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float, compil
         key = np.empty(N, dtype=np.int64)
         for x, s in zip(blocks, starts.tolist(), strict=False):
             x64 = x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
-            kernels[0](x64, a0, a1, float(lo[a0]), float(lo[a1]), size, n1, key[s : s + len(x)])
+            kernels[0](readonly(x64), a0, a1, float(lo[a0]), float(lo[a1]), size, n1, key[s : s + len(x)])
     else:
         two = blocks[0][:, axes] if len(blocks) == 1 else np.concatenate([x[:, axes] for x in blocks])
         cells = np.floor((two - lo[axes]) / size).astype(np.int64)

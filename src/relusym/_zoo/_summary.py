@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from relusym._base.rng import as_generator
-from relusym._zoo._digest_jit import jit_loaded
+from relusym._zoo._digest_jit import jit_loaded, readonly
 from relusym._zoo._near import near_pairs, probe_sets
 from relusym._zoo._sources import Chunk
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
@@ -49,7 +49,7 @@ def probe_stack(V: np.ndarray, A: np.ndarray, b: np.ndarray, c: np.ndarray, P: i
     kernel = probe_kernel()
     if kernel is not None and B and len({x.dtype for x in (V, A, b, c)}) == 1 and V.dtype in (np.float32, np.float64):
         vals, nd = np.empty((B, P * k)), np.empty((B, 5))
-        kernel(*(np.ascontiguousarray(x) for x in (V, A, b, c)), X, vals, nd, _blas_shape(n, m))
+        kernel(*(readonly(np.ascontiguousarray(x)) for x in (V, A, b, c)), X, vals, nd, _blas_shape(n, m))
         return vals, nd
     out = np.empty((B, k, P))
     an2 = np.empty((B, n))
@@ -103,7 +103,7 @@ def probe_kernel() -> Any:
 
             kernel: Any = probe_values
             for dtype in (np.float32, np.float64):  # compiled (first use) or loaded from numba's cache, now
-                z = np.ones((1, 1, 1), dtype=dtype)
+                z = readonly(np.ones((1, 1, 1), dtype=dtype))  # the inputs as probe_stack passes them
                 kernel(z, z, z[0], z[0], np.ones((1, 1)), np.empty((1, 1)), np.empty((1, 5)), False)
         except Exception:  # noqa: BLE001 - the numpy path is always there
             kernel = None
