@@ -189,8 +189,8 @@ def auto_rows(shape: tuple[int, ...]) -> int:
     About 2^24 weights are 0.2-0.5 s of work on one core at 8-64-1 (a few dozen MB read): long enough that a
     task's fixed costs (its part's write; on Dask the scheduler's round trip, about 5 ms here) are 1-2% of it,
     short enough for a balanced end (tasks of 2^22 weights were 0.06 s: the Dask workers of a 10^6 network job
-    then spent 7% of their time between tasks).  Independent of the executor, so that a job
-    resumed on another one finds the same chunks."""
+    then spent 7% of their tasks' time off their cores).  Independent of the executor, so that a job resumed on
+    another one finds the same chunks."""
     B, n, m = (int(x) for x in shape[:3])
     per = max(1, min(_TASK_WEIGHTS // max(1, n * (m + 1)), -(-B // _MIN_TASKS)))
     tasks = -(-B // per)
