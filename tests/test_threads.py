@@ -4,6 +4,8 @@ network); from another thread nothing changes and the digest, then computed in o
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from typing import Any
 
@@ -78,6 +80,11 @@ def blas_threads_here(_: int) -> list[int]:
     return sorted(blas_threads())
 
 
+def os_threads_here(_: int) -> tuple[list[int], int]:
+    """(run in a worker process) its BLAS libraries' thread counts, and how many threads the process runs."""
+    return blas_threads_here(0), len(os.listdir("/proc/self/task"))
+
+
 def test_the_process_pools_workers_run_blas_on_one_thread(two_blas_threads):
     # the zoo's and the census's process pools: workers that share the cores hold BLAS to one thread each
     from relusym._zoo._jobs import execute
@@ -85,3 +92,30 @@ def test_the_process_pools_workers_run_blas_on_one_thread(two_blas_threads):
     seen = [threads for _, threads in execute(blas_threads_here, [(0,), (1,)], workers=2)]
     assert seen == [[1], [1]]
     assert blas_threads() == {2}  # and the parent is left as it was
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts the threads in /proc")
+def test_the_pools_workers_start_no_blas_threads(two_blas_threads):
+    # forked while the parent holds one BLAS thread, a worker inherits it and restarts no BLAS thread pool (setting
+    # OpenBLAS's count in a forked process restarts its pool, whose threads spun on the other workers' cores)
+    from relusym._zoo._jobs import execute
+
+    np.ones((64, 64)) @ np.ones((64, 64))  # the parent's BLAS threads have run
+    seen = [threads for _, threads in execute(os_threads_here, [(0,), (1,), (2,)], workers=2)]
+    assert seen == [([1], 1)] * 3
+    assert blas_threads() == {2}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the workers come from a fork server there")
+def test_a_local_dask_clusters_workers_inherit_one_blas_thread(two_blas_threads):
+    # forked by the nannies while the client holds one BLAS thread: before any task of relusym's has set it
+    pytest.importorskip("distributed")
+    from relusym._zoo._jobs import Runner
+
+    with Runner(dask_local=2) as runner:
+        runner.start()
+        client = runner._client
+        seen = {tuple(f.result()) for f in [client.submit(blas_threads_here, i, pure=False) for i in range(4)]}
+    assert seen == {(1,)}
+    assert blas_threads() == {2}

@@ -145,10 +145,16 @@ class Runner:
                 for t, args in enumerate(tasks):
                     yield t, fn(*args)
             return
-        self.start()
-        if self._pool is not None:
-            yield from _execute_futures(self._pool, fn, tasks)
+        if not self.dask:
+            from threadpoolctl import threadpool_limits
+
+            # the pool forks its workers on its first submit: they inherit one BLAS thread (see one_blas_thread)
+            with threadpool_limits(limits=1, user_api="blas"):
+                self.start()
+                assert self._pool is not None
+                yield from _execute_futures(self._pool, fn, tasks)
             return
+        self.start()
         names = list(labels) if labels is not None else list(range(len(tasks)))
         yield from _execute_dask(self._client, fn, tasks, key, names)
 
@@ -244,10 +250,18 @@ def one_blas_thread() -> None:
     pools, whose workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's
     nanny sets the same limit for its workers).  A serial job holds it too, while it runs: the zoo's matrix
     products are small (a block of networks), and OpenBLAS's threads spin between them, which cost the serial
-    job more CPU time than the products themselves."""
-    from threadpoolctl import threadpool_limits
+    job more CPU time than the products themselves.
 
-    threadpool_limits(limits=1, user_api="blas")
+    Only the libraries not at one thread already are set: in a forked process, setting OpenBLAS's thread count
+    restarts its thread pool (stopped at the fork), and the new threads spin before they sleep; measured here,
+    numpy's and SciPy's OpenBLAS each spun 0.03-0.04 s of CPU time in every pool worker, during its first task,
+    on the cores the other workers run on.  The pool's client forks its workers while it holds one thread
+    (:meth:`Runner.run`), so they inherit it and set nothing."""
+    from threadpoolctl import ThreadpoolController
+
+    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        if lib.num_threads != 1:
+            lib.set_num_threads(1)
 
 
 def local_start_method() -> str:
@@ -335,16 +349,22 @@ def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, An
     # loops' 20 ms tick, the system monitors' 0.5 s, the nannies' 0.1 s memory checks, work stealing's
     # 0.1 s) cost the client 5% of a core and each worker 2% while it runs (measured idle: 0.54 s and
     # 0.41 s per 10 s; 0.09 s and 0.07 s with these intervals), which tasks of seconds of equal work do not need
-    with dask.config.set(
-        {
-            "distributed.admin.tick.interval": "1s",
-            "distributed.admin.system-monitor.interval": "5s",
-            "distributed.scheduler.work-stealing": False,
-            "distributed.worker.memory.monitor-interval": "1s",
-            "distributed.worker.profile.enabled": False,
-            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
-            "distributed.worker.multiprocessing-method": local_start_method(),
-        }
+    from threadpoolctl import threadpool_limits
+
+    # threadpool_limits: forked workers inherit one BLAS thread (see one_blas_thread)
+    with (
+        threadpool_limits(limits=1, user_api="blas"),
+        dask.config.set(
+            {
+                "distributed.admin.tick.interval": "1s",
+                "distributed.admin.system-monitor.interval": "5s",
+                "distributed.scheduler.work-stealing": False,
+                "distributed.worker.memory.monitor-interval": "1s",
+                "distributed.worker.profile.enabled": False,
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
+                "distributed.worker.multiprocessing-method": local_start_method(),
+            }
+        ),
     ):
         cluster = LocalCluster(
             n_workers=dask_local,
