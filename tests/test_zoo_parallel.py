@@ -308,9 +308,9 @@ def test_runner_refuses_two_executors_and_no_workers():
         Runner(workers=2, dask_local=2)
     with pytest.raises(InvalidNetworkError, match="at least 1 worker"):
         Runner(dask_local=0)
-    serial = Runner()
-    assert not serial.parallel and list(serial.run(divmod, [(7, 2), (9, 4)])) == [(0, (3, 1)), (1, (2, 1))]
-    assert not serial.started  # a serial runner starts nothing
+    with Runner() as serial:
+        assert not serial.parallel and list(serial.run(divmod, [(7, 2), (9, 4)])) == [(0, (3, 1)), (1, (2, 1))]
+        assert not serial.started  # a serial runner starts nothing
 
 
 def test_planning_and_chunks_share_one_process_pool(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ __all__ = [
     "run_tuned",
     "local_start_method",
     "one_blas_thread",
+    "restore_blas_threads",
     "owns_folder",
     "part_name",
     "pool_worker",
@@ -88,6 +89,7 @@ class Runner:
         self._pool: Any = None
         self._client: Any = None
         self._cluster: Any = None
+        self._blas: dict[str, int] = {}  # see one_blas_thread
 
     @property
     def parallel(self) -> bool:
@@ -108,6 +110,7 @@ class Runner:
         """Start the pool, or connect to the scheduler, or start the local cluster (once)."""
         if self.started or not self.parallel or self.executor is not None:
             return
+        one_blas_thread(self._blas)  # the workers forked now inherit it (see one_blas_thread)
         if self.dask:
             try:
                 import distributed  # noqa: F401
@@ -138,23 +141,15 @@ class Runner:
         if self.executor is not None:
             yield from _execute_futures(self.executor, fn, tasks)
             return
+        one_blas_thread(self._blas)  # here, and in the workers forked from here (libraries loaded since too)
         if not self.parallel:
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(limits=1, user_api="blas"):  # as in the workers: see one_blas_thread
-                for t, args in enumerate(tasks):
-                    yield t, fn(*args)
-            return
-        if not self.dask:
-            from threadpoolctl import threadpool_limits
-
-            # the pool forks its workers on its first submit: they inherit one BLAS thread (see one_blas_thread)
-            with threadpool_limits(limits=1, user_api="blas"):
-                self.start()
-                assert self._pool is not None
-                yield from _execute_futures(self._pool, fn, tasks)
+            for t, args in enumerate(tasks):
+                yield t, fn(*args)
             return
         self.start()
+        if self._pool is not None:
+            yield from _execute_futures(self._pool, fn, tasks)
+            return
         names = list(labels) if labels is not None else list(range(len(tasks)))
         yield from _execute_dask(self._client, fn, tasks, key, names)
 
@@ -175,7 +170,12 @@ class Runner:
         return self
 
     def __exit__(self, exc_type: Any, *exc: object) -> None:
-        self.close(failed=exc_type is not None)
+        """:meth:`close`, then this process's BLAS libraries get back the thread counts they had before
+        :meth:`run` held them to one (see :func:`one_blas_thread`)."""
+        try:
+            self.close(failed=exc_type is not None)
+        finally:
+            restore_blas_threads(self._blas)
 
 
 def pool_worker(parent: int) -> None:
@@ -245,23 +245,40 @@ def run_tuned(fn: Callable[..., Any], *args: Any) -> Any:
 _ONE_BLAS = False
 
 
-def one_blas_thread() -> None:
-    """Hold BLAS to one thread for the life of this process: the initializer of the zoo's and the census's process
-    pools, whose workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's
-    nanny sets the same limit for its workers).  A serial job holds it too, while it runs: the zoo's matrix
-    products are small (a block of networks), and OpenBLAS's threads spin between them, which cost the serial
-    job more CPU time than the products themselves.
+def one_blas_thread(changed: dict[str, int] | None = None) -> None:
+    """Hold BLAS to one thread in this process: the initializer of the zoo's and the census's process pools, whose
+    workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's nanny sets the
+    same limit for its workers), and a :class:`Runner`'s client while it runs a job (``changed`` then records the
+    thread counts it changed, by library file, for :func:`restore_blas_threads`).  A serial job runs its chunks
+    under it too: the zoo's matrix products are small (a block of networks), and OpenBLAS's threads spin between
+    them, which cost the serial job more CPU time than the products themselves.
 
     Only the libraries not at one thread already are set: in a forked process, setting OpenBLAS's thread count
     restarts its thread pool (stopped at the fork), and the new threads spin before they sleep; measured here,
     numpy's and SciPy's OpenBLAS each spun 0.03-0.04 s of CPU time in every pool worker, during its first task,
-    on the cores the other workers run on.  The pool's client forks its workers while it holds one thread
-    (:meth:`Runner.run`), so they inherit it and set nothing."""
+    on the cores the other workers run on.  The client forks its workers while it holds one thread
+    (:meth:`Runner.run`), so they inherit it and set nothing; it holds it until the job's end (its table and
+    summary), where a restart would spin beside its own work."""
     from threadpoolctl import ThreadpoolController
 
     for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
         if lib.num_threads != 1:
+            if changed is not None:
+                changed.setdefault(lib.filepath, lib.num_threads)
             lib.set_num_threads(1)
+
+
+def restore_blas_threads(changed: dict[str, int]) -> None:
+    """Give the BLAS libraries :func:`one_blas_thread` changed their thread counts back (and forget them)."""
+    if not changed:
+        return
+    from threadpoolctl import ThreadpoolController
+
+    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        n = changed.get(lib.filepath)
+        if n is not None and lib.num_threads != n:
+            lib.set_num_threads(n)
+    changed.clear()
 
 
 def local_start_method() -> str:
@@ -349,22 +366,16 @@ def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, An
     # loops' 20 ms tick, the system monitors' 0.5 s, the nannies' 0.1 s memory checks, work stealing's
     # 0.1 s) cost the client 5% of a core and each worker 2% while it runs (measured idle: 0.54 s and
     # 0.41 s per 10 s; 0.09 s and 0.07 s with these intervals), which tasks of seconds of equal work do not need
-    from threadpoolctl import threadpool_limits
-
-    # threadpool_limits: forked workers inherit one BLAS thread (see one_blas_thread)
-    with (
-        threadpool_limits(limits=1, user_api="blas"),
-        dask.config.set(
-            {
-                "distributed.admin.tick.interval": "1s",
-                "distributed.admin.system-monitor.interval": "5s",
-                "distributed.scheduler.work-stealing": False,
-                "distributed.worker.memory.monitor-interval": "1s",
-                "distributed.worker.profile.enabled": False,
-                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
-                "distributed.worker.multiprocessing-method": local_start_method(),
-            }
-        ),
+    with dask.config.set(
+        {
+            "distributed.admin.tick.interval": "1s",
+            "distributed.admin.system-monitor.interval": "5s",
+            "distributed.scheduler.work-stealing": False,
+            "distributed.worker.memory.monitor-interval": "1s",
+            "distributed.worker.profile.enabled": False,
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 32 << 20,
+            "distributed.worker.multiprocessing-method": local_start_method(),
+        }
     ):
         cluster = LocalCluster(
             n_workers=dask_local,
@@ -432,21 +443,23 @@ def owns_folder(folder: Path, fingerprint: str) -> bool:
 
 
 def write_outputs(
-    table: Any, summary: dict[str, Any], out: Path, parts: PartsFolder | None, distinct: Sequence[str] = ()
+    table: Any,
+    summary: dict[str, Any],
+    out: Path,
+    parts: PartsFolder | None,
+    distinct: Sequence[str] = (),
+    *,
+    sequential: Sequence[str] = (),
+    written: bool = False,
 ) -> Path:
-    """The end of a job: the table written atomically to ``out``, its summary as ``OUT.summary.json`` beside it
-    (atomically too), then the parts folder removed.  Returns the summary's path.
+    """The end of a job: the table written atomically to ``out`` (unless ``written``: it was streamed there, see
+    :mod:`relusym._zoo._stream`), its summary as ``OUT.summary.json`` beside it (atomically too), then the parts
+    folder removed.  Returns the summary's path.  ``distinct`` and ``sequential``: see
+    :func:`relusym._zoo._stream.parquet_options`."""
+    from relusym._zoo._stream import parquet_options
 
-    ``distinct`` names columns whose values are mostly distinct (digests, sources): they are written without a
-    dictionary (Parquet's writer would build one per page and then drop it), and random hex digests without
-    compression (Snappy finds nothing in them); together a third of the table's writing time."""
-    names = set(table.column_names)
-    plain = [x for x in distinct if x in names]
-    options: dict[str, Any] = {}
-    if plain:
-        options["use_dictionary"] = [x for x in table.column_names if x not in plain]
-        options["compression"] = {x: "none" if x == "digest" else "snappy" for x in table.column_names}
-    write_parquet(table, out, **options)
+    if not written:
+        write_parquet(table, out, **parquet_options(table.column_names, distinct, sequential))
     summary_path = out.with_name(out.stem + ".summary.json")
     text = (json.dumps(summary, indent=1) + "\n").encode()
     atomic_write(summary_path, lambda fh: fh.write(text))

@@ -21,8 +21,9 @@ from relusym._zoo._digest import network_digest, stack_digests
 from relusym._zoo._digest_jit import JIT_WORK, jit_available
 from relusym._zoo._jobs import PartsFolder, Runner, owns_folder, part_name, write_outputs, write_part
 from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
+from relusym._zoo._stream import TableStream, parquet_options
 from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
-from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, table_schema
+from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, public_schema, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
 __all__ = [
@@ -401,26 +402,9 @@ def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _run_chunks(
-    source: Any,
-    output: str | os.PathLike[str] | None,
-    runner: Runner,
-    options: Options,
-    chunk_size: int | None,
-    files_per_chunk: int | None,
-    resume: bool,
-    progress: bool | None,
-    on_part: Callable[[int], None] | None,
-) -> tuple[Any, list[Chunk], int, PartsFolder | None]:
-    """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
-    too, when resumed), the chunks, the skipped files and the parts folder."""
-    import pyarrow as pa
-    import pyarrow.compute  # noqa: F401 - imported before the runner forks its workers: see below
-    import pyarrow.parquet  # noqa: F401
-
-    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end and its write); imported
-    # before a pool or a local cluster forks its workers, they are there too (each worker's first task imported
-    # them: 0.1 s of CPU time per worker, on the path to its first part)
+def _plan(source: Any, runner: Runner, chunk_size: int | None, files_per_chunk: int | None) -> tuple[list[Chunk], int]:
+    """A job's chunks and skipped files, a folder's headers read on ``runner``; the kernels loaded first where
+    every process would load them (:func:`_eager`, :func:`_each_pays`)."""
     probe = _shapes_on(runner)
     found: dict[str, tuple[int, ...]] = {}
 
@@ -432,53 +416,109 @@ def _run_chunks(
     chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
     if not runner.started and runner.executor is None and runner.scheduler is None:
         if any(_eager(c, found) for c in chunks) or _each_pays(chunks, found, runner):
-            _load_kernels()  # see _eager and _each_pays
+            _load_kernels()
+    return chunks, skipped
+
+
+def _run_chunks(
+    source: Any,
+    output: str | os.PathLike[str] | None,
+    runner: Runner,
+    options: Options,
+    chunk_size: int | None,
+    files_per_chunk: int | None,
+    resume: bool,
+    progress: bool | None,
+    on_part: Callable[[int], None] | None,
+) -> tuple[Any, list[Chunk], int, PartsFolder | None, TableStream | None]:
+    """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
+    too, when resumed), the chunks, the skipped files, the parts folder and the table streamed to ``output`` as
+    the parts came (:mod:`relusym._zoo._stream`; discarded if this raises)."""
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 - imported before the runner forks its workers: see below
+    import pyarrow.parquet  # noqa: F401
+
+    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end and its write); imported
+    # before a pool or a local cluster forks its workers, they are there too (each worker's first task imported
+    # them: 0.1 s of CPU time per worker, on the path to its first part)
+    chunks, skipped = _plan(source, runner, chunk_size, files_per_chunk)
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
-    done: set[int] = set()
+    stream: TableStream | None = None
+    tables: dict[int, Any] = {}
     if out is not None:
         if not (out.parent if str(out.parent) else Path(".")).is_dir():
             raise InvalidNetworkError(f"cannot write {out}: folder {out.parent} does not exist")
         parts = PartsFolder(out, schema=SCHEMA, fingerprint=key, chunks=len(chunks), resume=resume)
-        if resume:
+        if resume:  # the parts of an earlier run (mapped: nothing is read yet)
             size = {c.index: c.size for c in chunks}
-            done = parts.done(list(size), rows=size.__getitem__)
-    total = sum(c.size for c in chunks)
-    tables: dict[int, Any] = {}
-    todo = [c for c in chunks if c.index not in done]
+            tables = {i: parts.read(i) for i in sorted(parts.done(list(size), rows=size.__getitem__))}
+        names = table_schema(private=False).names
+        options_ = parquet_options(names, _DISTINCT, _SEQUENTIAL)
+        stream = TableStream(out, public_schema(options), [c.index for c in chunks], options_)
     try:
-        with progress_bar(total=total, desc="zoo", unit="net", progress=progress) as bar:
-            bar.update(sum(c.size for c in chunks if c.index in done))
-            here = parts.path if parts is not None and runner.parallel else None  # workers write their own parts
-            for t, table in runner.run(
-                run_chunk_part,
-                [(c, options, str(here / part_name(c.index)) if here else None, key) for c in todo],
-                key=f"zoo-{key[:16]}",
-                labels=[c.index for c in todo],
-            ):
-                chunk = todo[t]
-                if isinstance(table, PartWritten):
-                    table = _written(parts, chunk, options)
-                elif parts is not None:
-                    parts.write(chunk.index, table)
-                    if parts.mapped:  # the part's memory freed for the next one: its file's pages are the table
-                        table = parts.read(chunk.index)
-                tables[chunk.index] = table
-                bar.update(chunk.size)
-                if on_part is not None:
-                    on_part(chunk.index)
+        if stream is not None:
+            for i, table in tables.items():
+                stream.add(i, table)
+        _collect(chunks, tables, runner, options, key, parts, stream, progress, on_part)
     except (InvalidNetworkError, UnsupportedModelError):
         # a refusal (exit 2) leaves nothing behind unless finished parts are worth resuming from
+        if stream is not None:
+            stream.abort()
         if parts is not None and not parts.done([c.index for c in chunks]):
             parts.remove()
         raise
-    if parts is not None:  # the parts of an earlier run, when resumed
-        tables.update({c.index: parts.read(c.index) for c in chunks if c.index not in tables})
+    except BaseException:
+        if stream is not None:
+            stream.abort()
+        raise
     done_tables = [tables[c.index] for c in chunks]
     schema = table_schema(private=True)
     raw = pa.concat_tables([p.cast(schema) for p in done_tables]) if done_tables else schema.empty_table()
-    return raw, chunks, skipped, parts
+    return raw, chunks, skipped, parts, stream
+
+
+def _collect(
+    chunks: list[Chunk],
+    tables: dict[int, Any],
+    runner: Runner,
+    options: Options,
+    key: str,
+    parts: PartsFolder | None,
+    stream: TableStream | None,
+    progress: bool | None,
+    on_part: Callable[[int], None] | None,
+) -> None:
+    """Run the chunks not in ``tables`` on ``runner`` and put their tables there as they finish, each part written
+    (by the worker, or here) and streamed to the output."""
+    todo = [c for c in chunks if c.index not in tables]
+    with progress_bar(total=sum(c.size for c in chunks), desc="zoo", unit="net", progress=progress) as bar:
+        bar.update(sum(c.size for c in chunks if c.index in tables))
+        here = parts.path if parts is not None and runner.parallel else None  # workers write their own parts
+        for t, table in runner.run(
+            run_chunk_part,
+            [(c, options, str(here / part_name(c.index)) if here else None, key) for c in todo],
+            key=f"zoo-{key[:16]}",
+            labels=[c.index for c in todo],
+        ):
+            chunk = todo[t]
+            if isinstance(table, PartWritten):
+                table = _written(parts, chunk, options)
+            elif parts is not None:
+                parts.write(chunk.index, table)
+                if parts.mapped:  # the part's memory freed for the next one: its file's pages are the table
+                    table = parts.read(chunk.index)
+            tables[chunk.index] = table
+            if stream is not None:
+                stream.add(chunk.index, table)
+            bar.update(chunk.size)
+            if on_part is not None:
+                on_part(chunk.index)
+
+
+# the table's columns of mostly distinct values, and those of integers that mostly count up (see parquet_options)
+_DISTINCT, _SEQUENTIAL = ("digest", "source"), ("index", "group", "near_cluster")
 
 
 def run_job(
@@ -499,12 +539,22 @@ def run_job(
     """Run a zoo job (see :func:`relusym.zoo.scan_zoo`)."""
     options = options or Options()
     runner = Runner(workers=workers, executor=executor, scheduler=scheduler, dask_local=dask_local)
-    with runner:
-        raw, chunks, skipped, parts = _run_chunks(
+    with runner:  # the end of the job too: the client holds one BLAS thread until it is written (one_blas_thread)
+        raw, chunks, skipped, parts, stream = _run_chunks(
             source, output, runner, options, chunk_size, files_per_chunk, resume, progress, on_part
         )
-    table, summary = finish_job(raw, chunks, options)
-    summary["skipped_files"] = skipped
-    out = Path(output) if output is not None else None
-    summary_path = write_outputs(table, summary, out, parts, ("digest", "source")) if out is not None else None
+        # the workers end first: the end of the job's arrays then take the pages they freed
+        runner.close()
+        try:
+            table, summary = finish_job(raw, chunks, options)
+        except BaseException:
+            if stream is not None:
+                stream.abort()
+            raise
+        summary["skipped_files"] = skipped
+        out = Path(output) if output is not None else None
+        summary_path = None
+        if out is not None:
+            written = stream is not None and stream.commit(table)
+            summary_path = write_outputs(table, summary, out, parts, _DISTINCT, sequential=_SEQUENTIAL, written=written)
     return ZooResult(table, summary, out, summary_path)

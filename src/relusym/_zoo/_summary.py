@@ -12,7 +12,7 @@ from relusym._base.rng import as_generator
 from relusym._zoo._digest_jit import jit_loaded, readonly
 from relusym._zoo._near import near_pairs, probe_sets
 from relusym._zoo._sources import Chunk
-from relusym._zoo._table import COLUMNS, SCHEMA, Options, table_schema
+from relusym._zoo._table import COLUMNS, SCHEMA, Options, public_schema
 
 __all__ = ["finish_job", "group_codes", "probe_kernel", "probe_stack"]
 
@@ -170,15 +170,7 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     cols["group"] = pa.array(group, type=pa.int64(), mask=~ok)
     cols["group_size"] = pa.array(size.astype(np.int64), type=pa.int64(), mask=~ok)
     cols["near_cluster"] = pa.array(near.astype(np.int64), type=pa.int64(), mask=nok.to_numpy(zero_copy_only=False))
-    meta = {
-        "schema": SCHEMA,
-        "atol": repr(float(options.atol)),
-        "rtol": repr(float(options.rtol)),
-        "fibre": str(bool(options.fibre)).lower(),
-        "fibre_search": str(bool(options.search)).lower(),
-        "budget": repr(float(options.budget)),
-    }
-    schema = table_schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
+    schema = public_schema(options)
     table = pa.Table.from_pydict(cols, schema=schema)
     # summary
     source = raw["source"]

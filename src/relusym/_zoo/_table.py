@@ -12,7 +12,7 @@ from typing import Any
 from relusym._base.limits import check_budget
 from relusym.errors import InvalidNetworkError
 
-__all__ = ["SCHEMA", "COLUMNS", "PRIVATE", "Options", "ZooResult", "table_schema", "part_table"]
+__all__ = ["SCHEMA", "COLUMNS", "PRIVATE", "Options", "ZooResult", "table_schema", "public_schema", "part_table"]
 
 SCHEMA = "relusym.zoo/2"
 
@@ -88,6 +88,19 @@ def table_schema(private: bool) -> Any:
             pa.field("_nd", pa.list_(pa.float64())),
         ]
     return pa.schema(fields)
+
+
+def public_schema(options: Options) -> Any:
+    """The schema of a job's table, with the options that made it as the file's key-value metadata."""
+    meta = {
+        "schema": SCHEMA,
+        "atol": repr(float(options.atol)),
+        "rtol": repr(float(options.rtol)),
+        "fibre": str(bool(options.fibre)).lower(),
+        "fibre_search": str(bool(options.search)).lower(),
+        "budget": repr(float(options.budget)),
+    }
+    return table_schema(private=False).with_metadata({k: v.encode() for k, v in meta.items()})
 
 
 def part_table(rows: list[dict[str, Any]]) -> Any:
