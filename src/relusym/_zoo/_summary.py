@@ -132,11 +132,15 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     ok_digests = raw["digest"] if ok.all() else raw["digest"].take(pa.array(okrows))
     codes, first = group_codes(ok_digests)
     G = len(first)
-    group = np.full(N, -1, dtype=np.int64)
-    group[okrows] = codes
-    rep = okrows[first]
+    singletons = G == okrows.size  # every network its own group (most zoos): codes and first are 0, 1, …
+    if okrows.size == N:
+        group = codes
+    else:
+        group = np.full(N, -1, dtype=np.int64)
+        group[okrows] = codes
+    rep = okrows if singletons else okrows[first]
     counts = np.bincount(codes, minlength=G)
-    size = np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
+    size = ok.astype(np.int64) if singletons else np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
     # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
     parent = np.arange(G)
     probe_len = pc.list_value_length(raw["_probe"]).to_numpy(zero_copy_only=False)
@@ -163,13 +167,14 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
         roots, cluster_of_group = np.unique(parent, return_inverse=True)
     else:  # no near pairs (most zoos): each group its own cluster, numbered as the groups (no sort of 10^6 codes)
         roots, cluster_of_group = parent, parent
-    near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1)
+    # without near pairs each group is its own cluster: near is group (-1 on error rows, masked)
+    near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1) if pairs else group
     public = [name for name, _, _ in COLUMNS if name not in ("group", "group_size", "near_cluster")]
     cols = {name: raw[name] for name in public}
-    nok = pa.array(~ok)
-    cols["group"] = pa.array(group, type=pa.int64(), mask=~ok)
-    cols["group_size"] = pa.array(size.astype(np.int64), type=pa.int64(), mask=~ok)
-    cols["near_cluster"] = pa.array(near.astype(np.int64), type=pa.int64(), mask=nok.to_numpy(zero_copy_only=False))
+    nok = ~ok
+    cols["group"] = pa.array(group, type=pa.int64(), mask=nok)
+    cols["group_size"] = pa.array(size.astype(np.int64, copy=False), type=pa.int64(), mask=nok)
+    cols["near_cluster"] = pa.array(near.astype(np.int64, copy=False), type=pa.int64(), mask=nok)
     schema = public_schema(options)
     table = pa.Table.from_pydict(cols, schema=schema)
     # summary
@@ -248,7 +253,7 @@ def _by_index(raw: Any) -> tuple[Any, np.ndarray]:
     usually in order already (no sort).  The columns stay in their parts' chunks (the table written is the same;
     copying the probe lists into one buffer cost more than the groups)."""
     index = raw["index"].to_numpy()
-    if raw.num_rows > 1 and not bool(np.all(np.diff(index) > 0)):
+    if raw.num_rows > 1 and not bool(np.all(index[1:] > index[:-1])):
         raw = raw.sort_by("index")
         index = raw["index"].to_numpy()
     return raw, index
