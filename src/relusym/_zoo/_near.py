@@ -224,18 +224,19 @@ def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float, compil
     axes = np.argsort(hi - lo, kind="stable")[::-1][:2]
     size = max(radius * (1 + 1e-5), float((hi - lo)[axes].max()) / 2**30, 1e-300)
     kernels = sweep_kernels() if compiled is not False else None
-    if kernels is not None:
-        a0, a1 = int(axes[0]), int(axes[1])
-        n1 = int(np.floor((hi[a1] - lo[a1]) / size)) + 3  # floor is monotone: the largest cell of column 1, + 3
-        key = np.empty(N, dtype=np.int64)
-        for x, s in zip(blocks, starts.tolist(), strict=False):
+    a0, a1 = int(axes[0]), int(axes[1])
+    # floor is monotone: the largest cell of column 1, + 3 (two empty columns: the offset (+1, −1) of a cell in
+    # column 0 finds nothing)
+    n1 = int(np.floor((hi[a1] - lo[a1]) / size)) + 3
+    key = np.empty(N, dtype=np.int64)
+    for x, s in zip(blocks, starts.tolist(), strict=False):
+        if kernels is not None:
             x64 = x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
             kernels[0](readonly(x64), a0, a1, float(lo[a0]), float(lo[a1]), size, n1, key[s : s + len(x)])
-    else:
-        two = blocks[0][:, axes] if len(blocks) == 1 else np.concatenate([x[:, axes] for x in blocks])
-        cells = np.floor((two - lo[axes]) / size).astype(np.int64)
-        n1 = int(cells[:, 1].max()) + 3  # two empty columns: the offset (+1, −1) of a cell in column 0 finds nothing
-        key = cells[:, 0] * n1 + cells[:, 1]
+        else:  # the same float64 operations, block by block (a part's temporaries, not the zoo's)
+            c0 = np.floor((x[:, a0].astype(np.float64) - lo[a0]) / size).astype(np.int64)
+            c1 = np.floor((x[:, a1].astype(np.float64) - lo[a1]) / size).astype(np.int64)
+            np.add(c0 * n1, c1, out=key[s : s + len(x)])
     order = np.argsort(key)  # any order within a cell: the pairs are sorted at the end
     ks = key[order]
     runs = _runs(ks, n1, kernels)
