@@ -142,3 +142,29 @@ def test_counting_columns_are_delta_encoded_and_read_back(tmp_path):
             assert "DELTA_BINARY_PACKED" in meta.row_group(g).column(names.index(name)).encodings
         assert "DELTA_BINARY_PACKED" not in meta.row_group(g).column(names.index("width")).encodings
     assert pq.read_table(tmp_path / "zoo.parquet").column("index").to_pylist() == list(range(50))
+
+
+@pytest.mark.parametrize("where", ["write_table", "close"])
+def test_a_full_disk_while_streaming_is_one_sentence_and_leaves_nothing(tmp_path, monkeypatch, where):
+    import errno
+
+    from relusym.errors import OutputError
+
+    src = _shard(tmp_path / "zoo.npz", 30, 7, [], [], [])
+    out = tmp_path / "zoo.parquet"
+    real = getattr(pq.ParquetWriter, where)
+    calls: list[int] = []
+
+    def full(self, *args, **kwargs):
+        calls.append(1)
+        if where == "close" or len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, where, full)
+    with pytest.raises(
+        OutputError, match=r"cannot write .*zoo\.parquet: no space left on the device; nothing was written"
+    ):
+        scan_zoo(src, out, chunk_size=5, progress=False)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -95,16 +95,33 @@ class TableStream:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self._file is None:
-            self._file = atomic_path(self.out)
-            tmp = self._file.__enter__()
-            self._writer = pq.ParquetWriter(str(tmp), self.schema, **self.options)
-        group, size, near, self._ok = speculated_columns(part["status"], self._ok)
-        made = {"group": group, "group_size": size, "near_cluster": near}
-        cols = [made[f.name] if f.name in made else part[f.name] for f in self.schema]
-        cols = [c if c.type == f.type else c.cast(f.type) for c, f in zip(cols, self.schema, strict=True)]
-        self._writer.write_table(pa.Table.from_arrays(cols, schema=self.schema))
+        try:
+            if self._file is None:
+                self._file = atomic_path(self.out)
+                tmp = self._file.__enter__()
+                self._writer = pq.ParquetWriter(str(tmp), self.schema, **self.options)
+            group, size, near, self._ok = speculated_columns(part["status"], self._ok)
+            made = {"group": group, "group_size": size, "near_cluster": near}
+            cols = [made[f.name] if f.name in made else part[f.name] for f in self.schema]
+            cols = [c if c.type == f.type else c.cast(f.type) for c, f in zip(cols, self.schema, strict=True)]
+            self._writer.write_table(pa.Table.from_arrays(cols, schema=self.schema))
+        except BaseException as exc:
+            self._fail(exc)
+            raise
         self._indices.append(part["index"])
+
+    def _fail(self, exc: BaseException) -> None:
+        """The file discarded after ``exc``: raises the one-sentence error :func:`atomic_path` makes of a failed
+        write (a full disk: "cannot write OUT: no space left on device; nothing was written")."""
+        writer, file = self._writer, self._file
+        self._writer = self._file = None
+        try:
+            if writer is not None:
+                writer.close()
+        except Exception:  # noqa: BLE001, S110 - the file is discarded; exc is what went wrong
+            pass
+        if file is not None:
+            file.__exit__(type(exc), exc, exc.__traceback__)
 
     def commit(self, table: Any) -> bool:
         """When every part was written and ``table`` (the finished public table) has the rows in the order written
@@ -129,22 +146,18 @@ class TableStream:
         if not whole:
             self.abort()
             return False
-        self._writer.close()
-        self._writer = None
-        file, self._file = self._file, None
+        try:
+            self._writer.close()  # the footer
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        file, self._writer, self._file = self._file, None, None
         file.__exit__(None, None, None)  # the fsync and the rename
         return True
 
     def abort(self) -> None:
-        """Discard the file written so far (the target is untouched)."""
-        writer, file = self._writer, self._file
-        self._writer = self._file = None
-        try:
-            if writer is not None:
-                writer.close()
-        finally:
-            if file is not None:
-                file.__exit__(_Discarded, _Discarded(), None)  # removes the temporary file
+        """Discard the file written so far, if any (the target is untouched)."""
+        self._fail(_Discarded())
 
 
 def _holds(col: Any, values: np.ndarray, valid: np.ndarray) -> bool:
