@@ -5,6 +5,8 @@ leaves neither the file nor a temporary file; the integer columns that count up 
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +146,7 @@ def test_counting_columns_are_delta_encoded_and_read_back(tmp_path):
     assert pq.read_table(tmp_path / "zoo.parquet").column("index").to_pylist() == list(range(50))
 
 
-@pytest.mark.parametrize("where", ["write_table", "close"])
+@pytest.mark.parametrize("where", ["write_table", "close", "fsync"])
 def test_a_full_disk_while_streaming_is_one_sentence_and_leaves_nothing(tmp_path, monkeypatch, where):
     import errno
 
@@ -152,16 +154,24 @@ def test_a_full_disk_while_streaming_is_one_sentence_and_leaves_nothing(tmp_path
 
     src = _shard(tmp_path / "zoo.npz", 30, 7, [], [], [])
     out = tmp_path / "zoo.parquet"
-    real = getattr(pq.ParquetWriter, where)
     calls: list[int] = []
 
-    def full(self, *args, **kwargs):
+    def full(*args, **kwargs):
         calls.append(1)
-        if where == "close" or len(calls) == 2:
+        if where == "fsync" and not Path(os.readlink(f"/proc/self/fd/{args[0]}")).name.startswith(".zoo.parquet."):
+            return real(*args, **kwargs)  # not the table's temporary file (job.json, the summary)
+        if where != "write_table" or len(calls) == 2:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, *args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(pq.ParquetWriter, where, full)
+    if where == "fsync":  # the table's fsync, in its thread while the end of the job runs
+        if not sys.platform.startswith("linux"):
+            pytest.skip("finds the file of a descriptor in /proc")
+        real = _stream.os.fsync
+        monkeypatch.setattr(_stream.os, "fsync", full)
+    else:
+        real = getattr(pq.ParquetWriter, where)
+        monkeypatch.setattr(pq.ParquetWriter, where, full)
     with pytest.raises(
         OutputError, match=r"cannot write .*zoo\.parquet: no space left on the device; nothing was written"
     ):

@@ -17,6 +17,8 @@ order, one row group per part (and more for a part above Parquet's row group lim
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,10 @@ class TableStream:
         self._ok = 0
         self._indices: list[Any] = []
         self._file: Any = None  # atomic_path(out), entered at the first write
+        self._tmp: Path | None = None
         self._writer: Any = None
+        self._sync: threading.Thread | None = None  # the fsync of the whole file, while the job's end runs
+        self._sync_error: BaseException | None = None
 
     def add(self, index: int, part: Any) -> None:
         """Part ``index`` (a chunk's table): written now if every chunk before it is."""
@@ -90,6 +95,27 @@ class TableStream:
         while self._next in self._pending:
             self._write(self._pending.pop(self._next))
             self._next += 1
+        if self._next == len(self._position) and self._writer is not None:
+            self._close()
+
+    def _close(self) -> None:
+        """Every part written: the footer, then the file's fsync in a thread (it waits on the disk without the
+        GIL, beside the end of the job; 0.03 s for the 73 MB of 10^6 networks)."""
+        try:
+            self._writer.close()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self._writer = None
+        self._sync = threading.Thread(target=self._fsync, name="relusym-table-fsync", daemon=True)
+        self._sync.start()
+
+    def _fsync(self) -> None:
+        try:
+            with open(str(self._tmp), "rb+") as fh:
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            self._sync_error = exc
 
     def _write(self, part: Any) -> None:
         import pyarrow as pa
@@ -97,9 +123,9 @@ class TableStream:
 
         try:
             if self._file is None:
-                self._file = atomic_path(self.out)
-                tmp = self._file.__enter__()
-                self._writer = pq.ParquetWriter(str(tmp), self.schema, **self.options)
+                self._file = atomic_path(self.out, sync=False)  # fsynced by _close
+                self._tmp = self._file.__enter__()
+                self._writer = pq.ParquetWriter(str(self._tmp), self.schema, **self.options)
             group, size, near, self._ok = speculated_columns(part["status"], self._ok)
             made = {"group": group, "group_size": size, "near_cluster": near}
             cols = [made[f.name] if f.name in made else part[f.name] for f in self.schema]
@@ -110,19 +136,6 @@ class TableStream:
             raise
         self._indices.append(part["index"])
 
-    def _fail(self, exc: BaseException) -> None:
-        """The file discarded after ``exc``: raises the one-sentence error :func:`atomic_path` makes of a failed
-        write (a full disk: "cannot write OUT: no space left on device; nothing was written")."""
-        writer, file = self._writer, self._file
-        self._writer = self._file = None
-        try:
-            if writer is not None:
-                writer.close()
-        except Exception:  # noqa: BLE001, S110 - the file is discarded; exc is what went wrong
-            pass
-        if file is not None:
-            file.__exit__(type(exc), exc, exc.__traceback__)
-
     def commit(self, table: Any) -> bool:
         """When every part was written and ``table`` (the finished public table) has the rows in the order written
         and the global columns speculated: the file renamed onto ``out`` (fsynced first), True.  Else the file
@@ -131,7 +144,7 @@ class TableStream:
         import pyarrow.compute as pc
 
         whole = self._next == len(self._position) and not self._pending and table.schema.equals(self.schema, True)
-        if whole and self._writer is not None:
+        if whole and self._file is not None:
             ok = np.asarray(pc.fill_null(pc.equal(table["status"], "ok"), False).to_numpy(zero_copy_only=False))
             rank = np.cumsum(ok, dtype=np.int64) - 1
             index = np.concatenate([c.to_numpy() for c in self._indices]) if self._indices else rank[:0]
@@ -146,18 +159,37 @@ class TableStream:
         if not whole:
             self.abort()
             return False
-        try:
-            self._writer.close()  # the footer
-        except BaseException as exc:
+        self._join()
+        if self._sync_error is not None:
+            exc = self._sync_error
             self._fail(exc)
-            raise
-        file, self._writer, self._file = self._file, None, None
-        file.__exit__(None, None, None)  # the fsync and the rename
+            raise exc
+        file, self._file = self._file, None
+        file.__exit__(None, None, None)  # the rename
         return True
 
     def abort(self) -> None:
         """Discard the file written so far, if any (the target is untouched)."""
         self._fail(_Discarded())
+
+    def _join(self) -> None:
+        sync, self._sync = self._sync, None
+        if sync is not None:
+            sync.join()
+
+    def _fail(self, exc: BaseException) -> None:
+        """The file discarded after ``exc``: raises the one-sentence error :func:`atomic_path` makes of a failed
+        write (a full disk: "cannot write OUT: no space left on device; nothing was written")."""
+        self._join()
+        writer, file = self._writer, self._file
+        self._writer = self._file = None
+        try:
+            if writer is not None:
+                writer.close()
+        except Exception:  # noqa: BLE001, S110 - the file is discarded; exc is what went wrong
+            pass
+        if file is not None:
+            file.__exit__(type(exc), exc, exc.__traceback__)
 
 
 def _holds(col: Any, values: np.ndarray, valid: np.ndarray) -> bool:
