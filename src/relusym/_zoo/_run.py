@@ -455,8 +455,8 @@ def _run_chunks(
             size = {c.index: c.size for c in chunks}
             tables = {i: parts.read(i) for i in sorted(parts.done(list(size), rows=size.__getitem__))}
         names = table_schema(private=False).names
-        options_ = parquet_options(names, _DISTINCT, _SEQUENTIAL)
-        stream = TableStream(out, public_schema(options), [c.index for c in chunks], options_)
+        writing = parquet_options(names, _DISTINCT, _SEQUENTIAL)
+        stream = TableStream(out, public_schema(options), [c.index for c in chunks], writing)
     try:
         if stream is not None:
             for i, table in tables.items():

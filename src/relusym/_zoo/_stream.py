@@ -27,9 +27,7 @@ import numpy as np
 
 from relusym._base.fileio import atomic_path
 
-__all__ = ["GLOBAL_COLUMNS", "parquet_options", "TableStream", "speculated_columns"]
-
-GLOBAL_COLUMNS = ("group", "group_size", "near_cluster")
+__all__ = ["parquet_options", "TableStream", "speculated_columns"]
 
 
 def parquet_options(
@@ -59,9 +57,8 @@ def speculated_columns(status: Any, offset: int) -> tuple[Any, Any, Any, int]:
     is its own group and no near pair joins groups, the rows before having ``offset`` successes; and the new
     offset."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    ok = np.asarray(pc.fill_null(pc.equal(status, "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
+    ok = _succeeded(status)
     rank = offset + np.cumsum(ok, dtype=np.int64) - 1
     nok = ~ok
     group = pa.array(rank, type=pa.int64(), mask=nok)
@@ -141,11 +138,9 @@ class TableStream:
         and the global columns speculated: the file renamed onto ``out`` (fsynced first), True.  Else the file
         is discarded, False.  (Compared as numpy arrays: pyarrow's ``equals`` of chunked arrays cut differently
         took 0.25 s at 10^6 rows.)"""
-        import pyarrow.compute as pc
-
         whole = self._next == len(self._position) and not self._pending and table.schema.equals(self.schema, True)
         if whole and self._file is not None:
-            ok = np.asarray(pc.fill_null(pc.equal(table["status"], "ok"), False).to_numpy(zero_copy_only=False))
+            ok = _succeeded(table["status"])
             rank = np.cumsum(ok, dtype=np.int64) - 1
             index = np.concatenate([c.to_numpy() for c in self._indices]) if self._indices else rank[:0]
             whole = (
@@ -179,7 +174,7 @@ class TableStream:
 
     def _fail(self, exc: BaseException) -> None:
         """The file discarded after ``exc``: raises the one-sentence error :func:`atomic_path` makes of a failed
-        write (a full disk: "cannot write OUT: no space left on device; nothing was written")."""
+        write (a full disk: "cannot write OUT: no space left on the device; nothing was written")."""
         self._join()
         writer, file = self._writer, self._file
         self._writer = self._file = None
@@ -190,6 +185,13 @@ class TableStream:
             pass
         if file is not None:
             file.__exit__(type(exc), exc, exc.__traceback__)
+
+
+def _succeeded(status: Any) -> np.ndarray:
+    """The rows of a status column that are ``ok``, as a bool array."""
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.fill_null(pc.equal(status, "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _holds(col: Any, values: np.ndarray, valid: np.ndarray) -> bool:
