@@ -178,3 +178,23 @@ def test_a_full_disk_while_streaming_is_one_sentence_and_leaves_nothing(tmp_path
         scan_zoo(src, out, chunk_size=5, progress=False)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_parts_returned_by_the_workers_stream_the_same_bytes(tmp_path, monkeypatch):
+    # workers that do not see the parts folder (a cluster without the client's file system) return their tables,
+    # which the client writes as parts and streams: the serial table byte for byte (fork: the workers see the patch)
+    src = _shard(tmp_path / "zoo.npz", 60, 8, [], [], [11])
+    scan_zoo(src, tmp_path / "serial.parquet", chunk_size=7, progress=False)
+    monkeypatch.setattr(_run, "owns_folder", lambda folder, fingerprint: False)
+    seen = _committed(monkeypatch)
+    written: list[int] = []
+    real = _run.PartsFolder.write
+
+    def write(self, index, table):
+        written.append(index)
+        real(self, index, table)
+
+    monkeypatch.setattr(_run.PartsFolder, "write", write)
+    scan_zoo(src, tmp_path / "pool.parquet", chunk_size=7, workers=2, progress=False)
+    assert sorted(written) == list(range(9)) and seen == [True]  # every part came back as a table
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "pool.parquet").read_bytes()
