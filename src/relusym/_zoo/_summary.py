@@ -127,7 +127,6 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     raw, index = _by_index(raw)
     N = raw.num_rows
     ok = np.asarray(pc.fill_null(pc.equal(raw["status"], "ok"), False).to_numpy(zero_copy_only=False), dtype=bool)
-    okmask = pa.array(ok)
     okrows = np.nonzero(ok)[0]
     ok_digests = raw["digest"] if ok.all() else raw["digest"].take(pa.array(okrows))
     codes, first = group_codes(ok_digests)
@@ -209,7 +208,7 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
                 }
             )
     okt = raw.select(["fibre_type", "generic", "width"])  # not the probe lists: a filter would copy them too
-    okt = okt if ok.all() else okt.filter(okmask)
+    okt = okt if ok.all() else okt.filter(pa.array(ok))
 
     def counted(col: str) -> dict[str, int]:
         vc = pc.value_counts(okt[col].combine_chunks().drop_null()).to_pylist() if okt.num_rows else []
