@@ -396,6 +396,22 @@ def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkey
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
+def test_planning_task_answers_as_text_the_shapes_of_the_headers(planted, tmp_path):
+    """The planning task's answer (one JSON text, which Dask ships whole, where it ships a list element by element)
+    unpacks to the shapes read in the client: stacked shards, single networks, a file that is no shard."""
+    import relusym._zoo._run as run
+    from relusym._zoo._sources import stack_shapes
+
+    root, _, _ = planted
+    (tmp_path / "noise.npz").write_bytes(b"not a zip file")
+    paths = sorted(str(p) for p in root.rglob("*") if p.is_file()) + [str(tmp_path / "noise.npz")]
+    text = run.planned_shapes(paths)
+    assert isinstance(text, str)
+    got, want = run._unpacked(text), stack_shapes(paths)
+    assert got == want and any(x is not None for x in want) and any(x is None for x in want)
+    assert all(isinstance(x, tuple) and all(type(d) is int for d in x) for x in got if x is not None)
+
+
 @pytest.mark.slow
 def test_same_table_process_pool_and_dask_cluster(planted, tmp_path, monkeypatch):
     import relusym._zoo._run as run

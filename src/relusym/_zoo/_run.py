@@ -33,6 +33,7 @@ __all__ = [
     "ZooResult",
     "run_chunk",
     "run_chunk_part",
+    "planned_shapes",
     "run_job",
     "COLUMNS",
 ]  # the table's names re-exported for zoo.py
@@ -345,6 +346,19 @@ def _written(parts: PartsFolder | None, chunk: Chunk, options: Options) -> Any:
 _PLAN_FILES = 2048  # files per planning task: the header reads of a folder's .npz files, on the job's workers
 
 
+def planned_shapes(paths: list[str]) -> str:
+    """:func:`stack_shapes` as a planning task: its answer as one JSON text (a list of shapes and nulls).  Dask
+    serializes a returned list element by element; a folder of 20,000 files (ten tasks of 2,048 answers) took
+    0.55-0.59 s of planning on a local cluster that way against 0.23-0.25 s as text (and 0.035 s a task either
+    way on the worker)."""
+    return json.dumps([list(s) if s is not None else None for s in stack_shapes(paths)])
+
+
+def _unpacked(text: str) -> list[tuple[int, ...] | None]:
+    """The shapes of :func:`planned_shapes`'s text (the JSON of a planning task relusym ran itself)."""
+    return [tuple(int(x) for x in s) if s is not None else None for s in json.loads(text)]
+
+
 def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
     """How the planning of a folder finds its stacked shards: on the job's process pool, executor or Dask
     scheduler (the runner of its chunks, started here then) when it has more than :data:`_PLAN_FILES` ``.npz`` /
@@ -363,8 +377,8 @@ def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | N
         batches = [(paths[s : s + _PLAN_FILES],) for s in range(0, len(paths), _PLAN_FILES)]
         found: list[list[tuple[int, ...] | None]] = [[] for _ in batches]
         key = hashlib.sha256("\0".join(paths).encode()).hexdigest()[:16]
-        for t, res in runner.run(stack_shapes, batches, key=f"zoo-plan-{key}"):
-            found[t] = res
+        for t, res in runner.run(planned_shapes, batches, key=f"zoo-plan-{key}"):
+            found[t] = _unpacked(res)
         return [x for part in found for x in part]
 
     return shapes
