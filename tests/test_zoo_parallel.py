@@ -185,6 +185,68 @@ def test_kernels_loaded_first_when_every_process_would_load_them(tmp_path, monke
     assert calls == [0]
 
 
+def _small_files(folder: Path, count: int, seed: int = 5) -> list[Path]:
+    """``count`` single networks 3-4-2 of float32, one ``.npz`` each (their sizes differ by the zip's names)."""
+    folder.mkdir()
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        V, A, b, c = (rng.standard_normal(x).astype(np.float32) for x in ((2, 4), (4, 3), (4,), (2,)))
+        np.savez(folder / f"net{i:03d}.npz", V=V, A=A, b=b, c=c)
+        out.append(folder / f"net{i:03d}.npz")
+    return out
+
+
+def test_folder_weights_estimated_from_file_sizes(tmp_path):
+    """The estimate is the files' bytes / 4: exact when every file is sampled (at most 64), the sampled files'
+    mean size times their count beyond; missing files count nothing."""
+    paths = [str(x) for x in _small_files(tmp_path / "f", 150)]
+    sizes = [os.stat(x).st_size for x in paths]
+    assert _run._file_weights(paths[:64]) == sum(sizes[:64]) // 4
+    assert _run._file_weights(paths[:10] + [str(tmp_path / "gone.npz")]) == sum(sizes[:10]) * 11 // (4 * 11)
+    step = len(paths) // 64
+    sample = sizes[::step][:64]
+    assert _run._file_weights(paths) == sum(sample) * 150 // (4 * 64)
+    assert _run._file_weights([]) == 0 and _run._file_weights([str(tmp_path / "gone.npz")]) == 0
+
+
+def test_kernels_loaded_first_for_a_folder_of_files_every_process_would_load_them(tmp_path, monkeypatch):
+    """A folder of single-network files whose bytes / 4 reach 2^24 per process: the client loads the kernels before
+    its first task (serially, when the folder is large enough; with a pool that plans on its workers, before the
+    pool starts, so that its forked workers inherit them), and not when the files are too few."""
+    from relusym._zoo._jobs import Runner
+
+    paths = _small_files(tmp_path / "zoo", 12)
+    total = sum(os.stat(x).st_size for x in paths) // 4
+    chunks = [Chunk(0, "files", tuple(map(str, paths)), tuple(x.name for x in paths), 0, 0, 0)]
+    monkeypatch.setattr(_run, "JIT_WORK", total)
+    assert _run._each_pays(chunks, {}, Runner()) and not _run._each_pays(chunks, {}, Runner(workers=2))
+    events: list[str] = []
+    monkeypatch.setattr(_run, "_load_kernels", lambda: events.append("load"))
+    scan_zoo(tmp_path / "zoo", fibre=False, progress=False)
+    assert events == ["load"]
+    monkeypatch.setattr(_run, "JIT_WORK", total + 1)
+    scan_zoo(tmp_path / "zoo", fibre=False, progress=False)
+    assert events == ["load"]  # below: nothing loaded first
+    # a pool that reads the headers on its workers (one file a task): the kernels load before it starts
+    real_start = _run.Runner.start
+
+    def start(self):
+        events.append("start" if not self.started else "again")
+        real_start(self)
+
+    monkeypatch.setattr(_run.Runner, "start", start)
+    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
+    monkeypatch.setattr(_run, "JIT_WORK", total // 2)
+    events.clear()
+    scan_zoo(tmp_path / "zoo", fibre=False, progress=False, workers=2)
+    assert events[:2] == ["load", "start"]
+    monkeypatch.setattr(_run, "JIT_WORK", total // 2 + 1)
+    events.clear()
+    scan_zoo(tmp_path / "zoo", fibre=False, progress=False, workers=2)
+    assert events[0] == "start" and "load" not in events
+
+
 @pytest.mark.slow
 def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch):
     """A shard of default tasks (2^22 weights): the client loads the kernels before its pool forks and every task
