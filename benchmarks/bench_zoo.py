@@ -23,7 +23,11 @@ each side by side with its baseline in one run.
 * **the CLI** (``--cli N``): ``relusym zoo --no-fibre`` in fresh processes, serial, ``--workers 2``,
   ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
   workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
-  folder, with the load before and after each run.
+  folder, with the load before and after each run;
+* **the CLI's scaling** (``--cli-scaling B …``): serial, ``--workers 2`` and ``--dask-local 2`` on stacked shards
+  of B networks of 8-64-1 (written block by block, a few seconds a 10^6), and the straight lines through the wall
+  times: each run's fixed seconds (imports, numba's load, the end of the job) and its seconds per 10^6 networks,
+  the ratio those give a large job, and the size from which two workers give 1.8×.
 
 BLAS runs on one thread per process (set OPENBLAS_NUM_THREADS to override).  The machine's load matters: compare
 the ratios measured in one run, and read the load column.
@@ -33,6 +37,7 @@ the ratios measured in one run, and read the load column.
     python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
     python benchmarks/bench_zoo.py --end-to-end 5000 1000 --only-cli
     python benchmarks/bench_zoo.py --probes
+    python benchmarks/bench_zoo.py --cli-scaling 250000 1000000 4000000 --only-cli
 """
 
 from __future__ import annotations
@@ -194,6 +199,24 @@ def growth(total: int, chunk: int = 4096) -> str:
 def shard(path: Path, m: int, n: int, k: int, B: int) -> Path:
     V, A, b, c = stack(m, n, k, B, seed=7)
     np.savez(path, V=V, A=A, b=b, c=c)
+    return path
+
+
+def big_shard(path: Path, m: int, n: int, k: int, B: int, seed: int = 7, block: int = 1 << 17) -> Path:
+    """A stacked shard of ``B`` random float32 networks m-n-k, as ``np.savez`` writes one (a stored zip of .npy
+    members), written block by block of ``block`` networks: a few hundred megabytes of memory for any B (stack()
+    holds the whole float64 draw)."""
+    import zipfile
+
+    shapes = {"V": (k, n), "A": (n, m), "b": (n,), "c": (k,)}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for t, (name, shape) in enumerate(shapes.items()):
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                header = {"descr": "<f4", "fortran_order": False, "shape": (B, *shape)}
+                np.lib.format.write_array_header_2_0(fh, header)
+                for s in range(0, B, block):
+                    rng = np.random.default_rng((seed, t, s))
+                    fh.write(rng.standard_normal((min(block, B - s), *shape), dtype=np.float32).tobytes())
     return path
 
 
@@ -454,6 +477,51 @@ def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     return out
 
 
+def _line(x: list[float], y: list[float]) -> tuple[float, float]:
+    """The least-squares line y = a + b·x: (a, b)."""
+    b_, a_ = np.polyfit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), 1)
+    return float(a_), float(b_)
+
+
+def scaling_rows(tmp: Path, sizes: list[int]) -> list[str]:
+    """``relusym zoo --no-fibre`` serial, ``--workers 2`` and ``--dask-local 2`` (its start-up included) on stacked
+    shards of 8-64-1 of each size (fresh processes, one run each, the tables compared byte for byte), then for
+    each way the line through its wall times: fixed seconds and seconds per 10^6 networks.  A job of B networks
+    then takes a + b·B; two workers' ratio tends to b_serial / b_parallel as B grows, and passes 1.8× from
+    B* = (1.8·a_parallel − a_serial) / (b_serial − 1.8·b_parallel) on (when the slopes allow it)."""
+    _warm_cli(tmp)
+    modes = (("serial", []), ("--workers 2", ["--workers", "2"]), ("--dask-local 2", ["--dask-local", "2"]))
+    walls: dict[str, list[float]] = {name: [] for name, _ in modes}
+    out = []
+    for B in sizes:
+        src = big_shard(tmp / "scale.npz", 8, 64, 1, B)
+        tables = []
+        for name, extra in modes:
+            dest = tmp / f"scale_{len(tables)}.parquet"
+            before = _uptime()
+            wall, cpu = _cli_job(src, dest, extra)
+            tables.append(dest.read_bytes())
+            dest.unlink()
+            walls[name].append(wall)
+            ratio = "" if name == "serial" else f", {walls['serial'][-1] / wall:.2f}× serial"
+            out.append(f"| {B:,} | {name} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
+        same = all(t == tables[0] for t in tables)
+        out.append(f"| {B:,} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
+        src.unlink()
+    if len(sizes) >= 2:
+        a_s, b_s = _line([float(x) for x in sizes], walls["serial"])
+        for name, _ in modes[1:]:
+            a_p, b_p = _line([float(x) for x in sizes], walls[name])
+            denom = b_s - 1.8 * b_p
+            star = (1.8 * a_p - a_s) / denom if denom > 0 else float("inf")
+            where = "never" if star == float("inf") else ("any size" if star <= 0 else f"{star:,.0f} networks")
+            out.append(
+                f"| line | {name} | fixed {a_p:.2f} s + {b_p * 1e6:.2f} s per 10^6 (serial: fixed {a_s:.2f} s + "
+                f"{b_s * 1e6:.2f} s per 10^6) | a large job's ratio {b_s / b_p:.2f}× | 1.8× from | {where} |"
+            )
+    return out
+
+
 PROBE_SHAPES = ((8, 64, 1), (16, 64, 4), (32, 64, 4), (64, 64, 10), (32, 128, 10), (64, 256, 10), (784, 128, 10))
 
 
@@ -527,6 +595,12 @@ def _cli_tables(args: argparse.Namespace) -> bool:
             "| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |",
             lambda tmp: cli_rows(tmp, args.cli, args.files if args.files is not None else 1000),
         )
+    if args.cli_scaling:
+        _table(
+            "| networks (8-64-1) | `relusym zoo --no-fibre` | wall | CPU (process + children) | load before | "
+            "load after |",
+            lambda tmp: scaling_rows(tmp, args.cli_scaling),
+        )
     if args.end_to_end:
         _table(
             "| shape m-n-k | networks B | `relusym zoo --no-fibre`, fresh process: CPU per network, the loop / it | "
@@ -549,6 +623,14 @@ def main() -> None:
         type=int,
         default=0,
         help="networks of the CLI rows (relusym zoo: serial, pool, Dask, a cluster started before; 0: skip)",
+    )
+    p.add_argument(
+        "--cli-scaling",
+        type=int,
+        nargs="*",
+        default=None,
+        metavar="B",
+        help="shard sizes of the CLI's scaling rows (serial, --workers 2, --dask-local 2; the lines through them)",
     )
     p.add_argument(
         "--end-to-end",
