@@ -24,8 +24,9 @@ each side by side with its baseline in one run.
   ``--dask-local 2`` (its cluster's start-up included) and ``--scheduler ADDR`` of a real ``LocalCluster`` of 2
   workers started before (the cluster user's case: its first job and a second one), on a stacked shard and a
   folder, with the load before and after each run;
-* **the CLI's scaling** (``--cli-scaling B …``): serial, ``--workers 2`` and ``--dask-local 2`` on stacked shards
-  of B networks of 8-64-1 (written block by block, a few seconds a 10^6), and the straight lines through the wall
+* **the CLI's scaling** (``--cli-scaling B …``, ``--cli-scaling-files F …``): serial, ``--workers 2``,
+  ``--dask-local 2`` and ``--scheduler ADDR`` of a warm ``LocalCluster`` on stacked shards of B networks of
+  8-64-1 (written block by block, a few seconds a 10^6) or folders of F files, and the straight lines through the wall
   times: each run's fixed seconds (imports, numba's load, the end of the job) and its seconds per 10^6 networks,
   the ratio those give a large job, and the size from which two workers give 1.8×.
 
@@ -37,7 +38,7 @@ the ratios measured in one run, and read the load column.
     python benchmarks/bench_zoo.py --cli 50000 --files 1000 --only-cli
     python benchmarks/bench_zoo.py --end-to-end 5000 1000 --only-cli
     python benchmarks/bench_zoo.py --probes
-    python benchmarks/bench_zoo.py --cli-scaling 250000 1000000 4000000 --only-cli
+    python benchmarks/bench_zoo.py --cli-scaling 250000 1000000 4000000 --cli-scaling-files 20000 60000 --only-cli
 """
 
 from __future__ import annotations
@@ -483,31 +484,50 @@ def _line(x: list[float], y: list[float]) -> tuple[float, float]:
     return float(a_), float(b_)
 
 
-def scaling_rows(tmp: Path, sizes: list[int]) -> list[str]:
-    """``relusym zoo --no-fibre`` serial, ``--workers 2`` and ``--dask-local 2`` (its start-up included) on stacked
-    shards of 8-64-1 of each size (fresh processes, one run each, the tables compared byte for byte), then for
-    each way the line through its wall times: fixed seconds and seconds per 10^6 networks.  A job of B networks
-    then takes a + b·B; two workers' ratio tends to b_serial / b_parallel as B grows, and passes 1.8× from
+def scaling_rows(tmp: Path, sizes: list[int], files: bool = False) -> list[str]:
+    """``relusym zoo --no-fibre`` serial, ``--workers 2``, ``--dask-local 2`` (its start-up included) and
+    ``--scheduler ADDR`` of a ``LocalCluster`` of 2 workers started before and warmed by a first job (the cluster
+    user's steady state) on stacked shards of 8-64-1 of each size, or on folders of that many files of 16-64-4
+    (``files``): fresh processes, one run each, the tables compared byte for byte.  Then for each way the line
+    through its wall times: fixed seconds and seconds per 10^6 networks.  A job of B networks then takes
+    a + b·B; two workers' ratio tends to b_serial / b_parallel as B grows, and passes 1.8× from
     B* = (1.8·a_parallel − a_serial) / (b_serial − 1.8·b_parallel) on (when the slopes allow it)."""
+    import shutil
+
     _warm_cli(tmp)
-    modes = (("serial", []), ("--workers 2", ["--workers", "2"]), ("--dask-local 2", ["--dask-local", "2"]))
+    modes = (
+        ("serial", []),
+        ("--workers 2", ["--workers", "2"]),
+        ("--dask-local 2", ["--dask-local", "2"]),
+        ("--scheduler ADDR (warm)", ["--scheduler"]),
+    )
     walls: dict[str, list[float]] = {name: [] for name, _ in modes}
     out = []
-    for B in sizes:
-        src = big_shard(tmp / "scale.npz", 8, 64, 1, B)
-        tables = []
-        for name, extra in modes:
-            dest = tmp / f"scale_{len(tables)}.parquet"
-            before = _uptime()
-            wall, cpu = _cli_job(src, dest, extra)
-            tables.append(dest.read_bytes())
-            dest.unlink()
-            walls[name].append(wall)
-            ratio = "" if name == "serial" else f", {walls['serial'][-1] / wall:.2f}× serial"
-            out.append(f"| {B:,} | {name} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
-        same = all(t == tables[0] for t in tables)
-        out.append(f"| {B:,} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
-        src.unlink()
+    kind = "files 16-64-4" if files else "8-64-1"
+    cluster = _Cluster(2)
+    try:
+        warm = big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 40_000)  # the workers import relusym, load the kernels
+        _cli_job(warm, tmp / "warm_cluster.parquet", ["--scheduler", cluster.address])
+        for B in sizes:
+            src = files_folder(tmp / "scale_files", B) if files else big_shard(tmp / "scale.npz", 8, 64, 1, B)
+            tables = []
+            for name, extra in modes:
+                extra = [*extra, cluster.address] if "--scheduler" in extra else extra
+                dest = tmp / f"scale_{len(tables)}.parquet"
+                before = _uptime()
+                c0 = cluster.cpu() if "--scheduler" in extra else 0.0
+                wall, cpu = _cli_job(src, dest, extra)
+                cpu += cluster.cpu() - c0 if "--scheduler" in extra else 0.0
+                tables.append(dest.read_bytes())
+                dest.unlink()
+                walls[name].append(wall)
+                ratio = "" if name == "serial" else f", {walls['serial'][-1] / wall:.2f}× serial"
+                out.append(f"| {B:,} {kind} | {name} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
+            same = all(t == tables[0] for t in tables)
+            out.append(f"| {B:,} {kind} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
+            shutil.rmtree(src) if files else src.unlink()
+    finally:
+        cluster.close()
     if len(sizes) >= 2:
         a_s, b_s = _line([float(x) for x in sizes], walls["serial"])
         for name, _ in modes[1:]:
@@ -516,8 +536,9 @@ def scaling_rows(tmp: Path, sizes: list[int]) -> list[str]:
             star = (1.8 * a_p - a_s) / denom if denom > 0 else float("inf")
             where = "never" if star == float("inf") else ("any size" if star <= 0 else f"{star:,.0f} networks")
             out.append(
-                f"| line | {name} | fixed {a_p:.2f} s + {b_p * 1e6:.2f} s per 10^6 (serial: fixed {a_s:.2f} s + "
-                f"{b_s * 1e6:.2f} s per 10^6) | a large job's ratio {b_s / b_p:.2f}× | 1.8× from | {where} |"
+                f"| line ({kind}) | {name} | fixed {a_p:.2f} s + {b_p * 1e6:.2f} s per 10^6 (serial: fixed "
+                f"{a_s:.2f} s + {b_s * 1e6:.2f} s per 10^6) | a large job's ratio {b_s / b_p:.2f}× | 1.8× from | "
+                f"{where} |"
             )
     return out
 
@@ -595,12 +616,13 @@ def _cli_tables(args: argparse.Namespace) -> bool:
             "| `relusym zoo --no-fibre` | run | wall | CPU (process + children) | load before | load after |",
             lambda tmp: cli_rows(tmp, args.cli, args.files if args.files is not None else 1000),
         )
-    if args.cli_scaling:
-        _table(
-            "| networks (8-64-1) | `relusym zoo --no-fibre` | wall | CPU (process + children) | load before | "
-            "load after |",
-            lambda tmp: scaling_rows(tmp, args.cli_scaling),
-        )
+    for sizes, files in ((args.cli_scaling, False), (args.cli_scaling_files, True)):
+        if sizes:
+            _table(
+                "| networks | `relusym zoo --no-fibre` | wall | CPU (process + children; the cluster's too) | "
+                "load before | load after |",
+                lambda tmp, sizes=sizes, files=files: scaling_rows(tmp, sizes, files),
+            )
     if args.end_to_end:
         _table(
             "| shape m-n-k | networks B | `relusym zoo --no-fibre`, fresh process: CPU per network, the loop / it | "
@@ -630,7 +652,15 @@ def main() -> None:
         nargs="*",
         default=None,
         metavar="B",
-        help="shard sizes of the CLI's scaling rows (serial, --workers 2, --dask-local 2; the lines through them)",
+        help="shard sizes of the CLI's scaling rows (serial, --workers 2, --dask-local 2, --scheduler; the lines)",
+    )
+    p.add_argument(
+        "--cli-scaling-files",
+        type=int,
+        nargs="*",
+        default=None,
+        metavar="F",
+        help="folder sizes (files of 16-64-4) of the CLI's scaling rows, as --cli-scaling",
     )
     p.add_argument(
         "--end-to-end",

@@ -402,7 +402,8 @@ def test_planning_and_chunks_share_one_process_pool(tmp_path, monkeypatch):
 def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeypatch):
     """``scheduler=ADDR`` of a real LocalCluster started before (2 workers, one thread each, on 127.0.0.1): a
     folder planned on the cluster (one file per planning task) and its chunks use one client, and write the
-    serial table byte for byte, in two jobs in a row; ``dask_local=2`` plans here and starts one cluster."""
+    serial table byte for byte, in two jobs in a row; ``dask_local=2`` starts one cluster, for its planning tasks
+    and its chunks."""
     distributed = pytest.importorskip("distributed")
     from relusym._zoo import _jobs
 
@@ -419,8 +420,17 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
         return real(scheduler, dask_local)
 
     monkeypatch.setattr(_jobs, "_dask_client", counted)
+    ran: list[str] = []
+    real_run = _jobs.Runner.run
+
+    def run(self, fn, tasks, **kwargs):
+        ran.append(f"{fn.__name__} on {'a local cluster' if self.dask_local else 'a scheduler'}")
+        return real_run(self, fn, tasks, **kwargs)
+
+    monkeypatch.setattr(_jobs.Runner, "run", run)
     scan_zoo(folder, tmp_path / "local.parquet", dask_local=2, **kw)
     assert calls == [(None, 2)]
+    assert ran == ["planned_shapes on a local cluster", "run_chunk_part on a local cluster"]
     assert (tmp_path / "local.parquet").read_bytes() == want
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None

@@ -70,8 +70,8 @@ class Runner:
     """Where the tasks of one job run (see :func:`execute`), started on first use and kept until :meth:`close`, so
     that a job's planning tasks and its chunks share one process pool or one Dask client: a folder's planning on
     the workers then costs no second pool (forked workers, their start and shutdown) or client connection (with
-    its handshake).  A local Dask cluster is started once, for the chunks (the zoo plans in the client before,
-    see :func:`relusym._zoo._run._shapes_on`).  A serial runner starts nothing."""
+    its handshake), and a local Dask cluster started once serves both (see
+    :func:`relusym._zoo._run._shapes_on`).  A serial runner starts nothing."""
 
     def __init__(
         self,

@@ -360,22 +360,22 @@ def _unpacked(text: str) -> list[tuple[int, ...] | None]:
 
 
 def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
-    """How the planning of a folder finds its stacked shards: on the job's process pool, executor or Dask
-    scheduler (the runner of its chunks, started here then) when it has more than :data:`_PLAN_FILES` ``.npz`` /
-    ``.safetensors`` files (one header read each: serial in the client, they were half of its time on a folder
-    of 20,000 files, and on a cluster the files are the workers' to read); else here.  A local Dask cluster
-    starts after the planning, so it plans here: started for the planning, its first chunk began 2.6 s later on
-    a folder of 20,000 files (its fresh workers read the headers slower than the client, and the client no
-    longer loads a large shard's kernels before they fork, see :func:`_eager`).  The shapes, and so the chunks
-    and the job's fingerprint, are the same wherever they are read."""
-    if not runner.parallel or (runner.dask_local is not None and not runner.started):
+    """How the planning of a folder finds its stacked shards: on the job's process pool, local Dask cluster,
+    executor or Dask scheduler (the runner of its chunks, started here then) when it has more than
+    :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read each: serial in the client, they were
+    half of its time on a folder of 20,000 files, and on a cluster the files are the workers' to read); else
+    here.  A pool or a local cluster started here forks its workers after the client loaded the kernels when the
+    files' weights would make each worker load them (:func:`_each_pays`).  The shapes, and so the chunks and the
+    job's fingerprint, are the same wherever they are read."""
+    if not runner.parallel:
         return stack_shapes
 
     def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
         if len(paths) <= _PLAN_FILES:
             return stack_shapes(paths)
-        if not runner.started and runner.workers and _file_weights(paths) >= JIT_WORK * runner.workers:
-            _load_kernels()  # before the pool forks for these tasks, as _plan would before the chunks (_each_pays)
+        forks = runner.workers or runner.dask_local  # a pool or a local cluster, started here for these tasks
+        if forks and not runner.started and _file_weights(paths) >= JIT_WORK * forks:
+            _load_kernels()  # before its workers fork, as _plan would before the chunks (_each_pays)
         batches = [(paths[s : s + _PLAN_FILES],) for s in range(0, len(paths), _PLAN_FILES)]
         found: list[list[tuple[int, ...] | None]] = [[] for _ in batches]
         key = hashlib.sha256("\0".join(paths).encode()).hexdigest()[:16]
