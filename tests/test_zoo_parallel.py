@@ -362,6 +362,44 @@ def _npz_folder(folder: Path, count: int, shard_rows: int = 0) -> Path:
     return folder
 
 
+def test_relative_sources_are_planned_as_absolute_paths_with_the_same_names(tmp_path, monkeypatch):
+    """A folder or a shard named relative to the client's directory: the chunks hold absolute paths (the workers of
+    a Dask scheduler run in their own directories), the names and the job's table are those of the absolute
+    spelling, byte for byte."""
+    from relusym._zoo._sources import plan_job
+
+    folder = _npz_folder(tmp_path / "zoo", 5, shard_rows=30)
+    monkeypatch.chdir(tmp_path)
+    for rel in ("zoo", "zoo/shard.npz", "./zoo/../zoo"):
+        chunks, _ = plan_job(rel, chunk_size=7, files_per_chunk=2)
+        want, _ = plan_job(tmp_path / rel, chunk_size=7, files_per_chunk=2)
+        assert all(os.path.isabs(x) and os.path.exists(x) for c in chunks for x in c.paths)
+        assert [c.names for c in chunks] == [c.names for c in want]
+        assert [c.describe() for c in chunks] == [c.describe() for c in want]
+    scan_zoo("zoo", tmp_path / "rel.parquet", chunk_size=7, files_per_chunk=2, progress=False)
+    scan_zoo(folder, tmp_path / "abs.parquet", chunk_size=7, files_per_chunk=2, progress=False)
+    assert (tmp_path / "rel.parquet").read_bytes() == (tmp_path / "abs.parquet").read_bytes()
+
+
+@pytest.mark.slow
+def test_scheduler_workers_in_another_directory_read_a_relative_source(tmp_path, monkeypatch):
+    """A real LocalCluster whose workers run in another directory than the client (as on a cluster): a zoo named
+    by a relative path is read by them (every row ok), the serial table byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _npz_folder(tmp_path / "zoo", 6, shard_rows=25)
+    monkeypatch.chdir(elsewhere)  # the workers' directory: no zoo there
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        monkeypatch.chdir(tmp_path)
+        res = scan_zoo("zoo", "dask.parquet", chunk_size=9, scheduler=cluster.scheduler_address, progress=False)
+    assert res.summary["errors"] == 0 and res.summary["ok"] == 31
+    scan_zoo("zoo", "serial.parquet", chunk_size=9, progress=False)
+    assert (tmp_path / "dask.parquet").read_bytes() == (tmp_path / "serial.parquet").read_bytes()
+
+
 def test_runner_refuses_two_executors_and_no_workers():
     from relusym._zoo._jobs import Runner
     from relusym.errors import InvalidNetworkError

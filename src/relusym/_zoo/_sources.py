@@ -286,6 +286,7 @@ def plan_job(
         p = Path(source)
         if not p.exists():
             raise InvalidNetworkError(f"{p}: no such file or folder")
+        p = Path(os.path.abspath(p))  # read by workers that may run in another directory (a Dask scheduler's)
         folder = p.is_dir()
         files, skipped = _folder(p) if folder else ([(str(p), _name(p, p.parent))], 0)
         if folder and not files:
@@ -315,7 +316,7 @@ def plan_job(
         paths = [Path(x) for x in source.files]
         root = Path(os.path.commonpath([str(x.parent) for x in paths])) if paths else Path(".")
         for f in paths:
-            entries.append(("table", str(f), _parquet_rows(f), _name(f, root), table_rows_per_task))
+            entries.append(("table", os.path.abspath(f), _parquet_rows(f), _name(f, root), table_rows_per_task))
     elif isinstance(source, Iterable) and not isinstance(source, bytes | dict):
         return _memory_chunks(source, table_rows_per_task), 0
     else:
