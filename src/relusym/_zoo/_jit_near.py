@@ -16,13 +16,18 @@ __all__ = ["cell_keys", "sweep_pairs"]
 
 
 @numba.njit(cache=True, nogil=True)
-def cell_keys(block: Any, a0: int, a1: int, lo0: float, lo1: float, size: float, n1: int, out: Any) -> None:
+def cell_keys(
+    block: Any, a0: int, a1: int, lo0: float, lo1: float, size: float, n1: int, out: Any, a2: int, third: Any
+) -> None:
     """out[i] = c0·n1 + c1 for row i of ``block``, with c = floor((x − lo) / size) on the axes a0 and a1: the
-    numpy path's float64 operations in its order (no fastmath), so the same keys."""
+    numpy path's float64 operations in its order (no fastmath), so the same keys.  When a2 ≥ 0, also
+    third[i] = the row's coordinate a2 (read in the same pass: the row is one cache line)."""
     for i in range(block.shape[0]):
         c0 = np.int64(np.floor((block[i, a0] - lo0) / size))
         c1 = np.int64(np.floor((block[i, a1] - lo1) / size))
         out[i] = c0 * n1 + c1
+        if a2 >= 0:
+            third[i] = block[i, a2]
 
 
 @numba.njit(cache=True, nogil=True)
