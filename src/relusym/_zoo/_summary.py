@@ -141,7 +141,6 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
     counts = np.bincount(codes, minlength=G)
     size = ok.astype(np.int64) if singletons else np.where(ok, counts[np.maximum(group, 0)] if G else 0, 0)
     # near-duplicate clusters: union-find over the groups, joined by verified pairs of their representatives
-    parent = np.arange(G)
     probe_len = pc.list_value_length(raw["_probe"]).to_numpy(zero_copy_only=False)
     with_probe = rep[np.nan_to_num(probe_len[rep], nan=0) > 0] if G else rep
     pairs: list[tuple[int, int]] = []
@@ -156,16 +155,16 @@ def finish_job(raw: Any, chunks: list[Chunk], options: Options) -> tuple[Any, di
             if found:
                 row_of_index = {int(index[r]): int(r) for r in rows}
                 pairs += [(row_of_index[a_], row_of_index[b_]) for a_, b_ in found]
-    for ra, rb in pairs:
-        ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
-        if ga != gb:
-            parent[max(ga, gb)] = min(ga, gb)
-    while pairs and not np.array_equal(parent, parent[parent]):
-        parent = parent[parent]
+    roots = cluster_of_group = np.zeros(0, dtype=np.int64)  # no near pairs (most zoos): each group its own cluster
     if pairs:
+        parent = np.arange(G)
+        for ra, rb in pairs:
+            ga, gb = _root(parent, int(group[ra])), _root(parent, int(group[rb]))
+            if ga != gb:
+                parent[max(ga, gb)] = min(ga, gb)
+        while not np.array_equal(parent, parent[parent]):
+            parent = parent[parent]
         roots, cluster_of_group = np.unique(parent, return_inverse=True)
-    else:  # no near pairs (most zoos): each group its own cluster, numbered as the groups (no sort of 10^6 codes)
-        roots, cluster_of_group = parent, parent
     # without near pairs each group is its own cluster: near is group (-1 on error rows, masked)
     near = np.where(ok, cluster_of_group.reshape(-1)[np.maximum(group, 0)] if G else 0, -1) if pairs else group
     public = [name for name, _, _ in COLUMNS if name not in ("group", "group_size", "near_cluster")]
