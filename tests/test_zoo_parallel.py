@@ -383,19 +383,30 @@ def test_relative_sources_are_planned_as_absolute_paths_with_the_same_names(tmp_
 
 @pytest.mark.slow
 def test_scheduler_workers_in_another_directory_read_a_relative_source(tmp_path, monkeypatch):
-    """A real LocalCluster whose workers run in another directory than the client (as on a cluster): a zoo named
-    by a relative path is read by them (every row ok), the serial table byte for byte."""
+    """A real LocalCluster whose workers run in another directory than the client (as on a cluster): a zoo and an
+    output named by relative paths are read and written by them (every row ok; every part written by a worker),
+    the serial table byte for byte."""
     distributed = pytest.importorskip("distributed")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     _npz_folder(tmp_path / "zoo", 6, shard_rows=25)
     monkeypatch.chdir(elsewhere)  # the workers' directory: no zoo there
+    written: list[int] = []
+    real = _run._written
+
+    def counted(parts, chunk, options):
+        written.append(chunk.index)
+        return real(parts, chunk, options)
+
+    monkeypatch.setattr(_run, "_written", counted)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster:
         monkeypatch.chdir(tmp_path)
         res = scan_zoo("zoo", "dask.parquet", chunk_size=9, scheduler=cluster.scheduler_address, progress=False)
     assert res.summary["errors"] == 0 and res.summary["ok"] == 31
+    # the output named relatively too: the workers found its parts folder and wrote every part themselves
+    assert sorted(written) == list(range(len(written))) and len(written) >= 4
     scan_zoo("zoo", "serial.parquet", chunk_size=9, progress=False)
     assert (tmp_path / "dask.parquet").read_bytes() == (tmp_path / "serial.parquet").read_bytes()
 

@@ -531,7 +531,8 @@ def _collect(
     todo = [c for c in chunks if c.index not in tables]
     with progress_bar(total=sum(c.size for c in chunks), desc="zoo", unit="net", progress=progress) as bar:
         bar.update(sum(c.size for c in chunks if c.index in tables))
-        here = parts.path if parts is not None and runner.parallel else None  # workers write their own parts
+        # workers write their own parts, by absolute path (a Dask scheduler's workers run in their own directories)
+        here = Path(os.path.abspath(parts.path)) if parts is not None and runner.parallel else None
         for t, table in runner.run(
             run_chunk_part,
             [(c, options, str(here / part_name(c.index)) if here else None, key) for c in todo],
