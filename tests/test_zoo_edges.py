@@ -335,6 +335,48 @@ def test_a_stored_member_whose_header_claims_more_rows_is_refused_without_readin
             _npz_rows(zf, "B", 4, 6)
 
 
+def test_close_pairs_cut_in_the_sweep_when_the_grid_yields_too_many(monkeypatch) -> None:
+    """Beyond the grid's bound on candidates, the compiled sweep keeps only the pairs within the radius in one more
+    coordinate (before, and without numba still, a k-d tree took over): the same pairs as brute force over all pairs,
+    on dense points with a crowded cluster, on lattices with ties and on float32-valued points (the grid alone over
+    the bound and the cut under it in two thirds of the cases or more; the tree where even the cut pairs exceed it)."""
+    import relusym._zoo._near as near
+
+    pytest.importorskip("numba")
+    import relusym._zoo._jit_kernel  # noqa: F401 - the compiled sweep loads beside the digest kernel
+
+    if near.sweep_kernels() is None:
+        pytest.skip("the compiled sweep is off (RELUSYM_NO_JIT)")
+    sweeps: list[tuple[bool, bool]] = []  # (cut by a coordinate, within the bound)
+    real = near._swept
+
+    def swept(ks, n1, kernels, vals, limit):
+        got = real(ks, n1, kernels, vals, limit)
+        sweeps.append((len(vals) > 0, got is not None))
+        return got
+
+    monkeypatch.setattr(near, "_swept", swept)
+    cut = 0
+    for t in range(120):
+        rng = np.random.default_rng(t)
+        n, dim = int(rng.integers(300, 600)), int(rng.integers(3, 7))
+        radius = float(rng.uniform(0.06, 0.1))
+        X = rng.uniform(0.0, 1.0, (n, dim))  # dense in the grid's two coordinates: many candidates
+        if t % 3 == 1:
+            X = np.round(X / radius) * radius  # ties at the radius and on the cells' borders
+        if t % 3 == 2:
+            X = X.astype(np.float32).astype(np.float64)
+        X[: n // 10] = X[0] + rng.standard_normal((n // 10, dim)) * radius / 4  # a crowded cluster
+        i, j = np.triu_indices(n, 1)
+        d = np.linalg.norm(X[i] - X[j], axis=1)
+        want = np.stack([i[d <= radius], j[d <= radius]], axis=1)
+        monkeypatch.setattr(near, "_SWEEP_PAIRS", 8 * n)
+        sweeps.clear()
+        assert np.array_equal(near.close_pairs(np.split(X, [n // 3]), radius, compiled=True), want)
+        cut += sweeps == [(False, False), (True, True)]  # too many for the grid alone, few enough once cut
+    assert cut >= 80
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(2, 120),

@@ -31,31 +31,35 @@ def cell_keys(
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep_pairs(ks: Any, n1: int, out: Any) -> int:
+def sweep_pairs(ks: Any, n1: int, out: Any, vals: Any, limit: float) -> int:
     """The candidate pairs (i, j), i < j positions in the sorted keys ``ks``: j in i's cell or the next
-    (ks[j] ≤ ks[i] + 1), or in the three cells of the next column (ks[i] + n1 − 1 ≤ ks[j] ≤ ks[i] + n1 + 1).
-    Written into ``out`` (rows × 2) when it has room for all; returns their number either way (count first with an
-    empty ``out``, then fill)."""
+    (ks[j] ≤ ks[i] + 1), or in the three cells of the next column (ks[i] + n1 − 1 ≤ ks[j] ≤ ks[i] + n1 + 1); when
+    ``vals`` is not empty (one value per position), only those with |vals[i] − vals[j]| ≤ ``limit``.  Written into
+    ``out`` (rows × 2) when it has room for all; returns their number either way (count first with an empty
+    ``out``, then fill)."""
     N = ks.shape[0]
     room = out.shape[0]
+    cut = vals.shape[0] > 0
     count = 0
     p = 0
     for i in range(N):
         k = ks[i]
         j = i + 1
         while j < N and ks[j] <= k + 1:
-            if count < room:
-                out[count, 0] = i
-                out[count, 1] = j
-            count += 1
+            if not cut or abs(vals[i] - vals[j]) <= limit:
+                if count < room:
+                    out[count, 0] = i
+                    out[count, 1] = j
+                count += 1
             j += 1
         while p < N and ks[p] < k + n1 - 1:  # the keys grow with i, so p only moves forward
             p += 1
         j = p
         while j < N and ks[j] <= k + n1 + 1:
-            if count < room:
-                out[count, 0] = i
-                out[count, 1] = j
-            count += 1
+            if not cut or abs(vals[i] - vals[j]) <= limit:
+                if count < room:
+                    out[count, 0] = i
+                    out[count, 1] = j
+                count += 1
             j += 1
     return count

@@ -203,7 +203,7 @@ def sweep_kernels() -> tuple[Any, Any] | None:
             one = np.empty(1, dtype=np.float64)
             cell_keys(readonly(np.zeros((1, 2))), 0, 1, 0.0, 0.0, 1.0, 3, np.empty(1, dtype=np.int64), -1, one)
             kernels: Any = (cell_keys, sweep_pairs)
-            sweep_pairs(np.zeros(2, dtype=np.int64), 3, np.empty((0, 2), dtype=np.int64))
+            sweep_pairs(np.zeros(2, dtype=np.int64), 3, np.empty((0, 2), dtype=np.int64), one, 1.0)
         except Exception:  # noqa: BLE001 - the numpy path is always there
             kernels = None
         _NEAR_JIT["kernels"] = kernels
@@ -257,6 +257,8 @@ def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float, compil
     order = np.argsort(key)  # any order within a cell: the pairs are sorted at the end
     ks = key[order]
     runs = _runs(ks, n1, kernels)
+    if runs is None and kernels is not None and third is not None:  # too many: cut in the sweep, see _PRECUT
+        runs = _swept(ks, n1, kernels, third[order], radius * _PRECUT)
     if runs is None:
         return _tree_pairs(blocks[0] if len(blocks) == 1 else np.concatenate(blocks), radius)
     found: list[np.ndarray] = []
@@ -277,12 +279,7 @@ def _runs(ks: np.ndarray, n1: int, kernels: Any) -> list[tuple[np.ndarray, np.nd
     more than :data:`_SWEEP_PAIRS`.  A row's candidates are half its neighbourhood: its own cell (the later rows)
     with the cell after it, and the three cells of the next column (cells are consecutive keys)."""
     if kernels is not None:
-        total = int(kernels[1](ks, n1, np.empty((0, 2), dtype=np.int64)))  # counted, then written
-        if total > _SWEEP_PAIRS:
-            return None
-        cand = np.empty((total, 2), dtype=np.int64)
-        kernels[1](ks, n1, cand)
-        return [(cand[:, 0], cand[:, 1])] if total else []
+        return _swept(ks, n1, kernels, np.empty(0), 0.0)
     N = len(ks)
     pos = np.arange(N)
     runs = []
@@ -300,6 +297,16 @@ def _runs(ks: np.ndarray, n1: int, kernels: Any) -> list[tuple[np.ndarray, np.nd
     return runs
 
 
+def _swept(ks: np.ndarray, n1: int, kernels: Any, vals: np.ndarray, limit: float) -> list[Any] | None:
+    """:func:`_runs` by the compiled sweep, its pairs cut by ``vals`` within ``limit`` when ``vals`` is not empty."""
+    total = int(kernels[1](ks, n1, np.empty((0, 2), dtype=np.int64), vals, limit))  # counted, then written
+    if total > _SWEEP_PAIRS:
+        return None
+    cand = np.empty((total, 2), dtype=np.int64)
+    kernels[1](ks, n1, cand, vals, limit)
+    return [(cand[:, 0], cand[:, 1])] if total else []
+
+
 def _tree_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
     """:func:`close_pairs` by a k-d tree over a random projection (distances shrink under it, so no pair is
     lost; the pairs found are then kept by their full distance)."""
@@ -313,4 +320,5 @@ def _tree_pairs(probes: np.ndarray, radius: float) -> np.ndarray:
     if len(cand):
         d = np.linalg.norm(probes[cand[:, 0]] - probes[cand[:, 1]], axis=1)
         cand = cand[d <= radius]
-    return np.asarray(cand, dtype=np.int64).reshape(-1, 2)
+    pairs = np.asarray(cand, dtype=np.int64).reshape(-1, 2)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]  # sorted, as the grid's (the tree's come in its order)
