@@ -220,7 +220,9 @@ def close_pairs(probes: np.ndarray | Sequence[np.ndarray], radius: float, compil
     same or neighbouring cells, so each row's partners are found among the rows sorted by cell; those pairs are
     then kept by their full distance.  Near-duplicate radii are small beside the spread of a zoo's probe values,
     so the neighbouring cells are nearly empty and this costs a sort (no k-d tree, whose import and build cost the
-    client seconds on large zoos).  Crowded cells (many networks at one point) fall back to the k-d tree.  The
+    client seconds on large zoos).  The candidates are cut by a third coordinate before their rows are compared
+    (:data:`_PRECUT`); when the grid yields more than :data:`_SWEEP_PAIRS` of them (crowded cells, or a zoo of many
+    millions), the compiled sweep applies that cut itself, and only beyond that does the k-d tree take over.  The
     cells' keys and the candidates come from :func:`sweep_kernels` where they are loaded (``compiled``: None, as
     loaded; False, the numpy path), else from numpy (the same pairs)."""
     blocks = [probes] if isinstance(probes, np.ndarray) else [x for x in probes if len(x)]
