@@ -486,12 +486,13 @@ def _line(x: list[float], y: list[float]) -> tuple[float, float]:
 
 def scaling_rows(tmp: Path, sizes: list[int], files: bool = False) -> list[str]:
     """``relusym zoo --no-fibre`` serial, ``--workers 2``, ``--dask-local 2`` (its start-up included) and
-    ``--scheduler ADDR`` of a ``LocalCluster`` of 2 workers started before and warmed by a first job (the cluster
-    user's steady state) on stacked shards of 8-64-1 of each size, or on folders of that many files of 16-64-4
-    (``files``): fresh processes, one run each, the tables compared byte for byte.  Then for each way the line
-    through its wall times: fixed seconds and seconds per 10^6 networks.  A job of B networks then takes
-    a + b·B; two workers' ratio tends to b_serial / b_parallel as B grows, and passes 1.8× from
-    B* = (1.8·a_parallel − a_serial) / (b_serial − 1.8·b_parallel) on (when the slopes allow it)."""
+    ``--scheduler ADDR`` of a ``LocalCluster`` of 2 workers started before that row and warmed by a first job (the
+    cluster user's steady state; started for that row alone, so that it idles through no other) on stacked shards
+    of 8-64-1 of each size, or on folders of that many files of 16-64-4 (``files``): fresh processes, one run
+    each, the tables compared byte for byte.  Then for each way the line through its wall times: fixed seconds and
+    seconds per 10^6 networks.  A job of B networks then takes a + b·B; two workers' ratio tends to
+    b_serial / b_parallel as B grows, and passes 1.8× from B* = (1.8·a_parallel − a_serial) /
+    (b_serial − 1.8·b_parallel) on (when the slopes allow it)."""
     import shutil
 
     _warm_cli(tmp)
@@ -504,30 +505,33 @@ def scaling_rows(tmp: Path, sizes: list[int], files: bool = False) -> list[str]:
     walls: dict[str, list[float]] = {name: [] for name, _ in modes}
     out = []
     kind = "files 16-64-4" if files else "8-64-1"
-    cluster = _Cluster(2)
-    try:
-        warm = big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 40_000)  # the workers import relusym, load the kernels
-        _cli_job(warm, tmp / "warm_cluster.parquet", ["--scheduler", cluster.address])
-        for B in sizes:
-            src = files_folder(tmp / "scale_files", B) if files else big_shard(tmp / "scale.npz", 8, 64, 1, B)
-            tables = []
-            for name, extra in modes:
-                extra = [*extra, cluster.address] if "--scheduler" in extra else extra
+    warm = big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 40_000)  # its workers import relusym, load the kernels
+    for B in sizes:
+        src = files_folder(tmp / "scale_files", B) if files else big_shard(tmp / "scale.npz", 8, 64, 1, B)
+        tables = []
+        for name, extra in modes:
+            cluster = None
+            if "--scheduler" in extra:  # started and warmed for this row alone: an idle cluster polls (Dask's defaults)
+                cluster = _Cluster(2)
+                _cli_job(warm, tmp / "warm_cluster.parquet", ["--scheduler", cluster.address])
+                extra = [*extra, cluster.address]
+            try:
                 dest = tmp / f"scale_{len(tables)}.parquet"
                 before = _uptime()
-                c0 = cluster.cpu() if "--scheduler" in extra else 0.0
+                c0 = cluster.cpu() if cluster is not None else 0.0
                 wall, cpu = _cli_job(src, dest, extra)
-                cpu += cluster.cpu() - c0 if "--scheduler" in extra else 0.0
-                tables.append(dest.read_bytes())
-                dest.unlink()
-                walls[name].append(wall)
-                ratio = "" if name == "serial" else f", {walls['serial'][-1] / wall:.2f}× serial"
-                out.append(f"| {B:,} {kind} | {name} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
-            same = all(t == tables[0] for t in tables)
-            out.append(f"| {B:,} {kind} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
-            shutil.rmtree(src) if files else src.unlink()
-    finally:
-        cluster.close()
+                cpu += cluster.cpu() - c0 if cluster is not None else 0.0
+            finally:
+                if cluster is not None:
+                    cluster.close()
+            tables.append(dest.read_bytes())
+            dest.unlink()
+            walls[name].append(wall)
+            ratio = "" if name == "serial" else f", {walls['serial'][-1] / wall:.2f}× serial"
+            out.append(f"| {B:,} {kind} | {name} | {wall:.1f} s{ratio} | {cpu:.1f} s | {before} | {_uptime()} |")
+        same = all(t == tables[0] for t in tables)
+        out.append(f"| {B:,} {kind} | tables | {'byte-identical' if same else 'DIFFER'} | | | |")
+        shutil.rmtree(src) if files else src.unlink()
     if len(sizes) >= 2:
         a_s, b_s = _line([float(x) for x in sizes], walls["serial"])
         for name, _ in modes[1:]:
