@@ -87,6 +87,19 @@ def test_bad_input_exit_2_one_sentence(tmp_path, content):
     assert r.returncode == 2
 
 
+@pytest.mark.parametrize("name", ["bad.npz", "bad.npy"])
+def test_a_file_that_is_no_numpy_file_is_exit_2_one_sentence(tmp_path, name):
+    """Bytes that are neither a zip archive nor an .npy array, named as numpy files: one sentence that says so (numpy
+    took them for a pickle: relusym answered that they hold an object array, and with --allow-unsafe-pickle failed
+    with an internal error)."""
+    p = tmp_path / name
+    p.write_bytes(b"garbage, not numpy")
+    for extra in ([], ["--allow-unsafe-pickle"]):
+        r = run("canon", str(p), *extra)
+        assert r.returncode == 2 and r.stdout == "", r.stderr
+        assert r.stderr.count("\n") == 1 and "is not a numpy file" in r.stderr and "internal error" not in r.stderr
+
+
 def test_shape_mismatch_between_networks_is_exit_2():
     r = run("equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e13.json"))
     assert r.returncode == 2 and "different shapes" in r.stderr

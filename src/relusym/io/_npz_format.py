@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import pickle
 import re
 import warnings
 import zipfile
@@ -189,9 +190,17 @@ def _read_arrays(path: Path, allow_unsafe_pickle: bool) -> dict[str, Any]:
     if zipfile.is_zipfile(path):  # objects, or members that are not arrays: checked, then np.load
         check_zip(path, NAME)
         check_npy_members(path, allow_objects=allow_unsafe_pickle)
+    else:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_NPY_MAGIC))
+        if not head.startswith(_NPY_MAGIC) and not head.startswith(b"\x80"):
+            # np.load would take it for a pickle: refused as one (an object array), or unpickled and failed
+            raise InvalidNetworkError(
+                f"{path} is not a numpy file: neither an .npz (zip) archive nor an .npy array (it begins {head!r})"
+            )
     try:
         data = np.load(path, allow_pickle=allow_unsafe_pickle)
-    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, pickle.UnpicklingError) as exc:
         raise InvalidNetworkError(f"{path} is not a readable numpy file ({exc})") from None
     except ValueError as exc:
         if "allow_pickle" in str(exc):
