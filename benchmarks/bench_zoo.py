@@ -510,12 +510,12 @@ def scaling_rows(tmp: Path, sizes: list[int], files: bool = False) -> list[str]:
         src = files_folder(tmp / "scale_files", B) if files else big_shard(tmp / "scale.npz", 8, 64, 1, B)
         tables = []
         for name, extra in modes:
-            cluster = None
-            if "--scheduler" in extra:  # started and warmed for this row alone: an idle cluster polls (Dask's defaults)
-                cluster = _Cluster(2)
-                _cli_job(warm, tmp / "warm_cluster.parquet", ["--scheduler", cluster.address])
-                extra = [*extra, cluster.address]
+            # the scheduler's cluster started and warmed for its row alone: an idle cluster polls (Dask's defaults)
+            cluster = _Cluster(2) if "--scheduler" in extra else None
             try:
+                if cluster is not None:
+                    _cli_job(warm, tmp / "warm_cluster.parquet", ["--scheduler", cluster.address])
+                    extra = [*extra, cluster.address]
                 dest = tmp / f"scale_{len(tables)}.parquet"
                 before = _uptime()
                 c0 = cluster.cpu() if cluster is not None else 0.0
