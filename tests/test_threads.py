@@ -119,3 +119,64 @@ def test_a_local_dask_clusters_workers_inherit_one_blas_thread(two_blas_threads)
         seen = {tuple(f.result()) for f in [client.submit(blas_threads_here, i, pure=False) for i in range(4)]}
     assert seen == {(1,)}
     assert blas_threads() == {2}
+
+
+def freeze_count_here(_: int) -> int:
+    """(run in a worker process) how many objects the garbage collector holds frozen there."""
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_the_pools_workers_freeze_the_heap_they_inherit():
+    # their collections then skip the client's objects (see forked_heap_frozen); the client's own GC is untouched
+    import gc
+
+    from relusym._zoo._jobs import execute
+
+    before = gc.get_freeze_count()
+    seen = [n for _, n in execute(freeze_count_here, [(0,), (1,)], workers=2)]
+    assert min(seen) > 10_000  # numpy's, relusym's and the pool's objects at least
+    assert gc.get_freeze_count() == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks a child")
+def test_a_heap_frozen_for_a_fork_is_frozen_in_the_child_and_thawed_in_the_parent():
+    import gc
+    import multiprocessing
+
+    from relusym._zoo._jobs import forked_heap_frozen
+
+    gc.unfreeze()
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as unfrozen:
+        assert unfrozen.apply(freeze_count_here, (0,)) == 0
+    with forked_heap_frozen():
+        assert gc.get_freeze_count() > 10_000
+        with context.Pool(1) as pool:  # forked here: the child holds the frozen objects
+            frozen = pool.apply(freeze_count_here, (0,))
+    assert frozen > 10_000 and gc.get_freeze_count() == 0
+    gc.freeze()  # the caller's own freeze is left as it is
+    try:
+        held = gc.get_freeze_count()
+        with forked_heap_frozen():
+            pass
+        assert gc.get_freeze_count() == held
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the workers come from a fork server there")
+def test_a_local_dask_clusters_workers_start_with_the_clients_heap_frozen():
+    pytest.importorskip("distributed")
+    import gc
+
+    from relusym._zoo._jobs import Runner
+
+    with Runner(dask_local=2) as runner:
+        runner.start()
+        client = runner._client
+        seen = [f.result() for f in [client.submit(freeze_count_here, i, pure=False) for i in range(4)]]
+        assert gc.get_freeze_count() == 0
+    assert min(seen) > 10_000
