@@ -555,9 +555,9 @@ def probe_rows() -> list[str]:
     most 2^25 weights of A a shape), best of 3, CPU per network: the compiled loops, the compiled per-network BLAS
     product, the numpy path (blocks of networks); their values compared (within 1e-12 of the values' scale), and
     the way a job takes."""
-    from relusym._zoo import _run, _summary
+    from relusym._zoo import _planning, _summary
 
-    _run._load_kernels()
+    _planning.load_kernels()
     if _summary.probe_kernel() is None:
         return ["| (the compiled kernels are off: numba missing or RELUSYM_NO_JIT=1) |"]
     out = []

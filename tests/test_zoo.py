@@ -373,7 +373,7 @@ def test_same_table_whether_the_parts_are_mapped_or_copied(planted, tmp_path, mo
 def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkeypatch):
     """A folder's stacked shards found by planning tasks on the job's executor (one file per task here) give the
     chunks and the table of the serial planning, byte for byte (the oracle: the serial job)."""
-    import relusym._zoo._run as run
+    import relusym._zoo._planning as run
     from relusym._zoo._sources import plan_job, stack_shapes
 
     root, _, _ = planted
@@ -399,7 +399,7 @@ def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkey
 def test_planning_task_answers_as_text_the_shapes_of_the_headers(planted, tmp_path):
     """The planning task's answer (one JSON text, which Dask ships whole, where it ships a list element by element)
     unpacks to the shapes read in the client: stacked shards, single networks, a file that is no shard."""
-    import relusym._zoo._run as run
+    import relusym._zoo._planning as run
     from relusym._zoo._sources import stack_shapes
 
     root, _, _ = planted
@@ -414,7 +414,7 @@ def test_planning_task_answers_as_text_the_shapes_of_the_headers(planted, tmp_pa
 
 @pytest.mark.slow
 def test_same_table_process_pool_and_dask_cluster(planted, tmp_path, monkeypatch):
-    import relusym._zoo._run as run
+    import relusym._zoo._planning as run
 
     distributed = pytest.importorskip("distributed")
     root, _, _ = planted

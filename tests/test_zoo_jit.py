@@ -641,11 +641,11 @@ def test_the_kernels_loaded_before_a_job_are_the_ones_it_runs(tmp_path):
     the versions a job's tasks call: a task of a stored ``.npz`` shard gets its large members memory-mapped
     (read-only) and its small ones copied (writable), which numba types apart; every input goes to the kernels
     read-only, so no task loads a version of its own (each worker did, about 0.1 s, on its first task)."""
-    from relusym._zoo import _near, _run
+    from relusym._zoo import _near, _planning
     from relusym._zoo._digest_jit import readonly
     from relusym.zoo import scan_zoo
 
-    _run._load_kernels()
+    _planning.load_kernels()
     assert _near.sweep_kernels() is not None
     before = _versions()
     assert set(before) == {

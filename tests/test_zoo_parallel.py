@@ -15,7 +15,7 @@ import pytest
 
 import relusym
 from relusym import Network
-from relusym._zoo import _run, _summary
+from relusym._zoo import _planning, _run, _summary
 from relusym._zoo._sources import Chunk, Item, StackRows, item_sources
 
 pa = pytest.importorskip("pyarrow")
@@ -54,8 +54,8 @@ def _definition(V, A, b, c, P):
 )
 def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, monkeypatch):
     _numba()
-    _run._load_kernels()
-    kernel = _run.probe_kernel()
+    _planning.load_kernels()
+    kernel = _summary.probe_kernel()
     assert kernel is not None
     B, k, n, m = shape
     rng = np.random.default_rng(B * 1000 + n)
@@ -85,20 +85,20 @@ def test_probe_kernel_and_numpy_path_agree_with_the_definition(shape, dtype, mon
 
 def test_kernels_load_once_per_process(monkeypatch):
     _numba()
-    _run._load_kernels()
+    _planning.load_kernels()
     calls: list[int] = []
-    monkeypatch.setattr(_run, "stack_digests", lambda *a: calls.append(1))
-    monkeypatch.setattr(_run, "jit_available", lambda: calls.append(2) or True)
+    monkeypatch.setattr(_planning, "stack_digests", lambda *a: calls.append(1))
+    monkeypatch.setattr(_planning, "jit_available", lambda: calls.append(2) or True)
     for _ in range(3):
-        _run._load_kernels()
-    assert calls == [] and _run.probe_kernel() is not None
+        _planning.load_kernels()
+    assert calls == [] and _planning.probe_kernel() is not None
 
 
 def test_probe_kernel_keeps_the_near_clusters(tmp_path, monkeypatch):
     """Near-duplicate clusters (and the whole table) are the same whether the probe values come from the compiled
     kernel or from numpy, and follow ``equivalent_approx``."""
     _numba()
-    _run._load_kernels()
+    _planning.load_kernels()
     rng = np.random.default_rng(11)
     B, k, n, m = 40, 2, 6, 3
     V = rng.standard_normal((B, k, n))
@@ -141,12 +141,12 @@ def test_eager_kernels_only_for_large_shard_tasks():
 
     shapes = {"s.npz": (100000, 64, 8)}  # A: B × n × m, 576 weights a row counted
     default = auto_rows(shapes["s.npz"])  # a default task of a large shard: eager
-    assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, default, 0), shapes)
-    rows = -(-_run._EAGER_JIT // (64 * 9))
-    assert _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
-    assert not _run._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows - 1, 0), shapes)
-    assert not _run._eager(Chunk(0, "shard", ("t.npz",), ("t.npz",), 0, rows, 0), shapes)  # shape unknown
-    assert not _run._eager(Chunk(0, "files", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
+    assert _planning._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, default, 0), shapes)
+    rows = -(-_planning.EAGER_JIT // (64 * 9))
+    assert _planning._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
+    assert not _planning._eager(Chunk(0, "shard", ("s.npz",), ("s.npz",), 0, rows - 1, 0), shapes)
+    assert not _planning._eager(Chunk(0, "shard", ("t.npz",), ("t.npz",), 0, rows, 0), shapes)  # shape unknown
+    assert not _planning._eager(Chunk(0, "files", ("s.npz",), ("s.npz",), 0, rows, 0), shapes)
 
 
 def test_kernels_loaded_first_when_every_process_would_load_them(tmp_path, monkeypatch):
@@ -161,26 +161,26 @@ def test_kernels_loaded_first_when_every_process_would_load_them(tmp_path, monke
     chunks = [
         Chunk(i, "shard", ("s.npz",), ("s.npz",), i * rows, min(1250, i * rows + rows), i * rows) for i in range(24)
     ]
-    assert sum(c.size for c in chunks) == 1250 and not any(_run._eager(c, shapes) for c in chunks)
+    assert sum(c.size for c in chunks) == 1250 and not any(_planning._eager(c, shapes) for c in chunks)
     weights = 1250 * 256 * 65
-    assert weights >= _run.JIT_WORK
-    assert _run._each_pays(chunks, shapes, Runner())
-    assert _run._each_pays(chunks, shapes, Runner(workers=1))
-    assert not _run._each_pays(chunks, shapes, Runner(workers=2))  # 1.04·10^7 weights each: below 2^24
-    assert not _run._each_pays(chunks, shapes, Runner(dask_local=2))
-    assert not _run._each_pays(chunks, {}, Runner())  # shape unknown
+    assert weights >= _planning.JIT_WORK
+    assert _planning._each_pays(chunks, shapes, Runner())
+    assert _planning._each_pays(chunks, shapes, Runner(workers=1))
+    assert not _planning._each_pays(chunks, shapes, Runner(workers=2))  # 1.04·10^7 weights each: below 2^24
+    assert not _planning._each_pays(chunks, shapes, Runner(dask_local=2))
+    assert not _planning._each_pays(chunks, {}, Runner())  # shape unknown
     files = [Chunk(i, "files", ("s.npz",), ("s.npz",), c.start, c.stop, c.first) for i, c in enumerate(chunks)]
-    assert not _run._each_pays(files, shapes, Runner())
+    assert not _planning._each_pays(files, shapes, Runner())
     # a real serial job: its client loads the kernels before its first task
     calls: list[int] = []
-    monkeypatch.setattr(_run, "_load_kernels", lambda: calls.append(len(calls)))
-    monkeypatch.setattr(_run, "JIT_WORK", 64 * 3 * 5 + 1)
+    monkeypatch.setattr(_planning, "load_kernels", lambda: calls.append(len(calls)))
+    monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5 + 1)
     rng = np.random.default_rng(2)
     V, A, b, c = (rng.standard_normal(x).astype(np.float32) for x in ((64, 1, 3), (64, 3, 4), (64, 3), (64, 1)))
     np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
     scan_zoo(tmp_path / "s.npz", fibre=False, progress=False)
     assert calls == []  # 960 weights: below
-    monkeypatch.setattr(_run, "JIT_WORK", 64 * 3 * 5)
+    monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5)
     scan_zoo(tmp_path / "s.npz", fibre=False, progress=False)
     assert calls == [0]
 
@@ -202,49 +202,99 @@ def test_folder_weights_estimated_from_file_sizes(tmp_path):
     mean size times their count beyond; missing files count nothing."""
     paths = [str(x) for x in _small_files(tmp_path / "f", 150)]
     sizes = [os.stat(x).st_size for x in paths]
-    assert _run._file_weights(paths[:64]) == sum(sizes[:64]) // 4
-    assert _run._file_weights(paths[:10] + [str(tmp_path / "gone.npz")]) == sum(sizes[:10]) * 11 // (4 * 11)
+    assert _planning._file_weights(paths[:64]) == sum(sizes[:64]) // 4
+    assert _planning._file_weights(paths[:10] + [str(tmp_path / "gone.npz")]) == sum(sizes[:10]) * 11 // (4 * 11)
     step = len(paths) // 64
     sample = sizes[::step][:64]
-    assert _run._file_weights(paths) == sum(sample) * 150 // (4 * 64)
-    assert _run._file_weights([]) == 0 and _run._file_weights([str(tmp_path / "gone.npz")]) == 0
+    assert _planning._file_weights(paths) == sum(sample) * 150 // (4 * 64)
+    assert _planning._file_weights([]) == 0 and _planning._file_weights([str(tmp_path / "gone.npz")]) == 0
 
 
 def test_kernels_loaded_first_for_a_folder_of_files_every_process_would_load_them(tmp_path, monkeypatch):
     """A folder of single-network files whose bytes / 4 reach 2^24 per process: the client loads the kernels before
-    its first task (serially, when the folder is large enough; with a pool that plans on its workers, before the
-    pool starts, so that its forked workers inherit them), and not when the files are too few."""
+    its first task (serially, when the folder is large enough; with a pool that plans on its workers, while a
+    helper pool reads the headers, before the job's pool forks), and not when the files are too few."""
     from relusym._zoo._jobs import Runner
 
     paths = _small_files(tmp_path / "zoo", 12)
     total = sum(os.stat(x).st_size for x in paths) // 4
     chunks = [Chunk(0, "files", tuple(map(str, paths)), tuple(x.name for x in paths), 0, 0, 0)]
-    monkeypatch.setattr(_run, "JIT_WORK", total)
-    assert _run._each_pays(chunks, {}, Runner()) and not _run._each_pays(chunks, {}, Runner(workers=2))
+    monkeypatch.setattr(_planning, "JIT_WORK", total)
+    assert _planning._each_pays(chunks, {}, Runner()) and not _planning._each_pays(chunks, {}, Runner(workers=2))
     events: list[str] = []
-    monkeypatch.setattr(_run, "_load_kernels", lambda: events.append("load"))
+    monkeypatch.setattr(_planning, "load_kernels", lambda: events.append("load"))
     scan_zoo(tmp_path / "zoo", fibre=False, progress=False)
     assert events == ["load"]
-    monkeypatch.setattr(_run, "JIT_WORK", total + 1)
+    monkeypatch.setattr(_planning, "JIT_WORK", total + 1)
     scan_zoo(tmp_path / "zoo", fibre=False, progress=False)
     assert events == ["load"]  # below: nothing loaded first
-    # a pool that reads the headers on its workers (one file a task): the kernels load before it starts
-    real_start = _run.Runner.start
+    # a pool that reads the headers (one file a task) of files that reach 2^24 weights in all: on a helper pool
+    # while the client loads the kernels, the job's pool forked after that (where pools fork); below, on the
+    # job's own pool and nothing loaded first; nor when the client has loaded the kernels already
+    real_start, real_helper = _run.Runner.start, _run.Runner.helper_pool
 
     def start(self):
-        events.append("start" if not self.started else "again")
+        if not self.started:
+            events.append("helper" if getattr(self, "helper", False) else "job")
         real_start(self)
 
+    def helper_pool(self):
+        pool = real_helper(self)
+        pool.helper = True
+        return pool
+
     monkeypatch.setattr(_run.Runner, "start", start)
-    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
-    monkeypatch.setattr(_run, "JIT_WORK", total // 2)
-    events.clear()
-    scan_zoo(tmp_path / "zoo", fibre=False, progress=False, workers=2)
-    assert events[:2] == ["load", "start"]
-    monkeypatch.setattr(_run, "JIT_WORK", total // 2 + 1)
-    events.clear()
-    scan_zoo(tmp_path / "zoo", fibre=False, progress=False, workers=2)
-    assert events[0] == "start" and "load" not in events
+    monkeypatch.setattr(_run.Runner, "helper_pool", helper_pool)
+    monkeypatch.setattr(_planning, "jit_installed", lambda: True)
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)
+    monkeypatch.setattr(_planning, "_PLAN_FILES", 1)
+    monkeypatch.setattr(_planning, "JIT_WORK", total)
+    forks = Runner(workers=2).forks
+    assert forks == (2 if sys.platform.startswith("linux") and sys.version_info < (3, 12) else 0)
+    for jit_work, loaded, want in [
+        (total, False, ["helper", "load", "job"] if forks else ["job"]),
+        (total + 1, False, ["job"]),
+        (total, True, ["job"]),
+    ]:
+        monkeypatch.setattr(_planning, "JIT_WORK", jit_work)
+        monkeypatch.setitem(_planning._KERNELS, "loaded", loaded)
+        events.clear()
+        scan_zoo(tmp_path / "zoo", tmp_path / "pool.parquet", fibre=False, progress=False, workers=2)
+        assert events == want, (jit_work, loaded)
+
+
+@pytest.mark.slow
+def test_a_folder_planned_on_a_helper_pool_while_the_kernels_load_same_bytes(tmp_path, monkeypatch):
+    """A folder of files whose weights reach 2^24 (the bound lowered), planned on two workers: the client loads the
+    real kernels while a helper pool reads the headers, the job's pool forks after, and every one of its tasks
+    finds them loaded (where pools fork); the table is the serial one, byte for byte, on a pool and on a local
+    Dask cluster."""
+    _numba()
+    paths = _small_files(tmp_path / "zoo", 40)
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    real = _run.run_chunk
+
+    def recorded(chunk, options):
+        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_planning._KERNELS.get("loaded"))))
+        return real(chunk, options)
+
+    kw = {"fibre": False, "progress": False, "files_per_chunk": 5}
+    scan_zoo(tmp_path / "zoo", tmp_path / "serial.parquet", **kw)
+    monkeypatch.setattr(_run, "run_chunk", recorded)
+    monkeypatch.setattr(_planning, "_PLAN_FILES", 4)
+    monkeypatch.setattr(_planning, "JIT_WORK", sum(os.stat(x).st_size for x in paths) // 4)
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)  # as in a fresh client
+    scan_zoo(tmp_path / "zoo", tmp_path / "pool.parquet", workers=2, **kw)
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "pool.parquet").read_bytes()
+    in_workers = {p.name: p.read_text() for p in flags.iterdir() if not p.name.startswith(f"{os.getpid()}-")}
+    assert len(in_workers) == 8
+    if sys.platform.startswith("linux") and sys.version_info < (3, 12):  # forked workers
+        assert set(in_workers.values()) == {"True"}, in_workers
+    pytest.importorskip("distributed")
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)
+    scan_zoo(tmp_path / "zoo", tmp_path / "local.parquet", dask_local=2, **kw)
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "local.parquet").read_bytes()
 
 
 @pytest.mark.slow
@@ -253,13 +303,13 @@ def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch)
     finds them loaded (on Linux, where the pool forks); serial, the pool and a resumed pool job write the same
     bytes."""
     _numba()
-    monkeypatch.setitem(_run._KERNELS, "loaded", False)  # as in a fresh client
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)  # as in a fresh client
     flags = tmp_path / "flags"
     flags.mkdir()
     real = _run.run_chunk
 
     def recorded(chunk, options):
-        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_run._KERNELS.get("loaded"))))
+        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_planning._KERNELS.get("loaded"))))
         return real(chunk, options)
 
     monkeypatch.setattr(_run, "run_chunk", recorded)
@@ -432,7 +482,7 @@ def test_planning_and_chunks_share_one_process_pool(tmp_path, monkeypatch):
     folder = _npz_folder(tmp_path / "zoo", 9, shard_rows=40)
     kw = {"chunk_size": 7, "files_per_chunk": 2, "progress": False}
     scan_zoo(folder, tmp_path / "serial.parquet", **kw)
-    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
+    monkeypatch.setattr(_planning, "_PLAN_FILES", 1)
     real = concurrent.futures.ProcessPoolExecutor
     pools: list[object] = []
 
@@ -460,7 +510,7 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
     kw = {"chunk_size": 7, "files_per_chunk": 2, "progress": False}
     scan_zoo(folder, tmp_path / "serial.parquet", **kw)
     want = (tmp_path / "serial.parquet").read_bytes()
-    monkeypatch.setattr(_run, "_PLAN_FILES", 1)
+    monkeypatch.setattr(_planning, "_PLAN_FILES", 1)
     real = _jobs._dask_client
     calls: list[tuple[object, object]] = []
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jit_digests", "jit_available", "jit_loaded", "readonly", "sha_address", "JIT_WORK"]
+__all__ = ["jit_digests", "jit_available", "jit_installed", "jit_loaded", "readonly", "sha_address", "JIT_WORK"]
 
 _BUFFER = 1 << 24  # bytes of the kernel's output buffer (grown when one network needs more)
 JIT_WORK = 1 << 24  # weights a process digests by numpy before it loads the kernel (see jit_digests)
@@ -127,6 +127,18 @@ def jit_loaded() -> bool:
     compiled helpers (the probe values, the near-duplicate sweep) are used only then, so that small jobs never
     import numba for them.  Loads nothing."""
     return "relusym._zoo._jit_kernel" in sys.modules and os.environ.get("RELUSYM_NO_JIT", "") in ("", "0")
+
+
+def jit_installed() -> bool:
+    """Whether the compiled kernels may be used here (numba installed, ``RELUSYM_NO_JIT`` unset), found without
+    importing numba (0.2 s): for choices made before the kernels load (:func:`jit_available` then decides)."""
+    if os.environ.get("RELUSYM_NO_JIT", "") not in ("", "0"):
+        return False
+    if "kernel" in _STATE:
+        return _STATE["kernel"] is not None
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
 
 
 def jit_available() -> bool:

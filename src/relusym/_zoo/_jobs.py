@@ -5,36 +5,33 @@ names the job), so that a job killed at any point and restarted skips what is do
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
-import signal
-import sys
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from relusym._base.fileio import atomic_path, atomic_write
+from relusym._zoo._processes import (
+    forked_heap_frozen,
+    local_start_method,
+    one_blas_thread,
+    pool_start_method,
+    pool_worker,
+    restore_blas_threads,
+    run_tuned,
+)
 from relusym.errors import InvalidNetworkError
 
 __all__ = [
     "PartsFolder",
     "Runner",
     "execute",
-    "run_tuned",
-    "local_start_method",
-    "one_blas_thread",
-    "restore_blas_threads",
     "owns_folder",
     "part_name",
-    "pool_worker",
-    "reuse_memory",
     "write_outputs",
     "write_parquet",
     "write_part",
@@ -72,8 +69,9 @@ class Runner:
     """Where the tasks of one job run (see :func:`execute`), started on first use and kept until :meth:`close`, so
     that a job's planning tasks and its chunks share one process pool or one Dask client: a folder's planning on
     the workers then costs no second pool (forked workers, their start and shutdown) or client connection (with
-    its handshake), and a local Dask cluster started once serves both (see
-    :func:`relusym._zoo._run._shapes_on`).  A serial runner starts nothing."""
+    its handshake), and a local Dask cluster started once serves both (see :func:`relusym._zoo._planning.plan`;
+    except where the client loads the compiled kernels meanwhile, on a helper pool: :meth:`helper_pool`).  A
+    serial runner starts nothing."""
 
     def __init__(
         self,
@@ -82,12 +80,15 @@ class Runner:
         executor: Executor | None = None,
         scheduler: str | None = None,
         dask_local: int | None = None,
+        pool: bool = False,
     ) -> None:
+        """``pool``: a process pool even of one worker (``workers=1`` is otherwise a serial run)."""
         if sum(x is not None for x in (workers, executor, scheduler, dask_local)) > 1:
             raise InvalidNetworkError("choose at most one of workers, executor, scheduler and dask_local")
         if dask_local is not None and dask_local < 1:
             raise InvalidNetworkError(f"dask_local must be at least 1 worker, got {dask_local}")
         self.workers, self.executor, self.scheduler, self.dask_local = workers, executor, scheduler, dask_local
+        self.pool = pool
         self._pool: Any = None
         self._client: Any = None
         self._cluster: Any = None
@@ -97,11 +98,31 @@ class Runner:
     def parallel(self) -> bool:
         """Whether the tasks run in other processes (or on ``executor``)."""
         dask = self.scheduler is not None or self.dask_local is not None
-        return dask or self.executor is not None or (self.workers or 0) > 1
+        return dask or self.executor is not None or (self.workers or 0) > (0 if self.pool else 1)
 
     @property
     def dask(self) -> bool:
         return self.scheduler is not None or self.dask_local is not None
+
+    @property
+    def forks(self) -> int:
+        """How many workers this runner forks from this process when it starts (they then inherit what it loaded
+        before): a process pool's or a local Dask cluster's, on Linux under Python 3.11 (see
+        :func:`relusym._zoo._processes.local_start_method`); 0 for any other runner."""
+        if self.workers and self.parallel and self.executor is None:
+            return self.workers if pool_start_method() == "fork" else 0
+        if self.dask_local:
+            return self.dask_local if local_start_method() == "fork" else 0
+        return 0
+
+    def helper_pool(self) -> Runner:
+        """A process pool for tasks before this runner starts, while this process loads what this runner's workers
+        will then inherit (:func:`relusym._zoo._planning.plan`): as many workers as :attr:`forks`, but one core
+        left to this process (on two cores, one helper: 20,000 files of 16-64-4 planned while the kernels loaded
+        in 0.71-0.72 s on one, 0.77-0.80 s on two, which took the loading process's core).  This process holds one
+        BLAS thread for this runner first, so that the helper, closed, gives back nothing."""
+        one_blas_thread(self._blas)
+        return Runner(workers=max(1, min(self.forks, _cores() - 1)), pool=True)
 
     @property
     def started(self) -> bool:
@@ -125,7 +146,7 @@ class Runner:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        context = multiprocessing.get_context(_pool_start_method())
+        context = multiprocessing.get_context(pool_start_method())
         init = partial(pool_worker, os.getpid())
         self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=init)
 
@@ -136,24 +157,28 @@ class Runner:
         *,
         key: str = "job",
         labels: Sequence[int] | None = None,
+        on_submitted: Callable[[], None] | None = None,
     ) -> Iterator[tuple[int, Any]]:
-        """``fn(*task)`` for every task, ``(position, result)`` yielded as tasks finish (see :func:`execute`)."""
+        """``fn(*task)`` for every task, ``(position, result)`` yielded as tasks finish (see :func:`execute`).
+        ``on_submitted`` runs here once the workers have every task (serially: before the first)."""
         if not tasks:
             return
         if self.executor is not None:
-            yield from _execute_futures(self.executor, fn, tasks)
+            yield from _execute_futures(self.executor, fn, tasks, on_submitted)
             return
         one_blas_thread(self._blas)  # here, and in the workers forked from here (libraries loaded since too)
         if not self.parallel:
+            if on_submitted is not None:
+                on_submitted()
             for t, args in enumerate(tasks):
                 yield t, fn(*args)
             return
         self.start()
         if self._pool is not None:
-            yield from _execute_futures(self._pool, fn, tasks)
+            yield from _execute_futures(self._pool, fn, tasks, on_submitted)
             return
         names = list(labels) if labels is not None else list(range(len(tasks)))
-        yield from _execute_dask(self._client, fn, tasks, key, names)
+        yield from _execute_dask(self._client, fn, tasks, key, names, on_submitted)
 
     def close(self, failed: bool = False) -> None:
         """Stop what :meth:`start` started: a failed job's pool without waiting for its running tasks."""
@@ -180,165 +205,22 @@ class Runner:
             restore_blas_threads(self._blas)
 
 
-@contextmanager
-def forked_heap_frozen() -> Iterator[None]:
-    """This process's objects out of the garbage collector's sight (:func:`gc.freeze`) while it forks its workers
-    (a local Dask cluster's), and back in sight after.  A forked worker inherits the client's heap, about 130,000
-    objects (numpy, pyarrow, numba, relusym); each of its full collections walked them all, writing to each
-    object's header, so that the pages it shares with the client were copied, and the cache held them instead of
-    its data.  Frozen in the fork, they stay out of its collections (the objects of its own are collected as
-    before), as Python's documentation of :func:`gc.freeze` advises for a fork without exec.  A pool worker
-    freezes its inherited heap itself (:func:`pool_worker`).  Measured here on the README's jobs with two workers
-    (wall time of the job, runs alternated): a 10^6-network shard on a pool 5.37 s -> 5.20 s (five runs each), a
-    20,000-file folder on a local cluster 3.12 s -> 3.04 s (four each).  Nothing is done when this process has
-    frozen objects already (its own choice, inherited as they are)."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-def pool_worker(parent: int) -> None:
-    """The initializer of the zoo's and the census's pool workers: one BLAS thread (:func:`one_blas_thread`), and
-    death with the parent process ``parent``.  A parent killed with SIGKILL runs no cleanup, so each worker asks
-    the kernel for SIGKILL when its parent dies (Linux), and checks its parent once a second elsewhere; the
-    multiprocessing resource tracker then sees its last user gone and ends too.  Its heap, inherited from the
-    client, is then frozen (:func:`forked_heap_frozen`)."""
-    one_blas_thread()
-    reuse_memory()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os._exit(1)
-    if not sys.platform.startswith("linux"):
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="relusym-parent-watch", daemon=True).start()
-    gc.freeze()  # see forked_heap_frozen
-
-
-_TUNED = False
-
-
-def reuse_memory() -> None:
-    """Let this worker process reuse freed memory instead of returning it to the kernel (glibc): large temporaries
-    then come from the heap already mapped, not from fresh pages the kernel must zero on first touch.  Dask's
-    nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also freezes glibc's mmap threshold at
-    128 KiB, so every array above that size is a fresh mapping: measured here, that cost the zoo's Dask workers
-    about 20% more CPU time than the same chunks in a serial run.  Thresholds of 32 MiB (the largest that
-    glibc's dynamic threshold reaches anyway) restore the serial run's behaviour.  Once per process; nothing
-    on other C libraries."""
-    global _TUNED
-    if _TUNED or not sys.platform.startswith("linux"):
-        return
-    _TUNED = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-1, 32 << 20)  # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def run_tuned(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` after :func:`reuse_memory` and :func:`one_blas_thread` (once per process: a worker forked
-    from the client inherits its BLAS threads, started before the nanny's one-thread variables could act): how a
-    Dask worker runs a task (module-level, so that Dask pickles it by reference)."""
-    global _ONE_BLAS
-    reuse_memory()
-    if not _ONE_BLAS:
-        _ONE_BLAS = True
-        one_blas_thread()
-    return fn(*args)
-
-
-_ONE_BLAS = False
-
-
-def one_blas_thread(changed: dict[str, int] | None = None) -> None:
-    """Hold BLAS to one thread in this process: the initializer of the zoo's and the census's process pools, whose
-    workers already share the cores (a multithreaded BLAS in each would oversubscribe them; Dask's nanny sets the
-    same limit for its workers), and a :class:`Runner`'s client while it runs a job (``changed`` then records the
-    thread counts it changed, by library file, for :func:`restore_blas_threads`).  A serial job runs its chunks
-    under it too: the zoo's matrix products are small (a block of networks), and OpenBLAS's threads spin between
-    them, which cost the serial job more CPU time than the products themselves.
-
-    Only the libraries not at one thread already are set: in a forked process, setting OpenBLAS's thread count
-    restarts its thread pool (stopped at the fork), and the new threads spin before they sleep; measured here,
-    numpy's and SciPy's OpenBLAS each spun 0.03-0.04 s of CPU time in every pool worker, during its first task,
-    on the cores the other workers run on.  The client forks its workers while it holds one thread
-    (:meth:`Runner.run`), so they inherit it and set nothing; it holds it until the job's end (its table and
-    summary), where a restart would spin beside its own work."""
-    from threadpoolctl import ThreadpoolController
-
-    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
-        if lib.num_threads != 1:
-            if changed is not None:
-                changed.setdefault(lib.filepath, lib.num_threads)
-            lib.set_num_threads(1)
-
-
-def restore_blas_threads(changed: dict[str, int]) -> None:
-    """Give the BLAS libraries :func:`one_blas_thread` changed their thread counts back (and forget them)."""
-    if not changed:
-        return
-    from threadpoolctl import ThreadpoolController
-
-    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
-        n = changed.get(lib.filepath)
-        if n is not None and lib.num_threads != n:
-            lib.set_num_threads(n)
-    changed.clear()
-
-
-def local_start_method() -> str:
-    """How a local Dask cluster starts its worker processes.  Dask's default, spawn, starts a fresh interpreter
-    per worker that imports Dask, numpy and relusym again: measured here, 1.5 s of CPU time and 3 s of wall time
-    for 2 workers before the first task, which is the whole gain of a second worker on a job of ten seconds.  On
-    Linux a worker is forked from this process instead (it has imported all of that already: 0.07 s for 2
-    workers, 1.6 s wall), under Python 3.11; from 3.12, which warns about forking a process with threads (the
-    cluster's event loop runs in one), it comes from a fork server (0.2 s for 2 workers, plus the server's own
-    imports once).  Elsewhere Dask's default.  A fork copies the import locks of the modules other threads are
-    importing at that moment, held: the cluster is started before this process does anything else
-    (:meth:`Runner.start`), so its main thread is waiting, not importing, while the nannies fork."""
-    if not sys.platform.startswith("linux"):
-        import dask
-
-        return str(dask.config.get("distributed.worker.multiprocessing-method"))
-    return _pool_start_method()
-
-
-def _pool_start_method() -> str:
-    """How the process pool starts its workers: as a local Dask cluster does (:func:`local_start_method`), forked
-    on Linux under Python 3.11 (a spawned worker imported numpy, pyarrow and relusym again: about a second of
-    CPU time each, and as much wall time before its first task), from a fork server from 3.12; spawned
-    elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return "spawn"
-    return "fork" if sys.version_info < (3, 12) else "forkserver"
+def _cores() -> int:
+    """The cores this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _execute_futures(
-    ex: Executor, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]
+    ex: Executor,
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    on_submitted: Callable[[], None] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     futures = {ex.submit(fn, *args): t for t, args in enumerate(tasks)}
     try:
+        if on_submitted is not None:
+            on_submitted()
         for f in as_completed(futures):
             yield futures[f], f.result()
     finally:
@@ -347,7 +229,12 @@ def _execute_futures(
 
 
 def _execute_dask(
-    client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], key: str, labels: list[int]
+    client: Any,
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    key: str,
+    labels: list[int],
+    on_submitted: Callable[[], None] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Run the tasks on Dask, each task once on a worker (a lost worker's tasks are retried elsewhere), one
     future per task (a task is a chunk of seconds, described by a few hundred bytes: no graph per network).
@@ -364,6 +251,8 @@ def _execute_dask(
         for t in range(len(tasks))
     }
     try:
+        if on_submitted is not None:
+            on_submitted()
         for f in dask_completed(futures):
             yield futures[f], f.result()
     finally:

@@ -18,11 +18,11 @@ from relusym._base.progress import progress_bar
 from relusym._core.network import Network
 from relusym._deep.mlp import MLP
 from relusym._zoo._digest import network_digest, stack_digests
-from relusym._zoo._digest_jit import JIT_WORK, jit_available
 from relusym._zoo._jobs import PartsFolder, Runner, owns_folder, part_name, write_outputs, write_part
-from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, plan_job, read_chunk, stack_shapes
+from relusym._zoo._planning import EAGER_JIT, load_kernels, plan
+from relusym._zoo._sources import Chunk, Item, item_indices, item_sources, read_chunk
 from relusym._zoo._stream import TableStream, parquet_options
-from relusym._zoo._summary import finish_job, probe_kernel, probe_stack
+from relusym._zoo._summary import finish_job, probe_stack
 from relusym._zoo._table import COLUMNS, SCHEMA, Options, ZooResult, part_table, public_schema, table_schema
 from relusym.errors import BudgetExceededError, InvalidNetworkError, UnsupportedModelError
 
@@ -33,7 +33,6 @@ __all__ = [
     "ZooResult",
     "run_chunk",
     "run_chunk_part",
-    "planned_shapes",
     "run_job",
     "COLUMNS",
 ]  # the table's names re-exported for zoo.py
@@ -150,39 +149,14 @@ def _error_row(item: Item, chunk: Chunk, msg: str, shape: tuple[int, int, int] |
     return row
 
 
-# A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
-# digest, instead of after its process's first 2^24 weights (_digest_jit): an eighth of the default task of a
-# shard (2^24 weights, :func:`relusym._zoo._sources.auto_rows`, whose rows are a little under it), so the default
-# tasks of any shard cut by weight (not by the 1/16 bound) load it first; the numpy path's first 2^24 weights
-# (about 1 s of CPU time at 8-64-1, twice the kernel's time on them) are saved in each process.
-_EAGER_JIT = 1 << 21
-
-
-_KERNELS: dict[str, bool] = {}
-
-
-def _load_kernels() -> None:
-    """Load the compiled kernels of the digests and of the probe values in this process (when numba is installed
-    and ``RELUSYM_NO_JIT`` unset), for float32 and float64 stacks: numba's first call of a kernel loads it from
-    its cache (about 0.6 s of CPU time, once per process), which a forked worker inherits when done before.  Once
-    per process (a forked worker inherits that it was done)."""
-    if _KERNELS.get("loaded") or not jit_available():
-        return
-    _KERNELS["loaded"] = True
-    for dtype in (np.float32, np.float64):
-        one = np.ones((1, 1, 1), dtype=dtype)
-        stack_digests(one, one, one[0], one[0])
-    probe_kernel()
-
-
 def run_chunk(chunk: Chunk, options: Options) -> Any:
     """The part table of one chunk (public columns without the global ones, plus private columns for the
     near-duplicate search).  Runs in a worker; reads the chunk's data itself; never raises for bad networks."""
     data = read_chunk(chunk)
     rows: list[dict[str, Any]] = []
     parts: list[Any] = []
-    if sum(x.size for _, *arrays in data.stacks for x in arrays) >= _EAGER_JIT:
-        _load_kernels()  # see _EAGER_JIT
+    if sum(x.size for _, *arrays in data.stacks for x in arrays) >= EAGER_JIT:
+        load_kernels()  # see EAGER_JIT
     for items, V, A, b, c in data.stacks:
         try:
             sd = stack_digests(V, A, b, c)
@@ -343,117 +317,9 @@ def _written(parts: PartsFolder | None, chunk: Chunk, options: Options) -> Any:
     return table
 
 
-_PLAN_FILES = 2048  # files per planning task: the header reads of a folder's .npz files, on the job's workers
-
-
-def planned_shapes(paths: list[str]) -> str:
-    """:func:`stack_shapes` as a planning task: its answer as one JSON text (a list of shapes and nulls).  Dask
-    serializes a returned list element by element; a folder of 20,000 files (ten tasks of 2,048 answers) took
-    0.55-0.59 s of planning on a local cluster that way against 0.23-0.25 s as text (and 0.035 s a task either
-    way on the worker)."""
-    return json.dumps([list(s) if s is not None else None for s in stack_shapes(paths)])
-
-
-def _unpacked(text: str) -> list[tuple[int, ...] | None]:
-    """The shapes of :func:`planned_shapes`'s text (the JSON of a planning task relusym ran itself)."""
-    return [tuple(int(x) for x in s) if s is not None else None for s in json.loads(text)]
-
-
-def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
-    """How the planning of a folder finds its stacked shards: on the job's process pool, local Dask cluster,
-    executor or Dask scheduler (the runner of its chunks, started here then) when it has more than
-    :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read each: serial in the client, they were
-    half of its time on a folder of 20,000 files, and on a cluster the files are the workers' to read); else
-    here.  A pool or a local cluster started here forks its workers after the client loaded the kernels when the
-    files' weights would make each worker load them (:func:`_each_pays`).  The shapes, and so the chunks and the
-    job's fingerprint, are the same wherever they are read."""
-    if not runner.parallel:
-        return stack_shapes
-
-    def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
-        if len(paths) <= _PLAN_FILES:
-            return stack_shapes(paths)
-        forks = runner.workers or runner.dask_local  # a pool or a local cluster, started here for these tasks
-        if forks and not runner.started and _file_weights(paths) >= JIT_WORK * forks:
-            _load_kernels()  # before its workers fork, as _plan would before the chunks (_each_pays)
-        batches = [(paths[s : s + _PLAN_FILES],) for s in range(0, len(paths), _PLAN_FILES)]
-        found: list[list[tuple[int, ...] | None]] = [[] for _ in batches]
-        key = hashlib.sha256("\0".join(paths).encode()).hexdigest()[:16]
-        for t, res in runner.run(planned_shapes, batches, key=f"zoo-plan-{key}"):
-            found[t] = _unpacked(res)
-        return [x for part in found for x in part]
-
-    return shapes
-
-
-def _eager(chunk: Chunk, shapes: dict[str, tuple[int, ...]]) -> bool:
-    """Whether ``chunk`` is a task of a stacked shard with :data:`_EAGER_JIT` weights or more (its shape's A is
-    B×n×m; V and c are not counted, as in :func:`relusym._zoo._sources.auto_rows`).  The client of such a job
-    loads the compiled kernel before its workers start: a process pool's workers and a local Dask cluster's are
-    forked from it on Linux (under Python 3.11; see :func:`relusym._zoo._jobs.local_start_method`) and inherit
-    the loaded kernel, so that the job pays numba's import and the kernel's load once, not once per worker (a
-    spawned worker or one of a fork server loads it itself, on its first task, as before)."""
-    shape = shapes.get(chunk.paths[0]) if chunk.kind == "shard" and chunk.paths else None
-    return shape is not None and chunk.size * int(shape[1]) * (int(shape[2]) + 1) >= _EAGER_JIT
-
-
-_SAMPLE = 64  # files whose sizes estimate the weights of a folder's model files (_file_weights)
-
-
-def _file_weights(paths: Sequence[str]) -> int:
-    """An estimate of the weights held by the model files ``paths``: their bytes / 4 (float32 weights; headers and
-    float64 weights count more, float16 less), from the sizes of at most :data:`_SAMPLE` of them evenly spread (a
-    ``stat`` each), scaled to all.  It only chooses when the kernels load (:func:`_each_pays`), never a result."""
-    if not paths:
-        return 0
-    sample = list(paths[:: max(1, len(paths) // _SAMPLE)][:_SAMPLE])
-    size = 0
-    for p in sample:
-        try:
-            size += os.stat(p).st_size
-        except OSError:
-            pass
-    return size * len(paths) // (4 * len(sample))
-
-
-def _each_pays(chunks: list[Chunk], shapes: dict[str, tuple[int, ...]], runner: Runner) -> bool:
-    """Whether the job's stacked shards and model files hold so many weights that every process of the run (the
-    client of a serial run, each worker of a pool or local cluster relusym starts, sharing them evenly) digests
-    at least ``JIT_WORK`` (2^24) of them, so that each would load the compiled kernel anyway
-    (:func:`relusym._zoo._digest_jit.jit_digests`): then it is loaded before the first task, as :func:`_eager`
-    does, and the numpy path's first 2^24 weights are saved in each process (about 0.4-0.7 s of CPU time: a
-    shard of 1,250 networks of 64-256-10 has tasks of 79, each below :data:`_EAGER_JIT`; a folder of 20,000
-    files of 16-64-4 took 4.3 s serially with the kernels loaded first, 4.9-5.1 s without).  A shard's weights
-    counted as in :func:`_eager`, a folder's files' estimated from their sizes (:func:`_file_weights`)."""
-    weights = _file_weights([p for c in chunks if c.kind == "files" for p in c.paths])
-    for c in chunks:
-        shape = shapes.get(c.paths[0]) if c.kind == "shard" and c.paths else None
-        if shape is not None:
-            weights += c.size * int(shape[1]) * (int(shape[2]) + 1)
-    return weights >= JIT_WORK * max(1, runner.workers or 0, runner.dask_local or 0)
-
-
 def _fingerprint(chunks: list[Chunk], options: Options) -> str:
     d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _plan(source: Any, runner: Runner, chunk_size: int | None, files_per_chunk: int | None) -> tuple[list[Chunk], int]:
-    """A job's chunks and skipped files, a folder's headers read on ``runner``; the kernels loaded first where
-    every process would load them (:func:`_eager`, :func:`_each_pays`)."""
-    probe = _shapes_on(runner)
-    found: dict[str, tuple[int, ...]] = {}
-
-    def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
-        res = probe(paths)
-        found.update((p, x) for p, x in zip(paths, res, strict=True) if x is not None)
-        return res
-
-    chunks, skipped = plan_job(source, chunk_size=chunk_size, files_per_chunk=files_per_chunk, shapes=shapes)
-    if not runner.started and runner.executor is None and runner.scheduler is None:
-        if any(_eager(c, found) for c in chunks) or _each_pays(chunks, found, runner):
-            _load_kernels()
-    return chunks, skipped
 
 
 def _run_chunks(
@@ -470,14 +336,9 @@ def _run_chunks(
     """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
     too, when resumed), the chunks, the skipped files, the parts folder and the table streamed to ``output`` as
     the parts came (:mod:`relusym._zoo._stream`; discarded if this raises)."""
+    chunks, skipped = plan(source, runner, chunk_size, files_per_chunk)  # pyarrow's modules imported there
     import pyarrow as pa
-    import pyarrow.compute  # noqa: F401 - imported before the runner forks its workers: see below
-    import pyarrow.parquet  # noqa: F401
 
-    # the client needs pyarrow.compute and pyarrow.parquet anyway (the table's end and its write); imported
-    # before a pool or a local cluster forks its workers, they are there too (each worker's first task imported
-    # them: 0.1 s of CPU time per worker, on the path to its first part)
-    chunks, skipped = _plan(source, runner, chunk_size, files_per_chunk)
     key = _fingerprint(chunks, options)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
