@@ -180,3 +180,29 @@ def test_a_local_dask_clusters_workers_start_with_the_clients_heap_frozen():
         seen = [f.result() for f in [client.submit(freeze_count_here, i, pure=False) for i in range(4)]]
         assert gc.get_freeze_count() == 0
     assert min(seen) > 10_000
+
+
+def test_a_process_that_ends_with_its_command_leaves_blas_at_one_thread(two_blas_threads, monkeypatch):
+    # the relusym program ends after its command: a job's end restarts no OpenBLAS thread pool for the exit (their
+    # new threads spin beside the interpreter's shutdown); any other process gets its thread counts back
+    import gc
+
+    from relusym import cli
+    from relusym._zoo import _processes
+
+    changed: dict[str, int] = {}
+    _processes.one_blas_thread(changed)
+    assert blas_threads() == {1} and changed
+    _processes.restore_blas_threads(changed)
+    assert blas_threads() == {2} and not changed
+    monkeypatch.setitem(_processes._ENDING, "with the command", False)
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    try:
+        assert cli.script() == 0
+    finally:
+        gc.unfreeze()  # script() froze this process's heap for its exit
+    assert _processes._ENDING["with the command"]
+    _processes.one_blas_thread(changed)
+    assert blas_threads() == {1} and changed
+    _processes.restore_blas_threads(changed)
+    assert blas_threads() == {1} and not changed

@@ -56,9 +56,13 @@ def script() -> int:
     interpreter exits.  Its exit otherwise collects them once more, numba's and LLVM's many among them: 0.13 s
     of a 0.18 s exit after a zoo job that loaded the compiled kernels (measured with ``python -m relusym zoo``
     on a 10^6-network shard), paid by every such run.  Everything :func:`main` writes is closed and flushed by
-    then; atexit handlers and the freeing of objects by their reference counts still run."""
+    then; atexit handlers and the freeing of objects by their reference counts still run.  A zoo or census job
+    leaves its BLAS libraries at one thread for the exit (:func:`relusym._zoo._processes.ends_with_the_command`)."""
     import gc
 
+    from relusym._zoo._processes import ends_with_the_command
+
+    ends_with_the_command()  # a job's BLAS threads are not restarted for the exit (see there)
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

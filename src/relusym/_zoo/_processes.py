@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
+    "ends_with_the_command",
     "forked_heap_frozen",
     "local_start_method",
     "one_blas_thread",
@@ -141,9 +142,23 @@ def one_blas_thread(changed: dict[str, int] | None = None) -> None:
             lib.set_num_threads(1)
 
 
+_ENDING = {"with the command": False}
+
+
+def ends_with_the_command() -> None:
+    """Say that this process ends when its command does (the ``relusym`` program, :func:`relusym.cli.script`):
+    a job's end then leaves the BLAS libraries at the one thread it held them to (:func:`restore_blas_threads`
+    forgets what it changed).  A restore restarts OpenBLAS's thread pools, numpy's and SciPy's, whose new threads
+    spin before they sleep, here beside the interpreter's shutdown: measured on two cores, the exit after a
+    two-worker job on a 20,000-file folder took 0.085-0.095 s with the restore, 0.050 s without."""
+    _ENDING["with the command"] = True
+
+
 def restore_blas_threads(changed: dict[str, int]) -> None:
-    """Give the BLAS libraries :func:`one_blas_thread` changed their thread counts back (and forget them)."""
-    if not changed:
+    """Give the BLAS libraries :func:`one_blas_thread` changed their thread counts back (and forget them); only
+    forget them in a process that ends with its command (:func:`ends_with_the_command`)."""
+    if not changed or _ENDING["with the command"]:
+        changed.clear()
         return
     from threadpoolctl import ThreadpoolController
 
