@@ -165,7 +165,9 @@ def test_script_returns_the_exit_code_and_keeps_the_output(monkeypatch, capsys):
     import gc
 
     from relusym import cli
+    from relusym._zoo import _processes
 
+    monkeypatch.setitem(_processes._ENDING, "with the command", False)  # script() says the process ends
     monkeypatch.setattr(sys, "argv", ["relusym", "equiv", str(EXAMPLES / "e2.json"), str(EXAMPLES / "e2.json")])
     before = gc.get_freeze_count()
     try:
