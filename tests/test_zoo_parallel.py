@@ -539,3 +539,69 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
             scan_zoo(folder, tmp_path / name, scheduler=addr, **kw)
             assert (tmp_path / name).read_bytes() == want
     assert calls[1:] == [(addr, None), (addr, None)]
+
+
+def test_a_scheduler_client_loads_its_end_kernels_while_the_chunks_run(tmp_path, monkeypatch):
+    """On a Dask scheduler, a job whose weights would make a serial run load the compiled kernels has the client
+    load them once its chunks are submitted (for its near-duplicate search), not before; a pool's client loads
+    them before its workers fork as before, and a small job loads nothing."""
+    from relusym._zoo._jobs import Runner
+
+    rng = np.random.default_rng(3)
+    V, A, b, c = (rng.standard_normal(x).astype(np.float32) for x in ((64, 1, 3), (64, 3, 4), (64, 3), (64, 1)))
+    np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
+    loads: list[str] = []
+    monkeypatch.setattr(_planning, "load_kernels", lambda: loads.append("load"))
+    monkeypatch.setattr(_planning, "jit_installed", lambda: True)
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)
+    monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5)  # the shard's weights, as _each_pays counts them
+    chunks, skipped, meanwhile = _planning.plan(
+        str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None
+    )
+    assert len(chunks) == 4 and skipped == 0 and meanwhile is _planning._end_kernels and loads == []
+    assert _planning.plan(str(tmp_path / "s.npz"), Runner(workers=2), 16, None)[2] is None and loads == []
+    assert _planning.plan(str(tmp_path / "s.npz"), Runner(), 16, None)[2] is None and loads == ["load"]
+    monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5 + 1)
+    assert _planning.plan(str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None)[2] is None
+    monkeypatch.setitem(_planning._KERNELS, "loaded", True)  # loaded already: nothing to do meanwhile
+    monkeypatch.setattr(_planning, "JIT_WORK", 1)
+    assert _planning.plan(str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None)[2] is None
+
+
+@pytest.mark.slow
+def test_a_scheduler_job_loads_the_end_kernels_meanwhile_same_bytes(tmp_path, monkeypatch):
+    """A real LocalCluster's scheduler: the client runs the kernels' load after the chunks are submitted, uses the
+    compiled near-duplicate sweep at the end, and writes the serial table byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    _numba()
+    from relusym._zoo import _near
+
+    rng = np.random.default_rng(4)
+    B = 300
+    V, A, b, c = (rng.standard_normal(x).astype(np.float32) for x in ((B, 1, 8), (B, 8, 4), (B, 8), (B, 1)))
+    V[7], A[7], b[7], c[7] = V[3] * np.float32(1 + 2**-20), A[3], b[3], c[3]  # a near duplicate
+    np.savez(tmp_path / "s.npz", V=V, A=A, b=b, c=c)
+    kw = {"fibre": False, "progress": False, "chunk_size": 50, "rtol": 1e-5}
+    scan_zoo(tmp_path / "s.npz", tmp_path / "serial.parquet", **kw)
+    events: list[str] = []
+    real_end, real_close = _planning._end_kernels, _near.close_pairs
+
+    def end() -> None:
+        events.append("end kernels")
+        real_end()
+
+    def close_pairs(*args, **kwargs):
+        events.append(f"near search, compiled: {_near.sweep_kernels() is not None}")
+        return real_close(*args, **kwargs)
+
+    monkeypatch.setattr(_planning, "_end_kernels", end)
+    monkeypatch.setattr(_near, "close_pairs", close_pairs)
+    monkeypatch.setattr(_planning, "JIT_WORK", 1)
+    monkeypatch.setitem(_planning._KERNELS, "loaded", False)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        got = scan_zoo(tmp_path / "s.npz", tmp_path / "cluster.parquet", scheduler=cluster.scheduler_address, **kw)
+    assert events == ["end kernels", "near search, compiled: True"]
+    assert (tmp_path / "serial.parquet").read_bytes() == (tmp_path / "cluster.parquet").read_bytes()
+    assert len(got.summary["near_duplicate_groups"]) == 1

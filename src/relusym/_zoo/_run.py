@@ -336,7 +336,7 @@ def _run_chunks(
     """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
     too, when resumed), the chunks, the skipped files, the parts folder and the table streamed to ``output`` as
     the parts came (:mod:`relusym._zoo._stream`; discarded if this raises)."""
-    chunks, skipped = plan(source, runner, chunk_size, files_per_chunk)  # pyarrow's modules imported there
+    chunks, skipped, meanwhile = plan(source, runner, chunk_size, files_per_chunk)  # pyarrow imported there
     import pyarrow as pa
 
     key = _fingerprint(chunks, options)
@@ -358,7 +358,7 @@ def _run_chunks(
         if stream is not None:
             for i, table in tables.items():
                 stream.add(i, table)
-        _collect(chunks, tables, runner, options, key, parts, stream, progress, on_part)
+        _collect(chunks, tables, runner, options, key, parts, stream, progress, on_part, meanwhile)
     except (InvalidNetworkError, UnsupportedModelError):
         # a refusal (exit 2) leaves nothing behind unless finished parts are worth resuming from
         if stream is not None:
@@ -386,9 +386,10 @@ def _collect(
     stream: TableStream | None,
     progress: bool | None,
     on_part: Callable[[int], None] | None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Run the chunks not in ``tables`` on ``runner`` and put their tables there as they finish, each part written
-    (by the worker, or here) and streamed to the output."""
+    (by the worker, or here) and streamed to the output; ``meanwhile`` runs here once they are submitted."""
     todo = [c for c in chunks if c.index not in tables]
     with progress_bar(total=sum(c.size for c in chunks), desc="zoo", unit="net", progress=progress) as bar:
         bar.update(sum(c.size for c in chunks if c.index in tables))
@@ -399,6 +400,7 @@ def _collect(
             [(c, options, str(here / part_name(c.index)) if here else None, key) for c in todo],
             key=f"zoo-{key[:16]}",
             labels=[c.index for c in todo],
+            on_submitted=meanwhile,
         ):
             chunk = todo[t]
             if isinstance(table, PartWritten):
