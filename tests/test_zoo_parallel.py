@@ -542,9 +542,9 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
 
 
 def test_a_scheduler_client_loads_its_end_kernels_while_the_chunks_run(tmp_path, monkeypatch):
-    """On a Dask scheduler, a job whose weights would make a serial run load the compiled kernels has the client
-    load them once its chunks are submitted (for its near-duplicate search), not before; a pool's client loads
-    them before its workers fork as before, and a small job loads nothing."""
+    """On a Dask scheduler, a job of 10^6 networks or more (the bound lowered) has the client load the compiled
+    kernels once its chunks are submitted (for its near-duplicate search), not before; a pool's client loads them
+    before its workers fork as before, and a smaller job loads nothing."""
     from relusym._zoo._jobs import Runner
 
     rng = np.random.default_rng(3)
@@ -555,16 +555,17 @@ def test_a_scheduler_client_loads_its_end_kernels_while_the_chunks_run(tmp_path,
     monkeypatch.setattr(_planning, "jit_installed", lambda: True)
     monkeypatch.setitem(_planning._KERNELS, "loaded", False)
     monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5)  # the shard's weights, as _each_pays counts them
+    monkeypatch.setattr(_planning, "_END_JIT_ROWS", 64)  # the shard's networks
     chunks, skipped, meanwhile = _planning.plan(
         str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None
     )
     assert len(chunks) == 4 and skipped == 0 and meanwhile is _planning._end_kernels and loads == []
     assert _planning.plan(str(tmp_path / "s.npz"), Runner(workers=2), 16, None)[2] is None and loads == []
     assert _planning.plan(str(tmp_path / "s.npz"), Runner(), 16, None)[2] is None and loads == ["load"]
-    monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5 + 1)
+    monkeypatch.setattr(_planning, "_END_JIT_ROWS", 65)
     assert _planning.plan(str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None)[2] is None
     monkeypatch.setitem(_planning._KERNELS, "loaded", True)  # loaded already: nothing to do meanwhile
-    monkeypatch.setattr(_planning, "JIT_WORK", 1)
+    monkeypatch.setattr(_planning, "_END_JIT_ROWS", 1)
     assert _planning.plan(str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None)[2] is None
 
 
@@ -596,7 +597,7 @@ def test_a_scheduler_job_loads_the_end_kernels_meanwhile_same_bytes(tmp_path, mo
 
     monkeypatch.setattr(_planning, "_end_kernels", end)
     monkeypatch.setattr(_near, "close_pairs", close_pairs)
-    monkeypatch.setattr(_planning, "JIT_WORK", 1)
+    monkeypatch.setattr(_planning, "_END_JIT_ROWS", B)
     monkeypatch.setitem(_planning._KERNELS, "loaded", False)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None

@@ -170,6 +170,12 @@ def _each_pays(chunks: list[Chunk], shapes: dict[str, tuple[int, ...]], runner: 
     return weights >= JIT_WORK * max(1, runner.workers or 0, runner.dask_local or 0)
 
 
+# a --scheduler job of this many networks loads the compiled kernels in the client while its chunks run (see
+# plan): the compiled end saves 0.2 s per 10^6 networks, and the load costs 0.45 s of CPU time, half of it taken
+# from the workers when they share the client's two cores (as in the benchmark); below, nothing to gain
+_END_JIT_ROWS = 10**6
+
+
 def _end_kernels() -> None:
     """The compiled kernels a job's end uses in the client (the near-duplicate search's sweep)."""
     load_kernels()
@@ -185,8 +191,10 @@ def plan(
 
     Third, what the client loads while the chunks run, or None: on a Dask scheduler, whose workers load their
     own kernels, the client's end (the near-duplicate search) ran numpy's path, 0.4-0.5 s per 10^6 networks
-    against 0.25 s compiled; for a job whose weights would make a serial run load the kernels, the client loads
-    them once the chunks are submitted, on a core that a cluster leaves idle meanwhile (:func:`_end_kernels`)."""
+    against 0.25 s compiled, and beyond the grid's bound on candidates (about 9·10^6 networks of 8-64-1) its k-d
+    tree (130 s for 10^7 rows, against 2.6 s for the compiled sweep); for a job of :data:`_END_JIT_ROWS`
+    networks or more the client loads the kernels once the chunks are submitted (:func:`_end_kernels`), on a
+    core that a cluster leaves idle meanwhile."""
     probe = _shapes_on(runner)
     found: dict[str, tuple[int, ...]] = {}
 
@@ -202,7 +210,7 @@ def plan(
         if eager or _each_pays(chunks, found, runner):
             load_kernels()
     elif runner.scheduler is not None and not _KERNELS.get("loaded") and jit_installed():
-        if eager or _each_pays(chunks, found, Runner()):  # as a serial run would
+        if sum(c.size for c in chunks) >= _END_JIT_ROWS:
             meanwhile = _end_kernels
     client_modules()
     return chunks, skipped, meanwhile
