@@ -263,6 +263,34 @@ def test_kernels_loaded_first_for_a_folder_of_files_every_process_would_load_the
         assert events == want, (jit_work, loaded)
 
 
+def doubled_here(x: int) -> tuple[int, int]:
+    """(a pool task) twice ``x``, and the process that computed it."""
+    import time
+
+    time.sleep(0.02)
+    return 2 * x, os.getpid()
+
+
+def test_a_pool_of_one_helper_and_the_client_share_the_tasks_it_has_not_started():
+    """A helper pool of one worker (:meth:`Runner.helper_pool` leaves the client a core): once ``on_submitted``
+    has run, the client runs the tasks the pool has not started, from the last, and every task's result comes
+    once, right, from one process or the other."""
+    from relusym._zoo._jobs import Runner
+
+    seen: list[str] = []
+    with Runner(workers=1, pool=True) as helper:
+        assert helper.parallel
+        tasks = [(i,) for i in range(40)]
+        got = dict(helper.run(doubled_here, tasks, on_submitted=lambda: seen.append("s"), join=True))
+    assert seen == ["s"] and sorted(got) == list(range(40))
+    assert all(got[i][0] == 2 * i for i in range(40))
+    here = [i for i in range(40) if got[i][1] == os.getpid()]
+    assert 0 < len(here) < 40 and here == list(range(40 - len(here), 40))  # the client took the last ones
+    with Runner(workers=1, pool=True) as helper:  # without join the pool runs them all
+        assert {pid for _, pid in dict(helper.run(doubled_here, [(i,) for i in range(6)])).values()} != {os.getpid()}
+    assert not Runner(workers=1).parallel  # --workers 1 stays a serial run
+
+
 @pytest.mark.slow
 def test_a_folder_planned_on_a_helper_pool_while_the_kernels_load_same_bytes(tmp_path, monkeypatch):
     """A folder of files whose weights reach 2^24 (the bound lowered), planned on two workers: the client loads the

@@ -119,8 +119,9 @@ class Runner:
         """A process pool for tasks before this runner starts, while this process loads what this runner's workers
         will then inherit (:func:`relusym._zoo._planning.plan`): as many workers as :attr:`forks`, but one core
         left to this process (on two cores, one helper: 20,000 files of 16-64-4 planned while the kernels loaded
-        in 0.71-0.72 s on one, 0.77-0.80 s on two, which took the loading process's core).  This process holds one
-        BLAS thread for this runner first, so that the helper, closed, gives back nothing."""
+        in 0.71-0.72 s on one, 0.77-0.80 s on two, which took the loading process's core), which joins the
+        helper's tasks once it has loaded (``join`` of :meth:`run`).  This process holds one BLAS thread for this
+        runner first, so that the helper, closed, gives back nothing."""
         one_blas_thread(self._blas)
         return Runner(workers=max(1, min(self.forks, _cores() - 1)), pool=True)
 
@@ -158,9 +159,11 @@ class Runner:
         key: str = "job",
         labels: Sequence[int] | None = None,
         on_submitted: Callable[[], None] | None = None,
+        join: bool = False,
     ) -> Iterator[tuple[int, Any]]:
         """``fn(*task)`` for every task, ``(position, result)`` yielded as tasks finish (see :func:`execute`).
-        ``on_submitted`` runs here once the workers have every task (serially: before the first)."""
+        ``on_submitted`` runs here once the workers have every task (serially: before the first); then, with
+        ``join``, this process runs the tasks a process pool has not started, from the last, beside its workers."""
         if not tasks:
             return
         if self.executor is not None:
@@ -175,7 +178,7 @@ class Runner:
             return
         self.start()
         if self._pool is not None:
-            yield from _execute_futures(self._pool, fn, tasks, on_submitted)
+            yield from _execute_futures(self._pool, fn, tasks, on_submitted, join)
             return
         names = list(labels) if labels is not None else list(range(len(tasks)))
         yield from _execute_dask(self._client, fn, tasks, key, names, on_submitted)
@@ -216,11 +219,17 @@ def _execute_futures(
     fn: Callable[..., Any],
     tasks: Sequence[tuple[Any, ...]],
     on_submitted: Callable[[], None] | None = None,
+    join: bool = False,
 ) -> Iterator[tuple[int, Any]]:
     futures = {ex.submit(fn, *args): t for t, args in enumerate(tasks)}
     try:
         if on_submitted is not None:
             on_submitted()
+        if join:  # the pool takes its tasks from the first; a task it has not queued yet can be withdrawn
+            for f in reversed(list(futures)):
+                if f.cancel():
+                    t = futures.pop(f)
+                    yield t, fn(*tasks[t])
         for f in as_completed(futures):
             yield futures[f], f.result()
     finally:
