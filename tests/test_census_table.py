@@ -316,3 +316,52 @@ def test_cli_refusals_and_text(tmp_path):
     d = json.loads(r.stdout)
     assert d["schema"] == "relusym.census-table/1" and d["networks"] == 30
     assert sum(d["fibre_types"].values()) == 30
+
+
+@pytest.mark.parametrize("spec", [
+    CensusSpec((1, 2, 1), (-1, 0, 1, 2), chunk_size=2048, check_every=97),  # integer keys, 8 chunks
+    CensusSpec((2, 3, 1), (-1, 0, 1), sample=300, seed=7, chunk_size=60, check_every=13),  # digest keys
+])  # fmt: skip
+def test_a_parallel_census_computes_each_function_once_and_the_serial_table(spec, tmp_path, monkeypatch):
+    """On workers (threads here, so that ``fiber`` can be counted) a census runs ``fiber`` once per distinct
+    function of the grid and once per checked network, not once per function per worker, and writes the serial
+    table byte for byte; resumed after three parts, it computes only the functions the finished parts lack."""
+    import relusym.census._table as table_module
+
+    calls: list[int] = []
+    real = table_module.fiber
+
+    def counted(net, **kw):
+        calls.append(1)
+        return real(net, **kw)
+
+    ref = run_census_table(spec, tmp_path / "ref.parquet", progress=False)
+    checked = len(range(0, spec.total, spec.check_every))
+    class Forgetful(dict):  # each task as if in a process of its own: no memo shared by the threads
+        def __contains__(self, key: object) -> bool:
+            return False
+
+    monkeypatch.setattr(table_module, "fiber", counted)
+    monkeypatch.setattr(table_module, "_FIBRES", Forgetful())
+    with ThreadPoolExecutor(2) as ex:
+        got = run_census_table(spec, tmp_path / "par.parquet", executor=ex, progress=False)
+    assert len(calls) == ref.summary["distinct_functions"] + checked
+    assert (tmp_path / "par.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+    assert got.summary == ref.summary
+
+    def stop_after_three(index: int) -> None:
+        if index == 2:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "resumed.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        run_census_table(spec, out, progress=False, on_part=stop_after_three)  # serial: parts 0, 1, 2
+    first = 3 * spec.chunk_size  # the functions of the finished parts' unchecked rows are known; the rest computed
+    keys = table_module.function_keys(spec, *table_module.census_entries(spec, 0, spec.total))
+    known = {k for i, k in enumerate(keys[:first]) if i % spec.check_every}
+    want = len(set(keys[first:]) - known) + len(range(first + -first % spec.check_every, spec.total, spec.check_every))
+    calls.clear()
+    with ThreadPoolExecutor(2) as ex:
+        run_census_table(spec, out, executor=ex, resume=True, progress=False)
+    assert out.read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+    assert len(calls) == want < ref.summary["distinct_functions"] + checked

@@ -25,10 +25,13 @@ __all__ = [
     "CensusSpec",
     "CensusTable",
     "census_entries",
+    "census_fibres",
     "census_network",
     "census_part",
     "census_table_text",
+    "chunk_functions",
     "fibre_fields",
+    "function_keys",
     "integer_function_keys",
     "read_census_table",
     "run_census_table",
@@ -289,7 +292,7 @@ def fibre_fields(fb: Fiber) -> Fields:
     return fibre_category(fb), fb.width, fb.dimension, flips, fb.orbits
 
 
-def _function_keys(spec: CensusSpec, num: Any, den: Any) -> list[bytes]:
+def function_keys(spec: CensusSpec, num: Any, den: Any) -> list[bytes]:
     """A key per network, equal iff the two compute the same function: the integer key of
     :func:`integer_function_keys` when it applies, otherwise the normal-form digest."""
     import numpy as np
@@ -303,7 +306,7 @@ def _function_keys(spec: CensusSpec, num: Any, den: Any) -> list[bytes]:
     return [normal_form(_network_of(spec, num, den, t)).digest().encode() for t in range(num.shape[0])]
 
 
-def census_part(spec: CensusSpec, chunk: int) -> Any:
+def census_part(spec: CensusSpec, chunk: int, known: dict[bytes, Fields] | None = None) -> Any:
     """The part (a pyarrow table) of chunk ``chunk``: networks chunk·C .. (chunk + 1)·C − 1 of the census.
 
     The fibre ρ⁻¹(ρ(θ)) ⊂ Ω(m, n, k) is determined by the function ρ(θ) alone, and so is everything a row
@@ -312,19 +315,22 @@ def census_part(spec: CensusSpec, chunk: int) -> Any:
     h·flip_T(θ) are those of θ moved by h and T).  So :func:`relusym.fiber` runs once per distinct function —
     on the first network of the chunk that computes it, unless this process met the function before — and its
     answer is that of every network computing it.  The networks whose index is a multiple of ``check_every``
-    are classified again by ``fiber`` on themselves (``check``: ``agrees`` or ``differs``)."""
+    are classified again by ``fiber`` on themselves (``check``: ``agrees`` or ``differs``).  ``known``: the
+    fields of the chunk's functions, computed before (a parallel census: :mod:`relusym.census._spread`)."""
     import numpy as np
     import pyarrow as pa
 
     start = chunk * spec.chunk_size
     stop = min(spec.total, start + spec.chunk_size)
     num, den = census_entries(spec, start, stop)
-    keys = _function_keys(spec, num, den)
+    keys = function_keys(spec, num, den)
     first: dict[bytes, int] = {}
     for t, key in enumerate(keys):
         first.setdefault(key, t)
-    found: dict[bytes, Fields] = {}
+    found: dict[bytes, Fields] = dict(known) if known is not None else {}
     for key, t in first.items():
+        if key in found:
+            continue
         memo = (spec.shape, spec.budget, key)
         if memo not in _FIBRES:
             if len(_FIBRES) >= _FIBRES_MAX:
@@ -344,6 +350,35 @@ def census_part(spec: CensusSpec, chunk: int) -> Any:
     cols["check"] = check
     cols["_key"] = keys
     return pa.Table.from_pydict(cols, schema=_table_schema(private=True))
+
+
+def chunk_functions(spec: CensusSpec, chunk: int) -> dict[bytes, int]:
+    """(a task) The distinct functions of chunk ``chunk`` of the census ``spec``: each one's key and the index of
+    the first network of the chunk that computes it."""
+    start = chunk * spec.chunk_size
+    stop = min(spec.total, start + spec.chunk_size)
+    num, den = census_entries(spec, start, stop)
+    first: dict[bytes, int] = {}
+    for t, key in enumerate(function_keys(spec, num, den)):
+        first.setdefault(key, start + t)
+    return first
+
+
+def census_fibres(spec: CensusSpec, indices: list[int]) -> list[Fields]:
+    """(a task) The fibre fields (:func:`fibre_fields`) of networks ``indices`` of the
+    census, one ``fiber`` each."""
+    return [fibre_fields(fiber(census_network(spec, i), budget=spec.budget)) for i in indices]
+
+
+def _part_fibres(table: Any) -> dict[bytes, Fields]:
+    """The fields of the functions of a finished part, from its rows not classified again on themselves."""
+    names = ("fibre_type", "width", "dimension", "flip_sets", "orbits")
+    d = table.select(["_key", "check", *names]).to_pydict()
+    out: dict[bytes, Fields] = {}
+    for i, k in enumerate(d["_key"]):
+        if d["check"][i] is None and k not in out:
+            out[k] = (d["fibre_type"][i], d["width"][i], d["dimension"][i], d["flip_sets"][i], d["orbits"][i])
+    return out
 
 
 def _table_schema(private: bool, metadata: dict[str, str] | None = None) -> Any:
@@ -441,7 +476,8 @@ def run_census_table(
 
     import pyarrow as pa
 
-    from relusym._zoo._jobs import PartsFolder, execute, write_outputs
+    from relusym._zoo._jobs import PartsFolder, Runner, write_outputs
+    from relusym.census._spread import fibres_of_chunks
     from relusym.errors import InvalidNetworkError
 
     description = spec.describe()
@@ -467,15 +503,23 @@ def run_census_table(
         done = parts.done(chunks, rows=size.__getitem__)
     todo = [c for c in chunks if c not in done]
     tables: dict[int, Any] = {}
-    with progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
+    runner = Runner(
+        workers=workers if workers is not None and workers > 1 else None,
+        executor=executor,
+        scheduler=scheduler,
+        dask_local=dask_local,
+    )
+    with runner, progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
         bar.update(sum(size[c] for c in done))
-        for t, table in execute(
+        known: dict[int, Any] = {}
+        if runner.parallel and len(todo) > 1:  # each function's fibre once, on one worker (see _spread)
+            seen: dict[bytes, Fields] = {}
+            for c in sorted(done):  # a resumed census: the functions of its finished parts
+                seen.update(_part_fibres(parts.read(c)) if parts is not None else {})
+            known = fibres_of_chunks(runner, spec, todo, seen, f"census-{key[:16]}", (chunk_functions, census_fibres))
+        for t, table in runner.run(
             census_part,
-            [(spec, c) for c in todo],
-            workers=workers if workers is not None and workers > 1 else None,
-            executor=executor,
-            scheduler=scheduler,
-            dask_local=dask_local,
+            [(spec, c, known.get(c)) for c in todo],
             key=f"census-{key[:16]}",
             labels=todo,
         ):
