@@ -519,7 +519,7 @@ def run_census_table(
             known = fibres_of_chunks(runner, spec, todo, seen, f"census-{key[:16]}", (chunk_functions, census_fibres))
         for t, table in runner.run(
             census_part,
-            [(spec, c, known.get(c)) for c in todo],
+            [(spec, c, known[c]) if c in known else (spec, c) for c in todo],
             key=f"census-{key[:16]}",
             labels=todo,
         ):
