@@ -337,6 +337,7 @@ def test_a_parallel_census_computes_each_function_once_and_the_serial_table(spec
 
     ref = run_census_table(spec, tmp_path / "ref.parquet", progress=False)
     checked = len(range(0, spec.total, spec.check_every))
+
     class Forgetful(dict):  # each task as if in a process of its own: no memo shared by the threads
         def __contains__(self, key: object) -> bool:
             return False
