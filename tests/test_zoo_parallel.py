@@ -291,14 +291,9 @@ def test_a_pool_of_one_helper_and_the_client_share_the_tasks_it_has_not_started(
     assert not Runner(workers=1).parallel  # --workers 1 stays a serial run
 
 
-@pytest.mark.slow
-def test_a_folder_planned_on_a_helper_pool_while_the_kernels_load_same_bytes(tmp_path, monkeypatch):
-    """A folder of files whose weights reach 2^24 (the bound lowered), planned on two workers: the client loads the
-    real kernels while a helper pool reads the headers, the job's pool forks after, and every one of its tasks
-    finds them loaded (where pools fork); the table is the serial one, byte for byte, on a pool and on a local
-    Dask cluster."""
-    _numba()
-    paths = _small_files(tmp_path / "zoo", 40)
+def _record_kernels_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every chunk run from now on, here or in a forked worker, leaves a file ``PID-INDEX`` in the folder returned,
+    holding whether its process had loaded the kernels."""
     flags = tmp_path / "flags"
     flags.mkdir()
     real = _run.run_chunk
@@ -307,9 +302,21 @@ def test_a_folder_planned_on_a_helper_pool_while_the_kernels_load_same_bytes(tmp
         (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_planning._KERNELS.get("loaded"))))
         return real(chunk, options)
 
+    monkeypatch.setattr(_run, "run_chunk", recorded)
+    return flags
+
+
+@pytest.mark.slow
+def test_a_folder_planned_on_a_helper_pool_while_the_kernels_load_same_bytes(tmp_path, monkeypatch):
+    """A folder of files whose weights reach 2^24 (the bound lowered), planned on two workers: the client loads the
+    real kernels while a helper pool reads the headers, the job's pool forks after, and every one of its tasks
+    finds them loaded (where pools fork); the table is the serial one, byte for byte, on a pool and on a local
+    Dask cluster."""
+    _numba()
+    paths = _small_files(tmp_path / "zoo", 40)
     kw = {"fibre": False, "progress": False, "files_per_chunk": 5}
     scan_zoo(tmp_path / "zoo", tmp_path / "serial.parquet", **kw)
-    monkeypatch.setattr(_run, "run_chunk", recorded)
+    flags = _record_kernels_loaded(tmp_path, monkeypatch)
     monkeypatch.setattr(_planning, "_PLAN_FILES", 4)
     monkeypatch.setattr(_planning, "JIT_WORK", sum(os.stat(x).st_size for x in paths) // 4)
     monkeypatch.setitem(_planning._KERNELS, "loaded", False)  # as in a fresh client
@@ -332,15 +339,7 @@ def test_large_tasks_pool_inherits_the_kernels_same_bytes(tmp_path, monkeypatch)
     bytes."""
     _numba()
     monkeypatch.setitem(_planning._KERNELS, "loaded", False)  # as in a fresh client
-    flags = tmp_path / "flags"
-    flags.mkdir()
-    real = _run.run_chunk
-
-    def recorded(chunk, options):
-        (flags / f"{os.getpid()}-{chunk.index}").write_text(str(bool(_planning._KERNELS.get("loaded"))))
-        return real(chunk, options)
-
-    monkeypatch.setattr(_run, "run_chunk", recorded)
+    flags = _record_kernels_loaded(tmp_path, monkeypatch)
     rng = np.random.default_rng(5)
     B = 2 * 7281 + 100  # 8-64-1: tasks of 7281 rows (2^22 weights, the default task of a larger shard): three
     V = rng.standard_normal((B, 1, 64)).astype(np.float32)
