@@ -322,7 +322,7 @@ def test_cli_refusals_and_text(tmp_path):
     CensusSpec((1, 2, 1), (-1, 0, 1, 2), chunk_size=2048, check_every=97),  # integer keys, 8 chunks
     CensusSpec((2, 3, 1), (-1, 0, 1), sample=300, seed=7, chunk_size=60, check_every=13),  # digest keys
 ])  # fmt: skip
-def test_a_parallel_census_computes_each_function_once_and_the_serial_table(spec, tmp_path, monkeypatch):
+def test_a_parallel_census_computes_each_function_once_and_the_serial_table(spec, tmp_path, monkeypatch, capsys):
     """On workers (threads here, so that ``fiber`` can be counted) a census runs ``fiber`` once per distinct
     function of the grid and once per checked network, not once per function per worker, and writes the serial
     table byte for byte; resumed after three parts, it computes only the functions the finished parts lack."""
@@ -345,7 +345,11 @@ def test_a_parallel_census_computes_each_function_once_and_the_serial_table(spec
     monkeypatch.setattr(table_module, "fiber", counted)
     monkeypatch.setattr(table_module, "_FIBRES", Forgetful())
     with ThreadPoolExecutor(2) as ex:
-        got = run_census_table(spec, tmp_path / "par.parquet", executor=ex, progress=False)
+        got = run_census_table(spec, tmp_path / "par.parquet", executor=ex, progress=True)
+    shown = capsys.readouterr().err  # the functions' pass shows its own bar, then the parts'
+    functions = ref.summary["distinct_functions"]
+    assert f"census functions:   0%|          | 0/{functions} [" in shown
+    assert f"census:   0%|          | 0/{spec.total} [" in shown
     assert len(calls) == ref.summary["distinct_functions"] + checked
     assert (tmp_path / "par.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
     assert got.summary == ref.summary

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from relusym._base.progress import progress_bar
+
 __all__ = ["fibres_of_chunks"]
 
 
@@ -24,13 +26,15 @@ def fibres_of_chunks(
     known: dict[bytes, Any],
     key: str,
     tasks: tuple[Callable[[Any, int], dict[bytes, int]], Callable[[Any, list[int]], list[Any]]],
+    progress: bool | None = None,
 ) -> dict[int, Any]:
     """For each chunk in ``todo``, the fibre fields of its distinct functions (a dict key → fields), computed on
     ``runner`` (:class:`relusym._zoo._jobs.Runner`) in the first two passes (see the module docstring); ``known``
     holds the fields found already (the finished parts of a resumed census) and gains the new ones.  ``tasks``:
     the census's :func:`~relusym.census._table.chunk_functions` and :func:`~relusym.census._table.census_fibres`.
     The first network of a function in the census's order computes its fibre, in batches of functions dealt
-    round-robin in that order, two for each chunk to do (the heavy and the light ones mixed)."""
+    round-robin in that order, two for each chunk to do (the heavy and the light ones mixed); ``progress``: a bar
+    of the functions done (the parts' pass has its own)."""
     chunk_functions, census_fibres = tasks
     functions: dict[int, dict[bytes, int]] = {}
     for t, found in runner.run(chunk_functions, [(spec, c) for c in todo], key=f"{key}-functions", labels=todo):
@@ -44,6 +48,8 @@ def fibres_of_chunks(
     batches = [order[b :: 2 * len(todo)] for b in range(2 * len(todo))]
     batches = [b for b in batches if b]
     deals = [(spec, [first[k] for k in b]) for b in batches]
-    for t, fields in runner.run(census_fibres, deals, key=f"{key}-fibres", labels=list(range(len(deals)))):
-        known.update(zip(batches[t], fields, strict=True))
+    with progress_bar(total=len(order), desc="census functions", unit="fn", progress=progress) as bar:
+        for t, fields in runner.run(census_fibres, deals, key=f"{key}-fibres", labels=list(range(len(deals)))):
+            known.update(zip(batches[t], fields, strict=True))
+            bar.update(len(fields))
     return {c: {k: known[k] for k in functions[c]} for c in todo}

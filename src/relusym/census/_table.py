@@ -509,27 +509,29 @@ def run_census_table(
         scheduler=scheduler,
         dask_local=dask_local,
     )
-    with runner, progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
-        bar.update(sum(size[c] for c in done))
+    with runner:
         known: dict[int, Any] = {}
         if runner.parallel and len(todo) > 1:  # each function's fibre once, on one worker (see _spread)
             seen: dict[bytes, Fields] = {}
             for c in sorted(done):  # a resumed census: the functions of its finished parts
                 seen.update(_part_fibres(parts.read(c)) if parts is not None else {})
-            known = fibres_of_chunks(runner, spec, todo, seen, f"census-{key[:16]}", (chunk_functions, census_fibres))
-        for t, table in runner.run(
-            census_part,
-            [(spec, c, known[c]) if c in known else (spec, c) for c in todo],
-            key=f"census-{key[:16]}",
-            labels=todo,
-        ):
-            if parts is not None:
-                parts.write(todo[t], table)
-            else:
-                tables[todo[t]] = table
-            bar.update(size[todo[t]])
-            if on_part is not None:
-                on_part(todo[t])
+            tasks = (chunk_functions, census_fibres)
+            known = fibres_of_chunks(runner, spec, todo, seen, f"census-{key[:16]}", tasks, progress)
+        with progress_bar(total=spec.total, desc="census", unit="net", progress=progress) as bar:
+            bar.update(sum(size[c] for c in done))
+            for t, table in runner.run(
+                census_part,
+                [(spec, c, known[c]) if c in known else (spec, c) for c in todo],
+                key=f"census-{key[:16]}",
+                labels=todo,
+            ):
+                if parts is not None:
+                    parts.write(todo[t], table)
+                else:
+                    tables[todo[t]] = table
+                bar.update(size[todo[t]])
+                if on_part is not None:
+                    on_part(todo[t])
     pieces = [parts.read(c) for c in chunks] if parts is not None else [tables[c] for c in chunks]
     private = _table_schema(private=True)
     raw = pa.concat_tables([p.cast(private) for p in pieces]) if pieces else private.empty_table()
