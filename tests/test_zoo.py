@@ -396,20 +396,20 @@ def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkey
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
-def test_planning_task_answers_as_text_the_shapes_of_the_headers(planted, tmp_path):
-    """The planning task's answer (one JSON text, which Dask ships whole, where it ships a list element by element)
-    unpacks to the shapes read in the client: stacked shards, single networks, a file that is no shard."""
-    import relusym._zoo._planning as run
-    from relusym._zoo._sources import stack_shapes
+def test_a_dask_task_result_is_sent_as_one_object():
+    """A Dask worker sends a task's result as it serializes it (``to_serialize``), which takes a list or a dict
+    apart element by element; boxed in ``Whole`` (as ``run_tuned`` returns every task's result) a dict of 2,000
+    census functions is pickled whole, a frame or two, and arrives equal, tuples and bytes kept."""
+    protocol = pytest.importorskip("distributed.protocol")
+    from relusym._zoo._processes import Whole
 
-    root, _, _ = planted
-    (tmp_path / "noise.npz").write_bytes(b"not a zip file")
-    paths = sorted(str(p) for p in root.rglob("*") if p.is_file()) + [str(tmp_path / "noise.npz")]
-    text = run.planned_shapes(paths)
-    assert isinstance(text, str)
-    got, want = run._unpacked(text), stack_shapes(paths)
-    assert got == want and any(x is not None for x in want) and any(x is None for x in want)
-    assert all(isinstance(x, tuple) and all(type(d) is int for d in x) for x in got if x is not None)
+    value = {bytes([i % 256, i // 256]): (i, [i, None]) for i in range(2000)}
+    header, frames = protocol.serialize(protocol.to_serialize(Whole(value)))
+    assert len(frames) <= 2
+    back = protocol.deserialize(header, frames)
+    assert type(back) is Whole and back.value == value
+    shapes = [(3, 8, 64, 1), None, (1, 2, 3, 4)]  # a planning task's answer
+    assert protocol.deserialize(*protocol.serialize(protocol.to_serialize(Whole(shapes)))).value == shapes
 
 
 @pytest.mark.slow

@@ -263,7 +263,7 @@ def _execute_dask(
         if on_submitted is not None:
             on_submitted()
         for f in dask_completed(futures):
-            yield futures[f], f.result()
+            yield futures[f], f.result().value
     finally:
         for f in futures:
             f.cancel()

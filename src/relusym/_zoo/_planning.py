@@ -5,7 +5,6 @@ and when the kernels load: once, in the client, before its workers fork, where e
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,7 +18,7 @@ from relusym._zoo._near import sweep_kernels
 from relusym._zoo._sources import Chunk, plan_job, stack_shapes
 from relusym._zoo._summary import probe_kernel
 
-__all__ = ["EAGER_JIT", "client_modules", "load_kernels", "plan", "planned_shapes"]
+__all__ = ["EAGER_JIT", "client_modules", "load_kernels", "plan"]
 
 
 # A task whose stacks hold this many weights loads the compiled digest kernel (when installed) before its first
@@ -48,19 +47,6 @@ def load_kernels() -> None:
 
 
 _PLAN_FILES = 2048  # files per planning task: the header reads of a folder's .npz files, on the job's workers
-
-
-def planned_shapes(paths: list[str]) -> str:
-    """:func:`stack_shapes` as a planning task: its answer as one JSON text (a list of shapes and nulls).  Dask
-    serializes a returned list element by element; a folder of 20,000 files (ten tasks of 2,048 answers) took
-    0.55-0.59 s of planning on a local cluster that way against 0.23-0.25 s as text (and 0.035 s a task either
-    way on the worker)."""
-    return json.dumps([list(s) if s is not None else None for s in stack_shapes(paths)])
-
-
-def _unpacked(text: str) -> list[tuple[int, ...] | None]:
-    """The shapes of :func:`planned_shapes`'s text (the JSON of a planning task relusym ran itself)."""
-    return [tuple(int(x) for x in s) if s is not None else None for s in json.loads(text)]
 
 
 def client_modules() -> None:
@@ -117,9 +103,9 @@ def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | N
         try:
             # the helper's tasks not started when the loads end are read here, beside it
             helper = planner is not runner
-            tasks = planner.run(planned_shapes, batches, key=f"zoo-plan-{key}", on_submitted=meanwhile, join=helper)
+            tasks = planner.run(stack_shapes, batches, key=f"zoo-plan-{key}", on_submitted=meanwhile, join=helper)
             for t, res in tasks:
-                found[t] = _unpacked(res)
+                found[t] = res
         finally:
             if planner is not runner:
                 planner.close()
