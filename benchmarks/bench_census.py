@@ -12,10 +12,10 @@ load matters: compare the ratio, not the seconds).
     python benchmarks/bench_census.py --parallel 8   # also serial / 2 pool workers / Dask clusters of 2 workers
 
 With ``--parallel C`` the same table is also written serially, on a process pool of 2, on relusym's own local
-Dask cluster of 2 workers (``dask_local=2``, its start-up included) and on the scheduler of a real Dask
-``LocalCluster`` of 2 workers on 127.0.0.1 started before, with Dask's default settings (a cluster user's: its
-start-up timed apart; its first job, whose workers import relusym, and a second one), in C chunks, and the five
-files are compared byte for byte; wall times, ratios and the load beside each.
+Dask cluster of 2 workers (``dask_local=2``: Dask's import and the cluster's start included) and on the scheduler
+of a real Dask ``LocalCluster`` of 2 workers on 127.0.0.1 started before, with Dask's default settings (a cluster
+user's: its start-up timed apart; its first job, whose workers import relusym, and a second one), in C chunks, and
+the five files are compared byte for byte; wall times, ratios and the load beside each.
 """
 
 from __future__ import annotations
@@ -68,8 +68,6 @@ def main() -> None:
 
 
 def parallel(spec: CensusSpec) -> None:
-    from distributed import LocalCluster
-
     from relusym.census import _table
 
     with tempfile.TemporaryDirectory() as d:
@@ -84,7 +82,9 @@ def parallel(spec: CensusSpec) -> None:
 
         timed("serial")
         timed("pool", workers=2)
-        timed("local", dask_local=2)  # relusym's own cluster: its start-up included
+        timed("local", dask_local=2)  # relusym's own cluster: Dask's import and the cluster's start included
+        from distributed import LocalCluster
+
         t0 = time.perf_counter()
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
         start = time.perf_counter() - t0
@@ -100,7 +100,7 @@ def parallel(spec: CensusSpec) -> None:
         return f"{times[name][0]:.1f} s, {s_ / times[name][0]:.2f}× (load {times[name][1]:.1f})"
 
     print(
-        "\n| census table | serial | process pool, 2 workers | `dask_local=2` (start-up included) | "
+        "\n| census table | serial | process pool, 2 workers | `dask_local=2` (Dask's import and start included) | "
         f"scheduler of a LocalCluster of 2 (started in {start:.1f} s): first job | second job | tables |"
     )
     print("|---|---|---|---|---|---|---|")
