@@ -568,6 +568,70 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
     assert calls[1:] == [(addr, None), (addr, None)]
 
 
+def test_a_scheduler_whose_workers_lack_relusym_or_run_another_is_refused_in_one_sentence():
+    """Before a job's tasks go to a scheduler, each worker says which relusym it runs (one ``client.run``): the
+    same version passes; a worker that cannot load the function (no relusym there) or that runs another version
+    is refused in one sentence naming the scheduler and both versions."""
+    from relusym._zoo import _jobs
+    from relusym.errors import InvalidNetworkError
+
+    class Client:
+        def __init__(self, answer):
+            self.answer, self.ran = answer, []
+
+        def run(self, fn):
+            self.ran.append(fn)
+            if isinstance(self.answer, BaseException):
+                raise self.answer
+            return {w: fn() if v is None else v for w, v in self.answer.items()}
+
+    same = Client({"tcp://w:1": None, "tcp://w:2": None})  # each worker runs the function itself
+    _jobs._same_relusym(same, "tcp://s:9")
+    assert same.ran == [_jobs._relusym_version] and _jobs._relusym_version() == relusym.__version__
+    with pytest.raises(InvalidNetworkError) as exc:
+        _jobs._same_relusym(Client(ModuleNotFoundError("No module named 'relusym'")), "tcp://s:9")
+    assert str(exc.value) == (
+        "the Dask workers of the scheduler at tcp://s:9 cannot run relusym (ModuleNotFoundError: No module named "
+        f"'relusym'); install relusym {relusym.__version__} where they run"
+    )
+    with pytest.raises(InvalidNetworkError) as exc:
+        _jobs._same_relusym(Client({"tcp://w:1": "0.0.9", "tcp://w:2": None, "tcp://w:3": "0.0.8"}), "tcp://s:9")
+    assert str(exc.value) == (
+        "the Dask workers of the scheduler at tcp://s:9 run relusym 0.0.8, 0.0.9 and this process "
+        f"{relusym.__version__}; install the same version on both"
+    )
+
+
+@pytest.mark.slow
+def test_a_real_scheduler_with_another_relusym_is_refused_by_the_cli_with_nothing_written(
+    tmp_path, monkeypatch, capsys
+):
+    """On a real LocalCluster whose workers import their own relusym, a client that says it runs another version
+    (patched here) gets exit 2 and one sentence from ``relusym zoo --scheduler``, and writes no table or parts."""
+    distributed = pytest.importorskip("distributed")
+    from relusym.cli import main
+
+    folder = _npz_folder(tmp_path / "zoo", 3, shard_rows=8)
+    out = tmp_path / "out" / "zoo.parquet"
+    out.parent.mkdir()
+    real = relusym.__version__
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        addr = cluster.scheduler_address
+        monkeypatch.setattr(relusym, "__version__", "0.0.0+other")
+        capsys.readouterr()
+        assert main(["zoo", str(folder), "-o", str(out), "--scheduler", addr, "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert list(out.parent.iterdir()) == []
+        monkeypatch.setattr(relusym, "__version__", real)
+        assert main(["zoo", str(folder), "-o", str(out), "--scheduler", addr, "--quiet"]) == 0
+    assert (
+        len(err) == 1 and f"the Dask workers of the scheduler at {addr} run relusym {real} and this process" in err[0]
+    )
+    assert err[0].endswith("0.0.0+other; install the same version on both")
+
+
 def test_a_scheduler_client_loads_its_end_kernels_while_the_chunks_run(tmp_path, monkeypatch):
     """On a Dask scheduler, a job of 10^6 networks or more (the bound lowered) has the client load the compiled
     kernels once its chunks are submitted (for its near-duplicate search), not before; a pool's client loads them

@@ -276,9 +276,15 @@ def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, An
 
     if dask_local is None:
         try:
-            return Client(scheduler, timeout=30), None
+            client = Client(scheduler, timeout=30)
         except OSError as exc:
             raise InvalidNetworkError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+        try:
+            _same_relusym(client, str(scheduler))
+        except BaseException:
+            client.close()
+            raise
+        return client, None
     import logging
 
     import dask
@@ -315,6 +321,34 @@ def _dask_client(scheduler: str | None, dask_local: int | None) -> tuple[Any, An
     except BaseException:
         cluster.close()
         raise
+
+
+def _relusym_version() -> str:
+    """This process's relusym version (run on a scheduler's workers by :func:`_same_relusym`)."""
+    from relusym import __version__
+
+    return __version__
+
+
+def _same_relusym(client: Any, scheduler: str) -> None:
+    """Refuse, in one sentence, a scheduler whose workers cannot import relusym or run another version than this
+    process: a job's tasks are relusym's functions and objects, pickled by reference, which such a worker fails to
+    load, retried five times per task, or loads as its own version's, whose results this process cannot read.  One
+    round trip to each worker, once per job."""
+    here = _relusym_version()
+    try:
+        found = client.run(_relusym_version)
+    except Exception as exc:  # a worker that cannot load the function: relusym is not installed there
+        raise InvalidNetworkError(
+            f"the Dask workers of the scheduler at {scheduler} cannot run relusym ({type(exc).__name__}: {exc}); "
+            f"install relusym {here} where they run"
+        ) from None
+    other = sorted({str(v) for v in found.values()} - {here})
+    if other:
+        raise InvalidNetworkError(
+            f"the Dask workers of the scheduler at {scheduler} run relusym {', '.join(other)} and this process "
+            f"{here}; install the same version on both"
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------
