@@ -602,30 +602,58 @@ def test_a_scheduler_whose_workers_lack_relusym_or_run_another_is_refused_in_one
     )
 
 
+_NO_RELUSYM = """
+import sys
+
+
+class _Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name == "relusym" or name.startswith("relusym."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Blocked())
+for name in [n for n in sys.modules if n == "relusym" or n.startswith("relusym.")]:
+    del sys.modules[name]
+"""
+
+
 @pytest.mark.slow
-def test_a_real_scheduler_with_another_relusym_is_refused_by_the_cli_with_nothing_written(
+def test_real_schedulers_without_relusym_or_with_another_are_refused_by_the_cli_with_nothing_written(
     tmp_path, monkeypatch, capsys
 ):
-    """On a real LocalCluster whose workers import their own relusym, a client that says it runs another version
-    (patched here) gets exit 2 and one sentence from ``relusym zoo --scheduler``, and writes no table or parts."""
+    """On real LocalClusters: workers that cannot import relusym (a preload hides it from them), and workers of
+    another version (this client's patched here), get exit 2 and one sentence from ``relusym zoo --scheduler``
+    and nothing written; the same cluster with the same version then runs the job."""
     distributed = pytest.importorskip("distributed")
     from relusym.cli import main
 
     folder = _npz_folder(tmp_path / "zoo", 3, shard_rows=8)
     out = tmp_path / "out" / "zoo.parquet"
     out.parent.mkdir()
+    blocker = tmp_path / "no_relusym.py"
+    blocker.write_text(_NO_RELUSYM)
+    args = ["zoo", str(folder), "-o", str(out), "--quiet", "--scheduler"]
+    kw = {"n_workers": 1, "threads_per_worker": 1, "processes": True, "host": "127.0.0.1", "dashboard_address": None}
+    with distributed.LocalCluster(preload=[str(blocker)], **kw) as cluster:
+        capsys.readouterr()
+        assert main([*args, cluster.scheduler_address]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+    assert list(out.parent.iterdir()) == [] and len(err) == 1
+    assert f"the Dask workers of the scheduler at {cluster.scheduler_address} cannot run relusym (" in err[0]
+    assert "No module named 'relusym'" in err[0] and err[0].endswith(
+        f"install relusym {relusym.__version__} where they run"
+    )
     real = relusym.__version__
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-    ) as cluster:
+    with distributed.LocalCluster(**kw) as cluster:
         addr = cluster.scheduler_address
         monkeypatch.setattr(relusym, "__version__", "0.0.0+other")
-        capsys.readouterr()
-        assert main(["zoo", str(folder), "-o", str(out), "--scheduler", addr, "--quiet"]) == 2
+        assert main([*args, addr]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert list(out.parent.iterdir()) == []
         monkeypatch.setattr(relusym, "__version__", real)
-        assert main(["zoo", str(folder), "-o", str(out), "--scheduler", addr, "--quiet"]) == 0
+        assert main([*args, addr]) == 0
     assert (
         len(err) == 1 and f"the Dask workers of the scheduler at {addr} run relusym {real} and this process" in err[0]
     )

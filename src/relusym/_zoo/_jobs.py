@@ -332,15 +332,17 @@ def _relusym_version() -> str:
 
 def _same_relusym(client: Any, scheduler: str) -> None:
     """Refuse, in one sentence, a scheduler whose workers cannot import relusym or run another version than this
-    process: a job's tasks are relusym's functions and objects, pickled by reference, which such a worker fails to
-    load, retried five times per task, or loads as its own version's, whose results this process cannot read.  One
-    round trip to each worker, once per job."""
+    process: a job's tasks are relusym's functions and objects, pickled by reference, which such a worker cannot
+    load (a worker that could not import relusym failed on its first task's message and lost its connection to
+    the scheduler, and the job made no progress for as long as it was watched, a minute) or loads as its own
+    version's.  One round trip to each worker, once per job."""
     here = _relusym_version()
     try:
         found = client.run(_relusym_version)
     except Exception as exc:  # a worker that cannot load the function: relusym is not installed there
+        reason = str(exc) if type(exc) is Exception else f"{type(exc).__name__}: {exc}"  # Dask wraps the worker's
         raise InvalidNetworkError(
-            f"the Dask workers of the scheduler at {scheduler} cannot run relusym ({type(exc).__name__}: {exc}); "
+            f"the Dask workers of the scheduler at {scheduler} cannot run relusym ({reason}); "
             f"install relusym {here} where they run"
         ) from None
     other = sorted({str(v) for v in found.values()} - {here})
