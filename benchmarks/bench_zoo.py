@@ -423,21 +423,30 @@ def end_to_end_rows(tmp: Path, sizes: list[int]) -> list[str]:
     return out
 
 
+def _warm_cluster_shard(tmp: Path) -> Path:
+    """The shard whose job warms a ``--scheduler`` cluster: its workers import relusym and load the compiled
+    kernels.  A worker loads them once it has digested 2^24 weights, or at once for a task of 2^21 (``EAGER_JIT``);
+    this job's tasks are below that, so it must bring each of two workers past 2^24: 100,000 networks of 8-64-1,
+    3.2·10^7 weights each.  (The shard of 40,000 used before left them at 1.3·10^7, and the timed job loaded them
+    midway: a 20,000-file folder 3.9-5.2 s against 3.1-3.3 s.)"""
+    return big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 100_000)
+
+
 def cli_rows(tmp: Path, B: int, files: int) -> list[str]:
     """``relusym zoo --no-fibre`` as a user runs it (a fresh process each: imports, reading, the job, the table),
     serial against ``--workers 2``, ``--dask-local 2`` (the cluster's start-up included) and ``--scheduler ADDR``
     of a real ``LocalCluster`` of 2 workers started before (:class:`_Cluster`; its first job, whose workers import
-    relusym and load the compiled kernels where their share reaches 2^24 weights, and a job once a shard of
-    40,000 networks, whose tasks load them at once, has warmed it: the cluster user's steady state; a worker
-    whose first job was a folder of 20,000 files of 16-64-4, 1.35·10^7 weights each, digests it on numpy's path
-    and loads the kernels in the middle of its second job), on a stacked shard and on a folder of files: wall
+    relusym and load the compiled kernels where their share reaches 2^24 weights, and a job once a shard has
+    warmed it (:func:`_warm_cluster_shard`): the cluster user's steady state; a worker whose first job was a
+    folder of 20,000 files of 16-64-4, 1.35·10^7 weights each, digests it on numpy's path and loads the kernels
+    in the middle of its second job), on a stacked shard and on a folder of files: wall
     time, CPU time of the process and all its children (the pool's workers; the Dask nanny's workers are its
     grandchildren and are counted once they exit; for ``--scheduler``, the cluster's workers and scheduler too),
     the load before and after, and whether the tables are byte-identical."""
     _warm_cli(tmp)
     src = shard(tmp / "cli.npz", 8, 64, 1, B)
     folder = files_folder(tmp / "cli_files", files)
-    warm = big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 40_000)  # its tasks load the kernels at once
+    warm = _warm_cluster_shard(tmp)
     out = []
     for name, source in ((f"stacked shard, {B:,} × 8-64-1", src), (f"folder, {files:,} files 16-64-4", folder)):
         tables = []
@@ -511,7 +520,7 @@ def scaling_rows(tmp: Path, sizes: list[int], files: bool = False) -> list[str]:
     walls: dict[str, list[float]] = {name: [] for name, _ in modes}
     out = []
     kind = "files 16-64-4" if files else "8-64-1"
-    warm = big_shard(tmp / "warm_cluster.npz", 8, 64, 1, 40_000)  # its workers import relusym, load the kernels
+    warm = _warm_cluster_shard(tmp)
     for B in sizes:
         src = files_folder(tmp / "scale_files", B) if files else big_shard(tmp / "scale.npz", 8, 64, 1, B)
         tables = []
