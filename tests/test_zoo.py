@@ -372,26 +372,42 @@ def test_same_table_whether_the_parts_are_mapped_or_copied(planted, tmp_path, mo
 
 def test_planning_on_the_workers_finds_the_same_chunks(planted, tmp_path, monkeypatch):
     """A folder's stacked shards found by planning tasks on the job's executor (one file per task here) give the
-    chunks and the table of the serial planning, byte for byte (the oracle: the serial job)."""
+    chunks and the table of the serial planning, byte for byte (the oracle: the serial job); the file identities
+    those tasks return are what a ``stat`` gives, so the job's fingerprint (what a resume matches) is the serial
+    job's."""
     import relusym._zoo._planning as run
-    from relusym._zoo._sources import plan_job, stack_shapes
+    from relusym._zoo._run import Options, _fingerprint
+    from relusym._zoo._sources import plan_job, stack_headers, stack_shapes
 
     root, _, _ = planted
     calls: list[int] = []
+    tasks: list[int] = []
 
     def counted(paths):
         calls.append(len(paths))
         return stack_shapes(paths)
 
+    def counted_task(paths):
+        tasks.append(len(paths))
+        return stack_headers(paths)
+
     monkeypatch.setattr(run, "_PLAN_FILES", 1)
     monkeypatch.setattr(run, "stack_shapes", counted)
+    monkeypatch.setattr(run, "stack_headers", counted_task)
     scan_zoo(root, tmp_path / "a.parquet", chunk_size=3, files_per_chunk=4, progress=False)
-    assert len(calls) == 1  # serial: one call, in the client
+    assert len(calls) == 1 and not tasks  # serial: one call, in the client
     serial = plan_job(root, chunk_size=3, files_per_chunk=4)
     with ThreadPoolExecutor(2) as ex:
-        probe = run._shapes_on(run.Runner(executor=ex))
-        assert plan_job(root, chunk_size=3, files_per_chunk=4, shapes=probe) == serial
-        assert sorted(calls[1:]) == [1] * (len(calls) - 1) and len(calls) > 2  # one task per file
+        identities: dict[str, list[object]] = {}
+        probe = run._shapes_on(run.Runner(executor=ex), identities)
+        chunks = plan_job(root, chunk_size=3, files_per_chunk=4, shapes=probe)[0]
+        assert chunks == serial[0]
+        assert sorted(tasks) == [1] * len(tasks) and len(tasks) > 1  # one task per file
+        assert len(identities) == len(tasks)
+        for path, ident in identities.items():
+            st = os.stat(path)
+            assert ident == [st.st_size, st.st_mtime_ns]
+        assert _fingerprint(chunks, Options(), identities) == _fingerprint(serial[0], Options())
         scan_zoo(root, tmp_path / "b.parquet", chunk_size=3, files_per_chunk=4, executor=ex, progress=False)
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 

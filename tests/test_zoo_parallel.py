@@ -556,7 +556,7 @@ def test_dask_planning_and_chunks_share_one_client_and_cluster(tmp_path, monkeyp
     monkeypatch.setattr(_jobs.Runner, "run", run)
     scan_zoo(folder, tmp_path / "local.parquet", dask_local=2, **kw)
     assert calls == [(None, 2)]
-    assert ran == ["stack_shapes on a local cluster", "run_chunk_part on a local cluster"]
+    assert ran == ["stack_headers on a local cluster", "run_chunk_part on a local cluster"]
     assert (tmp_path / "local.parquet").read_bytes() == want
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None

@@ -15,7 +15,7 @@ from relusym._zoo._digest import stack_digests
 from relusym._zoo._digest_jit import JIT_WORK, jit_available, jit_installed
 from relusym._zoo._jobs import Runner
 from relusym._zoo._near import sweep_kernels
-from relusym._zoo._sources import Chunk, plan_job, stack_shapes
+from relusym._zoo._sources import Chunk, plan_job, stack_headers, stack_shapes
 from relusym._zoo._summary import probe_kernel
 
 __all__ = ["EAGER_JIT", "client_modules", "load_kernels", "plan"]
@@ -57,7 +57,9 @@ def client_modules() -> None:
     import pyarrow.parquet  # noqa: F401
 
 
-def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
+def _shapes_on(
+    runner: Runner, identities: dict[str, list[Any]] | None = None
+) -> Callable[[list[str]], list[tuple[int, ...] | None]]:
     """How the planning of a folder finds its stacked shards: on the job's process pool, local Dask cluster,
     executor or Dask scheduler (the runner of its chunks, started here then) when it has more than
     :data:`_PLAN_FILES` ``.npz`` / ``.safetensors`` files (one header read each: serial in the client, they were
@@ -73,7 +75,10 @@ def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | N
     than the kernel), or, from 2^24 weights per worker, after this process had loaded the kernels with the second
     core idle (0.4 s).  Measured here, ``relusym zoo`` on 20,000 files of 16-64-4: a pool of two 2.82-3.01 s ->
     2.65-2.74 s (serial 4.3-4.5 s), a local cluster 3.22-3.32 s -> 3.07-3.16 s; the client's join on 60,000
-    files: pool 7.0 -> 6.6 s, local cluster 7.4 -> 7.1 s."""
+    files: pool 7.0 -> 6.6 s, local cluster 7.4 -> 7.1 s.
+
+    Those planning tasks return each file's identity too (:func:`relusym._zoo._sources.stack_headers`), put in
+    ``identities`` for the job's fingerprint, which then ``stat``s only the files not planned there."""
     if not runner.parallel:
         return stack_shapes
 
@@ -103,9 +108,11 @@ def _shapes_on(runner: Runner) -> Callable[[list[str]], list[tuple[int, ...] | N
         try:
             # the helper's tasks not started when the loads end are read here, beside it
             helper = planner is not runner
-            tasks = planner.run(stack_shapes, batches, key=f"zoo-plan-{key}", on_submitted=meanwhile, join=helper)
+            tasks = planner.run(stack_headers, batches, key=f"zoo-plan-{key}", on_submitted=meanwhile, join=helper)
             for t, res in tasks:
-                found[t] = res
+                found[t] = [shape for shape, _ in res]
+                if identities is not None:
+                    identities.update((p, ident) for p, (_, ident) in zip(batches[t][0], res, strict=True))
         finally:
             if planner is not runner:
                 planner.close()
@@ -175,7 +182,7 @@ def _end_kernels() -> None:
 
 def plan(
     source: Any, runner: Runner, chunk_size: int | None, files_per_chunk: int | None
-) -> tuple[list[Chunk], int, Callable[[], None] | None]:
+) -> tuple[list[Chunk], int, Callable[[], None] | None, dict[str, list[Any]]]:
     """A job's chunks and skipped files, a folder's headers read on ``runner`` (or on a helper pool: see
     :func:`_shapes_on`); the kernels loaded first where every process would load them (:func:`_eager`,
     :func:`_each_pays`), and the client's modules imported before any worker forks (:func:`client_modules`).
@@ -185,8 +192,11 @@ def plan(
     against 0.25 s compiled, and beyond the grid's bound on candidates (about 9·10^6 networks of 8-64-1) its k-d
     tree (130 s for 10^7 rows, against 2.6 s for the compiled sweep); for a job of :data:`_END_JIT_ROWS`
     networks or more the client loads the kernels once the chunks are submitted (:func:`_end_kernels`), on a
-    core that a cluster leaves idle meanwhile."""
-    probe = _shapes_on(runner)
+    core that a cluster leaves idle meanwhile.
+
+    Fourth, the identities of the files whose headers planning tasks read (for :meth:`Chunk.describe`)."""
+    identities: dict[str, list[Any]] = {}
+    probe = _shapes_on(runner, identities)
     found: dict[str, tuple[int, ...]] = {}
 
     def shapes(paths: list[str]) -> list[tuple[int, ...] | None]:
@@ -204,4 +214,4 @@ def plan(
         if sum(c.size for c in chunks) >= _END_JIT_ROWS:
             meanwhile = _end_kernels
     client_modules()
-    return chunks, skipped, meanwhile
+    return chunks, skipped, meanwhile, identities

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -317,8 +317,10 @@ def _written(parts: PartsFolder | None, chunk: Chunk, options: Options) -> Any:
     return table
 
 
-def _fingerprint(chunks: list[Chunk], options: Options) -> str:
-    d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe() for c in chunks]}
+def _fingerprint(chunks: list[Chunk], options: Options, identities: Mapping[str, list[Any]] | None = None) -> str:
+    """What identifies a job for resuming (:class:`PartsFolder`): its table's schema, options and chunks, the files
+    by their identities (``identities``: those its planning tasks found, the same as a ``stat`` here gives)."""
+    d = {"schema": SCHEMA, "options": asdict(options), "chunks": [c.describe(identities) for c in chunks]}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -336,10 +338,10 @@ def _run_chunks(
     """The planning and the chunks of a job on ``runner``: the rows of all chunks (the parts of an earlier run
     too, when resumed), the chunks, the skipped files, the parts folder and the table streamed to ``output`` as
     the parts came (:mod:`relusym._zoo._stream`; discarded if this raises)."""
-    chunks, skipped, meanwhile = plan(source, runner, chunk_size, files_per_chunk)  # pyarrow imported there
+    chunks, skipped, meanwhile, identities = plan(source, runner, chunk_size, files_per_chunk)  # and pyarrow
     import pyarrow as pa
 
-    key = _fingerprint(chunks, options)
+    key = _fingerprint(chunks, options, identities)
     out = Path(output) if output is not None else None
     parts: PartsFolder | None = None
     stream: TableStream | None = None

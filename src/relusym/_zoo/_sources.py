@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -44,6 +44,7 @@ __all__ = [
     "plan_chunks",
     "plan_job",
     "read_chunk",
+    "stack_headers",
     "stack_shapes",
 ]
 
@@ -85,11 +86,14 @@ class Chunk:
     def size(self) -> int:
         return len(self.paths) if self.kind == "files" else (self.stop - self.start)
 
-    def describe(self) -> dict[str, Any]:
-        """What identifies the chunk for resuming (file identities included, not the data)."""
+    def describe(self, identities: Mapping[str, list[Any]] | None = None) -> dict[str, Any]:
+        """What identifies the chunk for resuming (file identities included, not the data): each file's size and
+        modification time, taken from ``identities`` where the planning found them (:func:`stack_headers`), else
+        by a ``stat`` now."""
         d: dict[str, Any] = {"kind": self.kind, "names": list(self.names), "start": self.start, "stop": self.stop}
         if self.kind != "memory":
-            d["files"] = [_identity(p) for p in self.paths]
+            known = identities or {}
+            d["files"] = [known[p] if p in known else _identity(p) for p in self.paths]
         else:
             d["nets"] = hashlib.sha256(repr([_net_key(x) for x in self.nets or ()]).encode()).hexdigest()
         return d
@@ -265,6 +269,14 @@ def stack_shapes(paths: Sequence[str]) -> list[tuple[int, ...] | None]:
     """:func:`stack_shape` of each file (None: not a stacked shard): the shards of a folder, found at planning;
     a task of its own when the planning runs on the job's workers."""
     return [stack_shape(Path(p)) for p in paths]
+
+
+def stack_headers(paths: Sequence[str]) -> list[tuple[tuple[int, ...] | None, list[Any]]]:
+    """:func:`stack_shapes`, and each file's identity as the job's fingerprint records it (size and modification
+    time, :meth:`Chunk.describe`), the planning task of a folder on the job's workers: the client then does not
+    ``stat`` those files again between the planning and the first chunk, with the workers idle (0.04-0.08 s for
+    20,000 files here)."""
+    return list(zip(stack_shapes(paths), (_identity(p) for p in paths), strict=True))
 
 
 def plan_job(
