@@ -675,7 +675,7 @@ def test_a_scheduler_client_loads_its_end_kernels_while_the_chunks_run(tmp_path,
     monkeypatch.setitem(_planning._KERNELS, "loaded", False)
     monkeypatch.setattr(_planning, "JIT_WORK", 64 * 3 * 5)  # the shard's weights, as _each_pays counts them
     monkeypatch.setattr(_planning, "_END_JIT_ROWS", 64)  # the shard's networks
-    chunks, skipped, meanwhile = _planning.plan(
+    chunks, skipped, meanwhile, _ = _planning.plan(
         str(tmp_path / "s.npz"), Runner(scheduler="tcp://127.0.0.1:1"), 16, None
     )
     assert len(chunks) == 4 and skipped == 0 and meanwhile is _planning._end_kernels and loads == []
